@@ -1,0 +1,14 @@
+"""Shared test set-up: offline Hugging Face, a headless matplotlib, hypothesis profiles."""
+
+import os
+
+# Before anything imports transformers or pyplot: no hub access, no screen.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+from hypothesis import settings  # noqa: E402
+
+# CI replays the same examples every run; locally hypothesis explores.
+settings.register_profile("ci", derandomize=True, deadline=None, max_examples=40, print_blob=True)
+settings.register_profile("dev", deadline=None, max_examples=40)
+settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))

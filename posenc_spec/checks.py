@@ -1,0 +1,280 @@
+"""The properties a sinusoidal table must have, as functions returning a :class:`CheckResult`.
+
+The test suite asserts them on the reference implementations and the gate runs them on
+someone else's; neither restates a property. Each check takes the table under test and an
+:class:`Expectation` (the exact table and the per-element bound ``t`` of
+:mod:`posenc_spec.tolerance`, computed once per size); ``t`` propagates to each derived
+quantity by the first-order rule written beside the check.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import oracle
+from .conventions import Columns, Convention, get_convention
+from .tolerance import compare, dtype_name, table_tolerance
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    message: str
+    max_error: float | None = None
+    tolerance: float | None = None
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "passed": self.passed, "message": self.message,
+                "max_error": self.max_error, "tolerance": self.tolerance}
+
+
+@dataclass(frozen=True, eq=False)
+class Expectation:
+    """What a table of one size must hold: the float64 oracle and each element's bound."""
+
+    positions: np.ndarray
+    width: int
+    convention: Convention
+    out_dtype: str
+    table: np.ndarray
+    tolerance: np.ndarray
+    columns: Columns
+    degenerate_limit: bool = False
+
+    @property
+    def size(self) -> str:
+        return f"{self.positions.size}x{self.width}"
+
+    @property
+    def paired(self) -> np.ndarray:
+        """Columns that have a partner (excludes zero-padded and unpaired ``ceil`` columns)."""
+        return np.flatnonzero(self.columns.partner >= 0)
+
+    @property
+    def pair_first(self) -> np.ndarray:
+        """One column per pair: the one holding ``first``."""
+        return np.flatnonzero(self.columns.is_first & (self.columns.partner >= 0))
+
+
+def expectation(positions, width: int, convention: str | Convention, out_dtype,
+                degenerate_limit: bool = False) -> Expectation:
+    """The expectation for one size, cached: the gate checks many targets on one grid."""
+    conv = get_convention(convention)
+    key = positions if isinstance(positions, (int, np.integer)) else np.asarray(positions, np.float64).tobytes()
+    return _expectation(key, width, conv, dtype_name(out_dtype), degenerate_limit)
+
+
+@functools.lru_cache(maxsize=64)
+def _expectation(key, width, conv, out_dtype, degenerate_limit) -> Expectation:
+    positions = key if isinstance(key, (int, np.integer)) else np.frombuffer(key, dtype=np.float64)
+    return Expectation(
+        positions=conv.positions(positions),
+        width=width,
+        convention=conv,
+        out_dtype=out_dtype,
+        table=oracle.table(positions, width, conv, degenerate_limit),
+        tolerance=table_tolerance(positions, width, conv, out_dtype, degenerate_limit=degenerate_limit),
+        columns=conv.columns(width),
+        degenerate_limit=degenerate_limit,
+    )
+
+
+def _result(name, passed, message, max_error=None, tolerance=None) -> CheckResult:
+    return CheckResult(name, bool(passed), message,
+                       None if max_error is None else float(max_error),
+                       None if tolerance is None else float(tolerance))
+
+
+def check_finite(table, name="finite") -> CheckResult:
+    table = np.asarray(table, dtype=np.float64)
+    bad = ~np.isfinite(table)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        return _result(name, False, f"{int(bad.sum())} NaN or Inf values in the {'x'.join(map(str, table.shape))} "
+                                    f"table, first at {list(where)}: {table[where]}")
+    return _result(name, True, f"all {table.size} values finite")
+
+
+def check_formula(table, exp: Expectation, name="formula") -> CheckResult:
+    """Every element within its own bound of the exact value."""
+    result = compare(table, exp.table, exp.tolerance)
+    message = (f"{exp.size} under {exp.convention.name()}, {exp.out_dtype}: "
+               + (f"max error/tolerance {result.max_ratio:.3g}" if result.ok else result.describe()))
+    return _result(name, result.ok, message, result.max_error, result.worst_tolerance)
+
+
+def check_value_range(table, exp: Expectation, name="range") -> CheckResult:
+    """Sines and cosines lie in [-1, 1]: rounding a correct value never leaves it."""
+    table = np.asarray(table, dtype=np.float64)
+    excess = np.max(np.abs(table), initial=0.0) - 1.0
+    return _result(name, excess <= 0, f"largest |value| {1 + excess:.9g} in the {exp.size} table"
+                   + ("" if excess <= 0 else ": outside [-1, 1]"), max(excess, 0.0), 0.0)
+
+
+def check_pair_norms(table, exp: Expectation, name="pair-norm") -> CheckResult:
+    """``sin^2 + cos^2 = 1`` for every pair; with errors e1, e2 the deviation is at most
+    ``2(|e1| + |e2|) + e1^2 + e2^2``."""
+    table = np.asarray(table, dtype=np.float64)
+    first = exp.pair_first
+    second = exp.columns.partner[first]
+    t1, t2 = exp.tolerance[:, first], exp.tolerance[:, second]
+    deviation = np.abs(table[:, first] ** 2 + table[:, second] ** 2 - 1.0)
+    return _deviation_result(name, deviation, 2 * (t1 + t2) + t1**2 + t2**2,
+                             f"|sin^2 + cos^2 - 1| over {first.size} pairs")
+
+
+def check_row_norms(table, exp: Expectation, name="row-norm") -> CheckResult:
+    """Each row's squared norm over the paired columns is the number of pairs (``d/2`` for
+    even d); the bound is the sum of ``2t + t^2`` over those columns."""
+    table = np.asarray(table, dtype=np.float64)
+    paired = exp.paired
+    tol = exp.tolerance[:, paired]
+    deviation = np.abs(np.sum(table[:, paired] ** 2, axis=1) - paired.size / 2)
+    return _deviation_result(name, deviation, np.sum(2 * tol + tol**2, axis=1),
+                             f"|row norm^2 - {paired.size // 2}|")
+
+
+def check_first_row(table, exp: Expectation, name="position-zero") -> CheckResult:
+    """At position 0 (after the offset) every sine is 0 and every cosine 1."""
+    conv = exp.convention
+    rows = np.flatnonzero(conv.scale * (exp.positions + conv.offset) == 0)
+    if rows.size == 0:
+        return _result(name, True, "skipped: no row stands for position 0")
+    row = np.asarray(table, dtype=np.float64)[rows[0]]
+    return _deviation_result(name, np.abs(row - exp.table[rows[0]]), exp.tolerance[rows[0]],
+                             f"row {rows[0]} against sin 0 = 0, cos 0 = 1")
+
+
+def check_frequencies(table, exp: Expectation, name="frequencies") -> CheckResult:
+    """The angle step between two consecutive positions of pair k is ``scale * omega_k``: a
+    geometric sequence from ``scale`` down to ``scale * base ** -e_{h-1}``.
+
+    The step is read as ``arg(z1 conj(z0))`` with ``z = cos + i sin``; each ``z`` is off by
+    at most ``t_sin + t_cos`` and has modulus near 1, so the step is off by at most twice
+    the sum of both rows' bounds. Measured only where the step is below pi.
+    """
+    conv = exp.convention
+    steps = np.flatnonzero(np.diff(exp.positions) == 1)
+    if steps.size == 0:
+        return _result(name, True, "skipped: no two rows one position apart")
+    r = steps[0]
+    table = np.asarray(table, dtype=np.float64)
+    first = exp.pair_first
+    second = exp.columns.partner[first]
+    sin_col, cos_col = (first, second) if conv.first == "sin" else (second, first)
+    z0 = table[r, cos_col] + 1j * table[r, sin_col]
+    z1 = table[r + 1, cos_col] + 1j * table[r + 1, sin_col]
+    measured = np.angle(z1 * np.conj(z0))
+    expected = conv.scale * conv.frequencies(exp.width, exp.degenerate_limit)[exp.columns.pair[first]]
+    tol = exp.tolerance
+    bound = 2 * (tol[r, first] + tol[r, second] + tol[r + 1, first] + tol[r + 1, second])
+    measurable = np.abs(expected) < np.pi - bound
+    lowest = f"{expected[-1]:.6g}" if expected.size else "-"
+    return _deviation_result(name, np.abs(measured - expected)[measurable], bound[measurable],
+                             f"angle step per position vs scale*omega_k ({conv.scale:g} down to {lowest})")
+
+
+def rotation(offset, width: int, convention: str | Convention) -> np.ndarray:
+    """``M(k)`` with ``PE(p + k) = M(k) PE(p)`` on every paired column, block-diagonal in the
+    convention's layout: ``sin(t + a) = sin t cos a + cos t sin a``,
+    ``cos(t + a) = cos t cos a - sin t sin a``, ``a = scale * k * omega``.
+    Unpaired and zero columns get a 1 on the diagonal."""
+    conv = get_convention(convention)
+    columns = conv.columns(width)
+    rows = np.flatnonzero(columns.partner >= 0)
+    a = conv.scale * offset * conv.frequencies(width)[columns.pair[rows]]
+    is_sin = columns.is_first[rows] == (conv.first == "sin")
+    matrix = np.eye(width)
+    matrix[rows, rows] = np.cos(a)
+    matrix[rows, columns.partner[rows]] = np.where(is_sin, np.sin(a), -np.sin(a))
+    return matrix
+
+
+def _offsets_present(exp: Expectation, offsets):
+    p = exp.positions
+    return [k for k in offsets if p.size > k and np.all(p[k:] - p[:-k] == k)]
+
+
+def check_relative_offset(table, exp: Expectation, offsets=(1, 7, 50), name="relative-offset") -> CheckResult:
+    """For each offset k the table spans, ``M(k) PE(p) = PE(p + k)`` on the paired columns.
+    ``M`` is a rotation, so ``(M PE(p))_j`` is off by at most ``t(p, j) + t(p, partner(j))``;
+    add ``t(p + k, j)`` for the other side."""
+    table = np.asarray(table, dtype=np.float64)
+    used = _offsets_present(exp, offsets)
+    if not used:
+        return _result(name, True, "skipped: the table is too short for any offset")
+    paired = exp.paired
+    partner = exp.columns.partner[paired]
+    # M(k) PE(p) without the dense product: each paired row of M has two entries.
+    value, value_partner = table[:, paired], table[:, partner]
+    tol, tol_partner = exp.tolerance[:, paired], exp.tolerance[:, partner]
+    deviations, bounds = [], []
+    for k in used:
+        matrix = rotation(k, exp.width, exp.convention)
+        mapped = value[:-k] * matrix[paired, paired] + value_partner[:-k] * matrix[paired, partner]
+        deviations.append(np.abs(mapped - value[k:]))
+        bounds.append(tol[:-k] + tol_partner[:-k] + tol[k:])
+    return _deviation_result(name, np.concatenate(deviations), np.concatenate(bounds),
+                             f"|M(k) PE(p) - PE(p+k)| for k in {used}")
+
+
+def check_dot_products(table, exp: Expectation, offsets=(1, 7, 50), name="dot-product") -> CheckResult:
+    """``PE(p) . PE(p + k) = sum over pairs of cos(scale * k * omega)``: the same for every p,
+    and for -k. The bound is the sum over columns of ``t(p) + t(p+k) + t(p) t(p+k)``."""
+    table = np.asarray(table, dtype=np.float64)
+    used = _offsets_present(exp, offsets)
+    if not used:
+        return _result(name, True, "skipped: the table is too short for any offset")
+    conv, tol, value = exp.convention, exp.tolerance[:, exp.paired], table[:, exp.paired]
+    omega = conv.frequencies(exp.width, exp.degenerate_limit)[exp.columns.pair[exp.pair_first]]
+    deviations, bounds = [], []
+    for k in used:
+        dots = np.einsum("ij,ij->i", value[:-k], value[k:])
+        deviations.append(np.abs(dots - np.sum(np.cos(conv.scale * k * omega))))
+        bounds.append(np.sum(tol[:-k] + tol[k:] + tol[:-k] * tol[k:], axis=1))
+    return _deviation_result(name, np.concatenate(deviations), np.concatenate(bounds),
+                             f"|PE(p).PE(p+k) - sum cos(k omega)| for k in {used}")
+
+
+def fit_rotation(table, exp: Expectation, offset: int):
+    """Least-squares ``M`` with ``PE(p + k) ~ M PE(p)`` on the paired columns, and the bound
+    on its error, ``(||dY||_F + ||dX||_F) / sigma_min(X)`` to first order with the element
+    bounds as ``dX`` and ``dY``. Informative only where X is well conditioned."""
+    paired = exp.paired
+    x = np.asarray(table, dtype=np.float64)[:-offset][:, paired]
+    y = np.asarray(table, dtype=np.float64)[offset:][:, paired]
+    fitted_transpose, *_ = np.linalg.lstsq(x, y, rcond=None)
+    sigma_min = np.linalg.svd(x, compute_uv=False)[-1]
+    tol = exp.tolerance[:, paired]
+    bound = (np.linalg.norm(tol[offset:]) + np.linalg.norm(tol[:-offset])) / sigma_min
+    return fitted_transpose.T, bound
+
+
+def _deviation_result(name, deviation, bound, what) -> CheckResult:
+    deviation = np.asarray(deviation, dtype=np.float64)
+    bound = np.broadcast_to(bound, deviation.shape)
+    if deviation.size == 0:
+        return _result(name, True, f"{what}: nothing to measure")
+    deviation = np.where(np.isnan(deviation), np.inf, deviation)
+    ratio = deviation / bound
+    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    passed = ratio[worst] <= 1.0
+    message = (f"{what}: max {deviation[worst]:.3g} vs bound {bound[worst]:.3g}"
+               + ("" if passed else f" at {[int(i) for i in worst]} ({int((ratio > 1).sum())} out of bound)"))
+    return _result(name, passed, message, deviation[worst], bound[worst])
+
+
+TABLE_CHECKS = (check_formula, check_value_range, check_pair_norms, check_row_norms, check_first_row,
+                check_frequencies, check_relative_offset, check_dot_products)
+
+
+def table_checks(table, exp: Expectation) -> list[CheckResult]:
+    """Every table property (the finite check first: the rest assume numbers)."""
+    finite = check_finite(table)
+    if not finite.passed:
+        return [finite]
+    return [finite] + [check(table, exp) for check in TABLE_CHECKS]
