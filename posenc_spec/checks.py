@@ -260,7 +260,8 @@ def _deviation_result(name, deviation, bound, what) -> CheckResult:
     if deviation.size == 0:
         return _result(name, True, f"{what}: nothing to measure")
     deviation = np.where(np.isnan(deviation), np.inf, deviation)
-    ratio = deviation / bound
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero bound admits only a zero deviation
+        ratio = np.where(deviation == 0, 0.0, deviation / bound)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     passed = ratio[worst] <= 1.0
     message = (f"{what}: max {deviation[worst]:.3g} vs bound {bound[worst]:.3g}"

@@ -60,7 +60,8 @@ def dtype_name(dtype) -> str:
         except TypeError:
             pass
     if name not in _UNIT_ROUNDOFF:
-        raise ValueError(f"no tolerance is defined for dtype {dtype!r}; floating dtypes only: {', '.join(_UNIT_ROUNDOFF)}")
+        raise ValueError(f"no tolerance is defined for dtype {dtype!r}; "
+                         f"floating dtypes only: {', '.join(_UNIT_ROUNDOFF)}")
     return name
 
 
@@ -122,7 +123,8 @@ def compare(actual, expected, tolerance) -> Comparison:
         return Comparison(0.0, 0.0, (), np.nan, np.nan, np.nan, 0, 0)
     error = np.abs(actual - expected)
     error = np.where(np.isnan(error), np.inf, error)
-    ratio = error / tolerance
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero bound admits only a zero error
+        ratio = np.where(error == 0, 0.0, error / tolerance)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     return Comparison(
         max_error=float(error.max()),

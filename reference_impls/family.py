@@ -4,7 +4,9 @@ writing the formula again."""
 import numpy as np
 
 from posenc_spec import oracle
-from posenc_spec.conventions import Convention, get_convention
+from posenc_spec.conventions import Convention, UndefinedWidthError, get_convention
+
+__all__ = ["sinusoidal_encoding", "UndefinedWidthError"]
 
 
 def sinusoidal_encoding(positions, width: int, convention: str | Convention = "vaswani",

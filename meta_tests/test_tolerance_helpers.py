@@ -1,0 +1,50 @@
+"""The tolerance helpers: dtype names, the comparison report, the assertion helper."""
+
+import numpy as np
+import pytest
+import torch
+
+from posenc_spec.tolerance import compare, dtype_name, unit_roundoff
+from spec_tests.assertions import assert_within
+
+
+@pytest.mark.parametrize("dtype", [np.float32, torch.float32, "float32", np.dtype("float32")])
+def test_dtype_names_agree_across_libraries(dtype):
+    """NumPy, torch and string spellings of a dtype name the same precision."""
+    assert dtype_name(dtype) == "float32" and unit_roundoff(dtype) == 2.0**-24
+
+
+def test_bfloat16_and_integer_dtypes():
+    """bfloat16 is known (8 bits of precision); integer dtypes have no tolerance."""
+    assert unit_roundoff(torch.bfloat16) == 2.0**-8
+    with pytest.raises(ValueError, match="no tolerance is defined for dtype"):
+        unit_roundoff(np.int64)
+
+
+def test_compare_reports_the_worst_element():
+    """The comparison names the worst element, its values and how many are out of bound."""
+    expected = np.zeros((3, 4))
+    actual = expected.copy()
+    actual[1, 2], actual[2, 3] = 0.5, 0.05
+    result = compare(actual, expected, 0.1)
+    assert not result.ok and result.num_failing == 1 and result.worst_index == (1, 2)
+    assert "worst at [1, 2]: got 0.5, expected 0" in result.describe()
+
+
+def test_compare_counts_nan_as_infinite_error():
+    """NaN never hides inside a comparison."""
+    result = compare(np.array([np.nan]), np.array([0.0]), 1.0)
+    assert not result.ok and result.max_error == np.inf
+
+
+def test_compare_refuses_mismatched_shapes():
+    """A table of the wrong shape is an error, not a broadcast."""
+    with pytest.raises(ValueError, match=r"shape \(2, 3\) differs from the expected \(3, 2\)"):
+        compare(np.zeros((2, 3)), np.zeros((3, 2)), 1.0)
+
+
+def test_assert_within_names_the_worst_element():
+    """The assertion helper's message carries what a reader needs to act."""
+    with pytest.raises(AssertionError, match=r"table x: 1 of 4 out of bound; worst at \[1, 0\]: got 2.0"):
+        assert_within(np.array([[0.0, 0.0], [2.0, 0.0]]), np.zeros((2, 2)), 0.5, "table x")
+    assert_within(np.ones(3), np.ones(3), 0.0, "equal tables pass a zero bound")
