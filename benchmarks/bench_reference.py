@@ -1,0 +1,79 @@
+"""Cost per table element of each reference implementation, beside NumPy's own sin (the floor),
+and the default suite's wall time.
+
+    python benchmarks/bench_reference.py [--size 4096x1024] [--repeats 7] [--suite]
+
+Times are medians over the repeats; the machines are noisy, so read the ratios to the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from posenc_spec import oracle
+from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
+
+
+def median_seconds(fn, repeats: int) -> float:
+    fn()  # warm-up: first-call allocations and lazy initialisation
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="4096x1024", help="table size LxD (default 4096x1024)")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--suite", action="store_true", help="also time the default test suite (pytest)")
+    args = parser.parse_args(argv)
+    n, d = (int(part) for part in args.size.split("x"))
+    elements = n * d
+    # The floor is sin over this table's own angles: large arguments cost more to reduce.
+    angles64 = oracle.angles(n, d)[0]
+    angles32 = angles64.astype(np.float32)
+    floor64 = median_seconds(lambda: np.sin(angles64), args.repeats) / elements
+    floor32 = median_seconds(lambda: np.sin(angles32), args.repeats) / elements
+    # Each case with the precision its angles are computed in, to compare with the matching floor.
+    cases = {
+        "numpy_loop": ("float64", lambda: numpy_loop.positional_encoding(n, d)),
+        "numpy_vectorized": ("float64", lambda: numpy_vectorized.positional_encoding(n, d)),
+        "torch_impl float64": ("float64", lambda: torch_impl.positional_encoding(n, d, dtype=torch.float64)),
+        "torch_impl float32": ("float32", lambda: torch_impl.positional_encoding(n, d)),
+        "torch_impl float16": ("float32", lambda: torch_impl.positional_encoding(n, d, dtype=torch.float16)),
+        "torch_impl bfloat16": ("float32", lambda: torch_impl.positional_encoding(n, d, dtype=torch.bfloat16)),
+        "timestep": ("float32", lambda: timestep.timestep_embedding(torch.arange(n), d)),
+        "family vaswani": ("float64", lambda: family.sinusoidal_encoding(n, d, "vaswani")),
+    }
+    floors = {"float64": floor64, "float32": floor32}
+    print(f"table {n}x{d}, torch threads {torch.get_num_threads()}, median of {args.repeats}")
+    print(f"{'numpy sin, float64 (floor)':<28} {floor64 * 1e9:8.2f} ns/element")
+    print(f"{'numpy sin, float32 (floor)':<28} {floor32 * 1e9:8.2f} ns/element")
+    for name, (precision, fn) in cases.items():
+        per_element = median_seconds(fn, args.repeats) / elements
+        print(f"{name:<28} {per_element * 1e9:8.2f} ns/element  {per_element / floors[precision]:6.2f}x "
+              f"the {precision} floor")
+    if args.suite:
+        root = Path(__file__).resolve().parents[1]
+        start = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
+                                capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "(no output)"
+        print(f"default suite: {wall:.1f} s wall, exit {result.returncode}: {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
