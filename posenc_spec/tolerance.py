@@ -121,10 +121,17 @@ def compare(actual, expected, tolerance) -> Comparison:
         raise ValueError(f"shape {actual.shape} differs from the expected {expected.shape}")
     if actual.size == 0:
         return Comparison(0.0, 0.0, (), np.nan, np.nan, np.nan, 0, 0)
-    error = np.abs(actual - expected)
-    error = np.where(np.isnan(error), np.inf, error)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a zero bound admits only a zero error
-        ratio = np.where(error == 0, 0.0, error / tolerance)
+    # In place and without np.where: the gate compares 4096 x 1024 tables per target.
+    error = np.subtract(actual, expected)
+    np.abs(error, out=error)
+    nan = np.isnan(error)
+    if nan.any():
+        error[nan] = np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.divide(error, tolerance)
+    undefined = np.isnan(ratio)  # 0 / 0: a zero bound admits only a zero error
+    if undefined.any():
+        ratio[undefined] = 0.0
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     return Comparison(
         max_error=float(error.max()),
@@ -133,6 +140,6 @@ def compare(actual, expected, tolerance) -> Comparison:
         worst_actual=float(actual[worst]),
         worst_expected=float(expected[worst]),
         worst_tolerance=float(tolerance[worst]),
-        num_failing=int((ratio > 1.0).sum()),
+        num_failing=int(np.count_nonzero(ratio > 1.0)),
         size=int(actual.size),
     )
