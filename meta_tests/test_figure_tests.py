@@ -31,10 +31,11 @@ from posenc_spec import figures
 from posenc_spec.checks import expectation
 from reference_impls import family
 from spec_tests import test_figures as figure_tests
+from spec_tests.figure_compare import FIGURE_COMPARE, IMAGE_TOLERANCE_RMS
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = ROOT / "baseline_images"
-TOLERANCE = figure_tests.IMAGE_TOLERANCE_RMS
+TOLERANCE = IMAGE_TOLERANCE_RMS
 GRID_XLABEL = "<-- present     ...     past -->"
 
 
@@ -110,8 +111,8 @@ def rms_against_baseline(case: ChangedFigure, tmp_path: Path) -> float:
     """Save ``case``'s figure as pytest-mpl does (its style and savefig options, no
     metadata) and return the RMS difference from the baseline; 0 when identical."""
     result = tmp_path / f"{case.baseline}.png"
-    with matplotlib.style.context(figure_tests.FIGURE_COMPARE["style"], after_reset=True):
-        case.draw().savefig(result, **figure_tests.FIGURE_COMPARE["savefig_kwargs"])
+    with matplotlib.style.context(FIGURE_COMPARE["style"], after_reset=True):
+        case.draw().savefig(result, **FIGURE_COMPARE["savefig_kwargs"])
     baseline = BASELINES / f"{case.baseline}.png"
     with Image.open(baseline) as expected, Image.open(result) as actual:
         if expected.size != actual.size:

@@ -1,0 +1,24 @@
+"""How every figure test compares with its baseline: one tolerance, one style, no metadata."""
+
+import pytest
+
+from posenc_spec import figures
+
+# How far a figure may differ from its baseline: pytest-mpl's RMS over all pixels and
+# channels, in 0-255 levels. One matplotlib build renders these figures bit for bit (RMS 0:
+# Agg, the bundled FreeType and DejaVu fonts, no version metadata), so the allowance is for
+# changes nobody could see: the same tables rounded to float16 measure at most 0.08. The
+# smallest deliberate changes measured are about 0.33 (the seed 000 similarity matrix
+# under tensor2tensor's frequencies; one column of the row profiles raised by 0.05), a
+# colormap swap 19 or more, a transposed array 45 or more;
+# meta_tests/test_figure_tests.py checks both sides. A matplotlib upgrade moves text
+# pixels by more than this: re-render with tox -e figures-regenerate and review.
+IMAGE_TOLERANCE_RMS = 0.2
+
+FIGURE_COMPARE = {
+    "style": figures.STYLE,
+    "tolerance": IMAGE_TOLERANCE_RMS,
+    "savefig_kwargs": figures.SAVEFIG_KWARGS,
+    "deterministic": True,
+}
+figure_comparison = pytest.mark.mpl_image_compare(**FIGURE_COMPARE)
