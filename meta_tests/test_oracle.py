@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc_spec import oracle
+from posenc_spec import checks, oracle
 from posenc_spec.conventions import Convention, UndefinedWidthError
 from posenc_spec.tolerance import element_tolerance
 from spec_tests.assertions import assert_within
@@ -60,3 +60,10 @@ def test_degenerate_limit_gives_omega_one():
     assert oracle.table(3, 2, "tensor2tensor", degenerate_limit=True).tolist() == oracle.table(3, 2, "concat").tolist()
     with pytest.raises(UndefinedWidthError):
         oracle.table(3, 2, "tensor2tensor")
+
+
+def test_relative_offset_check_works_at_the_degenerate_limit():
+    """At d = 2 under shift 1 the derived checks use the same omega = 1 limit as the formula."""
+    exp = checks.expectation(60, 2, "tensor2tensor", "float64", degenerate_limit=True)
+    assert checks.check_relative_offset(exp.table, exp).passed
+    assert not checks.check_relative_offset(exp.table[::-1], exp).passed

@@ -178,7 +178,7 @@ def check_frequencies(table, exp: Expectation, name="frequencies") -> CheckResul
                              f"angle step per position vs scale*omega_k ({conv.scale:g} down to {lowest})")
 
 
-def rotation(offset, width: int, convention: str | Convention) -> np.ndarray:
+def rotation(offset, width: int, convention: str | Convention, degenerate_limit: bool = False) -> np.ndarray:
     """``M(k)`` with ``PE(p + k) = M(k) PE(p)`` on every paired column, block-diagonal in the
     convention's layout: ``sin(t + a) = sin t cos a + cos t sin a``,
     ``cos(t + a) = cos t cos a - sin t sin a``, ``a = scale * k * omega``.
@@ -186,7 +186,7 @@ def rotation(offset, width: int, convention: str | Convention) -> np.ndarray:
     conv = get_convention(convention)
     columns = conv.columns(width)
     rows = np.flatnonzero(columns.partner >= 0)
-    a = conv.scale * offset * conv.frequencies(width)[columns.pair[rows]]
+    a = conv.scale * offset * conv.frequencies(width, degenerate_limit)[columns.pair[rows]]
     is_sin = columns.is_first[rows] == (conv.first == "sin")
     matrix = np.eye(width)
     matrix[rows, rows] = np.cos(a)
@@ -214,7 +214,7 @@ def check_relative_offset(table, exp: Expectation, offsets=(1, 7, 50), name="rel
     tol, tol_partner = exp.tolerance[:, paired], exp.tolerance[:, partner]
     deviations, bounds = [], []
     for k in used:
-        matrix = rotation(k, exp.width, exp.convention)
+        matrix = rotation(k, exp.width, exp.convention, exp.degenerate_limit)
         mapped = value[:-k] * matrix[paired, paired] + value_partner[:-k] * matrix[paired, partner]
         deviations.append(np.abs(mapped - value[k:]))
         bounds.append(tol[:-k] + tol_partner[:-k] + tol[k:])
