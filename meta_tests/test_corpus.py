@@ -1,0 +1,44 @@
+"""The gate's power, measured on the corpus: every wrong implementation is rejected, every
+correct one accepted, each under the convention it declares.
+
+The whole corpus goes through one ``check_many`` call (one worker process, expected tables
+shared between targets of the same convention); each entry is then its own test, so a
+survivor or a false alarm is named in the test id.
+"""
+
+import pytest
+
+from meta_tests.corpus import CORRECT, ENTRIES, WRONG
+from posenc_spec.gate import check_many
+
+
+@pytest.fixture(scope="module")
+def reports():
+    results = check_many([entry.gate_spec() for entry in ENTRIES])
+    return {entry.id: report for entry, report in zip(ENTRIES, results, strict=True)}
+
+
+def _summary(report, limit=3) -> str:
+    failures = report.failures()
+    shown = "; ".join(f"{check.name}: {check.message}" for check in failures[:limit])
+    more = f" (+{len(failures) - limit} more)" if len(failures) > limit else ""
+    return shown + more
+
+
+@pytest.mark.parametrize("entry", WRONG, ids=[entry.id for entry in WRONG])
+def test_wrong_implementation_is_rejected(entry, reports):
+    """The gate rejects a wrong implementation, through a failed check rather than an import error."""
+    report = reports[entry.id]
+    assert report.importable, f"{entry.target} did not import: {_summary(report)}"
+    assert not report.conforms, (
+        f"survivor: {entry.target} passed the gate under {entry.describe_convention()}; "
+        f"its bug: {entry.description}")
+
+
+@pytest.mark.parametrize("entry", CORRECT, ids=[entry.id for entry in CORRECT])
+def test_correct_implementation_is_accepted(entry, reports):
+    """The gate accepts a correct implementation written in another library's idiom."""
+    report = reports[entry.id]
+    assert report.conforms, (
+        f"false alarm: {entry.target} ({entry.describe_convention()}; {entry.description}) "
+        f"was rejected: {_summary(report)}")
