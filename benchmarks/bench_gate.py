@@ -1,0 +1,137 @@
+"""What one ``posenc-spec check`` costs beyond starting Python and torch, and what each
+further target of a ``--config`` run costs.
+
+Each figure is the median of ``--repeats`` runs, each in a fresh Python, as CI runs it:
+
+1. ``python -c "import numpy, torch"``: the floor every run pays;
+2. ``posenc-spec check TARGET`` on the default grid (the torch reference implementation,
+   vaswani): its excess over (1) is the cost of one target;
+3. the same through the engine alone (``python -c "...check_target(...)"``), without the
+   command line's own imports;
+4. ``posenc-spec check --config`` over one target and over ``--targets`` distinct targets
+   (generated files, one per target, each a torch float32 implementation of one of the
+   five presets in turn):
+   the difference over the number of extra targets is the marginal cost per target;
+5. the same two runs in one process (``check_many``, worker already started).
+
+Run from the repository root::
+
+    python benchmarks/bench_gate.py [--repeats 5] [--targets 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from posenc_spec.conventions import get_convention  # noqa: E402
+from posenc_spec.gate import check_many, session  # noqa: E402
+from posenc_spec.gate.config import make_spec  # noqa: E402
+
+ONE = "reference_impls.torch_impl:positional_encoding"
+PRESETS = ("vaswani", "concat", "tensor2tensor", "fairseq", "guided-diffusion")
+# One member of the family in torch, float32, as typical code writes it (the angle in float32).
+TARGET_FILE = '''\
+"""Benchmark target {index}: the {convention} table in torch, float32."""
+
+import math
+
+import torch
+
+
+def table(num_positions, dim):
+    half = dim // 2
+    if dim % 2 or half - {shift} < 1:
+        raise ValueError(f"width {{dim}} is not supported")
+    omega = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / (half - {shift}))
+    angle = (torch.arange(num_positions, dtype=torch.float32) + {offset})[:, None] * omega
+    first, second = (torch.sin(angle), torch.cos(angle)) if "{first}" == "sin" else (torch.cos(angle), torch.sin(angle))
+    if "{layout}" == "concat":
+        return torch.cat([first, second], dim=1)
+    return torch.stack([first, second], dim=2).reshape(num_positions, dim)
+'''
+
+
+def median_seconds(action, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run(command: list[str], expect: int = 0) -> None:
+    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    if done.returncode != expect:
+        raise SystemExit(f"{' '.join(command)} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+
+
+def write_targets(folder: Path, count: int) -> list[tuple[str, str]]:
+    """``count`` target files cycling through the presets; returns (target, convention) pairs."""
+    targets = []
+    for index in range(count):
+        convention = PRESETS[index % len(PRESETS)]
+        fields = get_convention(convention)
+        path = folder / f"bench_target_{index}.py"
+        path.write_text(TARGET_FILE.format(index=index, convention=convention, shift=fields.freq_shift,
+                                           offset=fields.offset, first=fields.first, layout=fields.layout))
+        targets.append((f"{path}:table", convention))
+    return targets
+
+
+def write_config(path: Path, targets) -> None:
+    path.write_text("".join(f'[[targets]]\ntarget = "{target}"\nconvention = "{convention}"\n\n'
+                            for target, convention in targets))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5, help="runs per figure; the median is reported")
+    parser.add_argument("--targets", type=int, default=20, help="targets in the many-target --config run")
+    args = parser.parse_args(argv)
+    python = sys.executable
+    cli = [python, "-m", "posenc_spec.cli", "check"]
+    engine = (f"from posenc_spec.gate import GateSpec, check_target; "
+              f"raise SystemExit(0 if check_target(GateSpec({ONE!r}, 'vaswani')).conforms else 1)")
+    print(f"median of {args.repeats} runs, each a fresh Python unless stated")
+    imports = median_seconds(lambda: run([python, "-c", "import numpy, torch"]), args.repeats)
+    print(f"1. python -c 'import numpy, torch'            {imports:7.2f} s")
+    one_cli = median_seconds(lambda: run([*cli, ONE]), args.repeats)
+    print(f"2. posenc-spec check {ONE}  {one_cli:7.2f} s  ({one_cli - imports:+.2f} s beyond the imports)")
+    one_engine = median_seconds(lambda: run([python, "-c", engine]), args.repeats)
+    print(f"3. check_target in a fresh Python               {one_engine:7.2f} s  ({one_engine - imports:+.2f} s "
+          "beyond the imports)")
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        targets = write_targets(folder, args.targets)
+        single, many = folder / "one.toml", folder / "many.toml"
+        write_config(single, targets[:1])
+        write_config(many, targets)
+        one = median_seconds(lambda: run([*cli, "--config", str(single)]), args.repeats)
+        every = median_seconds(lambda: run([*cli, "--config", str(many)]), args.repeats)
+        print(f"4. check --config, 1 target                    {one:7.2f} s")
+        print(f"   check --config, {args.targets} targets                  {every:7.2f} s")
+        print(f"   marginal cost per target                    {(every - one) / (args.targets - 1):7.3f} s")
+        specs = [make_spec({"target": target, "convention": convention}) for target, convention in targets]
+        with session():
+            check_many(specs[:1])  # starts the worker and imports the first target
+            one = median_seconds(lambda: check_many(specs[:1]), args.repeats)
+            every = median_seconds(lambda: check_many(specs), args.repeats)
+        print(f"5. check_many in process, 1 target             {one:7.3f} s")
+        print(f"   check_many in process, {args.targets} targets           {every:7.3f} s")
+        print(f"   marginal cost per target                    {(every - one) / (args.targets - 1):7.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The gate on sinusoidal tables that ship inside transformers, called, not copied.
+
+- DistilBERT ``create_sinusoidal_embeddings``: vaswani; odd widths as ``ceil``.
+- Marian ``MarianSinusoidalPositionalEmbedding.create_weight()``: concat; odd widths as
+  ``ceil``. (In transformers 5 the module's own weight stays random until a model
+  initialises it, so the table comes from ``create_weight``.)
+- M2M100 ``M2M100SinusoidalPositionalEmbedding.get_embedding`` (no padding index):
+  tensor2tensor; odd widths zero-padded.
+- Whisper ``sinusoids``: tensor2tensor; odd widths raise.
+
+DistilBERT and Marian build their tables in Python loops (about 8 s for 4096 x 1024), so
+they are gated up to their models' 512 positions. The adapters below only put each
+function behind the gate's ``fn(num_positions, dim)``; the gate imports this file in its
+worker process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
+from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding
+from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+from transformers.models.whisper.modeling_whisper import sinusoids
+
+from posenc_spec.conventions import PRESETS, get_convention
+from posenc_spec.gate import GateSpec, check_many, identify_many, session
+
+
+def distilbert(num_positions, dim):
+    out = torch.empty(num_positions, dim)
+    create_sinusoidal_embeddings(num_positions, dim, out)
+    return out
+
+
+def marian(num_positions, dim):
+    # Building the module draws its random (unused) weight: keep the random stream as it was,
+    # so that the gate's global-state check judges create_weight() alone.
+    with torch.random.fork_rng(devices=[]):
+        module = MarianSinusoidalPositionalEmbedding(num_positions, dim)
+    return module.create_weight()
+
+
+def m2m100(num_positions, dim):
+    return M2M100SinusoidalPositionalEmbedding.get_embedding(num_positions, dim)
+
+
+def whisper(num_positions, dim):
+    return sinusoids(num_positions, dim)
+
+
+HERE = Path(__file__).resolve()
+# name -> (preset, its odd-width behaviour, the positions it is gated up to)
+REAL = {
+    "distilbert": ("vaswani", "ceil", 512),
+    "marian": ("concat", "ceil", 512),
+    "m2m100": ("tensor2tensor", "zero-pad", None),
+    "whisper": ("tensor2tensor", "error", None),
+}
+# The other presets need only the sizes that tell presets apart.
+SMALL = 64
+
+
+def target(name: str) -> str:
+    return f"{HERE}:{name}"
+
+
+def _specs():
+    specs = {}
+    for name, (preset, odd, max_positions) in REAL.items():
+        specs[name, "declared"] = GateSpec(target(name), get_convention(preset, odd=odd), max_positions=max_positions)
+        specs[name, "odd-error"] = GateSpec(target(name), get_convention(preset), max_positions=SMALL)
+        for other in PRESETS:
+            if other != preset:
+                specs[name, other] = GateSpec(target(name), get_convention(other), max_positions=SMALL, skip_odd=True)
+    return specs
+
+
+@pytest.fixture(scope="module")
+def gate_worker():
+    with session() as worker:  # transformers is imported once, in one worker
+        yield worker
+
+
+@pytest.fixture(scope="module")
+def reports(gate_worker):
+    specs = _specs()
+    return dict(zip(specs, check_many(specs.values()), strict=True))
+
+
+@pytest.fixture(scope="module")
+def identities(gate_worker):
+    return dict(zip(REAL, identify_many([target(name) for name in REAL]), strict=True))
+
+
+def _failures(report) -> str:
+    return "; ".join(f"{check.name}: {check.message}" for check in report.failures()[:5])
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_implementation_passes_its_convention(name, reports):
+    """Each real implementation conforms to its preset, with its odd-width behaviour declared."""
+    report = reports[name, "declared"]
+    assert report.conforms, f"{name} under {REAL[name][0]} (odd={REAL[name][1]}): {_failures(report)}"
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_implementation_fails_every_other_preset(name, reports):
+    """Under any other preset the gate rejects it, already at 50 positions x width 8."""
+    for other in PRESETS:
+        if other == REAL[name][0]:
+            continue
+        report = reports[name, other]
+        assert not report.conforms, f"{name} passed {other}"
+        assert not report.result("formula[50x8]").passed, f"{name} under {other}: formula[50x8] passed"
+
+
+@pytest.mark.parametrize("name", ["distilbert", "marian", "m2m100"])
+def test_odd_widths_return_a_table_where_error_is_declared(name, reports):
+    """DistilBERT and Marian answer odd widths with a ceil table and M2M100 zero-pads: under
+    the preset's default odd='error' the gate reports odd[7] and odd[65], and nothing else."""
+    report = reports[name, "odd-error"]
+    failed = {check.name for check in report.failures()}
+    assert failed == {"odd[7]", "odd[65]"}, f"{name}: {_failures(report)}"
+    message = report.result("odd[7]").message
+    assert message.startswith("returned a 50x7 table") and "odd='error' declares an exception" in message, message
+
+
+def test_whisper_raises_at_odd_widths(reports):
+    """Whisper's sinusoids raises ValueError at odd widths, which is what odd='error' declares."""
+    report = reports["whisper", "odd-error"]
+    assert report.conforms, _failures(report)
+    assert report.result("odd[7]").message.startswith("raised ValueError"), report.result("odd[7]").message
+
+
+@pytest.mark.parametrize("name", ["m2m100", "whisper"])
+def test_shift_one_implementations_raise_at_width_two(name, reports):
+    """At d = 2 under shift 1 both divide by h - 1 = 0 in Python and raise ZeroDivisionError:
+    the gate accepts raising there (a silent NaN would fail)."""
+    result = reports[name, "declared"].result("degenerate[d=2]")
+    assert result.passed and result.message.startswith("raised ZeroDivisionError"), result.message
+
+
+@pytest.mark.parametrize("name", ["distilbert", "marian"])
+def test_shift_zero_implementations_compute_width_two(name, reports):
+    """Under shift 0 width 2 is an ordinary table, [sin p, cos p], and both compute it right."""
+    result = reports[name, "declared"].result("degenerate[d=2]")
+    assert result.passed and "max error/tolerance" in result.message, result.message
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_identify_names_each_implementation(name, identities):
+    """identify recovers each one's preset and its odd-width behaviour from its tables alone."""
+    preset, odd, _ = REAL[name]
+    answer = identities[name]
+    assert answer["name"] == preset, f"{name}: {answer['message']}"
+    assert answer["convention"]["odd"] == odd, f"{name}: {answer['message']}"
+    assert answer["max_error_ratio"] <= 1.0, f"{name}: {answer['message']}"
