@@ -26,13 +26,13 @@ import argparse
 import dataclasses
 import importlib
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from functools import partial
 from pathlib import Path
+
+from timing import median_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the corpus lives in meta_tests/, beside this folder
@@ -50,13 +50,6 @@ CAPS = (50, 128, 300, 1024, 4096)
 COPIES = 6  # the run that measures the cost of each further target
 
 
-def median_seconds(action, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _arguments(probe):

@@ -9,7 +9,6 @@ Times are medians over the repeats; the machines are noisy, so read the ratios t
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
@@ -17,19 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from timing import median_seconds
 
 from posenc_spec import oracle
 from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
-
-
-def median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up: first-call allocations and lazy initialisation
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -43,8 +33,8 @@ def main(argv=None) -> int:
     # The floor is sin over this table's own angles: large arguments cost more to reduce.
     angles64 = oracle.angles(n, d)[0]
     angles32 = angles64.astype(np.float32)
-    floor64 = median_seconds(lambda: np.sin(angles64), args.repeats) / elements
-    floor32 = median_seconds(lambda: np.sin(angles32), args.repeats) / elements
+    floor64 = median_seconds(lambda: np.sin(angles64), args.repeats, warmup=True) / elements
+    floor32 = median_seconds(lambda: np.sin(angles32), args.repeats, warmup=True) / elements
     # Each case with the precision its angles are computed in, to compare with the matching floor.
     cases = {
         "numpy_loop": ("float64", lambda: numpy_loop.positional_encoding(n, d)),
@@ -61,7 +51,7 @@ def main(argv=None) -> int:
     print(f"{'numpy sin, float64 (floor)':<28} {floor64 * 1e9:8.2f} ns/element")
     print(f"{'numpy sin, float32 (floor)':<28} {floor32 * 1e9:8.2f} ns/element")
     for name, (precision, fn) in cases.items():
-        per_element = median_seconds(fn, args.repeats) / elements
+        per_element = median_seconds(fn, args.repeats, warmup=True) / elements
         print(f"{name:<28} {per_element * 1e9:8.2f} ns/element  {per_element / floors[precision]:6.2f}x "
               f"the {precision} floor")
     if args.suite:
