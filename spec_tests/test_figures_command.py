@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 import pytest
@@ -41,6 +42,18 @@ def raises(num_positions, dim):
 
 def ints(num_positions, dim):
     return np.zeros((num_positions, dim), dtype=np.int64)
+
+def exits(num_positions, dim):
+    import sys
+    sys.exit(3)
+
+def exits_hard(num_positions, dim):
+    import os
+    os._exit(7)
+
+def hangs(num_positions, dim):
+    import time
+    time.sleep(600)
 '''
 
 
@@ -92,25 +105,39 @@ def test_plot_under_the_wrong_convention_reports_elements_out_of_bound(tmp_path,
 
 
 @pytest.mark.parametrize(("attr", "reason"), [
-    ("batched", "returned shape (1, 40, 16), expected (40, 16)"),
-    ("raises", "RuntimeError: boom"),
-    ("ints", "not floating-point numbers"),
+    ("batched", "returned shape 1x40x16, expected 40x16: an extra leading batch axis"),
+    ("raises", "raised RuntimeError: boom"),
+    ("ints", "returned int64 values: a table of sines and cosines needs floating point"),
+    ("exits", "called sys.exit(3)"),
+    ("exits_hard", "the process exited with status 7"),
 ])
 def test_plot_of_nothing_drawable_exits_1(targets, tmp_path, capsys, attr, reason):
-    """A target that raises, returns the wrong shape or no floats: exit 1 with the reason, no pictures."""
+    """A target that raises, exits, returns the wrong shape or no floats: exit 1 with a one-line reason,
+    no pictures, and the command itself carries on."""
     status = plot([f"{targets}:{attr}", "--num-positions", "40", "--dim", "16", "--out", str(tmp_path / "out")])
     error = capsys.readouterr().err
     assert status == 1 and reason in error, f"plot {attr}: exit {status}\n{error}"
+    assert error.count("\n") == 1 and "Traceback" not in error, f"plot {attr}: not one line:\n{error}"
     assert not (tmp_path / "out").exists()
+
+
+def test_plot_of_a_hanging_target_stops_at_the_timeout(targets, tmp_path, capsys):
+    """A call that never returns is killed after --timeout: exit 1 naming the timeout, well before the hang ends."""
+    start = time.monotonic()
+    status = plot([f"{targets}:hangs", "--timeout", "1", "--num-positions", "4", "--dim", "4",
+                   "--out", str(tmp_path / "out")])
+    elapsed = time.monotonic() - start
+    error = capsys.readouterr().err
+    assert status == 1 and "did not return within the 1 s timeout (killed)" in error, f"exit {status}\n{error}"
+    assert elapsed < 300, f"plot hangs: returned after {elapsed:.0f} s although the target sleeps 600 s"
 
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["no_such_module:f"], "No module named 'no_such_module'"),
     (["reference_impls.numpy_vectorized:nope"], "has no attribute 'nope'"),
     (["reference_impls.numpy_vectorized"], "TARGET must be"),
-    (["missing.py:f"], "no such file: missing.py"),
+    (["missing.py:f"], "raised TargetError: no such file:"),
     (["reference_impls.numpy_vectorized:positional_encoding", "--dim", "7"], "width 7 is odd"),
-    (["reference_impls.numpy_vectorized:positional_encoding", "--num-positions", "0"], "--num-positions must be"),
 ])
 def test_plot_usage_errors_exit_2(tmp_path, capsys, argv, message):
     """A TARGET that cannot be imported or bad sizes: exit 2 and a one-line reason."""
@@ -119,11 +146,18 @@ def test_plot_usage_errors_exit_2(tmp_path, capsys, argv, message):
     assert status == 2 and message in error, f"plot {argv}: exit {status}\n{error}"
 
 
-def test_plot_unknown_convention_is_a_usage_error(tmp_path, capsys):
-    """--convention takes the presets only, as check does: argparse exits 2 naming the choices."""
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--convention", "nope"], "invalid choice: 'nope'"),
+    (["--num-positions", "0"], "argument --num-positions: must be at least 1, got 0"),
+    (["--timeout", "0"], "argument --timeout: must be positive, got 0"),
+])
+def test_plot_bad_flags_are_usage_errors(tmp_path, capsys, argv, message):
+    """--convention takes the presets only and sizes and --timeout must be positive, as in check:
+    argparse exits 2 naming the flag."""
     with pytest.raises(SystemExit) as exit_info:
-        plot(["reference_impls.numpy_vectorized:positional_encoding", "--convention", "nope", "--out", str(tmp_path)])
-    assert exit_info.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
+        plot(["reference_impls.numpy_vectorized:positional_encoding", *argv, "--out", str(tmp_path)])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in error, f"plot {argv}: exit {exit_info.value.code}\n{error}"
 
 
 def test_plot_accepts_torch_results_and_uses_their_dtype(tmp_path, capsys):

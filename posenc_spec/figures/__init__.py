@@ -6,23 +6,48 @@ fixed style (:mod:`posenc_spec.figures.style`); none of them loads or computes a
 difference from the expected one.
 """
 
-from .animation import TimestepSweep, timestep_sweep_frame_figure
-from .diagnostics import difference_figure, error_ratio, write_table_figures
-from .learned import (
-    learned_table_figure,
-    pick_dimensions,
-    similarity_over_positions_figure,
-    similarity_two_ways_figure,
-    single_dimensions_grid_figure,
-)
-from .sinusoidal import (
-    formula_table_figure,
-    position_heatmap_figure,
-    position_pcolormesh_figure,
-    row_profiles_figure,
-    timestep_embedding_figure,
-)
-from .style import DPI, SAVEFIG_KWARGS, STYLE, figure_style, save_png
+from __future__ import annotations
+
+import importlib
+
+# Each public name and the submodule that defines it. The submodules import matplotlib;
+# they are imported on first use (PEP 562), so that importing posenc_spec.figures.command
+# to register ``posenc-spec plot`` leaves ``posenc-spec check`` free of matplotlib.
+_SOURCES = {
+    "TimestepSweep": "animation",
+    "timestep_sweep_frame_figure": "animation",
+    "difference_figure": "diagnostics",
+    "error_ratio": "diagnostics",
+    "write_table_figures": "diagnostics",
+    "learned_table_figure": "learned",
+    "pick_dimensions": "learned",
+    "similarity_over_positions_figure": "learned",
+    "similarity_two_ways_figure": "learned",
+    "single_dimensions_grid_figure": "learned",
+    "formula_table_figure": "sinusoidal",
+    "position_heatmap_figure": "sinusoidal",
+    "position_pcolormesh_figure": "sinusoidal",
+    "row_profiles_figure": "sinusoidal",
+    "timestep_embedding_figure": "sinusoidal",
+    "DPI": "style",
+    "SAVEFIG_KWARGS": "style",
+    "STYLE": "style",
+    "figure_style": "style",
+    "save_png": "style",
+}
+
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SOURCES))
+
 
 __all__ = [
     "DPI",

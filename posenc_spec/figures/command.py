@@ -4,7 +4,8 @@
 
     posenc-spec plot TARGET [--convention NAME] [--layout interleaved|concat] [--first sin|cos]
                      [--freq-shift 0|1] [--base B] [--offset N] [--scale S] [--odd ...]
-                     [--api table|timesteps] [--t-max T] [--num-positions N] [--dim D] --out DIR
+                     [--api table|timesteps] [--t-max T] [--timeout SECONDS]
+                     [--num-positions N] [--dim D] --out DIR
 
 calls the target once (``fn(num_positions, dim)`` for the table API; ``fn(timesteps, dim)``
 with ``num_positions`` int64 timesteps spread over ``[0, t_max]`` for the timesteps API)
@@ -12,10 +13,18 @@ and writes ``heatmap.png``, ``row_profiles.png``, ``similarity.png`` and
 ``difference.png`` into DIR. The difference is taken from the expected table of the
 declared convention, element by element against the tolerance of the table's dtype.
 
+The convention flags and ``--timeout`` are ``check``'s (:mod:`posenc_spec.gate.options`),
+turned into a convention by the same code (:func:`posenc_spec.gate.config.make_spec`).
+The target runs in the gate's worker process (:mod:`posenc_spec.gate.worker`), so a
+target that raises, calls ``sys.exit`` or ``os._exit``, crashes or hangs past the timeout
+gives a one-line reason, never a traceback or a hung command.
+
 Exit status: 0 pictures written (whether or not the table conforms; the summary line
-says), 1 the target gave nothing to draw (raised, wrong shape, no numbers), 2 usage
-error or TARGET cannot be imported. TARGET is found by the gate's loader
-(:func:`posenc_spec.gate.loader.load_target`).
+says), 1 the target gave nothing to draw (raised, exited, crashed, hung, returned a wrong
+shape or no floating-point numbers), 2 usage error or TARGET cannot be imported.
+
+Registering the subcommand imports neither matplotlib nor torch; ``plot`` imports them
+when it runs.
 """
 
 from __future__ import annotations
@@ -27,11 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import expectation
-from ..conventions import FUNCTIONS, LAYOUTS, PRESETS, get_convention
-from ..gate.config import ODD_CHOICES
-from ..gate.engine import APIS
-from ..gate.loader import TargetError, load_target
-from ..tolerance import compare, dtype_name
+from ..gate.config import make_spec
+from ..gate.options import add_convention_arguments, add_timeout_argument, convention_flags, positive_int
+from ..gate.worker import load, run_calls, run_worker
+from ..tolerance import compare
 
 DEFAULT_NUM_POSITIONS = 300  # seed 000's table: PE(300, 512)
 DEFAULT_DIM = 512
@@ -43,90 +51,70 @@ def register(subparsers) -> None:
         "plot",
         help="write PNGs of a target's table and its difference from the expected table",
         description="Write heatmap.png, row_profiles.png, similarity.png and difference.png of TARGET's table "
-                    "into DIR; difference.png shows each element's error as a multiple of its tolerance.",
+                    "into DIR; difference.png shows each element's error as a multiple of its tolerance. "
+                    "The convention flags are check's; --odd skip draws an odd width as --odd error would.",
     )
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_convention_arguments(parser)
-    parser.add_argument("--num-positions", type=int, default=DEFAULT_NUM_POSITIONS, metavar="N",
+    add_timeout_argument(parser)
+    parser.add_argument("--num-positions", type=positive_int, default=DEFAULT_NUM_POSITIONS, metavar="N",
                         help=f"rows (positions, or timesteps for --api timesteps); default {DEFAULT_NUM_POSITIONS}")
-    parser.add_argument("--dim", type=int, default=DEFAULT_DIM, metavar="D",
+    parser.add_argument("--dim", type=positive_int, default=DEFAULT_DIM, metavar="D",
                         help=f"embedding width; default {DEFAULT_DIM}")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the PNGs (created)")
     parser.set_defaults(run=run)
 
 
-def add_convention_arguments(parser: argparse.ArgumentParser) -> None:
-    """The convention flags of ``check`` (:mod:`posenc_spec.gate.command`), same names and choices."""
-    parser.add_argument("--convention", choices=list(PRESETS), default="vaswani", metavar="NAME",
-                        help=f"preset: {', '.join(PRESETS)} (default vaswani)")
-    parser.add_argument("--layout", choices=LAYOUTS, help="override the preset's layout")
-    parser.add_argument("--first", choices=FUNCTIONS, help="override the preset's first function")
-    parser.add_argument("--freq-shift", dest="freq_shift", type=int, choices=(0, 1), help="override the shift")
-    parser.add_argument("--base", type=float, metavar="B", help="override the base")
-    parser.add_argument("--offset", type=float, metavar="N", help="override the offset (position of row 0)")
-    parser.add_argument("--scale", type=float, metavar="S", help="override the scale of the argument")
-    parser.add_argument("--odd", choices=ODD_CHOICES,
-                        help="odd-width behaviour; 'skip' (check's choice to test no odd width) draws as 'error'")
-    parser.add_argument("--api", choices=APIS, default="table",
-                        help="table: fn(num_positions, dim) (default); timesteps: fn(timesteps, dim)")
-    parser.add_argument("--t-max", dest="t_max", type=float, default=1000.0, metavar="T",
-                        help="largest timestep for the timesteps API (default 1000)")
+def _request(api: str, num_positions: int, dim: int, t_max: float) -> tuple[dict, str]:
+    """The worker's call request and how the call reads in a message."""
+    if api == "timesteps":
+        steps = np.round(np.linspace(0.0, t_max, num_positions)).astype(np.int64)
+        label = f"int64:{num_positions}x{dim}"
+        call = f"({num_positions} int64 timesteps in [0, {t_max:g}], {dim})"
+    else:
+        steps, label, call = None, f"{num_positions}x{dim}", f"({num_positions}, {dim})"
+    request = {"label": label, "length": num_positions, "width": dim, "timesteps": steps,
+               "shape": (num_positions, dim)}
+    return request, call
 
 
-def _as_numbers(result):
-    """The target's result as a float64 array and the dtype name its tolerance follows."""
-    if hasattr(result, "detach"):  # torch: leave the graph and the device
-        result = result.detach().cpu()
-        if not result.dtype.is_floating_point:
-            raise ValueError(f"returned a torch {result.dtype} tensor, not floating-point numbers")
-        return result.double().numpy(), dtype_name(result.dtype)
-    array = np.asarray(result)
-    if not np.issubdtype(array.dtype, np.floating):
-        raise ValueError(f"returned {type(result).__name__} of dtype {array.dtype}, not floating-point numbers")
-    return array.astype(np.float64), dtype_name(array.dtype)
+def _error(message) -> int:
+    print(f"posenc-spec plot: error: {message}", file=sys.stderr)
+    return 2
 
 
 def run(args: argparse.Namespace) -> int:
-    from .diagnostics import write_table_figures
-
     try:
-        convention = get_convention(args.convention, layout=args.layout, first=args.first,
-                                    freq_shift=args.freq_shift, base=args.base, offset=args.offset,
-                                    scale=args.scale, odd=None if args.odd == "skip" else args.odd)
-        if args.num_positions < 1:
-            raise ValueError(f"--num-positions must be at least 1, got {args.num_positions}")
+        spec = make_spec({"target": args.target, **convention_flags(args), "timeout": args.timeout})
+        convention = spec.convention
         convention.check_odd(args.dim)
-        target = load_target(args.target)
-    except (ValueError, TypeError, TargetError) as error:
-        print(f"posenc-spec plot: error: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:  # the target's module may raise anything while it is imported
-        print(f"posenc-spec plot: error: cannot import TARGET {args.target}: {type(error).__name__}: {error}",
-              file=sys.stderr)
-        return 2
+    except (ValueError, TypeError) as error:  # ConfigError is a ValueError
+        return _error(error)
 
-    if args.api == "timesteps":
-        import torch
-
-        steps = torch.linspace(0, args.t_max, args.num_positions).round().to(torch.int64)
-        call_args, positions = (steps, args.dim), steps.numpy().astype(np.float64)
-        call = f"({args.num_positions} int64 timesteps in [0, {args.t_max:g}], {args.dim})"
-    else:
-        call_args, positions = (args.num_positions, args.dim), args.num_positions
-        call = f"({args.num_positions}, {args.dim})"
+    request, call = _request(spec.api, args.num_positions, args.dim, spec.t_max)
     try:
-        table, out_dtype = _as_numbers(target(*call_args))
-    except Exception as error:  # the target under test may raise anything
-        print(f"posenc-spec plot: {args.target}{call} gave nothing to draw: {type(error).__name__}: {error}",
-              file=sys.stderr)
+        with run_worker() as worker:
+            imported, message = load(worker, spec.target, spec.timeout)
+            if not imported:
+                return _error(f"cannot import TARGET {args.target}: {message}")
+            (outcome,) = list(run_calls(worker, spec.target, [request], spec.timeout))
+    except KeyboardInterrupt:
+        print("posenc-spec plot: interrupted", file=sys.stderr)
+        return 130
+    if not outcome.ok:
+        print(f"posenc-spec plot: {args.target}{call} gave nothing to draw: {outcome.message}", file=sys.stderr)
         return 1
-    exp = expectation(positions, args.dim, convention, out_dtype)
-    if table.shape != exp.table.shape:
-        print(f"posenc-spec plot: {args.target} returned shape {table.shape}, expected {exp.table.shape}",
-              file=sys.stderr)
-        return 1
-    title = f"{args.target} under {convention.name()}, {out_dtype}"
-    paths = write_table_figures(table, exp, args.out, title=title)
+
+    from .diagnostics import write_table_figures  # matplotlib: only once there is something to draw
+
+    positions = args.num_positions if request["timesteps"] is None else request["timesteps"].astype(np.float64)
+    exp = expectation(positions, args.dim, convention, outcome.dtype)
+    table = np.asarray(outcome.table, dtype=np.float64)
+    title = f"{args.target} under {convention.name()}, {outcome.dtype}"
+    try:
+        paths = write_table_figures(table, exp, args.out, title=title)
+    except OSError as error:
+        return _error(f"cannot write the pictures into {args.out}: {error.strerror or error}")
     summary = compare(table, exp.table, exp.tolerance)
     print(f"{title}: " + ("every element within tolerance" if summary.ok else summary.describe()))
     for name, path in paths.items():

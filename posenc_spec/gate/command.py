@@ -6,13 +6,13 @@ import argparse
 import os
 import sys
 import traceback
+from pathlib import Path
 
-from posenc_spec.conventions import FUNCTIONS, LAYOUTS, PRESETS
-
-from .config import ODD_CHOICES, ConfigError, make_spec, read_config, read_pyproject
+from .config import ConfigError, make_spec, read_config, read_pyproject
 from .engine import APIS, DEFAULT_TIMEOUT, check_many, exit_status
 from .identify import IdentifyError, identify_target
-from .report import reports_json, summary_lines, write_json
+from .options import CONVENTION_FLAGS, add_convention_arguments, add_timeout_argument, positive_int
+from .report import reports_json, summary_lines, write_figures, write_json
 
 CHECK_EPILOG = """\
 exit status: 0 conforms; 1 does not conform (a check failed, the target raised, exited,
@@ -30,6 +30,12 @@ convention, layout, first, freq_shift, base, offset, scale, odd, api, t_max,
 max_positions, xfails, timeout (top-level keys are defaults for every target; flags
 given on the command line override every target). With no TARGET and no --config the
 [tool.posenc-spec] table of ./pyproject.toml is read, with the same keys.
+
+--plots DIR: for each target that does not conform and returned a table, write
+heatmap.png, row_profiles.png, similarity.png and difference.png (as posenc-spec plot
+does) of the first size whose formula check failed (else of the largest size that gets
+every check, 300x512 by default) into DIR/<target>/; the report names each file, and the
+JSON entry holds them under "figures". A run option, so a command-line flag only.
 """
 
 IDENTIFY_EPILOG = """\
@@ -37,34 +43,6 @@ exit status: 0 identified; 1 no member of the family fits (the answer is "none",
 nearest convention and its max error/tolerance ratio); 2 usage error, or a TARGET that
 cannot be imported.
 """
-
-
-def _number(text: str):
-    """An int when the text is one, else a float (``--offset 2`` stays 2, not 2.0)."""
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_number(text: str) -> float:
-    value = _number(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def register(subparsers) -> None:
@@ -75,26 +53,14 @@ def register(subparsers) -> None:
     check.add_argument("target", nargs="?", metavar="TARGET",
                        help="package.module:attr or path/to/file.py:attr (attr may be dotted)")
     check.add_argument("--config", metavar="FILE", help="a TOML file of [[targets]] to check in one run")
-    check.add_argument("--convention", choices=list(PRESETS), metavar="NAME",
-                       help=f"the declared preset: {', '.join(PRESETS)} (default vaswani)")
-    check.add_argument("--layout", choices=LAYOUTS, help="override the preset's layout")
-    check.add_argument("--first", choices=FUNCTIONS, help="override the preset's first function")
-    check.add_argument("--freq-shift", dest="freq_shift", type=int, choices=(0, 1), help="override the shift")
-    check.add_argument("--base", type=_number, metavar="B", help="override the base")
-    check.add_argument("--offset", type=_number, metavar="N", help="override the offset (position of row 0)")
-    check.add_argument("--scale", type=_number, metavar="S", help="override the scale of the argument")
-    check.add_argument("--odd", choices=ODD_CHOICES,
-                       help="odd widths: error (expect an exception; default), zero-pad, ceil, or skip (test none)")
-    check.add_argument("--api", choices=APIS, help="table: fn(num_positions, dim) (default); "
-                                                   "timesteps: fn(timesteps, dim)")
-    check.add_argument("--t-max", dest="t_max", type=_positive_number, metavar="T",
-                       help="largest timestep passed to a timesteps-API target (default 1000)")
-    check.add_argument("--max-positions", dest="max_positions", type=_positive_int, metavar="N",
+    add_convention_arguments(check)
+    check.add_argument("--max-positions", dest="max_positions", type=positive_int, metavar="N",
                        help="cap every length of the grid (for implementations with a maximum length)")
     check.add_argument("--xfails", metavar="FILE", help="known deviations: one check id per line, # comments")
     check.add_argument("--json", metavar="FILE", help="write the report as JSON (- for standard output)")
-    check.add_argument("--timeout", type=_positive_number, metavar="SECONDS",
-                       help=f"limit for the import and for each call (default {DEFAULT_TIMEOUT:g})")
+    add_timeout_argument(check)
+    check.add_argument("--plots", type=Path, metavar="DIR",
+                       help="write PNGs of each target that does not conform into DIR/<target>/")
     check.add_argument("-v", "--verbose", action="store_true", help="list every check, not only the failures")
     check.set_defaults(run=run_check)
 
@@ -105,13 +71,11 @@ def register(subparsers) -> None:
     identify.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     identify.add_argument("--api", choices=APIS, default="table", help="table (default) or timesteps")
     identify.add_argument("--json", metavar="FILE", help="write the answer as JSON (- for standard output)")
-    identify.add_argument("--timeout", type=_positive_number, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                          help=f"limit for the import and for each call (default {DEFAULT_TIMEOUT:g})")
+    add_timeout_argument(identify, default=DEFAULT_TIMEOUT)
     identify.set_defaults(run=run_identify)
 
 
-_FLAG_KEYS = ("convention", "layout", "first", "freq_shift", "base", "offset", "scale", "odd", "api", "t_max",
-              "max_positions", "xfails", "timeout")
+_FLAG_KEYS = (*CONVENTION_FLAGS, "max_positions", "xfails", "timeout")
 
 
 def _error(command: str, message) -> int:
@@ -146,23 +110,26 @@ def run_check(args) -> int:
         specs, single = _specs(args)
     except (ConfigError, ValueError) as error:
         return _error("check", error)
+    if args.plots is not None and args.plots.exists() and not args.plots.is_dir():
+        return _error("check", f"--plots {args.plots} exists and is not a folder")
     try:
-        reports = check_many(specs)
+        reports = check_many(specs, keep_table=args.plots is not None)
+        figures = write_figures(reports, args.plots) if args.plots is not None else None
     except KeyboardInterrupt:
         print("posenc-spec check: interrupted", file=sys.stderr)
         return 130
     except Exception as error:
         return _internal_error("check", error)
     out = sys.stderr if args.json == "-" else sys.stdout
-    for report in reports:
-        print("\n".join(summary_lines(report, args.verbose)), file=out)
+    for report, pictures in zip(reports, figures or [None] * len(reports), strict=True):
+        print("\n".join(summary_lines(report, args.verbose, pictures)), file=out)
     status = exit_status(reports)
     if len(reports) > 1:
         conforming = sum(report.conforms for report in reports)
         print(f"{conforming} of {len(reports)} targets conform", file=out)
     if args.json:
         try:
-            write_json(reports_json(reports, single), args.json)
+            write_json(reports_json(reports, single, figures), args.json)
         except OSError as error:
             return _error("check", f"cannot write {args.json}: {error.strerror or error}")
     return status

@@ -90,6 +90,19 @@ class GateSpec:
         return grid.plan_ids(self.probes())
 
 
+@dataclass(frozen=True, eq=False)
+class KeptTable:
+    """A table the target returned, kept for pictures of a report that does not conform:
+    the call's ``label`` (its size), the ``positions`` the expected table is computed at
+    (a length, or the timesteps passed), the ``table`` in the dtype produced and ``dtype``,
+    the name its tolerance follows."""
+
+    label: str
+    positions: int | np.ndarray
+    table: np.ndarray
+    dtype: str
+
+
 def _finite_or_none(value):
     return value if value is None or math.isfinite(value) else None
 
@@ -99,7 +112,8 @@ class GateReport:
     """The verdict on one target. ``checks`` holds every id of ``GateSpec.plan()`` in
     order (a check that could not run is a failure saying why); ``excused`` names the
     failures the xfails list accepts; ``importable`` is False when the target did not
-    import (exit status 2)."""
+    import (exit status 2). ``kept_table`` is None unless the run was asked to keep a
+    table (:func:`check_many`'s ``keep_table``) and this target does not conform."""
 
     target: str
     convention: Convention
@@ -110,6 +124,7 @@ class GateReport:
     importable: bool = True
     excused: frozenset[str] = frozenset()
     warnings: list[str] = field(default_factory=list)
+    kept_table: KeptTable | None = None
 
     def failures(self) -> list[CheckResult]:
         """Failed checks that the xfails list does not excuse."""
@@ -277,7 +292,13 @@ def _judge_state(changes: list[str], ran: bool) -> CheckResult:
 # -- one target --------------------------------------------------------------------------------
 
 
-def _check_one(spec: GateSpec, worker: Worker) -> GateReport:
+def _fallback_label(probes) -> str | None:
+    """The largest size that gets every property check (300x512 on the default table grid)."""
+    full = [probe for probe in probes if probe.role == "table" and probe.full]
+    return max(full, key=lambda probe: probe.length * probe.width).label if full else None
+
+
+def _check_one(spec: GateSpec, worker: Worker, keep_table: bool = False) -> GateReport:
     probes = spec.probes()
     plan = grid.plan_ids(probes)
     results = _Results()
@@ -290,6 +311,10 @@ def _check_one(spec: GateSpec, worker: Worker) -> GateReport:
     convention = spec.convention
     changes, kept, ran = [], {}, False
     repeated = {probe.repeats for probe in probes if probe.role == "repeat"}
+    # At most two tables are held: the first one whose formula check fails (unexcused),
+    # and the fallback size's, drawn when no formula check fails.
+    first_wrong = fallback = None
+    fallback_label = _fallback_label(probes) if keep_table else None
     outcomes = run_calls(worker, spec.target, [probe.request() for probe in probes], spec.timeout)
     with contextlib.closing(outcomes):
         for probe, outcome in zip(probes, outcomes, strict=True):
@@ -299,6 +324,13 @@ def _check_one(spec: GateSpec, worker: Worker) -> GateReport:
                 _judge_table(probe, outcome, convention, results)
                 if probe.label in repeated and outcome.ok:
                     kept[probe.label] = outcome
+                if keep_table and outcome.ok and first_wrong is None:
+                    formula_id = f"formula[{probe.label}]"
+                    if (not results.by_id[formula_id].passed and formula_id not in spec.xfails
+                            and results.causes.get(formula_id) not in spec.xfails):
+                        first_wrong = KeptTable(probe.label, probe.positions, outcome.table, outcome.dtype)
+                    elif probe.label == fallback_label:
+                        fallback = KeptTable(probe.label, probe.positions, outcome.table, outcome.dtype)
             elif probe.role == "odd":
                 results.add(_judge_odd(probe, outcome, convention))
             elif probe.role == "degenerate":
@@ -309,7 +341,10 @@ def _check_one(spec: GateSpec, worker: Worker) -> GateReport:
                 if probe.repeats not in kept:
                     results.causes[result.name] = f"call[{probe.repeats}]"
     results.add(_judge_state(changes, ran))
-    return _finish(spec, plan, results, importable=True)
+    report = _finish(spec, plan, results, importable=True)
+    if not report.conforms:
+        report.kept_table = first_wrong or fallback
+    return report
 
 
 def _finish(spec: GateSpec, plan: list[str], results: _Results, importable: bool) -> GateReport:
@@ -332,9 +367,14 @@ def _finish(spec: GateSpec, plan: list[str], results: _Results, importable: bool
 # -- public entry points -----------------------------------------------------------------------
 
 
-def check_many(specs) -> list[GateReport]:
+def check_many(specs, keep_table: bool = False) -> list[GateReport]:
     """One report per spec, in the given order, from one worker process (the
     :func:`~posenc_spec.gate.worker.session`'s when one is open).
+
+    With ``keep_table`` each report that does not conform keeps one table the target
+    returned (:attr:`GateReport.kept_table`), for pictures: the first size whose formula
+    check failed, else the largest size that gets every property check; None when no
+    such call returned a table.
 
     Targets are run grouped by API and convention so that the expected tables
     (:func:`posenc_spec.checks.expectation`, cached per size, convention and dtype) are
@@ -350,7 +390,7 @@ def check_many(specs) -> list[GateReport]:
         if specs and boot_in_background() is not None:
             _prepare_expectations(specs[order[0]])
         for index in order:
-            reports[index] = _check_one(specs[index], worker)
+            reports[index] = _check_one(specs[index], worker, keep_table)
     return reports
 
 
