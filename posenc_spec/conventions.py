@@ -115,18 +115,18 @@ class Convention:
             return (width + 1) // 2
         return width // 2
 
-    def exponents(self, width: int, degenerate_limit: bool = False) -> np.ndarray:
-        """``e_k`` for every frequency, float64.
+    def exponent_step(self, width: int, degenerate_limit: bool = False) -> tuple[int, int]:
+        """``e_k = k * numerator / denominator`` as exact integers ``(numerator, denominator)``:
+        ``(1, h - s)``, or ``(2, d)`` for an odd width under ``ceil``.
 
         At d = 2 (or 3 zero-padded) under shift 1, ``k/(h-1)`` is 0/0: the formula has no
         value and this raises :class:`UndefinedWidthError`, unless ``degenerate_limit``
         asks for tensor2tensor's guard (``max(h - 1, 1)``), which gives ``e_0 = 0``, omega 1.
         """
         self.check_odd(width)
-        h = width // 2
         if width % 2 and self.odd == "ceil":
-            return 2.0 * np.arange((width + 1) // 2) / width
-        denominator = h - self.freq_shift
+            return 2, width
+        denominator = width // 2 - self.freq_shift
         if denominator <= 0:
             if not degenerate_limit:
                 raise UndefinedWidthError(
@@ -134,7 +134,12 @@ class Convention:
                     f"the formula has no value (width must be at least {2 * (1 + self.freq_shift)})"
                 )
             denominator = 1
-        return np.arange(h) / denominator
+        return 1, denominator
+
+    def exponents(self, width: int, degenerate_limit: bool = False) -> np.ndarray:
+        """``e_k`` for every frequency, float64 (see :meth:`exponent_step`)."""
+        numerator, denominator = self.exponent_step(width, degenerate_limit)
+        return np.arange(self.num_frequencies(width)) * numerator / denominator
 
     def frequencies(self, width: int, degenerate_limit: bool = False) -> np.ndarray:
         """``omega_k = base ** -e_k``, float64, from 1 down to the lowest frequency."""

@@ -62,17 +62,12 @@ def exact_values(positions, width: int, convention: str | Convention = "vaswani"
     conv = get_convention(convention)
     p = conv.positions(positions)
     layout = conv.columns(width)
-    exponents = conv.exponents(width, degenerate_limit)  # validates; exact form below
+    numerator, denominator = conv.exponent_step(width, degenerate_limit)
     column_index = np.arange(width) if columns is None else np.asarray(columns)
-    h = width // 2
-    if width % 2 and conv.odd == "ceil":
-        numerator, denominator = 2, width
-    else:
-        numerator, denominator = 1, max(h - conv.freq_shift, 1)
     out = np.empty((p.size, column_index.size))
     with mpmath.workdps(EXACT_DIGITS):
         base, scale, offset = mpmath.mpf(conv.base), mpmath.mpf(conv.scale), mpmath.mpf(conv.offset)
-        omega = [base ** (-mpmath.mpf(numerator * k) / denominator) for k in range(exponents.size)]
+        omega = [base ** (-mpmath.mpf(numerator * k) / denominator) for k in range(conv.num_frequencies(width))]
         for jj, j in enumerate(column_index):
             k = layout.pair[j]
             if k < 0:

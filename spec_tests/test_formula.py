@@ -62,8 +62,7 @@ ODD_CASES = [(preset, odd, width) for preset in ("vaswani", "concat", "tensor2te
 def test_family_odd_widths_match_exact_formula(preset, odd, width):
     """Odd widths follow the convention's odd behaviour, checked against the mpmath values."""
     table = family.sinusoidal_encoding(40, width, preset, odd=odd)
-    exp = checks.expectation(40, width, Convention(**{**get_convention(preset).as_dict(), "odd": odd}),
-                             "float64")
+    exp = checks.expectation(40, width, get_convention(preset, odd=odd), "float64")
     exact = np.asarray(oracle.exact_values(40, width, exp.convention))
     assert_matches_formula(exact, "mpmath", exp)
     assert_matches_formula(table, f"family {preset} odd={odd}", exp)

@@ -31,9 +31,9 @@ import math
 
 import numpy as np
 
-from posenc_spec import oracle
+from posenc_spec import checks
 from posenc_spec.conventions import FUNCTIONS, LAYOUTS, PRESETS, Convention
-from posenc_spec.tolerance import compare, table_tolerance
+from posenc_spec.tolerance import compare
 
 from .engine import APIS, DEFAULT_TIMEOUT
 from .loader import absolute_target, parse_target
@@ -51,11 +51,10 @@ class IdentifyError(Exception):
 
 def _ratio(table: np.ndarray, dtype: str, positions, convention: Convention) -> float:
     try:
-        expected = oracle.table(positions, table.shape[1], convention)
-        bound = table_tolerance(positions, table.shape[1], convention, dtype)
+        exp = checks.expectation(positions, table.shape[1], convention, dtype)
     except ValueError:  # a width this convention does not define
         return math.inf
-    return compare(table, expected, bound).max_ratio
+    return compare(table, exp.table, exp.tolerance).max_ratio
 
 
 def _max_ratio(tables, convention: Convention) -> float:
