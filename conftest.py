@@ -12,6 +12,3 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=40, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=40)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
-
-# `pytest spec_tests --posenc-target pkg.mod:fn --posenc-convention NAME` gates any implementation.
-pytest_plugins = ["posenc_spec.pytest_plugin"]

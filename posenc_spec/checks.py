@@ -9,6 +9,7 @@ quantity by the first-order rule written beside the check.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -16,20 +17,51 @@ import numpy as np
 
 from . import oracle
 from .conventions import Columns, Convention, get_convention
-from .tolerance import compare, dtype_name, table_tolerance
+from .tolerance import compare, dtype_name, ratios, table_tolerance
+
+STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
+
+
+@dataclass(frozen=True)
+class Worst:
+    """The element a check judged worst: its ``index`` in an array of ``shape`` (a table,
+    or the rows x pairs a derived check measures), the ``actual`` and ``expected`` values,
+    their ``error`` and the ``tolerance`` of that same element."""
+
+    index: tuple
+    shape: tuple
+    actual: float
+    expected: float
+    error: float
+    tolerance: float
+
+    @property
+    def ratio(self) -> float:
+        if self.error == 0:
+            return 0.0
+        return float("inf") if self.tolerance == 0 else self.error / self.tolerance
+
+    def as_dict(self) -> dict:
+        return {"index": list(self.index), "size": list(self.shape), "actual": self.actual,
+                "expected": self.expected, "error": self.error, "tolerance": self.tolerance, "ratio": self.ratio}
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    name: str
-    passed: bool
-    message: str
-    max_error: float | None = None
-    tolerance: float | None = None
+    """One check's verdict: ``status`` is one of :data:`STATUSES`; ``worst`` the element a
+    failed (or passed) numeric check judged worst, when it has one."""
 
-    def as_dict(self) -> dict:
-        return {"name": self.name, "passed": self.passed, "message": self.message,
-                "max_error": self.max_error, "tolerance": self.tolerance}
+    name: str
+    status: str
+    message: str
+    worst: Worst | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def renamed(self, name: str) -> CheckResult:
+        return dataclasses.replace(self, name=name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,10 +115,20 @@ def _expectation(key, width, conv, out_dtype, degenerate_limit) -> Expectation:
     )
 
 
-def _result(name, passed, message, max_error=None, tolerance=None) -> CheckResult:
-    return CheckResult(name, bool(passed), message,
-                       None if max_error is None else float(max_error),
-                       None if tolerance is None else float(tolerance))
+def _result(name, passed, message, worst: Worst | None = None) -> CheckResult:
+    return CheckResult(name, "passed" if passed else "failed", message, worst)
+
+
+def skipped(name, reason) -> CheckResult:
+    return CheckResult(name, "skipped", reason)
+
+
+def comparison_worst(result) -> Worst | None:
+    """The :class:`Worst` of a :class:`~posenc_spec.tolerance.Comparison`."""
+    if result.size == 0:
+        return None
+    return Worst(result.worst_index, result.shape, result.worst_actual, result.worst_expected,
+                 result.worst_error, result.worst_tolerance)
 
 
 def check_finite(table, name="finite") -> CheckResult:
@@ -104,15 +146,21 @@ def check_formula(table, exp: Expectation, name="formula") -> CheckResult:
     result = compare(table, exp.table, exp.tolerance)
     message = (f"{exp.size} under {exp.convention.name()}, {exp.out_dtype}: "
                + (f"max error/tolerance {result.max_ratio:.3g}" if result.ok else result.describe()))
-    return _result(name, result.ok, message, result.max_error, result.worst_tolerance)
+    return _result(name, result.ok, message, comparison_worst(result))
 
 
 def check_value_range(table, exp: Expectation, name="range") -> CheckResult:
     """Sines and cosines lie in [-1, 1]: rounding a correct value never leaves it."""
     table = np.asarray(table, dtype=np.float64)
-    excess = np.max(np.abs(table), initial=0.0) - 1.0
-    return _result(name, excess <= 0, f"largest |value| {1 + excess:.9g} in the {exp.size} table"
-                   + ("" if excess <= 0 else ": outside [-1, 1]"), max(excess, 0.0), 0.0)
+    if table.size == 0:
+        return skipped(name, f"the {exp.size} table is empty")
+    magnitude = np.abs(table)
+    index = np.unravel_index(int(np.argmax(magnitude)), table.shape)
+    largest = float(magnitude[index])
+    worst = Worst(tuple(int(i) for i in index), table.shape, float(table[index]), float(np.clip(table[index], -1, 1)),
+                  max(largest - 1.0, 0.0), 0.0)
+    return _result(name, largest <= 1, f"largest |value| {largest:.9g} in the {exp.size} table"
+                   + ("" if largest <= 1 else f" at {list(worst.index)}: outside [-1, 1]"), worst)
 
 
 def check_pair_norms(table, exp: Expectation, name="pair-norm") -> CheckResult:
@@ -122,8 +170,8 @@ def check_pair_norms(table, exp: Expectation, name="pair-norm") -> CheckResult:
     first = exp.pair_first
     second = exp.columns.partner[first]
     t1, t2 = exp.tolerance[:, first], exp.tolerance[:, second]
-    deviation = np.abs(table[:, first] ** 2 + table[:, second] ** 2 - 1.0)
-    return _deviation_result(name, deviation, 2 * (t1 + t2) + t1**2 + t2**2,
+    measured = table[:, first] ** 2 + table[:, second] ** 2
+    return _deviation_result(name, measured, 1.0, 2 * (t1 + t2) + t1**2 + t2**2,
                              f"|sin^2 + cos^2 - 1| over {first.size} pairs")
 
 
@@ -133,8 +181,8 @@ def check_row_norms(table, exp: Expectation, name="row-norm") -> CheckResult:
     table = np.asarray(table, dtype=np.float64)
     paired = exp.paired
     tol = exp.tolerance[:, paired]
-    deviation = np.abs(np.sum(table[:, paired] ** 2, axis=1) - paired.size / 2)
-    return _deviation_result(name, deviation, np.sum(2 * tol + tol**2, axis=1),
+    measured = np.sum(table[:, paired] ** 2, axis=1)
+    return _deviation_result(name, measured, paired.size / 2, np.sum(2 * tol + tol**2, axis=1),
                              f"|row norm^2 - {paired.size // 2}|")
 
 
@@ -143,9 +191,9 @@ def check_first_row(table, exp: Expectation, name="position-zero") -> CheckResul
     conv = exp.convention
     rows = np.flatnonzero(conv.scale * (exp.positions + conv.offset) == 0)
     if rows.size == 0:
-        return _result(name, True, "skipped: no row stands for position 0")
+        return skipped(name, "no row stands for position 0")
     row = np.asarray(table, dtype=np.float64)[rows[0]]
-    return _deviation_result(name, np.abs(row - exp.table[rows[0]]), exp.tolerance[rows[0]],
+    return _deviation_result(name, row, exp.table[rows[0]], exp.tolerance[rows[0]],
                              f"row {rows[0]} against sin 0 = 0, cos 0 = 1")
 
 
@@ -160,7 +208,7 @@ def check_frequencies(table, exp: Expectation, name="frequencies") -> CheckResul
     conv = exp.convention
     steps = np.flatnonzero(np.diff(exp.positions) == 1)
     if steps.size == 0:
-        return _result(name, True, "skipped: no two rows one position apart")
+        return skipped(name, "no two rows are one position apart")
     r = steps[0]
     table = np.asarray(table, dtype=np.float64)
     first = exp.pair_first
@@ -174,7 +222,9 @@ def check_frequencies(table, exp: Expectation, name="frequencies") -> CheckResul
     bound = 2 * (tol[r, first] + tol[r, second] + tol[r + 1, first] + tol[r + 1, second])
     measurable = np.abs(expected) < np.pi - bound
     lowest = f"{expected[-1]:.6g}" if expected.size else "-"
-    return _deviation_result(name, np.abs(measured - expected)[measurable], bound[measurable],
+    if not measurable.any():
+        return skipped(name, "every angle step is too close to pi to measure")
+    return _deviation_result(name, measured[measurable], expected[measurable], bound[measurable],
                              f"angle step per position vs scale*omega_k ({conv.scale:g} down to {lowest})")
 
 
@@ -199,6 +249,12 @@ def _offsets_present(exp: Expectation, offsets):
     return [k for k in offsets if p.size > k and np.all(p[k:] - p[:-k] == k)]
 
 
+def _no_offset_reason(exp: Expectation, offsets) -> str:
+    if exp.positions.size <= min(offsets):
+        return f"{exp.positions.size} rows are too few for an offset of {min(offsets)}"
+    return f"the positions are not evenly spaced by 1, so no two rows are k apart for k in {list(offsets)}"
+
+
 def check_relative_offset(table, exp: Expectation, offsets=(1, 7, 50), name="relative-offset") -> CheckResult:
     """For each offset k the table spans, ``M(k) PE(p) = PE(p + k)`` on the paired columns.
     ``M`` is a rotation, so ``(M PE(p))_j`` is off by at most ``t(p, j) + t(p, partner(j))``;
@@ -206,19 +262,19 @@ def check_relative_offset(table, exp: Expectation, offsets=(1, 7, 50), name="rel
     table = np.asarray(table, dtype=np.float64)
     used = _offsets_present(exp, offsets)
     if not used:
-        return _result(name, True, "skipped: the table is too short for any offset")
+        return skipped(name, _no_offset_reason(exp, offsets))
     paired = exp.paired
     partner = exp.columns.partner[paired]
     # M(k) PE(p) without the dense product: each paired row of M has two entries.
     value, value_partner = table[:, paired], table[:, partner]
     tol, tol_partner = exp.tolerance[:, paired], exp.tolerance[:, partner]
-    deviations, bounds = [], []
+    measured, exact, bounds = [], [], []
     for k in used:
         matrix = rotation(k, exp.width, exp.convention, exp.degenerate_limit)
-        mapped = value[:-k] * matrix[paired, paired] + value_partner[:-k] * matrix[paired, partner]
-        deviations.append(np.abs(mapped - value[k:]))
+        measured.append(value[:-k] * matrix[paired, paired] + value_partner[:-k] * matrix[paired, partner])
+        exact.append(value[k:])
         bounds.append(tol[:-k] + tol_partner[:-k] + tol[k:])
-    return _deviation_result(name, np.concatenate(deviations), np.concatenate(bounds),
+    return _deviation_result(name, np.concatenate(measured), np.concatenate(exact), np.concatenate(bounds),
                              f"|M(k) PE(p) - PE(p+k)| for k in {used}")
 
 
@@ -228,15 +284,15 @@ def check_dot_products(table, exp: Expectation, offsets=(1, 7, 50), name="dot-pr
     table = np.asarray(table, dtype=np.float64)
     used = _offsets_present(exp, offsets)
     if not used:
-        return _result(name, True, "skipped: the table is too short for any offset")
+        return skipped(name, _no_offset_reason(exp, offsets))
     conv, tol, value = exp.convention, exp.tolerance[:, exp.paired], table[:, exp.paired]
     omega = conv.frequencies(exp.width, exp.degenerate_limit)[exp.columns.pair[exp.pair_first]]
-    deviations, bounds = [], []
+    measured, exact, bounds = [], [], []
     for k in used:
-        dots = np.einsum("ij,ij->i", value[:-k], value[k:])
-        deviations.append(np.abs(dots - np.sum(np.cos(conv.scale * k * omega))))
+        measured.append(np.einsum("ij,ij->i", value[:-k], value[k:]))
+        exact.append(np.full(value.shape[0] - k, np.sum(np.cos(conv.scale * k * omega))))
         bounds.append(np.sum(tol[:-k] + tol[k:] + tol[:-k] * tol[k:], axis=1))
-    return _deviation_result(name, np.concatenate(deviations), np.concatenate(bounds),
+    return _deviation_result(name, np.concatenate(measured), np.concatenate(exact), np.concatenate(bounds),
                              f"|PE(p).PE(p+k) - sum cos(k omega)| for k in {used}")
 
 
@@ -254,28 +310,20 @@ def fit_rotation(table, exp: Expectation, offset: int):
     return fitted_transpose.T, bound
 
 
-def _deviation_result(name, deviation, bound, what) -> CheckResult:
-    deviation = np.asarray(deviation, dtype=np.float64)
-    bound = np.broadcast_to(bound, deviation.shape)
-    if deviation.size == 0:
-        return _result(name, True, f"{what}: nothing to measure")
-    deviation = np.where(np.isnan(deviation), np.inf, deviation)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a zero bound admits only a zero deviation
-        ratio = np.where(deviation == 0, 0.0, deviation / bound)
+def _deviation_result(name, measured, exact, bound, what) -> CheckResult:
+    """Judge ``|measured - exact|`` against ``bound``, element by element (the ratio rule of
+    :func:`posenc_spec.tolerance.ratios`)."""
+    measured = np.asarray(measured, dtype=np.float64)
+    exact = np.broadcast_to(np.asarray(exact, dtype=np.float64), measured.shape)
+    bound = np.broadcast_to(bound, measured.shape)
+    if measured.size == 0:
+        return skipped(name, f"{what}: nothing to measure")
+    deviation = np.abs(measured - exact)
+    ratio = ratios(deviation.copy(), bound)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     passed = ratio[worst] <= 1.0
-    message = (f"{what}: max {deviation[worst]:.3g} vs bound {bound[worst]:.3g}"
-               + ("" if passed else f" at {[int(i) for i in worst]} ({int((ratio > 1).sum())} out of bound)"))
-    return _result(name, passed, message, deviation[worst], bound[worst])
-
-
-TABLE_CHECKS = (check_formula, check_value_range, check_pair_norms, check_row_norms, check_first_row,
-                check_frequencies, check_relative_offset, check_dot_products)
-
-
-def table_checks(table, exp: Expectation) -> list[CheckResult]:
-    """Every table property (the finite check first: the rest assume numbers)."""
-    finite = check_finite(table)
-    if not finite.passed:
-        return [finite]
-    return [finite] + [check(table, exp) for check in TABLE_CHECKS]
+    element = Worst(tuple(int(i) for i in worst), measured.shape, float(measured[worst]), float(exact[worst]),
+                    float(deviation[worst]), float(bound[worst]))
+    message = (f"{what}: max {element.error:.3g} vs bound {element.tolerance:.3g}"
+               + ("" if passed else f" at {list(element.index)} ({int((ratio > 1).sum())} out of bound)"))
+    return _result(name, passed, message, element)

@@ -1,21 +1,19 @@
-"""pytest options that point the gate's tests at an implementation::
+"""The pytest plugin: the gate's checks as pytest items, in any repository.
 
-    pytest spec_tests --posenc-target mypkg.encoding:table --posenc-convention vaswani
-    pytest spec_tests --posenc-config gate.toml
+Installed with posenc-spec (the ``pytest11`` entry point), it does nothing unless a
+``--posenc*`` option is given::
 
-Each check of the gate (``posenc-spec check``) becomes one test,
-``spec_tests/test_gate_target.py::test_gate_check[formula[4096x1024]]`` and so on, judged by
-the same engine (:func:`posenc_spec.gate.check_many`). Without ``--posenc-target`` or
-``--posenc-config`` those tests skip, saying how to enable them.
+    pytest --posenc-target mypkg.encoding:table --posenc-convention vaswani
+    pytest --posenc-config gate.toml
+    pytest --posenc                      # the targets of the nearest [tool.posenc-spec]
 
-The options mirror the command line: ``--posenc-convention``, ``--posenc-layout``,
-``--posenc-first``, ``--posenc-freq-shift``, ``--posenc-base``, ``--posenc-offset``,
-``--posenc-scale``, ``--posenc-odd``, ``--posenc-api``, ``--posenc-t-max``,
-``--posenc-max-positions``, ``--posenc-xfails``, ``--posenc-timeout``. A check listed in
-the xfails file is reported as xfail when it fails.
-
-The plugin is registered by this repository's ``conftest.py``; elsewhere load it with
-``-p posenc_spec.pytest_plugin``.
+Each check id of each target becomes one item (``posenc::TARGET::CHECK``), judged by the
+gate's engine (:func:`posenc_spec.gate.engine.check_many`, one run per target, made when
+the target's first item runs); its failure shows the check's one-line reason, a known
+deviation (``--posenc-xfails``) is an xfail, a check that could not run a skip. Every
+option of ``posenc-spec check`` that declares a target has a ``--posenc-*`` twin.
+Under pytest-xdist each item carries an ``xdist_group`` mark naming its target, so
+``--dist loadgroup`` keeps a target's items (and its one gate run) on one worker.
 """
 
 from __future__ import annotations
@@ -24,86 +22,106 @@ import os
 
 import pytest
 
-from posenc_spec.conventions import FUNCTIONS, LAYOUTS, PRESETS
-
-ENABLE_HINT = ("no implementation to gate: run `pytest spec_tests --posenc-target package.module:fn "
-               "--posenc-convention NAME` (or --posenc-config FILE; outside this repository add "
-               "-p posenc_spec.pytest_plugin)")
-
-# option destination -> config key
-_OPTIONS = {
-    "posenc_convention": "convention",
-    "posenc_layout": "layout",
-    "posenc_first": "first",
-    "posenc_freq_shift": "freq_shift",
-    "posenc_base": "base",
-    "posenc_offset": "offset",
-    "posenc_scale": "scale",
-    "posenc_odd": "odd",
-    "posenc_api": "api",
-    "posenc_t_max": "t_max",
-    "posenc_max_positions": "max_positions",
-    "posenc_timeout": "timeout",
-}
-
-
-def _number(text: str):
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
+# option destination -> declaration key
+_KEYS = {f"posenc_{key}": key for key in ("convention", "layout", "first", "freq_shift", "base", "offset", "scale",
+                                          "odd", "api", "t_max", "max_positions", "timeout")}
 
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("posenc-spec", "posenc-spec gate: check an implementation against a convention")
+    group.addoption("--posenc", action="store_true", default=False,
+                    help="gate the targets of the nearest pyproject.toml's [tool.posenc-spec]")
     group.addoption("--posenc-target", metavar="TARGET", default=None,
                     help="package.module:attr or path/to/file.py:attr to gate")
     group.addoption("--posenc-config", metavar="FILE", default=None,
                     help="a TOML file of [[targets]] (or a pyproject.toml with [tool.posenc-spec]) to gate")
-    group.addoption("--posenc-convention", metavar="NAME", choices=list(PRESETS), default=None,
-                    help=f"declared preset: {', '.join(PRESETS)} (default vaswani)")
-    group.addoption("--posenc-layout", choices=LAYOUTS, default=None)
-    group.addoption("--posenc-first", choices=FUNCTIONS, default=None)
-    group.addoption("--posenc-freq-shift", type=int, choices=(0, 1), default=None)
-    group.addoption("--posenc-base", type=_number, default=None)
-    group.addoption("--posenc-offset", type=_number, default=None)
-    group.addoption("--posenc-scale", type=_number, default=None)
-    group.addoption("--posenc-odd", choices=("error", "zero-pad", "ceil", "skip"), default=None)
-    group.addoption("--posenc-api", choices=("table", "timesteps"), default=None)
-    group.addoption("--posenc-t-max", type=float, default=None)
-    group.addoption("--posenc-max-positions", type=int, default=None)
+    for dest, key in _KEYS.items():
+        group.addoption("--" + dest.replace("_", "-"), dest=dest, default=None, metavar="VALUE",
+                        help=f"as posenc-spec check --{key.replace('_', '-')}")
     group.addoption("--posenc-xfails", metavar="FILE", default=None, help="known deviations, one check id per line")
-    group.addoption("--posenc-timeout", type=float, default=None, help="seconds per import and per call")
+    group.addoption("--posenc-max-memory", metavar="SIZE", default=None, help="as posenc-spec check --max-memory")
+    group.addoption("--posenc-max-processes", metavar="N", default=None, help="as posenc-spec check --max-processes")
 
 
-def gate_specs(config) -> list:
-    """The GateSpecs the options name; empty when none is named (or the plugin is not loaded)."""
-    from posenc_spec.gate.config import ConfigError, make_spec, read_config
+def declarations(config) -> list:
+    """The declarations the options name (empty when no ``--posenc*`` option is given)."""
+    from posenc_spec.gate import config as config_files
+    from posenc_spec.gate.declaration import declare
+    from posenc_spec.gate.errors import UsageError
 
     target = config.getoption("posenc_target", default=None)
     config_file = config.getoption("posenc_config", default=None)
-    if target is None and config_file is None:
+    nearest = config.getoption("posenc", default=False)
+    if target is None and config_file is None and not nearest:
         return []
-    flags = {key: config.getoption(dest, default=None) for dest, key in _OPTIONS.items()}
+    flags = {key: config.getoption(dest, default=None) for dest, key in _KEYS.items()}
     xfails = config.getoption("posenc_xfails", default=None)
     try:
-        if target is not None and config_file is not None:
-            raise ConfigError("give either --posenc-target or --posenc-config, not both")
+        if sum(map(bool, (target, config_file, nearest))) > 1:
+            raise UsageError("give one of --posenc-target, --posenc-config and --posenc")
         if target is not None:
-            return [make_spec({"target": target, "xfails": xfails and os.path.abspath(xfails), **flags})]
+            keys = {"target": target, **flags, "xfails": xfails and os.path.abspath(xfails)}
+            return [declare(keys, where="--posenc: ")]
         if xfails is not None:
-            raise ConfigError("--posenc-xfails goes with --posenc-target; in a config file use an `xfails` key")
-        return read_config(config_file, flags)
-    except ValueError as error:
-        raise pytest.UsageError(f"posenc-spec gate: {error}") from None
+            raise UsageError("--posenc-xfails goes with --posenc-target; in a config file use an `xfails` key")
+        path = config_file or config_files.find_pyproject(config.invocation_params.dir)
+        if path is None:
+            raise UsageError("--posenc: no pyproject.toml with a [tool.posenc-spec] table here or above")
+        return config_files.read_config(path, flags)
+    except UsageError as error:
+        raise pytest.UsageError(f"posenc-spec: {error}") from None
 
 
-def check_ids(specs) -> list[tuple[int, str]]:
-    """``(spec index, check id)`` for every check the specs' reports will hold."""
-    return [(index, name) for index, spec in enumerate(specs) for name in spec.plan()]
+class GateFailure(Exception):
+    """A failed check: its one-line reason is the whole failure report."""
 
 
-def param_id(specs, index: int, name: str) -> str:
-    """The check id, prefixed by ``target@convention::`` when several targets run."""
-    spec = specs[index]
-    return name if len(specs) == 1 else f"{spec.target}@{spec.convention.name()}::{name}"
+class GateItem(pytest.Item):
+    """One check of one target."""
+
+    def __init__(self, *, declaration, check_id: str, runs: dict, **kwargs):
+        super().__init__(**kwargs)
+        self.declaration, self.check_id, self.runs = declaration, check_id, runs
+        self.add_marker(pytest.mark.xdist_group(declaration.name))
+
+    def _report(self):
+        key = id(self.declaration)
+        if key not in self.runs:
+            from posenc_spec.gate.declaration import run_options
+            from posenc_spec.gate.engine import check_many
+
+            options = run_options(1, None, self.config.getoption("posenc_max_memory"),
+                                  self.config.getoption("posenc_max_processes"))
+            self.runs[key] = check_many([self.declaration], options)[0]
+        return self.runs[key]
+
+    def runtest(self) -> None:
+        report = self._report()
+        result = report.result(self.check_id)
+        where = f"{self.declaration.name} under {self.declaration.convention_name()}: {self.check_id}"
+        if result.status == "xfailed":
+            pytest.xfail(f"{where}: {result.message}")
+        if result.status == "skipped":
+            pytest.skip(f"{where}: {result.message}")
+        if result.status == "failed":
+            raise GateFailure(f"{where}: {result.message}")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, GateFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.declaration.target.rpartition(":")[0], None, f"{self.declaration.name}::{self.check_id}"
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    from posenc_spec.gate.engine import plan
+
+    runs: dict = {}
+    found = declarations(config)
+    for declaration in found:
+        prefix = declaration.name if len(found) == 1 else f"{declaration.name}@{declaration.convention_name()}"
+        for check_id in plan(declaration):
+            items.append(GateItem.from_parent(session, name=f"posenc::{prefix}::{check_id}",
+                                              declaration=declaration, check_id=check_id, runs=runs))

@@ -86,20 +86,28 @@ def table_tolerance(positions, width: int, convention: str | Convention, out_dty
 
 @dataclass(frozen=True)
 class Comparison:
-    """``actual`` against ``expected`` element by element; ``ok`` when every error is within bound."""
+    """``actual`` against ``expected`` element by element; ``ok`` when every error is within
+    bound. The ``worst_*`` fields all describe one element, the one with the largest
+    error/tolerance ratio; ``max_error`` is the largest error anywhere (another element,
+    when a small bound makes a smaller error the worse one)."""
 
-    max_error: float
     max_ratio: float  # max of error / tolerance; <= 1 passes
     worst_index: tuple
     worst_actual: float
     worst_expected: float
+    worst_error: float
     worst_tolerance: float
+    max_error: float
     num_failing: int
-    size: int
+    shape: tuple
 
     @property
     def ok(self) -> bool:
         return self.max_ratio <= 1.0
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 0
 
     def describe(self) -> str:
         if self.size == 0:
@@ -108,8 +116,22 @@ class Comparison:
         return (
             f"{self.num_failing} of {self.size} elements out of bound; worst at [{where}]: "
             f"got {self.worst_actual:.9g}, expected {self.worst_expected:.9g}, "
-            f"error {self.max_error:.3g} vs tolerance {self.worst_tolerance:.3g} (ratio {self.max_ratio:.3g})"
+            f"error {self.worst_error:.3g} vs tolerance {self.worst_tolerance:.3g} (ratio {self.max_ratio:.3g})"
         )
+
+
+def ratios(error: np.ndarray, tolerance) -> np.ndarray:
+    """``error / tolerance`` with the rules every comparison shares: NaN errors are infinite,
+    and a zero bound admits only a zero error (0/0 is ratio 0). ``error`` is overwritten."""
+    nan = np.isnan(error)
+    if nan.any():
+        error[nan] = np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.divide(error, tolerance)
+    undefined = np.isnan(ratio)
+    if undefined.any():
+        ratio[undefined] = 0.0
+    return ratio
 
 
 def compare(actual, expected, tolerance) -> Comparison:
@@ -120,26 +142,20 @@ def compare(actual, expected, tolerance) -> Comparison:
     if actual.shape != expected.shape:
         raise ValueError(f"shape {actual.shape} differs from the expected {expected.shape}")
     if actual.size == 0:
-        return Comparison(0.0, 0.0, (), np.nan, np.nan, np.nan, 0, 0)
-    # In place and without np.where: the gate compares 4096 x 1024 tables per target.
+        return Comparison(0.0, (), np.nan, np.nan, 0.0, np.nan, 0.0, 0, actual.shape)
+    # In place: the gate compares 4096 x 1024 tables per target.
     error = np.subtract(actual, expected)
     np.abs(error, out=error)
-    nan = np.isnan(error)
-    if nan.any():
-        error[nan] = np.inf
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.divide(error, tolerance)
-    undefined = np.isnan(ratio)  # 0 / 0: a zero bound admits only a zero error
-    if undefined.any():
-        ratio[undefined] = 0.0
+    ratio = ratios(error, tolerance)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     return Comparison(
-        max_error=float(error.max()),
         max_ratio=float(ratio[worst]),
         worst_index=tuple(int(i) for i in worst),
         worst_actual=float(actual[worst]),
         worst_expected=float(expected[worst]),
+        worst_error=float(error[worst]),
         worst_tolerance=float(tolerance[worst]),
+        max_error=float(error.max()),
         num_failing=int(np.count_nonzero(ratio > 1.0)),
-        size=int(actual.size),
+        shape=tuple(actual.shape),
     )

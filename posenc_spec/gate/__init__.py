@@ -1,13 +1,44 @@
-"""The gate: check someone else's sinusoidal encoding against a declared convention.
+"""The gate: check someone else's position encoding against a declared convention.
 
-``posenc-spec check`` and ``posenc-spec identify`` (:mod:`posenc_spec.gate.command`) and the
-pytest plugin (:mod:`posenc_spec.pytest_plugin`) are thin layers over this engine; the check
-ids are listed in :mod:`posenc_spec.gate.grid`.
+``declaration -> grid -> sealed child -> judge -> report``: :func:`declare` validates what
+a user declares, :func:`check_many` runs and judges (:mod:`posenc_spec.gate.engine`), the
+``posenc-spec`` commands (:mod:`posenc_spec.commands`) and the pytest plugin
+(:mod:`posenc_spec.pytest_plugin`) are thin layers over them. The check ids are listed in
+:mod:`posenc_spec.gate.grid`; the child side lives in :mod:`posenc_spec.gate.child`.
+
+Names are imported on first use (PEP 562): a template process imports
+``posenc_spec.gate.child`` without loading the engine.
 """
 
-from .engine import DEFAULT_TIMEOUT, GateReport, GateSpec, check_many, check_target, exit_status
-from .identify import identify_many, identify_target
-from .worker import session
+from __future__ import annotations
 
-__all__ = ["DEFAULT_TIMEOUT", "GateReport", "GateSpec", "check_many", "check_target", "exit_status",
-           "identify_many", "identify_target", "session"]
+import importlib
+
+_SOURCES = {
+    "Declaration": "declaration",
+    "RunOptions": "declaration",
+    "UsageError": "errors",
+    "declare": "declaration",
+    "run_options": "declaration",
+    "GateReport": "report",
+    "check_many": "engine",
+    "check_target": "engine",
+    "plan": "engine",
+    "identify_many": "identify",
+    "identify_target": "identify",
+}
+
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SOURCES))
+
+
+__all__ = sorted(_SOURCES)

@@ -1,26 +1,27 @@
 """The calls the gate makes and the check ids they produce.
 
-Check ids are stable strings: use them in an ``--xfails`` file, in ``--json`` output and
-in the pytest test ids. ``S`` is a call's size, ``LxD`` (L positions, width D) for the
-table API and ``int64:NxD`` or ``float32:NxD`` (N timesteps of that dtype) for the
-timesteps API.
+Check ids are stable strings: use them in an ``--xfails`` file, in ``--json`` output and in
+the pytest test ids. ``S`` names a slot of the grid, the same whatever ``--max-positions``
+or ``--t-max`` make of its size (the messages give the size actually called): ``50x8``,
+``50x4``, ``50x6``, ``128x64``, ``300x512``, ``1024x768``, ``4096x1024`` for the table API;
+``first-50x8``, ``every-step-x128``, ``int-draws-x320``, ``float-draws-x64``,
+``float-draws-x1024`` for the timesteps API.
 
 ``import``
     the target imports and is callable.
 ``call[S]``
-    the call returned an (L, D) array of floating-point numbers (a NumPy array, a torch
-    tensor on any device with or without grad, or anything NumPy converts); it did not
-    raise, exit, crash or hang.
+    the call returned an (L, D) array of floating-point numbers (a NumPy array in any byte
+    order, a torch tensor on any device with or without grad, or anything NumPy converts);
+    it did not raise, exit, crash, hang or exceed a limit.
 ``finite[S]``, ``formula[S]``, ``range[S]``
     no NaN or Inf; every element within its own bound (:mod:`posenc_spec.tolerance`) of
     the declared convention's exact value; every value in [-1, 1]. Run on every size.
 ``pair-norm[S]``, ``row-norm[S]``, ``position-zero[S]``, ``frequencies[S]``, ``relative-offset[S]``, ``dot-product[S]``
     the derived properties of :mod:`posenc_spec.checks`, run on the sizes of at most
     ``DERIVED_LIMIT`` elements (300 x 512). They follow from the formula, so at large
-    sizes they add cost and no power: on a 4096 x 1024 table the formula check costs
-    about 0.02 s and the relative-offset check 1.7 s (0.2 s at 1024 x 768), where a
-    target may cost 0.25 s in all. Their value is the diagnosis they give on moderate
-    tables (which property breaks, and where).
+    sizes they add cost and no power; their value is the diagnosis they give on moderate
+    tables (which property breaks, and where). A property the size cannot show (no row at
+    position 0, timesteps not one apart) is ``skipped`` with that reason.
 ``degenerate[d=2]``
     width 2. Under shift 1 the formula has no value there: raising is fine, a finite table
     is compared with the limit omega = 1 (tensor2tensor's guard), a NaN is a failure.
@@ -31,13 +32,13 @@ timesteps API.
     an odd width, as the convention's ``odd`` declares: ``error`` expects an exception;
     ``zero-pad`` and ``ceil`` expect that table. ``--odd skip`` makes no odd call.
 ``determinism``
-    a second call of the same size returns the identical table, bit for bit.
+    a second call of one size, started from another state of the global random number
+    generators, returns the identical table, bit for bit.
 ``global-state``
-    no call changed torch's default dtype, device, grad mode, deterministic-algorithms
-    or anomaly flags, NumPy's error state or print options, the state of torch's, NumPy's
-    or Python's global random number generator (a table draws no random numbers), or the
-    working directory, and no timesteps-API call wrote into the timesteps tensor it was
-    given.
+    no call changed global state (see :mod:`posenc_spec.gate.child.state`: torch's and
+    NumPy's modes and flags, warnings filters, environment, path, working directory, umask,
+    signal handlers and timers) or wrote into an argument, and none reseeded a global
+    random number generator. A call that only draws from one passes with a warning.
 
 The default grid (table API): 50x8, 50x4, 50x6, 128x64, 300x512 with every property;
 1x64 and 50x2 (degenerate); odd widths 7 and 65 at 50 positions; then 1024x768 and
@@ -60,6 +61,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from posenc_spec import checks
+
+from .calls import ArrayArg, CallRequest
 
 DERIVED_LIMIT = 300 * 512
 TABLE_SIZES = ((50, 8), (50, 4), (50, 6), (128, 64), (300, 512), (1024, 768), (4096, 1024))
@@ -86,18 +89,27 @@ BULK_CHECKS = ("formula", "range")
 class Probe:
     """One call of the target and the checks it feeds.
 
-    ``role``: ``table`` (``call[S]`` and the table checks), ``odd``, ``degenerate`` or
-    ``repeat`` (one check, ``check_id``). ``timesteps`` holds the int64 or float32 values
-    passed to a timesteps-API target, None for the table API.
+    ``slot`` names it in check ids (stable); ``role``: ``table`` (``call[S]`` and the table
+    checks), ``odd``, ``degenerate`` or ``repeat`` (one check, ``check_id``). ``timesteps``
+    holds the int64 or float32 values passed to a timesteps-API target, None for the table
+    API. ``rng`` names the generators' starting state (the repeat starts from another).
     """
 
-    label: str
+    slot: str
     role: str
     length: int
     width: int
     timesteps: np.ndarray | None = None
     check_id: str | None = None
     repeats: str | None = None
+    rng: str = "a"
+
+    @property
+    def size(self) -> str:
+        """The size actually called, ``LxD`` (or ``N int64 timesteps x D``)."""
+        if self.timesteps is None:
+            return f"{self.length}x{self.width}"
+        return f"{self.length} {self.timesteps.dtype.name} timesteps x {self.width}"
 
     @property
     def positions(self):
@@ -114,11 +126,12 @@ class Probe:
     def check_ids(self) -> list[str]:
         if self.role != "table":
             return [self.check_id]
-        return [f"call[{self.label}]"] + [f"{name}[{self.label}]" for name in self.table_check_names()]
+        return [f"call[{self.slot}]"] + [f"{name}[{self.slot}]" for name in self.table_check_names()]
 
-    def request(self) -> dict:
-        return {"label": self.label, "length": self.length, "width": self.width,
-                "timesteps": self.timesteps, "shape": (self.length, self.width)}
+    def request(self) -> CallRequest:
+        first = self.length if self.timesteps is None else ArrayArg(
+            self.timesteps, self.timesteps.dtype.name, "torch", "timesteps")
+        return CallRequest(self.slot, (first, self.width), (self.length, self.width), rng=self.rng)
 
 
 def _capped(length: int, max_positions: int | None) -> int:
@@ -126,31 +139,26 @@ def _capped(length: int, max_positions: int | None) -> int:
 
 
 def table_probes(max_positions=None, skip_odd=False) -> list[Probe]:
-    probes = []
-    sizes = [(_capped(n, max_positions), d) for n, d in TABLE_SIZES]
-    for length, width in sizes[:5]:
-        probes.append(Probe(f"{length}x{width}", "table", length, width))
-    probes.append(Probe("1x64", "degenerate", 1, 64, check_id="degenerate[L=1]"))
-    probes.append(Probe(f"{_capped(50, max_positions)}x2", "degenerate", _capped(50, max_positions), 2,
-                        check_id="degenerate[d=2]"))
+    probes = [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d) for n, d in TABLE_SIZES[:5]]
+    probes.append(Probe("L=1", "degenerate", 1, 64, check_id="degenerate[L=1]"))
+    probes.append(Probe("d=2", "degenerate", _capped(50, max_positions), 2, check_id="degenerate[d=2]"))
     if not skip_odd:
-        for width in ODD_WIDTHS:
-            length = _capped(ODD_LENGTH, max_positions)
-            probes.append(Probe(f"{length}x{width}", "odd", length, width, check_id=f"odd[{width}]"))
-    for length, width in sizes[5:]:
-        probes.append(Probe(f"{length}x{width}", "table", length, width))
-    length, width = _capped(DETERMINISM_SIZE[0], max_positions), DETERMINISM_SIZE[1]
-    probes.append(Probe(f"{length}x{width}", "repeat", length, width, check_id="determinism",
-                        repeats=f"{length}x{width}"))
+        probes += [Probe(f"odd-{width}", "odd", _capped(ODD_LENGTH, max_positions), width, check_id=f"odd[{width}]")
+                   for width in ODD_WIDTHS]
+    probes += [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d) for n, d in TABLE_SIZES[5:]]
+    length, width = DETERMINISM_SIZE
+    slot = f"{length}x{width}"
+    probes.append(Probe(slot, "repeat", _capped(length, max_positions), width, check_id="determinism",
+                        repeats=slot, rng="b"))
     return probes
 
 
 def timestep_probes(t_max: float, max_positions=None, skip_odd=False) -> list[Probe]:
-    rng = np.random.default_rng(TIMESTEP_SEED)
+    generator = np.random.default_rng(TIMESTEP_SEED)
     top = math.floor(t_max)
 
     def draws_int(n):
-        values = rng.integers(0, top, size=n, endpoint=True)
+        values = generator.integers(0, top, size=n, endpoint=True)
         values[:2] = (0, top)  # both ends, as samplers reach them
         return values.astype(np.int64)
 
@@ -159,14 +167,13 @@ def timestep_probes(t_max: float, max_positions=None, skip_odd=False) -> list[Pr
         largest = np.nextafter(largest, np.float32(0))
 
     def draws_float(n):
-        values = np.minimum(rng.uniform(0.0, t_max, size=n).astype(np.float32), largest)
+        values = np.minimum(generator.uniform(0.0, t_max, size=n).astype(np.float32), largest)
         values[:2] = (0.0, largest)
         return values
 
-    def probe(values, width, role="table", check_id=None, repeats=None):
+    def probe(slot, values, width, role="table", check_id=None, repeats=None, rng="a"):
         values = values[: _capped(values.size, max_positions)]
-        label = f"{values.dtype.name}:{values.size}x{width}"
-        return Probe(label, role, int(values.size), width, values, check_id, repeats)
+        return Probe(slot, role, int(values.size), width, values, check_id, repeats, rng)
 
     ladder = np.arange(min(top, 1023) + 1, dtype=np.int64)
     if top >= 49:
@@ -175,19 +182,17 @@ def timestep_probes(t_max: float, max_positions=None, skip_odd=False) -> list[Pr
         first50 = np.minimum(np.linspace(0.0, t_max, 50).astype(np.float32), largest)
     determinism = draws_float(256)
     probes = [
-        probe(first50, 8),
-        probe(ladder, 128),
-        probe(draws_int(256), 320),
-        probe(determinism, 64),
-        probe(np.array([top], dtype=np.int64), 64, "degenerate", "degenerate[L=1]"),
-        probe(first50, 2, "degenerate", "degenerate[d=2]"),
+        probe("first-50x8", first50, 8),
+        probe("every-step-x128", ladder, 128),
+        probe("int-draws-x320", draws_int(256), 320),
+        probe("float-draws-x64", determinism, 64),
+        probe("L=1", np.array([top], dtype=np.int64), 64, "degenerate", "degenerate[L=1]"),
+        probe("d=2", first50, 2, "degenerate", "degenerate[d=2]"),
     ]
     if not skip_odd:
-        probes += [probe(first50, width, "odd", f"odd[{width}]") for width in ODD_WIDTHS]
-    probes.append(probe(draws_float(4096), 1024))
-    repeat = probe(determinism, 64)
-    probes.append(Probe(repeat.label, "repeat", repeat.length, repeat.width, repeat.timesteps, "determinism",
-                        repeat.label))
+        probes += [probe(f"odd-{width}", first50, width, "odd", f"odd[{width}]") for width in ODD_WIDTHS]
+    probes.append(probe("float-draws-x1024", draws_float(4096), 1024))
+    probes.append(probe("float-draws-x64", determinism, 64, "repeat", "determinism", "float-draws-x64", "b"))
     return probes
 
 

@@ -81,18 +81,29 @@ def _import_file(path: Path):
     return module
 
 
-def load_target(target: str):
-    """Import the module and return the callable. Errors raised while the module itself
-    runs propagate unchanged; a missing file or attribute, or a value that is not
-    callable, raises :class:`TargetError`."""
+def module_key(target: str) -> str:
+    """What targets must share to share an import: the module name or the file's path."""
+    return parse_target(target).module
+
+
+def import_module_of(target: str):
+    """Import (or find already imported) the module ``target`` names. Errors raised while
+    the module runs propagate unchanged; a missing file raises :class:`TargetError`."""
     name = parse_target(target)
     if name.is_path:
         path = Path(name.module).resolve()
         if not path.is_file():
             raise TargetError(f"no such file: {name.module}")
-        obj = _import_file(path)
-    else:
-        obj = importlib.import_module(name.module)
+        return _import_file(path)
+    return importlib.import_module(name.module)
+
+
+def load_target(target: str):
+    """Import the module and return the callable. Errors raised while the module itself
+    runs propagate unchanged; a missing file or attribute, or a value that is not
+    callable, raises :class:`TargetError`."""
+    name = parse_target(target)
+    obj = import_module_of(target)
     reached = name.module
     for part in name.attr.split("."):
         try:

@@ -1,0 +1,7 @@
+"""``python -m posenc_spec``: the ``posenc-spec`` command."""
+
+import sys
+
+from posenc_spec.cli import main
+
+sys.exit(main())

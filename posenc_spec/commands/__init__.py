@@ -1,0 +1,3 @@
+"""The ``posenc-spec`` subcommands, each a thin layer over the library: ``check`` and
+``merge`` (:mod:`.check`), ``identify`` (:mod:`.identify`), ``plot`` (:mod:`.plot`).
+They sit above the gate and the figures, which never import them."""

@@ -1,0 +1,138 @@
+"""``posenc-spec check`` and ``posenc-spec merge``.
+
+``check`` gates one TARGET (declared by flags), the targets of a ``--config`` file, or those
+of the nearest ``[tool.posenc-spec]``; it prints a summary, and writes the versioned JSON
+report (``--json``), JUnit XML (``--junitxml``), pictures of failing targets (``--plots``)
+and GitHub annotations. ``merge`` joins the JSON reports of ``--shard`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from posenc_spec.gate import config as config_files
+from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.output import destination, json_report, text
+
+from .arguments import add_declaration_arguments, add_run_arguments, declaration_flags, error
+
+CHECK_EPILOG = """\
+exit status: 0 conforms; 1 does not conform (a check failed: the target raised, exited,
+crashed, hung past --timeout, exceeded a limit, or returned a wrong shape, NaN, Inf or
+wrong values); 2 usage error, or a TARGET that cannot be imported.
+
+check ids (for --xfails files and the reports; S names a slot of the grid such as
+4096x1024 or every-step-x128, the same whatever --max-positions or --t-max):
+import, call[S], finite[S], formula[S], range[S], pair-norm[S], row-norm[S],
+position-zero[S], frequencies[S], relative-offset[S], dot-product[S], degenerate[d=2],
+degenerate[L=1], odd[7], odd[65], determinism, global-state.
+See posenc_spec.gate.grid for what each one checks and for the grid.
+
+Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml with a
+[tool.posenc-spec] table (from the working directory up to the repository root).
+Flags given with them override every target's keys.
+"""
+
+
+def register(subparsers) -> None:
+    check = subparsers.add_parser(
+        "check", help="check targets against their declared conventions",
+        description="Check implementations of a position encoding against a declared convention.",
+        epilog=CHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("target", nargs="?", metavar="TARGET",
+                       help="package.module:attr or path/to/file.py:attr (attr may be dotted)")
+    check.add_argument("--config", metavar="FILE", help="a TOML file of [[targets]] (or a pyproject.toml)")
+    add_declaration_arguments(check)
+    check.add_argument("--xfails", metavar="FILE", help="known deviations: check ids or glob patterns, # reasons")
+    check.add_argument("--json", metavar="FILE", help="write the report as JSON (- for standard output)")
+    check.add_argument("--plots", metavar="DIR", help="write pictures of each target that does not conform")
+    add_run_arguments(check)
+    check.add_argument("--shard", metavar="K/N", help="check only every N-th target, starting with the K-th")
+    check.add_argument("-v", "--verbose", action="store_true", help="list every check, not only the failures")
+    check.set_defaults(run=run_check)
+
+    merge = subparsers.add_parser(
+        "merge", help="join the JSON reports of --shard runs into one",
+        description="Join the --json reports of the shards of one run; the exit status is the whole run's.")
+    merge.add_argument("reports", nargs="+", metavar="REPORT.json")
+    merge.add_argument("--json", metavar="FILE", required=True, help="where to write the joined report (- for stdout)")
+    merge.set_defaults(run=run_merge)
+
+
+def _declarations(args) -> tuple[list, str | None]:
+    flags = declaration_flags(args)
+    if args.target and args.config:
+        raise UsageError("give either TARGET or --config, not both")
+    if args.target:
+        keys = {"target": args.target, **flags, "xfails": args.xfails}
+        return [declare(keys, where="", flags=True)], None
+    if args.xfails is not None:
+        raise UsageError("--xfails goes with a TARGET; in a config file give each target an `xfails` key")
+    path = Path(args.config) if args.config else config_files.find_pyproject()
+    if path is None:
+        raise UsageError("no TARGET, no --config and no pyproject.toml with a [tool.posenc-spec] table "
+                         "in this folder or above")
+    return config_files.read_config(path, flags), str(path)
+
+
+def run_check(args) -> int:
+    try:
+        declarations, config = _declarations(args)
+        options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes)
+        for option, value in (("--json", args.json),):
+            if value is not None:
+                destination.check(option, value)
+        if args.plots is not None and Path(args.plots).exists() and not Path(args.plots).is_dir():
+            raise UsageError(f"--plots {args.plots} exists and is not a folder")
+        from posenc_spec.gate.engine import check_many, shard
+
+        positions = shard(list(range(len(declarations))), *options.shard)
+        selected = [declarations[position] for position in positions]
+        out = sys.stderr if args.json == "-" else sys.stdout
+        destination.emit(text.run_header(len(selected), config, options.jobs, options.shard) + "\n", out)
+        reports = check_many(selected, options, keep_table=args.plots is not None)
+    except UsageError as problem:
+        return error("check", problem)
+    except KeyboardInterrupt:
+        destination.emit("posenc-spec check: interrupted\n", sys.stderr)
+        return 130
+    figures = _figures(reports, args.plots)
+    entries = []
+    for position, report, drawn in zip(positions, reports, figures, strict=True):
+        lines = drawn.lines() if drawn is not None else []
+        destination.emit("\n".join(text.summary_lines(report, args.verbose, lines)) + "\n", out)
+        entries.append(json_report.target_entry(report, position, drawn.as_json() if drawn is not None else None))
+    data = json_report.run_report(entries, len(declarations), options.shard, config)
+    if len(reports) > 1:
+        conforming = sum(report.conforms for report in reports)
+        destination.emit(f"{conforming} of {len(reports)} targets conform\n", out)
+    if args.json is not None:
+        try:
+            destination.write(args.json, json_report.to_text(data))
+        except OSError as problem:
+            return error("check", f"cannot write {args.json}: {problem.strerror or problem}")
+    return json_report.EXIT_STATUS[data["status"]]
+
+
+def _figures(reports, folder):
+    if folder is None:
+        return [None] * len(reports)
+    from posenc_spec.figures.gate_plots import write_figures  # matplotlib, only when asked
+
+    return write_figures(reports, folder)
+
+
+def run_merge(args) -> int:
+    try:
+        destination.check("--json", args.json)
+        data = json_report.merge([json_report.read_report(path) for path in args.reports], args.reports)
+        destination.write(args.json, json_report.to_text(data))
+    except UsageError as problem:
+        return error("merge", problem)
+    except OSError as problem:
+        return error("merge", f"cannot write {args.json}: {problem.strerror or problem}")
+    return json_report.EXIT_STATUS[data["status"]]
+

@@ -1,0 +1,121 @@
+"""One call of a target: what the gate asks (:class:`CallRequest`) and what it got (:class:`Outcome`).
+
+Every part of the gate that calls a target (the check grid, ``identify``, ``plot``,
+``snapshot``) builds a :class:`CallRequest` here and gets an :class:`Outcome` back from
+:mod:`posenc_spec.gate.runner`; nothing else spells out how arguments travel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Item sizes of the dtypes a result may arrive in; bfloat16 travels as its uint16 bits.
+RESULT_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
+REAL_DTYPES = ("float16", "bfloat16", "float32", "float64")
+LARGEST_ITEMSIZE = 16
+
+
+@dataclass(frozen=True, eq=False)
+class ArrayArg:
+    """An array argument: exact ``values`` (bfloat16 as float32 values it holds exactly),
+    the ``dtype`` the target receives it in, as a torch tensor or a NumPy array."""
+
+    values: np.ndarray
+    dtype: str
+    container: str = "torch"
+    name: str = "array"
+
+
+@dataclass(frozen=True, eq=False)
+class CallRequest:
+    """``fn(*args)``, labelled by its grid slot. ``shape`` is the result the call must return
+    (one array, or one per item when ``max_items`` > 1); it also bounds what the gate reads."""
+
+    label: str
+    args: tuple
+    shape: tuple[int, ...]
+    max_items: int = 1
+    allow_complex: bool = False
+    rng: str = "a"
+
+    @property
+    def max_bytes(self) -> int:
+        """The largest reply the gate reads for this call: every item as large as the
+        expected shape in the widest dtype (a complex128 table, or float64 cos and sin)."""
+        return max(math.prod(self.shape), 1) * LARGEST_ITEMSIZE * self.max_items
+
+    def describe_args(self) -> str:
+        parts = []
+        for arg in self.args:
+            if isinstance(arg, ArrayArg):
+                parts.append(f"{arg.values.size} {arg.dtype} {arg.name}")
+            else:
+                parts.append(repr(arg))
+        return "(" + ", ".join(parts) + ")"
+
+
+@dataclass(eq=False)
+class Outcome:
+    """What one call did. ``status``: ``ok`` (``arrays`` hold the result in the dtype
+    produced, bfloat16 as the float32 it converts to exactly; ``dtypes`` name them),
+    ``raised`` (``exception`` names the type), ``exit`` (sys.exit and other BaseExceptions),
+    ``bad`` (returned something that is not numbers), ``died``, ``hung``, ``limit`` (a
+    resource limit stopped it), ``malformed`` (the reply broke the protocol) or
+    ``not-run``. ``message`` says it in one line; ``state`` names global state the call
+    changed; ``rng_before``/``rng_after`` are digests of the global generators."""
+
+    status: str
+    message: str
+    arrays: list = field(default_factory=list)
+    dtypes: list = field(default_factory=list)
+    is_tuple: bool = False
+    state: list = field(default_factory=list)
+    rng_before: dict = field(default_factory=dict)
+    rng_after: dict = field(default_factory=dict)
+    exception: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def ran(self) -> bool:
+        """The call ran to an answer (it may have raised)."""
+        return self.status in ("ok", "raised", "exit", "bad")
+
+    @property
+    def table(self) -> np.ndarray:
+        return self.arrays[0]
+
+    @property
+    def dtype(self) -> str:
+        return self.dtypes[0]
+
+    def __repr__(self):
+        return f"Outcome({self.status!r}, {self.message!r})"
+
+
+def shape_problem(shape: tuple, expected: tuple) -> str | None:
+    """None when ``shape`` is ``expected``, else a reason with a hint for the common slips."""
+    if tuple(shape) == tuple(expected):
+        return None
+    got = "x".join(map(str, shape)) if shape else "a scalar"
+    want = "x".join(map(str, expected))
+    squeezed = tuple(n for n in shape if n != 1)
+    if len(shape) > len(expected) and squeezed == tuple(n for n in expected if n != 1):
+        axes = [i for i, n in enumerate(shape) if n == 1]
+        if axes and axes[0] == 0:
+            return f"returned shape {got}, expected {want}: an extra leading batch axis (return table[0])"
+        return f"returned shape {got}, expected {want}: an extra axis of size 1 at axis {axes[0]} (squeeze it)"
+    if len(expected) == 2:
+        length, width = expected
+        if tuple(shape) == (width, length):
+            return f"returned shape {got}, expected {want}: transposed (rows must be positions, columns features)"
+        if len(shape) == 2 and shape[0] == length:
+            return f"returned shape {got}, expected {want}: {shape[1]} columns for width {width}"
+        if len(shape) == 2 and shape[1] == width:
+            return f"returned shape {got}, expected {want}: {shape[0]} rows for {length} positions"
+    return f"returned shape {got}, expected {want}"

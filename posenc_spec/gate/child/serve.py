@@ -1,0 +1,188 @@
+"""The sealed child's loop: import the target, then answer each call with raw arrays.
+
+Requests (JSON headers, see :mod:`.protocol`)::
+
+    {"op": "load", "target": "pkg.mod:fn"}
+    {"op": "call", "id": 3, "args": [ARG, ...], "rng": "a" | "b",
+     "max_bytes": N, "allow_complex": false, "max_items": 1}
+        ARG: {"int": 50} | {"float": 1.5} |
+             {"array": K, "dtype": "int64", "shape": [50], "as": "torch" | "numpy", "name": "timesteps"}
+             (payload K holds the values; bfloat16 as uint16 bits)
+
+Replies::
+
+    {"op": "loaded", "ok": true, "message": "...", "import_changes": [...]}
+    {"op": "result", "id": 3, "status": "ok" | "raised" | "exit" | "bad", "message": "...",
+     "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "..."}],
+     "state": [...], "rng_before": {...}, "rng_after": {...}}      + one payload per array
+
+Each call starts from the generator state its request names, so a call's randomness, and
+whether it reseeds, is seen from outside. After the call every other piece of global state
+is compared with the state after the import, named when changed, and restored. A process
+forked by the target that returns into this loop exits at once instead of answering.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from . import limits, state
+from .convert import BadResult, describe_exception, one_line, to_arrays
+from .protocol import ChannelError, Reader, send
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+MAX_REQUEST_BYTES = 1 << 28  # the largest argument the gate sends (a RoPE x) is a few MB
+MAX_STATE_LINES = 20
+
+
+def setup(init: dict) -> None:
+    """Make this process the target's: environment, working directory, import path, limits."""
+    limits.silence_output()
+    os.environ.clear()
+    os.environ.update(init["environ"])
+    os.chdir(init["cwd"])
+    sys.path[:] = init["sys_path"]
+    if torch is not None:
+        # One thread: the gate judges one table while the child computes the next.
+        torch.set_num_threads(1)
+    bounds = init.get("limits", {})
+    limits.apply_limits(bounds.get("memory"), bounds.get("cpu_seconds"), bounds.get("processes"))
+
+
+def import_target(target: str, module_only: bool = False):
+    """``(function or None, message, changes)`` after importing ``target`` here (only its
+    module, with ``module_only``: the function is then ``True`` on success); ``changes``
+    names the global state the import changed (kept: the calls run after the import, as
+    they would in the caller's process)."""
+    from ..loader import import_module_of, load_target  # standard library only
+
+    before = state.snapshot()
+    try:
+        if module_only:
+            import_module_of(target)
+            function, message = True, f"imported the module of {target}"
+        else:
+            function, message = load_target(target), f"imported {target}"
+    except BaseException as error:  # SystemExit and KeyboardInterrupt at import time too
+        function, message = None, describe_exception(error)
+    after = state.snapshot()
+    changes = [one_line(state.describe_change(name, before[name], after[name]), 200)
+               for name in before if name in after and before[name] != after[name]]
+    return function, message, changes[:MAX_STATE_LINES]
+
+
+def _arguments(specs, payloads):
+    arguments, arrays = [], []
+    for spec in specs:
+        if "int" in spec:
+            arguments.append(int(spec["int"]))
+        elif "float" in spec:
+            arguments.append(float(spec["float"]))
+        else:
+            carrier = np.uint16 if spec["dtype"] == "bfloat16" else np.dtype(spec["dtype"])
+            values = np.frombuffer(payloads[spec["array"]], dtype=carrier).reshape(spec["shape"]).copy()
+            if spec.get("as") == "torch":
+                value = torch.from_numpy(values)
+                if spec["dtype"] == "bfloat16":
+                    value = value.view(torch.bfloat16)
+            else:
+                value = values
+            arrays.append((spec.get("name", f"argument {len(arguments)}"), value, _bits(value)))
+            arguments.append(value)
+    return arguments, arrays
+
+
+def _bits(value):
+    try:
+        if torch is not None and isinstance(value, torch.Tensor):
+            tensor = value.detach().cpu().contiguous()
+            return str(tensor.dtype), tuple(tensor.shape), tensor.view(torch.uint8).numpy().tobytes()
+        return str(value.dtype), value.shape, np.ascontiguousarray(value).tobytes()
+    except Exception as error:
+        return "unreadable", (), describe_exception(error).encode()
+
+
+def _argument_changes(arrays) -> list[str]:
+    """The caller's arrays are the caller's: writing into one is a change of state."""
+    changes = []
+    for name, value, before in arrays:
+        after = _bits(value)
+        if after == before:
+            continue
+        if after[:2] != before[:2]:
+            changes.append(f"its {name} argument in place ({before[0]}{list(before[1])} -> {after[0]}{list(after[1])})")
+        else:
+            changes.append(f"its {name} argument in place")
+    return changes
+
+
+def _call(function, request, payloads, baseline):
+    reply = {"op": "result", "id": request["id"], "status": "ok", "message": "", "tuple": False, "arrays": []}
+    data = []
+    arguments, arrays = _arguments(request["args"], payloads)
+    state.seed_generators(request.get("rng", "a"))
+    reply["rng_before"] = state.generator_digests()
+    me = os.getpid()
+    result = None
+    try:
+        result = function(*arguments)
+    except Exception as error:
+        reply.update(status="raised", message=describe_exception(error), exception=type(error).__name__)
+    except BaseException as error:  # SystemExit, KeyboardInterrupt, GeneratorExit
+        reply.update(status="exit", message=describe_exception(error), exception=type(error).__name__)
+    if os.getpid() != me:  # a copy the target forked, returning here: it must not answer
+        os._exit(0)
+    reply["rng_after"] = state.generator_digests()
+    changes = state.compare_and_restore(baseline) + _argument_changes(arrays)
+    reply["state"] = [one_line(change, 200) for change in changes[:MAX_STATE_LINES]]
+    if reply["status"] == "ok":
+        try:
+            is_tuple, converted = to_arrays(result, request.get("allow_complex", False), request.get("max_items", 1))
+            size = sum(array.nbytes for array, _, _ in converted)
+            if size > request["max_bytes"]:
+                shapes = ", ".join("x".join(map(str, array.shape)) or "scalar" for array, _, _ in converted)
+                raise BadResult(f"returned {size} bytes ({shapes}), more than this call's largest "
+                                f"legitimate result ({request['max_bytes']} bytes)")
+            reply["tuple"] = is_tuple
+            reply["arrays"] = [{"dtype": dtype, "shape": list(array.shape), "description": one_line(description, 120)}
+                               for array, dtype, description in converted]
+            data = [array for array, _, _ in converted]
+        except BadResult as error:
+            reply.update(status="bad", message=str(error))
+        except Exception as error:  # a result whose own methods raise
+            reply.update(status="bad", message=f"returned a {type(result).__name__} that cannot be read "
+                                                f"({describe_exception(error)})")
+    return reply, data
+
+
+def serve(sock, init: dict) -> None:
+    """Answer requests on ``sock`` until the gate closes it."""
+    setup(init)
+    reader = Reader(sock)
+    function, baseline = None, state.snapshot()
+    while True:
+        try:
+            request, payloads, _ = reader.read(None, MAX_REQUEST_BYTES)
+        except (ChannelError, OSError):
+            return
+        if request.get("op") == "load":
+            function, message, changes = import_target(request["target"])
+            baseline = state.snapshot()
+            reply, data = {"op": "loaded", "ok": function is not None, "message": message,
+                           "import_changes": changes}, []
+        elif request.get("op") == "call" and function is not None:
+            reply, data = _call(function, request, payloads, baseline)
+        else:
+            return
+        try:
+            send(sock, reply, data)
+        except OSError:
+            return
+

@@ -1,0 +1,139 @@
+"""The template: a clean process that forks sealed children for the gate.
+
+The gate starts one template with ``python -c`` (see :func:`command`); it imports NumPy,
+torch and this package and runs nothing else, so forking it costs milliseconds and every
+child starts from the same clean state. Requests arrive on its control socket, with the
+child's own socket passed along (SCM_RIGHTS)::
+
+    {"op": "spawn", "init": {...}}          fork a sealed child serving the passed socket
+    {"op": "template", "init": {...}, "subreaper": true}
+                                            fork another template on the passed socket
+    {"op": "import", "target": "pkg.mod:fn"}
+                                            import the target's module here (a per-module
+                                            template: its children share that import only)
+    {"op": "finish", "pid": P}             kill child P's process group, reap it, and kill
+                                            every other descendant
+each answered with ``{"ok": ..., ...}``. A sealed child leads its own session and process
+group, dies with its template, and inherits no descriptor but its socket. A template
+forked with ``subreaper`` (every template but the first) receives every orphaned
+descendant (Linux), so nothing a target starts outlives the target's turn. When the control socket closes, the template kills
+everything below it and exits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def command(package_root: str) -> list[str]:
+    """The command line that starts a template importing this package from ``package_root``."""
+    code = (f"import sys; sys.path.insert(0, {package_root!r}); "
+            "from posenc_spec.gate.child.template import main; main()")
+    return [sys.executable, "-c", code]
+
+
+def _fork(fd: int, body) -> int:
+    pid = os.fork()
+    if pid:
+        os.close(fd)
+        return pid
+    status = 0
+    try:
+        from . import limits
+
+        os.setsid()
+        limits.die_with_parent()
+        limits.close_other_fds({fd})
+        body()
+    except BaseException:
+        status = 70
+        if os.environ.get("POSENC_SPEC_DEBUG"):
+            import traceback
+
+            with open(os.environ["POSENC_SPEC_DEBUG"], "a") as log:
+                traceback.print_exc(file=log)
+    finally:
+        os._exit(status)
+
+
+def _serve_child(fd: int, init: dict) -> None:
+    import socket
+
+    from .serve import serve
+
+    serve(socket.socket(fileno=fd), init)
+
+
+def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
+    import socket
+
+    from .serve import setup
+
+    setup(init)
+    loop(socket.socket(fileno=fd), subreaper)
+
+
+def loop(sock, subreaper: bool) -> None:
+    from . import limits
+    from .protocol import ChannelError, Reader, send
+    from .serve import import_target
+
+    if subreaper:
+        limits.become_subreaper()
+    reader = Reader(sock)
+    statuses: dict[int, int] = {}
+    while True:
+        try:
+            request, _, fds = reader.read(None, 0, with_fds=True)
+        except (ChannelError, OSError):
+            break
+        op = request.get("op")
+        reply = {"ok": True}
+        if op in ("spawn", "template") and len(fds) == 1:
+            fd = fds[0]
+            if op == "spawn":
+                reply["pid"] = _fork(fd, lambda: _serve_child(fd, request["init"]))
+            else:
+                reply["pid"] = _fork(fd, lambda: _serve_template(fd, request["init"], request.get("subreaper", False)))
+        elif op == "import":
+            function, message, changes = import_target(request["target"], module_only=True)
+            reply = {"ok": function is not None, "message": message, "import_changes": changes}
+        elif op == "finish":
+            pid = request["pid"]
+            limits.kill_group(pid)
+            try:
+                statuses[pid] = os.waitpid(pid, 0)[1]
+            except ChildProcessError:
+                pass
+            reply["killed"] = limits.sweep()
+            statuses.update(limits.reap())
+            reply["status"] = statuses.pop(pid, None)
+        else:
+            for fd in fds:
+                os.close(fd)
+            reply = {"ok": False, "message": f"unknown request {op!r}"}
+        try:
+            send(sock, reply)
+        except OSError:
+            break
+    limits.sweep()
+    os._exit(0)
+
+
+def main() -> None:
+    import socket
+
+    fd = int(os.environ.pop("POSENC_SPEC_TEMPLATE_FD"))
+    try:
+        import numpy  # noqa: F401  -- what every child needs, imported once here
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    from . import convert, serve, state  # noqa: F401
+
+    sock = socket.socket(fileno=fd)
+    from .protocol import send
+
+    send(sock, {"ok": True, "pid": os.getpid()})
+    loop(sock, subreaper=False)

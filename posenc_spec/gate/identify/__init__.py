@@ -1,0 +1,173 @@
+"""``identify``: which member of the family does a target compute? Found from its tables.
+
+The target is called (in a sealed child, as ``check`` calls it) on *fit* probes: 128
+positions at widths 64 and 16 for the table API; for the timesteps API 1024 float32
+timesteps evenly spread over ``[0, t_max]`` (so that even fast frequencies are sampled
+finely) at widths 64 and 16, and the int64 steps ``0..127`` at width 64; and a width-7
+probe for the odd-width behaviour. :mod:`.fit` finds the member that fits every fit table.
+Before answering, that member goes through ``check``'s own formula check on *validation*
+probes it was not fitted on (two sizes of ``check``'s grid): if they fail, the answer is
+"none", with the fitted member as the nearest and by how much it misses. Width 16 beside
+width 64 separates the shifts (at one width, shift 0 with one base equals shift 1 with
+another); several lengths keep an offset fitted at one length honest at others.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from posenc_spec.conventions import PRESETS, Convention
+
+from .. import grid
+from ..declaration import DEFAULT_T_MAX, DEFAULT_TIMEOUT, RunOptions
+from ..judge import call_problem
+from ..runner import Slot
+from ..sandbox import Limits, root_template
+from .fit import Sample, best_member, max_ratio, ratio
+
+FIT_LENGTH = 128
+FIT_WIDTHS = (64, 16)
+FLOAT_STEPS = 1024
+ODD_PROBE = (50, 7)
+VALIDATION_SLOTS = {"table": ("300x512", "1024x768"), "timesteps": ("int-draws-x320", "float-draws-x64")}
+
+
+class IdentifyError(Exception):
+    """The target could not be imported (exit status 2)."""
+
+
+def _capped(length, max_positions):
+    return length if max_positions is None else min(length, max_positions)
+
+
+def _float_steps(count: int, t_max: float) -> np.ndarray:
+    """``count`` float32 timesteps evenly spread over ``[0, t_max]``, none above ``t_max``."""
+    steps = np.linspace(0.0, t_max, count).astype(np.float32)
+    return np.where(steps.astype(np.float64) > t_max, np.nextafter(steps, np.float32(0)), steps)
+
+
+def probes(api: str, t_max: float = DEFAULT_T_MAX, max_positions=None) -> tuple[list, grid.Probe, list]:
+    """``(fit probes, the odd probe, validation probes)``."""
+    length = _capped(FIT_LENGTH, max_positions)
+    odd_length = _capped(ODD_PROBE[0], max_positions)
+    if api == "table":
+        fits = [grid.Probe(f"fit-{length}x{width}", "table", length, width) for width in FIT_WIDTHS]
+        odd = grid.Probe("fit-odd", "odd", odd_length, ODD_PROBE[1])
+    else:
+        count = _capped(FLOAT_STEPS, max_positions)
+        spread = _float_steps(count, t_max)
+        fits = [grid.Probe(f"fit-float{count}x{width}", "table", count, width, spread) for width in FIT_WIDTHS]
+        steps = np.arange(min(math.floor(t_max), length - 1) + 1, dtype=np.int64)
+        if steps.size >= 3:
+            fits.append(grid.Probe(f"fit-int{steps.size}x64", "table", steps.size, 64, steps))
+        odd = grid.Probe("fit-odd", "odd", odd_length, ODD_PROBE[1], _float_steps(odd_length, t_max))
+    slots = VALIDATION_SLOTS[api]
+    validation = [probe for probe in grid.probes_for(api, t_max, max_positions) if probe.role == "table"
+                  and probe.slot in slots]
+    return fits, odd, validation
+
+
+def _sample(probe, outcome) -> Sample | None:
+    if call_problem(probe, outcome):
+        return None
+    positions = np.arange(probe.length, dtype=np.float64) if probe.timesteps is None else probe.positions
+    return Sample(np.asarray(outcome.table, dtype=np.float64), outcome.dtype, positions)
+
+
+def name_of(convention: Convention) -> str:
+    """The preset's name when the convention is one apart from its odd-width behaviour."""
+    for name, preset in PRESETS.items():
+        if convention.replace(odd=preset.odd) == preset:
+            return name
+    return convention.name()
+
+
+def _fields(convention: Convention) -> dict:
+    fields = convention.as_dict()
+    for key in ("base", "offset", "scale"):
+        if float(fields[key]).is_integer():
+            fields[key] = int(fields[key])
+    return fields
+
+
+def _odd_behaviour(found: Convention, odd_probe, odd_outcome):
+    if odd_outcome is None:
+        return found, None, "odd widths not tried"
+    if odd_outcome.status == "raised":
+        return found.replace(odd="error"), "error", ""
+    sample = _sample(odd_probe, odd_outcome)
+    if sample is None:
+        return found, None, f"at width {odd_probe.width} it {odd_outcome.message}"
+    for behaviour in ("zero-pad", "ceil"):
+        try:
+            candidate = found.replace(odd=behaviour)
+        except ValueError:  # ceil is defined for shift 0 only
+            continue
+        if ratio(sample, candidate) <= 1.0:
+            return candidate, behaviour, ""
+    return found, None, "its odd-width table matches neither zero-pad nor ceil"
+
+
+def answer(fit_samples, validation_samples=(), odd_probe=None, odd_outcome=None) -> dict:
+    """The identify answer from tables already in hand (``check`` uses it to name the
+    nearest member of a failing target)."""
+    if not fit_samples:
+        return {"name": "none", "convention": None, "max_error_ratio": None, "nearest": None,
+                "message": "none: no table to identify"}
+    found, found_ratio, nearest, nearest_ratio = best_member(fit_samples)
+    notes = []
+    if found is not None and validation_samples:
+        checked = max_ratio(validation_samples, found)
+        if checked > 1.0:
+            notes.append(f"{name_of(found)} fits the fit tables but fails check's formula check elsewhere "
+                         f"(error/tolerance {checked:.3g})")
+            nearest, nearest_ratio, found = found, checked, None
+    nearest_entry = None if nearest is None else {"name": name_of(nearest), "convention": _fields(nearest),
+                                                  "max_error_ratio": nearest_ratio}
+    if found is None:
+        described = f"{nearest_entry['name']} (max error/tolerance {nearest_ratio:.3g})" if nearest_entry else "nothing"
+        return {"name": "none", "convention": None, "max_error_ratio": nearest_ratio, "nearest": nearest_entry,
+                "message": "; ".join([f"none: no member of the family fits; nearest {described}", *notes])}
+    found, odd, note = _odd_behaviour(found, odd_probe, odd_outcome)
+    fields = _fields(found)
+    fields["odd"] = odd
+    described = (f"{name_of(found)} ({found.layout}, {found.first} first, shift {found.freq_shift}, base "
+                 f"{found.base:g}, offset {found.offset:g}, scale {found.scale:g}, odd widths: {odd or 'unidentified'})")
+    return {"name": name_of(found), "convention": fields, "max_error_ratio": found_ratio, "nearest": nearest_entry,
+            "message": f"identified {described}; max error/tolerance {found_ratio:.3g}"
+                       + (f"; {note}" if note else "")}
+
+
+def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, timeout: float = DEFAULT_TIMEOUT,
+                  max_positions=None, options: RunOptions | None = None) -> list[dict]:
+    """The identify answer for each target (each imported and called in its own sealed
+    child). :class:`IdentifyError` when a target cannot be imported."""
+    fits, odd, validation = probes(api, t_max, max_positions)
+    calls = [*fits, odd, *validation]
+    options = options or RunOptions()
+    results = []
+    with root_template() as root:
+        slot = Slot(root, Limits(options.max_memory, options.max_processes, timeout))
+        try:
+            for target in targets:
+                run = slot.run(target, [probe.request() for probe in calls])
+                if not run.imported:
+                    raise IdentifyError(run.import_message)
+                outcomes = dict(zip(calls, run.outcomes, strict=True))
+                fit_samples = [sample for probe in fits if (sample := _sample(probe, outcomes[probe])) is not None]
+                checks = [sample for probe in validation if (sample := _sample(probe, outcomes[probe])) is not None]
+                result = {"target": target, **answer(fit_samples, checks, odd, outcomes[odd])}
+                problems = [f"at {probe.slot} it {call_problem(probe, outcomes[probe])}" for probe in fits
+                            if call_problem(probe, outcomes[probe])]
+                if problems:
+                    result["message"] += "; " + "; ".join(problems)
+                results.append(result)
+        finally:
+            slot.close()
+    return results
+
+
+def identify_target(target: str, **options) -> dict:
+    return identify_many([target], **options)[0]

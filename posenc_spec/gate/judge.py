@@ -1,0 +1,167 @@
+"""Judge what a target returned: one :class:`~posenc_spec.checks.CheckResult` per check id.
+
+The parent computes every verdict here from the raw numbers the child sent; the child's
+own words only ever make a check fail (a reason, a description of what came back).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from posenc_spec import checks
+from posenc_spec.checks import CheckResult, Worst
+
+from . import grid
+from .calls import Outcome, shape_problem
+
+
+def passed(name, message, worst=None) -> CheckResult:
+    return CheckResult(name, "passed", message, worst)
+
+
+def failed(name, message, worst=None) -> CheckResult:
+    return CheckResult(name, "failed", message, worst)
+
+
+def _float64(table: np.ndarray) -> np.ndarray:
+    return table if table.dtype == np.float64 else table.astype(np.float64)
+
+
+def call_problem(probe, outcome: Outcome) -> str | None:
+    """Why a call's outcome is not a table of the probe's size (None when it is)."""
+    if not outcome.ok:
+        return outcome.message
+    if outcome.is_tuple or len(outcome.arrays) != 1:
+        return f"returned a tuple of {len(outcome.arrays)} arrays, not one table"
+    return shape_problem(outcome.table.shape, (probe.length, probe.width))
+
+
+class Results:
+    """Check results by id, and for each check that could not run, the id that stopped it."""
+
+    def __init__(self):
+        self.by_id: dict[str, CheckResult] = {}
+        self.causes: dict[str, str] = {}
+
+    def add(self, result: CheckResult) -> None:
+        self.by_id[result.name] = result
+
+    def not_run(self, names, cause: str, reason: str) -> None:
+        for name in names:
+            self.add(CheckResult(name, "skipped", f"not run: {reason}"))
+            self.causes[name] = cause
+
+
+def judge_table(probe, outcome: Outcome, convention, results: Results) -> None:
+    """``call[S]`` and every table check of the probe."""
+    call_id = f"call[{probe.slot}]"
+    names = [f"{name}[{probe.slot}]" for name in probe.table_check_names()]
+    problem = call_problem(probe, outcome)
+    if problem:
+        results.add(failed(call_id, f"{probe.size}: {problem}"))
+        results.not_run(names, call_id, f"the call for {probe.slot} did not return a table")
+        return
+    results.add(passed(call_id, f"returned a {probe.length}x{probe.width} {outcome.message}"))
+    table = _float64(outcome.table)
+    finite = checks.check_finite(table, names[0])
+    results.add(finite)
+    if not finite.passed:
+        results.not_run(names[1:], names[0], f"the {probe.slot} table holds NaN or Inf")
+        return
+    expectation = checks.expectation(probe.positions, probe.width, convention, outcome.dtype)
+    for name, check_id in zip(probe.table_check_names()[1:], names[1:], strict=True):
+        results.add(grid.CHECK_FUNCTIONS[name](table, expectation, name=check_id))
+
+
+def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=False, note="") -> CheckResult:
+    """One check for a whole call: its outcome, then finite, then the formula."""
+    problem = call_problem(probe, outcome)
+    if problem:
+        return failed(check_id, f"{probe.size}: {problem}{note}")
+    table = _float64(outcome.table)
+    finite = checks.check_finite(table, check_id)
+    if not finite.passed:
+        return finite
+    expectation = checks.expectation(probe.positions, probe.width, convention, outcome.dtype, degenerate_limit)
+    result = checks.check_formula(table, expectation, name=check_id)
+    if degenerate_limit:
+        result = dataclasses.replace(result, message="against the limit omega = 1: " + result.message)
+    return result
+
+
+def judge_odd(probe, outcome: Outcome, convention) -> CheckResult:
+    check_id = probe.check_id
+    if convention.odd != "error":
+        return _formula_verdict(check_id, probe, outcome, convention,
+                                note=f" (odd='{convention.odd}' declares a {probe.length}x{probe.width} table)")
+    if outcome.status == "raised":
+        return passed(check_id, f"{outcome.message} (odd='error' declares an exception)")
+    if outcome.ok:
+        return failed(check_id, f"returned a {probe.length}x{probe.width} table ({outcome.message}) where odd='error' "
+                                "declares an exception; declare --odd zero-pad, ceil or skip if the table is intended")
+    return failed(check_id, f"{outcome.message} (odd='error' declares an exception)")
+
+
+def judge_degenerate(probe, outcome: Outcome, convention) -> CheckResult:
+    check_id = probe.check_id
+    undefined = probe.width == 2 and convention.freq_shift == 1
+    if not undefined:
+        return _formula_verdict(check_id, probe, outcome, convention)
+    if outcome.status == "raised":
+        return passed(check_id, f"{outcome.message} (fine: at d = 2 under shift 1 the formula has no value)")
+    if outcome.ok and not call_problem(probe, outcome) and np.isnan(outcome.table).any():
+        count = int(np.isnan(outcome.table).sum())
+        return failed(check_id, f"silent NaN: {count} NaN values in the {probe.length}x2 table (at d = 2 under shift 1 "
+                                "the formula has no value: raise, or use the limit omega = 1)")
+    return _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=True)
+
+
+def judge_determinism(probe, outcome: Outcome, first: Outcome | None) -> CheckResult:
+    """The repeat, started from other generator states, against the first call of its size."""
+    check_id = probe.check_id
+    if first is None:
+        return CheckResult(check_id, "skipped", f"not run: the first call for {probe.slot} did not return a table")
+    problem = call_problem(probe, outcome)
+    if problem:
+        return failed(check_id, f"the second call for {probe.slot} {problem}")
+    if first.dtype != outcome.dtype:
+        return failed(check_id, f"two calls for {probe.slot} returned {first.dtype} and then {outcome.dtype}")
+    if np.array_equal(first.table, outcome.table, equal_nan=True):
+        return passed(check_id, f"two calls for {probe.slot} from different random states returned the same "
+                                f"{outcome.dtype} table, bit for bit")
+    a, b = _float64(first.table), _float64(outcome.table)
+    difference = np.abs(a - b)
+    difference = np.where(np.isnan(a) != np.isnan(b), np.inf, np.nan_to_num(difference, nan=0.0))
+    worst = np.unravel_index(int(np.argmax(difference)), difference.shape)
+    element = Worst(tuple(int(i) for i in worst), a.shape, float(b[worst]), float(a[worst]),
+                    float(difference[worst]), 0.0)
+    return failed(check_id, f"two calls for {probe.slot} differ in {int((difference > 0).sum())} elements "
+                            f"(the second started from another random state); worst at {list(element.index)}: "
+                            f"{a[worst]:.9g} then {b[worst]:.9g}", element)
+
+
+def drawn_generators(outcomes) -> list[str]:
+    """The global generators some call left in another state than it found them."""
+    return sorted({name for outcome in outcomes for name, before in outcome.rng_before.items()
+                   if outcome.rng_after.get(name, before) != before})
+
+
+def reseeded_generators(first: Outcome, second: Outcome) -> list[str]:
+    """The generators a call reseeded: two calls of one size, started from different
+    states, left them in the same state."""
+    return sorted(name for name, after in first.rng_after.items()
+                  if first.rng_before.get(name) != second.rng_before.get(name) and second.rng_after.get(name) == after)
+
+
+def judge_state(changes: list[str], reseeded: list[str], ran: bool) -> CheckResult:
+    problems = [f"reseeded {name} global random number generator (the caller's random stream is reset)"
+                for name in reseeded] + changes
+    if problems:
+        return failed("global-state", f"{problems[0]}" + (" (restored)" if not reseeded else "")
+                      + (f"; {len(problems) - 1} more change(s)" if len(problems) > 1 else ""))
+    if not ran:
+        return CheckResult("global-state", "skipped", "not run: no call returned")
+    return passed("global-state", "no call changed global state, wrote into its arguments, or reseeded a global "
+                                  "random number generator")

@@ -1,0 +1,320 @@
+"""Run a target's calls in sealed children and turn every reply into an :class:`Outcome`.
+
+A :class:`Slot` is one lane of a run: a slot template (forked from the run's root
+template) and, while several targets of one module take their turns, a module template
+that imported that module once. :meth:`Slot.run` forks a sealed child for one target,
+imports it there, sends every call at once (the child computes the next table while the
+gate judges this one) and reads the replies, each under the per-call timeout. Every reply
+is checked against its request: the dtype, the shape and the byte count announced, and
+nothing beyond the call's largest legitimate size is read. A child that dies is replaced
+(the target is imported again) up to ``MAX_DEATHS`` times; after a hang, a broken reply or
+a resource limit the remaining calls are reported as not run. When the target's turn ends
+its child, and everything the child started, is killed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .calls import RESULT_ITEMSIZE, ArrayArg, CallRequest, Outcome
+from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
+from .loader import module_key
+from .sandbox import Limits, ProcessLimitExceeded, SandboxError, Template, describe_status, process_watch, root_template
+
+MAX_DEATHS = 3
+MAX_MESSAGE = 300
+STATUSES = ("ok", "raised", "exit", "bad")
+
+
+@dataclass
+class TargetRun:
+    """A target's turn: whether it imported (``import_message`` says how), what the import
+    changed (``import_changes``), and one :class:`Outcome` per request, in order."""
+
+    imported: bool
+    import_message: str
+    import_changes: list = field(default_factory=list)
+    outcomes: list = field(default_factory=list)
+
+
+def _encode_args(args) -> tuple[list, list]:
+    specs, payloads = [], []
+    for arg in args:
+        if isinstance(arg, ArrayArg):
+            carrier = arg.values
+            if arg.dtype == "bfloat16":  # bfloat16 is the top half of a float32's bits
+                carrier = (np.ascontiguousarray(arg.values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+            else:
+                carrier = np.ascontiguousarray(arg.values, dtype=np.dtype(arg.dtype).newbyteorder("="))
+            specs.append({"array": len(payloads), "dtype": arg.dtype, "shape": list(arg.values.shape),
+                          "as": arg.container, "name": arg.name})
+            payloads.append(carrier)
+        elif isinstance(arg, bool) or not isinstance(arg, (int, float)):
+            raise TypeError(f"unsupported call argument {arg!r}")
+        else:
+            specs.append({"int": arg} if isinstance(arg, int) else {"float": arg})
+    return specs, payloads
+
+
+def _text(value, limit: int = MAX_MESSAGE) -> str:
+    text = " ".join(str(value).split()) if isinstance(value, str) else ""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _digests(value) -> dict:
+    if not isinstance(value, dict):
+        return {}
+    return {_text(key, 40): _text(item, 80) for key, item in list(value.items())[:8]}
+
+
+def _outcome(header: dict, payloads: list, request: CallRequest, call_id: int) -> Outcome:
+    """The :class:`Outcome` a reply describes, or :class:`ChannelError` when it does not add up."""
+    if header.get("op") != "result" or header.get("id") != call_id:
+        raise ChannelError("malformed reply (not the answer to this call)")
+    status = header.get("status")
+    if status not in STATUSES:
+        raise ChannelError("malformed reply (unknown status)")
+    state = header.get("state", [])
+    if not isinstance(state, list):
+        raise ChannelError("malformed reply (bad state list)")
+    outcome = Outcome(status, _text(header.get("message", "")), state=[_text(line, 200) for line in state[:20]],
+                      rng_before=_digests(header.get("rng_before")), rng_after=_digests(header.get("rng_after")),
+                      exception=_text(header.get("exception", ""), 80) or None)
+    specs = header.get("arrays", [])
+    if status != "ok":
+        if payloads:
+            raise ChannelError("malformed reply (data with a failed call)")
+        return outcome
+    if not isinstance(specs, list) or not specs or len(specs) != len(payloads) or len(specs) > request.max_items:
+        raise ChannelError("malformed reply (the arrays do not match the data)")
+    allowed = [name for name in RESULT_ITEMSIZE if request.allow_complex or not name.startswith("complex")]
+    for spec, data in zip(specs, payloads, strict=True):
+        dtype, shape = spec.get("dtype") if isinstance(spec, dict) else None, spec.get("shape") if isinstance(
+            spec, dict) else None
+        if not isinstance(shape, list) or len(shape) > 8 or not all(type(n) is int and n >= 0 for n in shape):
+            raise ChannelError("malformed reply (bad shape)")
+        if dtype not in RESULT_ITEMSIZE:
+            raise ChannelError("malformed reply (bad dtype)")
+        if dtype not in allowed:
+            return Outcome("bad", f"returned {dtype} values, not real numbers", state=outcome.state,
+                           rng_before=outcome.rng_before, rng_after=outcome.rng_after)
+        if len(data) != math.prod(shape) * RESULT_ITEMSIZE[dtype]:
+            raise ChannelError("malformed reply (byte count does not match the shape)")
+        if dtype == "bfloat16":  # exact: a bfloat16 is the top half of a float32
+            array = (np.frombuffer(data, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+        else:
+            array = np.frombuffer(data, dtype=np.dtype(dtype))
+        outcome.arrays.append(array.reshape(shape))
+        outcome.dtypes.append(dtype)
+    outcome.is_tuple = bool(header.get("tuple"))
+    descriptions = [_text(spec.get("description", ""), 120) for spec in specs]
+    outcome.message = "; ".join(description for description in descriptions if description)
+    return outcome
+
+
+class _Child:
+    """One sealed child: its socket, its process id and the template that forked it."""
+
+    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int):
+        self.template = template
+        self.sock, self.pid = template.spawn(limits, calls)
+        self.reader = Reader(self.sock, on_wait=process_watch(watch_root, limits.processes + 2))
+
+    def load(self, target: str, deadline: float):
+        send(self.sock, {"op": "load", "target": target})
+        header, _, _ = self.reader.read(deadline, 0)
+        changes = header.get("import_changes", [])
+        changes = [_text(line, 200) for line in changes[:20]] if isinstance(changes, list) else []
+        return header.get("ok") is True, _text(header.get("message", "")), changes
+
+    def send_calls(self, pending) -> None:
+        """Send every pending call; a child that is gone is noticed when its reply is read."""
+        try:
+            for call_id, request in pending:
+                specs, payloads = _encode_args(request.args)
+                send(self.sock, {"op": "call", "id": call_id, "args": specs, "rng": request.rng,
+                                 "max_bytes": request.max_bytes, "allow_complex": request.allow_complex,
+                                 "max_items": request.max_items}, payloads)
+        except OSError:
+            pass
+
+    def receive(self, request: CallRequest, call_id: int, deadline: float) -> Outcome:
+        header, payloads, _ = self.reader.read(deadline, request.max_bytes)
+        return _outcome(header, payloads, request, call_id)
+
+    def finish(self) -> int | None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        return self.template.finish(self.pid)
+
+
+class Slot:
+    """One lane of a run (see the module docstring); ``close`` kills all it started."""
+
+    def __init__(self, root: Template, limits: Limits):
+        self.root, self.limits = root, limits
+        self._template: Template | None = None
+        self._module: tuple[str, Template | None, TargetRun] | None = None
+
+    @property
+    def template(self) -> Template:
+        if self._template is None:
+            self._template = self.root.fork_template(self.limits, None)
+        return self._template
+
+    # -- module templates ------------------------------------------------------------------
+
+    def share_module(self, target: str, calls: int) -> None:
+        """Import ``target``'s module once in a module template for the targets that follow
+        (until :meth:`end_module` or another module)."""
+        key = module_key(target)
+        if self._module is not None and self._module[0] == key:
+            return
+        self.end_module()
+        module = self.template.fork_template(self.limits, 0)
+        deadline = time.monotonic() + self.limits.timeout
+        try:
+            reply = module.request({"op": "import", "target": target}, seconds=self.limits.timeout)
+            imported = TargetRun(reply.get("ok") is True, _text(reply.get("message", "")),
+                                 [_text(line, 200) for line in reply.get("import_changes", [])[:20]]
+                                 if isinstance(reply.get("import_changes"), list) else [])
+        except SandboxError:
+            late = time.monotonic() >= deadline
+            imported = TargetRun(False, f"importing {target} did not finish within the {self.limits.timeout:g} s "
+                                        "timeout (killed)" if late else f"importing {target} killed the process")
+        if not imported.imported:
+            self._discard(module)
+            module = None
+        self._module = (key, module, imported)
+
+    def end_module(self) -> None:
+        if self._module is not None:
+            _, module, _ = self._module
+            self._module = None
+            if module is not None:
+                self._discard(module)
+
+    def _discard(self, template: Template) -> None:
+        template.sock.close()
+        self.template.finish(template.pid)
+
+    # -- one target -----------------------------------------------------------------------
+
+    def run(self, target: str, requests: list[CallRequest]) -> TargetRun:
+        """Import ``target`` in a fresh sealed child and make every call of ``requests``."""
+        template = self.template
+        import_changes: list = []
+        if self._module is not None and self._module[0] == module_key(target):
+            _, module, imported = self._module
+            if module is None:
+                return TargetRun(False, imported.import_message)
+            template, import_changes = module, imported.import_changes
+        return _Turn(self, template, target, requests, import_changes).run()
+
+    def close(self) -> None:
+        self.end_module()
+        if self._template is not None:
+            self._template.close()
+            self._template = None
+
+
+class _Turn:
+    """One target's calls through one or more children (a death starts another)."""
+
+    def __init__(self, slot: Slot, template: Template, target: str, requests, import_changes):
+        self.slot, self.template, self.target, self.requests = slot, template, target, requests
+        self.limits = slot.limits
+        self.import_changes = import_changes
+        self.child: _Child | None = None
+
+    def _start(self) -> tuple[bool, str, list]:
+        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid)
+        deadline = time.monotonic() + self.limits.timeout
+        try:
+            return self.child.load(self.target, deadline)
+        except ChannelTimeout:
+            self._finish()
+            return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
+                          "(killed)", []
+        except ProcessLimitExceeded as error:
+            self._finish()
+            return False, f"importing {self.target} {error}", []
+        except (ChannelError, OSError):
+            status = self._finish()
+            return False, f"importing {self.target}: {describe_status(status)}", []
+
+    def _finish(self) -> int | None:
+        child, self.child = self.child, None
+        return child.finish() if child is not None else None
+
+    def run(self) -> TargetRun:
+        ok, message, changes = self._start()
+        turn = TargetRun(ok, message, self.import_changes + changes)
+        if not ok:
+            return turn
+        pending = list(enumerate(self.requests))
+        deaths, stop = 0, None
+        try:
+            self.child.send_calls(pending)
+            while pending:
+                call_id, request = pending.pop(0)
+                if stop:
+                    turn.outcomes.append(Outcome("not-run", stop))
+                    continue
+                outcome, restart = self._receive(request, call_id)
+                turn.outcomes.append(outcome)
+                if outcome.status == "died":
+                    deaths += 1
+                    if deaths >= MAX_DEATHS:
+                        stop = f"not run: the process died on {deaths} calls of this target"
+                    elif pending:
+                        ok, message, _ = self._start()
+                        if ok:
+                            self.child.send_calls(pending)
+                        else:
+                            stop = f"not run: the target failed to import again after a death ({message})"
+                elif restart:
+                    stop = f"not run: {restart}"
+        finally:
+            self._finish()
+        return turn
+
+    def _receive(self, request: CallRequest, call_id: int) -> tuple[Outcome, str | None]:
+        """The call's outcome, and why the remaining calls cannot run (None: they can)."""
+        what = f"the call for {request.label}"
+        try:
+            outcome = self.child.receive(request, call_id, time.monotonic() + self.limits.timeout)
+            if outcome.exception == "MemoryError" or "allocate memory" in outcome.message:
+                outcome.message += f" (the memory limit is {self.limits.memory / 2**30:.3g} GiB)"
+            return outcome, None
+        except ChannelTimeout:
+            self._finish()
+            return (Outcome("hung", f"{what} did not return within the {self.limits.timeout:g} s timeout (killed)"),
+                    f"the target hung on {what}")
+        except ProcessLimitExceeded as error:
+            self._finish()
+            return Outcome("limit", f"{what} {error}"), f"the target exceeded the process limit on {what}"
+        except PayloadTooLarge as error:
+            self._finish()
+            return Outcome("limit", f"{what} sent {error}"), f"the reply channel of {what} was abandoned"
+        except ChannelClosed:
+            return Outcome("died", describe_status(self._finish())), None
+        except (ChannelError, OSError) as error:
+            self._finish()
+            return Outcome("malformed", f"{what}: {error}"), f"the reply channel of {what} was corrupted"
+
+
+def run_target(target: str, requests: list[CallRequest], limits: Limits) -> TargetRun:
+    """One target's calls in a run of its own (``plot`` and ``snapshot`` make one)."""
+    with root_template() as root:
+        slot = Slot(root, limits)
+        try:
+            return slot.run(target, requests)
+        finally:
+            slot.close()

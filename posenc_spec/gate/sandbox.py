@@ -1,0 +1,186 @@
+"""The gate's side of its child processes: templates, sealed children, limits and clean-up.
+
+One *root* template is started per run (:meth:`Template.start`, in the background: it
+imports torch while the gate prepares). Each slot of a run (``-j N`` slots) forks a *slot*
+template from it; a slot template is a subreaper, so whatever a target leaves running,
+double-forked or in a new session, is re-parented to it and killed when the target's turn
+ends. Targets that share a module may share a *module* template, forked from the slot
+template, that has imported that module once; every target still runs in a sealed child
+of its own (:class:`Child`), forked for it and killed after it.
+
+A module template has run the target's import, so the gate trusts nothing it says beyond
+the protocol: it may only make its own targets fail. The root and slot templates run no
+target code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .child import limits as os_limits
+from .child.protocol import ChannelError, Reader, send
+from .child.template import command
+
+TEMPLATE_START_SECONDS = 300.0  # a cold `import torch` on a loaded CI runner takes tens of seconds
+TEMPLATE_REPLY_SECONDS = 30.0  # fork, kill and reap: milliseconds unless the machine is starved
+
+
+class SandboxError(RuntimeError):
+    """A template process failed: the gate cannot run targets (an internal error)."""
+
+
+class ProcessLimitExceeded(Exception):
+    """A target started more processes than allowed."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one target's child may take: ``memory`` bytes of address space beyond the
+    imported libraries, ``processes`` alive at once, ``timeout`` seconds per import and per
+    call (CPU time is capped at the timeout times the number of calls)."""
+
+    memory: int
+    processes: int
+    timeout: float
+
+    def init(self, calls: int | None) -> dict:
+        """The start-up record a child applies to itself (see ``child.serve.setup``): for a
+        process that makes ``calls`` calls after its import, or for a slot template (None),
+        which runs no target code and takes no limits."""
+        init = {"environ": dict(os.environ), "cwd": os.getcwd(), "sys_path": [os.getcwd(), *sys.path]}
+        if calls is not None:
+            cpu = int(self.timeout * (calls + 2)) + 1
+            init["limits"] = {"memory": self.memory, "cpu_seconds": cpu, "processes": self.processes}
+        return init
+
+
+class Template:
+    """A handle on one template process (see :mod:`posenc_spec.gate.child.template`)."""
+
+    def __init__(self, sock: socket.socket, pid: int | None, popen=None, trusted: bool = True):
+        self.sock, self.pid, self.popen, self.trusted = sock, pid, popen, trusted
+        self.reader = Reader(sock)
+
+    @classmethod
+    def start(cls) -> Template:
+        """Start the root template; it announces itself when its imports are done."""
+        parent_end, child_end = socket.socketpair()
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "POSENC_SPEC_TEMPLATE_FD": str(child_end.fileno())}
+        stderr = None if os.environ.get("POSENC_SPEC_DEBUG") else subprocess.DEVNULL
+        popen = subprocess.Popen(command(package_root), pass_fds=[child_end.fileno()], env=env,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 start_new_session=True, close_fds=True)
+        child_end.close()
+        return cls(parent_end, None, popen)
+
+    def ready(self) -> None:
+        if self.pid is None:
+            reply = self._reply(time.monotonic() + TEMPLATE_START_SECONDS, "starting")
+            self.pid = reply.get("pid") if type(reply.get("pid")) is int else -1
+
+    def _reply(self, deadline, what: str) -> dict:
+        try:
+            header, _, _ = self.reader.read(deadline, 0)
+        except (ChannelError, OSError) as error:
+            raise SandboxError(f"the gate's template process failed while {what}: {error}") from None
+        return header
+
+    def request(self, header: dict, fds=(), seconds: float = TEMPLATE_REPLY_SECONDS, what: str = "") -> dict:
+        self.ready()
+        try:
+            send(self.sock, header, fds=fds)
+        except OSError as error:
+            raise SandboxError(f"the gate's template process is gone ({error})") from None
+        return self._reply(time.monotonic() + seconds, what or header.get("op", "?"))
+
+    def _fork(self, header: dict) -> tuple[socket.socket, int]:
+        parent_end, child_end = socket.socketpair()
+        try:
+            reply = self.request(header, fds=[child_end.fileno()])
+        finally:
+            child_end.close()
+        pid = reply.get("pid")
+        if type(pid) is not int or pid <= 1:
+            parent_end.close()
+            raise SandboxError(f"a template answered {header['op']} without a process id")
+        return parent_end, pid
+
+    def fork_template(self, limits: Limits, calls: int | None) -> Template:
+        """A subreaper template below this one: a slot template (``calls`` None), or a
+        module template that will import a module and fork children (``calls`` 0)."""
+        sock, pid = self._fork({"op": "template", "init": limits.init(calls), "subreaper": True})
+        return Template(sock, pid)
+
+    def spawn(self, limits: Limits, calls: int) -> tuple[socket.socket, int]:
+        """A sealed child serving the returned socket."""
+        return self._fork({"op": "spawn", "init": limits.init(calls)})
+
+    def finish(self, pid: int) -> int | None:
+        """Kill ``pid`` (a process this template forked) with its group and every other
+        descendant; its wait status, when known."""
+        reply = self.request({"op": "finish", "pid": pid})
+        status = reply.get("status")
+        return status if type(status) is int else None
+
+    def close(self) -> None:
+        """Closing the socket makes the template kill everything below it and exit."""
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if self.popen is not None:
+            try:
+                self.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+@contextlib.contextmanager
+def root_template():
+    """A root template for the ``with`` block (started now, importing in the background)."""
+    root = Template.start()
+    try:
+        yield root
+    finally:
+        root.close()
+
+
+def process_watch(root_pid: int, limit: int):
+    """A ``Reader.on_wait`` hook: raise :class:`ProcessLimitExceeded` when more than
+    ``limit`` processes live below ``root_pid`` (Linux; elsewhere a no-op)."""
+
+    def check():
+        count = len(os_limits.descendants(root_pid))
+        if count > limit:
+            raise ProcessLimitExceeded(f"started more than {limit - 2} processes (the --max-processes limit)")
+
+    return check
+
+
+def describe_status(status: int | None) -> str:
+    """A child's wait status in words."""
+    import signal
+
+    if status is None:
+        return "the process stopped answering"
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        if name == "SIGXCPU":
+            return "the process exceeded its CPU-time limit (SIGXCPU)"
+        return f"the process died from {name}"
+    if os.WIFEXITED(status):
+        return f"the process exited with status {os.WEXITSTATUS(status)} (os._exit or a crash)"
+    return "the process stopped answering"

@@ -1,0 +1,82 @@
+"""Known deviations: an xfails file lists check ids whose failure is expected.
+
+One entry per line: a check id or a glob pattern over check ids (``odd[*]``,
+``formula[4096x1024]``), then optionally ``# reason``. Blank lines and lines that start
+with ``#`` are ignored; a UTF-8 byte-order mark and CRLF line ends are accepted. A failed
+check an entry matches is reported as ``xfailed`` (with the reason); a passed one as
+``xpassed`` with a warning that the deviation is gone. Every error names the file and line.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+MAX_XFAILS_BYTES = 1 << 20
+_ID = re.compile(r"^[A-Za-z0-9_.*?=:\[\]!,x-]+$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    pattern: str
+    reason: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Xfails:
+    """The entries of one xfails file (``path`` for messages)."""
+
+    entries: tuple[Entry, ...] = ()
+    path: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def match(self, check_id: str) -> Entry | None:
+        for entry in self.entries:
+            if fnmatch.fnmatchcase(check_id, entry.pattern):
+                return entry
+        return None
+
+    def unmatched(self, check_ids) -> list[Entry]:
+        ids = list(check_ids)
+        return [entry for entry in self.entries if not any(fnmatch.fnmatchcase(i, entry.pattern) for i in ids)]
+
+
+def parse_xfails(text: str, path: str = "<xfails>") -> Xfails:
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        pattern, _, reason = line.partition("#")
+        pattern = pattern.strip()
+        if not pattern:
+            continue
+        if not _ID.match(pattern):
+            raise UsageError(f"{path}, line {number}: {pattern!r} is not a check id or a glob pattern over check ids")
+        entries.append(Entry(pattern, " ".join(reason.split()), number))
+    return Xfails(tuple(entries), path)
+
+
+def read_xfails(path) -> Xfails:
+    """The entries of the xfails file at ``path``."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_XFAILS_BYTES + 1)
+    except OSError as error:
+        raise UsageError(f"cannot read the xfails file {path}: {error.strerror or error}") from None
+    if len(data) > MAX_XFAILS_BYTES:
+        raise UsageError(f"{path}: an xfails file of more than {MAX_XFAILS_BYTES} bytes")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise UsageError(f"{path}, line {line}: not UTF-8 text") from None
+    if "\x00" in text:
+        raise UsageError(f"{path}, line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte (a binary file?)")
+    return parse_xfails(text, str(path))
+
