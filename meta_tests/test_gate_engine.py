@@ -1,5 +1,6 @@
-"""The gate's grid and engine: the grid tells every preset apart and reaches scale; reports
-hold exactly the planned check ids; xfails excuse known deviations and warn about the rest."""
+"""The gate's grid and engine: the grid tells every preset apart and reaches scale; check
+ids are stable; reports hold exactly the planned ids; xfails excuse known deviations and
+warn about the rest; the order of turns and the shards."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 
 from posenc_spec import oracle
 from posenc_spec.conventions import PRESETS
-from posenc_spec.gate import GateSpec, check_many, exit_status, session
+from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.engine import _turns, check_many, plan, shard
 from posenc_spec.gate.grid import probes_for
+from posenc_spec.gate.xfails import parse_xfails
 from posenc_spec.tolerance import compare, table_tolerance
 from reference_impls.family import sinusoidal_encoding
 
@@ -44,7 +47,7 @@ def test_first_call_tells_every_preset_apart(api, t_max):
         table = oracle.table(probe.positions, probe.width, a).astype(np.float32)
         bound = table_tolerance(probe.positions, probe.width, b, "float32")
         result = compare(table, oracle.table(probe.positions, probe.width, b), bound)
-        assert not result.ok, f"{a} passes {b} at {probe.label}: ratio {result.max_ratio:.3g}"
+        assert not result.ok, f"{a} passes {b} at {probe.slot}: ratio {result.max_ratio:.3g}"
 
 
 @pytest.mark.parametrize("api", ["table", "timesteps"])
@@ -59,77 +62,99 @@ def test_grid_reaches_scale_and_edges(api):
     assert not any(p.role == "odd" for p in probes_for(api, 1000.0, skip_odd=True))
 
 
+@pytest.mark.parametrize("api", ["table", "timesteps"])
+def test_check_ids_do_not_depend_on_the_grid_options(api):
+    """An xfails file or a dashboard keyed on check ids keeps working when the cap or t_max change."""
+    default = plan(declare({"target": "m:f", "api": api}))
+    assert plan(declare({"target": "m:f", "api": api, "max_positions": 100, "t_max": 5})) == default
+    assert len(set(default)) == len(default)
+
+
+def test_the_repeat_starts_from_other_generator_states():
+    """The determinism call repeats a size from the other random state: randomness shows."""
+    for api in ("table", "timesteps"):
+        probes = probes_for(api, 1000.0)
+        repeat = next(p for p in probes if p.role == "repeat")
+        first = next(p for p in probes if p.role == "table" and p.slot == repeat.repeats)
+        assert (repeat.rng, first.rng) == ("b", "a") and (repeat.length, repeat.width) == (first.length, first.width)
+
+
 def test_timesteps_are_seeded_and_in_range():
     """Timesteps are int64 and float32 values in [0, t_max], with both ends, the same every run."""
     for t_max in (1000.0, 1.0, 0.5):
         first, second = probes_for("timesteps", t_max), probes_for("timesteps", t_max)
         dtypes = set()
         for a, b in zip(first, second, strict=True):
-            assert np.array_equal(a.timesteps, b.timesteps) and a.label == b.label
+            assert np.array_equal(a.timesteps, b.timesteps) and a.slot == b.slot
             values = a.timesteps.astype(np.float64)
-            assert values.min() >= 0 and values.max() <= t_max, (a.label, values.min(), values.max())
+            assert values.min() >= 0 and values.max() <= t_max, (a.slot, values.min(), values.max())
             dtypes.add(a.timesteps.dtype.name)
         assert dtypes == {"int64", "float32"}
-        float_probe = next(p for p in first if p.timesteps.dtype == np.float32)
-        assert float_probe.timesteps.max() == np.float32(t_max) or float_probe.timesteps.max() < t_max
+
+
+def test_turns_group_modules_and_shards_partition():
+    """Turns keep a module's targets together (one import per lane); shards partition the
+    declarations and together hold each exactly once."""
+    declarations = [declare({"target": target}) for target in ("a:f", "b:f", "a:g", "c:f", "b:g")]
+    order = [index for index, _ in _turns(declarations)]
+    assert order == [0, 2, 1, 4, 3]
+    assert dict(_turns(declarations)) == {0: True, 2: True, 1: True, 4: True, 3: False}
+    parts = [shard(list(range(5)), index, 3) for index in (1, 2, 3)]
+    assert sorted(sum(parts, [])) == list(range(5)) and parts[0] == [0, 3]
 
 
 @pytest.fixture(scope="module")
 def reports():
-    vaswani = PRESETS["vaswani"]
-    specs = {
-        "table": GateSpec(f"{HERE}:vaswani_zero_padded", vaswani, max_positions=SMALL),
-        "timesteps": GateSpec(f"{HERE}:concat_timesteps", PRESETS["concat"], api="timesteps", max_positions=SMALL),
-        "xfail-odd": GateSpec(f"{HERE}:vaswani_zero_padded", vaswani, max_positions=SMALL,
-                              xfails=frozenset({"odd[7]", "odd[65]", "formula[1x1]", "determinism"})),
-        "xfail-cause": GateSpec(f"{HERE}:vaswani_refusing_width_8", vaswani, max_positions=SMALL,
-                                xfails=frozenset({"call[50x8]"})),
+    declarations = {
+        "table": {"target": f"{HERE}:vaswani_zero_padded"},
+        "timesteps": {"target": f"{HERE}:concat_timesteps", "convention": "concat", "api": "timesteps"},
+        "xfail-odd": {"target": f"{HERE}:vaswani_zero_padded"},
+        "xfail-cause": {"target": f"{HERE}:vaswani_refusing_width_8"},
     }
-    with session():
-        return dict(zip(specs, check_many(specs.values()), strict=True))
+    made = {name: declare({**keys, "max_positions": SMALL}) for name, keys in declarations.items()}
+    made["xfail-odd"] = _with_xfails(made["xfail-odd"], "odd[*]  # zero-padded on purpose\nformula[1x1]\ndeterminism\n")
+    made["xfail-cause"] = _with_xfails(made["xfail-cause"], "call[50x8]\n")
+    return dict(zip(made, check_many(made.values(), run_options(jobs=2)), strict=True))
+
+
+def _with_xfails(declaration, text):
+    import dataclasses
+
+    return dataclasses.replace(declaration, xfails=parse_xfails(text, "known.txt"))
 
 
 @pytest.mark.parametrize("name", ["table", "timesteps"])
 def test_report_holds_exactly_the_plan(name, reports):
     """A report lists every planned check id once, in the planned order."""
     report = reports[name]
-    spec = GateSpec(report.target, report.convention, api=report.api, max_positions=SMALL)
-    assert [check.name for check in report.checks] == spec.plan()
-    assert len(set(spec.plan())) == len(spec.plan())
+    assert [check.name for check in report.checks] == plan(report.declaration)
 
 
 def test_without_xfails_odd_tables_fail(reports):
-    """The zero-padded table under odd='error' fails exactly the two odd checks (exit 1)."""
+    """The zero-padded table under odd='error' fails exactly the two odd checks."""
     report = reports["table"]
     assert [check.name for check in report.failures()] == ["odd[7]", "odd[65]"]
-    assert exit_status([report]) == 1
+    assert report.status == "does-not-conform"
     assert reports["timesteps"].conforms, reports["timesteps"].failures()[:3]
 
 
 def test_xfails_excuse_and_warn(reports):
-    """Listed failures are excused (exit 0, marked in the message); a listed id that matches no
-    check, or that passed, is warned about."""
+    """Matched failures are xfailed with their reason; an entry that matches no check, or
+    whose check passed (xpassed), is warned about with its file and line."""
     report = reports["xfail-odd"]
-    assert report.conforms and report.excused == {"odd[7]", "odd[65]"}
-    assert report.result("odd[7]").message.startswith("[xfail] returned a 50x7 table")
-    assert report.warnings == ["xfails entry 'determinism' passed: the known deviation is gone, remove the entry",
-                               "xfails entry 'formula[1x1]' matches no check of this run"]
-    assert exit_status([report]) == 0
+    assert report.conforms and report.status == "conforms"
+    assert [check.name for check in report.checks if check.status == "xfailed"] == ["odd[7]", "odd[65]"]
+    assert report.result("odd[7]").message.startswith("known deviation (zero-padded on purpose): returned a 50x7")
+    assert report.result("determinism").status == "xpassed"
+    assert report.warnings == [
+        "known.txt, line 3: 'determinism' passed at determinism: the known deviation is gone, remove the entry",
+        "known.txt, line 2: 'formula[1x1]' matches no check of this run"]
 
 
 def test_xfail_excuses_the_checks_its_failure_stopped(reports):
     """An excused call excuses the checks that could not run because of it, and only those."""
     report = reports["xfail-cause"]
     assert report.conforms, report.failures()[:3]
-    assert "formula[50x8]" in report.excused and "call[50x8]" in report.excused
-    assert not any(name.endswith("[50x4]") for name in report.excused)
-
-
-def test_gate_spec_validation():
-    """GateSpec refuses a bad API, t_max, cap, xfails or timeout, and takes a preset by name."""
-    assert GateSpec("m:f", "concat").convention == PRESETS["concat"]
-    for fields, words in [({"api": "batch"}, "api must be one of"), ({"t_max": float("nan")}, "t_max must be"),
-                          ({"max_positions": 0}, "max_positions must be"), ({"timeout": 0}, "timeout must be"),
-                          ({"xfails": "odd[7]"}, "xfails must be a collection")]:
-        with pytest.raises((ValueError, TypeError), match=words.replace("[", r"\[")):
-            GateSpec("m:f", "vaswani", **fields)
+    excused = {check.name for check in report.checks if check.status == "xfailed"}
+    assert {"call[50x8]", "formula[50x8]"} <= excused
+    assert not any(name.endswith("[50x4]") for name in excused)

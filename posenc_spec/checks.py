@@ -9,15 +9,16 @@ quantity by the first-order rule written beside the check.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import functools
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import oracle
 from .conventions import Columns, Convention, get_convention
-from .tolerance import compare, dtype_name, ratios, table_tolerance
+from .tolerance import angle_term, compare, dtype_name, ratios, tolerance_from_term
 
 STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
 
@@ -92,27 +93,61 @@ class Expectation:
         return np.flatnonzero(self.columns.is_first & (self.columns.partner >= 0))
 
 
+class _BoundedCache:
+    """The most recently used values, up to ``budget`` bytes of arrays in all: the gate
+    checks many targets on one grid, and its largest tables take 32 MB each."""
+
+    def __init__(self, budget: int):
+        self.budget, self.used = budget, 0
+        self.values: collections.OrderedDict = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key, make):
+        with self.lock:
+            if key in self.values:
+                self.values.move_to_end(key)
+                return self.values[key][0]
+        value, size = make()
+        with self.lock:
+            if key not in self.values:
+                self.values[key] = (value, size)
+                self.used += size
+            while self.used > self.budget and len(self.values) > 1:
+                _, (_, dropped) = self.values.popitem(last=False)
+                self.used -= dropped
+        return value
+
+
+CACHE_BYTES = 1 << 30  # room for the expected tables of several conventions at 4096 x 1024
+_tables = _BoundedCache(CACHE_BYTES // 2)
+_bounds = _BoundedCache(CACHE_BYTES // 2)
+
+
 def expectation(positions, width: int, convention: str | Convention, out_dtype,
                 degenerate_limit: bool = False) -> Expectation:
-    """The expectation for one size, cached: the gate checks many targets on one grid."""
+    """The expectation for one size, cached: the exact table once per size and
+    convention, its bound once per output dtype."""
     conv = get_convention(convention)
     key = positions if isinstance(positions, (int, np.integer)) else np.asarray(positions, np.float64).tobytes()
-    return _expectation(key, width, conv, dtype_name(out_dtype), degenerate_limit)
+    dtype = dtype_name(out_dtype)
 
+    def make_table():
+        values = key if isinstance(key, (int, np.integer)) else np.frombuffer(key, dtype=np.float64)
+        theta, log_omega = oracle.angles(values, width, conv, degenerate_limit)
+        columns = conv.columns(width)
+        table = oracle.table(values, width, conv, degenerate_limit)
+        term = angle_term(theta, log_omega)
+        return (conv.positions(values), table, columns, term), table.nbytes + term.nbytes
 
-@functools.lru_cache(maxsize=64)
-def _expectation(key, width, conv, out_dtype, degenerate_limit) -> Expectation:
-    positions = key if isinstance(key, (int, np.integer)) else np.frombuffer(key, dtype=np.float64)
-    return Expectation(
-        positions=conv.positions(positions),
-        width=width,
-        convention=conv,
-        out_dtype=out_dtype,
-        table=oracle.table(positions, width, conv, degenerate_limit),
-        tolerance=table_tolerance(positions, width, conv, out_dtype, degenerate_limit=degenerate_limit),
-        columns=conv.columns(width),
-        degenerate_limit=degenerate_limit,
-    )
+    base = (key, width, conv, degenerate_limit)
+    positions_used, table, columns, term = _tables.get(base, make_table)
+
+    def make_expectation():
+        tolerance = tolerance_from_term(term, dtype)
+        return Expectation(positions_used, width, conv, dtype, table, tolerance, columns, degenerate_limit), \
+            tolerance.nbytes
+
+    return _bounds.get((*base, dtype), make_expectation)
 
 
 def _result(name, passed, message, worst: Worst | None = None) -> CheckResult:

@@ -45,9 +45,11 @@ def table(positions, width: int, convention: str | Convention = "vaswani", degen
     conv = get_convention(convention)
     theta, _ = angles(positions, width, conv, degenerate_limit)
     columns = conv.columns(width)
-    sin_columns = columns.is_first == (conv.first == "sin")
-    values = np.where(sin_columns, np.sin(theta), np.cos(theta))
-    values[:, columns.is_zero] = 0.0
+    sin_columns = (columns.is_first == (conv.first == "sin")) & ~columns.is_zero
+    cos_columns = ~sin_columns & ~columns.is_zero
+    values = np.zeros_like(theta)
+    values[:, sin_columns] = np.sin(theta[:, sin_columns])
+    values[:, cos_columns] = np.cos(theta[:, cos_columns])
     return values
 
 

@@ -69,19 +69,33 @@ def unit_roundoff(dtype) -> float:
     return _UNIT_ROUNDOFF[dtype_name(dtype)]
 
 
+def angle_term(theta, log_omega) -> np.ndarray:
+    """``(2 |x_k| + 5) |theta| + 4``: the part of the bound that the precisions multiply."""
+    term = np.abs(theta)
+    term *= 2 * np.abs(log_omega) + 5
+    term += 4
+    return term
+
+
+def tolerance_from_term(term, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE, oracle_bound: bool = True) -> np.ndarray:
+    """``u_a * term + u_o``, plus the float64 oracle's own bound (the same with float64
+    precisions) unless ``oracle_bound`` is False."""
+    u_a, u_o = unit_roundoff(angle_dtype), unit_roundoff(out_dtype)
+    if oracle_bound:
+        u_a, u_o = u_a + _UNIT_ROUNDOFF["float64"], u_o + _UNIT_ROUNDOFF["float64"]
+    return u_a * term + u_o
+
+
 def element_tolerance(theta, log_omega, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
     """The bound of the module docstring, broadcast over ``theta`` (rows x columns)."""
-    u_a = unit_roundoff(angle_dtype)
-    u_o = unit_roundoff(out_dtype)
-    return u_a * ((2 * np.abs(log_omega) + 5) * np.abs(theta) + 4) + u_o
+    return tolerance_from_term(angle_term(theta, log_omega), out_dtype, angle_dtype, oracle_bound=False)
 
 
 def table_tolerance(positions, width: int, convention: str | Convention, out_dtype,
                     angle_dtype=DEFAULT_ANGLE_DTYPE, degenerate_limit=False) -> np.ndarray:
     """The bound for every element of a table, plus the float64 oracle's own bound."""
     theta, log_omega = oracle.angles(positions, width, get_convention(convention), degenerate_limit)
-    return (element_tolerance(theta, log_omega, out_dtype, angle_dtype)
-            + element_tolerance(theta, log_omega, "float64", "float64"))
+    return tolerance_from_term(angle_term(theta, log_omega), out_dtype, angle_dtype)
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,23 @@
-"""``posenc-spec check`` and ``identify`` end to end: exit statuses, the JSON, config files,
-``[tool.posenc-spec]``, xfails, and no traceback whatever the target does."""
+"""``posenc-spec check``, ``merge`` and ``identify`` end to end: exit statuses, the JSON
+report, config files, ``[tool.posenc-spec]``, xfails, shards and jobs, and no traceback
+whatever the target does."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
 from posenc_spec.cli import main
-from posenc_spec.gate import session
+from posenc_spec.gate.output.json_report import schema
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parent.parent
-CHECK_KEYS = {"name", "passed", "message", "max_error", "tolerance"}
-CONVENTION_KEYS = {"layout", "first", "freq_shift", "base", "offset", "scale", "odd"}
 
 # The [tool.posenc-spec] of this repository: the reference implementations gated in CI.
 PYPROJECT_EXAMPLE = """\
@@ -37,6 +38,7 @@ target = "reference_impls.timestep:timestep_embedding"
 api = "timesteps"
 convention = "concat"
 """
+TORCH_REFERENCE = "reference_impls.torch_impl:positional_encoding"
 
 
 def random_table(n, d):
@@ -53,79 +55,76 @@ def zero_padded_vaswani(n, d):
     return sinusoidal_encoding(n, d, "vaswani", odd="zero-pad")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def gate_worker():
-    with session() as worker:
-        yield worker
-
-
-def _entry_shape(entry):
-    assert set(entry) == {"target", "convention", "conforms", "checks"}, sorted(entry)
-    assert set(entry["convention"]) == CONVENTION_KEYS, sorted(entry["convention"])
-    for check in entry["checks"]:
-        assert set(check) == CHECK_KEYS, check
+def _report(path) -> dict:
+    data = json.loads(Path(path).read_text())
+    jsonschema.validate(data, schema())
+    return data
 
 
 def test_pyproject_example_conforms(tmp_path, monkeypatch, capsys):
-    """With no TARGET, check reads [tool.posenc-spec]: the reference implementations conform
-    (exit 0) and the JSON holds one entry per target, in order."""
+    """With no TARGET, check reads [tool.posenc-spec] (from a subfolder too): the reference
+    implementations conform (exit 0), one entry per target in order."""
     (tmp_path / "pyproject.toml").write_text(PYPROJECT_EXAMPLE)
-    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
     monkeypatch.syspath_prepend(str(REPO))
-    status = main(["check", "--json", "report.json"])
+    status = main(["check", "--json", "report.json", "-j", "2"])
     output = capsys.readouterr().out
     assert status == 0, output
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert report["conforms"] is True and len(report["targets"]) == 4, output
-    for entry in report["targets"]:
-        _entry_shape(entry)
-    assert report["targets"][3]["convention"]["layout"] == "concat"
+    report = _report(tmp_path / "sub" / "report.json")
+    assert report["status"] == "conforms" and len(report["targets"]) == 4, output
+    assert report["config"] == str(tmp_path / "pyproject.toml") and f"config {tmp_path / 'pyproject.toml'}" in output
+    assert report["targets"][3]["declaration"]["layout"] == "concat"
     assert "4 of 4 targets conform" in output
 
 
 def test_wrong_convention_exits_1_and_writes_the_json(tmp_path, capsys):
-    """A table under the wrong preset: exit 1, the failures printed, the JSON written."""
+    """A table under the wrong preset: exit 1, the failures printed with the worst element,
+    the JSON written with that element as fields."""
     out = tmp_path / "r.json"
-    status = main(["check", "reference_impls.torch_impl:positional_encoding", "--convention", "concat",
-                   "--max-positions", "64", "--json", str(out)])
+    status = main(["check", TORCH_REFERENCE, "--convention", "concat", "--max-positions", "64", "--json", str(out)])
     printed = capsys.readouterr().out
     assert status == 1, printed
-    entry = json.loads(out.read_text())
-    _entry_shape(entry)
-    assert entry["conforms"] is False and entry["convention"]["layout"] == "concat"
+    entry = _report(out)["targets"][0]
+    assert entry["status"] == "does-not-conform" and entry["declaration"]["preset"] == "concat"
+    formula = next(check for check in entry["checks"] if check["id"] == "formula[50x8]")
+    worst = formula["worst"]
+    assert formula["status"] == "failed" and worst["ratio"] == pytest.approx(worst["error"] / worst["tolerance"])
+    assert f"error {worst['error']:.3g} vs tolerance {worst['tolerance']:.3g}" in formula["reason"]
     assert "FAIL  formula[50x8]" in printed and "does not conform" in printed, printed
 
 
-def test_flags_override_the_preset(tmp_path, capsys):
+def test_flags_override_the_preset(capsys):
     """--layout concat on vaswani is the concat preset's structure: the concat reference passes."""
     status = main(["check", "reference_impls.timestep:timestep_embedding", "--api", "timesteps",
                    "--layout", "concat", "--max-positions", "64"])
     assert status == 0, capsys.readouterr().out
 
 
-@pytest.mark.parametrize("flag, value", [("--convention", "nope"), ("--freq-shift", "2"), ("--max-positions", "0"),
-                                         ("--odd", "round"), ("--api", "batch"), ("--base", "ten")])
-def test_bad_flags_are_usage_errors(flag, value, capsys):
-    """A bad convention name or flag value exits 2 with a message naming the flag and value."""
-    with pytest.raises(SystemExit) as stopped:
-        main(["check", "reference_impls.torch_impl:positional_encoding", flag, value])
-    assert stopped.value.code == 2
-    error = capsys.readouterr().err
-    assert f"error: argument {flag}" in error and value in error, error
-
-
 @pytest.mark.parametrize("argv, words", [
+    (["check", TORCH_REFERENCE, "--convention", "nope"], "--convention must be one of"),
+    (["check", TORCH_REFERENCE, "--freq-shift", "2"], "--freq-shift must be one of 0, 1, got '2'"),
+    (["check", TORCH_REFERENCE, "--max-positions", "0"], "--max-positions must be an integer from 1"),
+    (["check", TORCH_REFERENCE, "--base", "ten"], "--base must be a number, got 'ten'"),
     (["check", "no_colon_here"], "TARGET must be"),
-    (["check", "reference_impls.torch_impl:positional_encoding", "--scale", "0"], "scale must not be 0"),
-    (["check", "--convention", "fairseq", "--odd", "ceil", "reference_impls.torch_impl:positional_encoding"],
-     "odd='ceil' is defined for freq_shift=0 only"),
-    (["check", "reference_impls.torch_impl:positional_encoding", "--config", "x.toml"], "not both"),
+    (["check", TORCH_REFERENCE, "--scale", "0"], "--scale must be a non-zero number"),
+    (["check", "--convention", "fairseq", "--odd", "ceil", TORCH_REFERENCE], "odd='ceil' is defined for freq_shift=0"),
+    (["check", TORCH_REFERENCE, "--config", "x.toml"], "not both"),
+    (["check", TORCH_REFERENCE, "--scale", "1e12", "--max-positions", "64"], "beyond what float32 can resolve"),
+    (["check", TORCH_REFERENCE, "--max-positions", "1"], "too small to show the frequencies"),
 ])
-def test_invalid_combinations_are_usage_errors(argv, words, capsys):
-    """Values argparse cannot judge (a malformed TARGET, scale 0, ceil with shift 1) exit 2 too."""
+def test_bad_values_are_usage_errors(argv, words, capsys):
+    """Every bad value exits 2 with one line naming the flag and value, no traceback."""
     assert main(argv) == 2
     error = capsys.readouterr().err
-    assert words in error and "Traceback" not in error, error
+    assert words in error and "Traceback" not in error and error.count("\n") == 1, error
+
+
+def test_a_typo_gets_one_line_and_a_close_match(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", TORCH_REFERENCE, "--convetion", "vaswani"])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and error.count("\n") == 1 and "(did you mean --convention?)" in error, error
 
 
 def test_unimportable_target_exits_2_with_json(tmp_path, capsys):
@@ -134,10 +133,11 @@ def test_unimportable_target_exits_2_with_json(tmp_path, capsys):
     status = main(["check", "no_such_package.module:fn", "--json", str(out)])
     printed = capsys.readouterr().out
     assert status == 2, printed
-    entry = json.loads(out.read_text())
-    assert entry["checks"][0] == {"name": "import", "passed": False,
-                                  "message": "raised ModuleNotFoundError: No module named 'no_such_package'",
-                                  "max_error": None, "tolerance": None}
+    report = _report(out)
+    assert report["status"] == "error"
+    assert report["targets"][0]["checks"][0] == {
+        "id": "import", "status": "failed", "reason": "raised ModuleNotFoundError: No module named 'no_such_package'",
+        "worst": None}
     assert "cannot be imported" in printed
 
 
@@ -148,50 +148,76 @@ def test_crashing_target_gets_a_verdict_without_traceback(tmp_path, capfd):
     captured = capfd.readouterr()
     assert status == 1, captured.out
     assert "Traceback" not in captured.out + captured.err
-    entry = json.loads(out.read_text())
-    assert entry["checks"][1]["message"] == "the process exited with status 7 (os._exit or a crash)"
+    call = _report(out)["targets"][0]["checks"][1]
+    assert call["reason"] == "50x8: the process exited with status 7 (os._exit or a crash)"
 
 
 def test_config_with_an_unimportable_target_reports_all(tmp_path, capsys):
-    """--config: every target is reported; one that cannot be imported makes the status 2."""
+    """--config: every target is reported; one that cannot be imported makes the status error (2)."""
     config = tmp_path / "gate.toml"
     config.write_text(f'max_positions = 64\n\n[[targets]]\ntarget = "{HERE}:zero_padded_vaswani"\nodd = "zero-pad"\n'
                       '\n[[targets]]\ntarget = "missing_module:fn"\n')
     out = tmp_path / "r.json"
     status = main(["check", "--config", str(config), "--json", str(out)])
     capsys.readouterr()
-    report = json.loads(out.read_text())
-    assert status == 2
-    assert [entry["conforms"] for entry in report["targets"]] == [True, False]
-    assert report["conforms"] is False
+    report = _report(out)
+    assert status == 2 and report["status"] == "error"
+    assert [entry["status"] for entry in report["targets"]] == ["conforms", "error"]
 
 
 def test_xfails_file_accepts_known_deviations(tmp_path, capsys):
     """Known deviations listed in --xfails do not fail the run; a line that matches no check
-    is warned about."""
+    is warned about with its file and line."""
     xfails = tmp_path / "xfails.txt"
-    xfails.write_text("# numpy_loop refuses odd widths\nodd[7]\nodd[65]  # also this one\nformula[1x1]\n")
+    xfails.write_text("# numpy_loop refuses odd widths\nodd[*]  # refuses odd widths\nformula[1x1]\n")
     status = main(["check", "reference_impls.numpy_loop:positional_encoding", "--odd", "zero-pad",
                    "--max-positions", "64", "--xfails", str(xfails)])
     printed = capsys.readouterr().out
     assert status == 0, printed
-    assert "xfail odd[7]" in printed and "warning: xfails entry 'formula[1x1]' matches no check" in printed
+    assert "xfail odd[7]: known deviation (refuses odd widths)" in printed
+    assert f"warning: {xfails}, line 3: 'formula[1x1]' matches no check of this run" in printed
 
 
 def test_json_to_stdout_keeps_stdout_clean(capsys):
     """--json - writes only the JSON to stdout; the summary goes to stderr."""
-    status = main(["check", "reference_impls.torch_impl:positional_encoding", "--max-positions", "64",
-                   "--json", "-"])
+    status = main(["check", TORCH_REFERENCE, "--max-positions", "64", "--json", "-"])
     captured = capsys.readouterr()
     assert status == 0
-    assert json.loads(captured.out)["conforms"] is True
+    assert json.loads(captured.out)["status"] == "conforms"
     assert "conforms" in captured.err
+
+
+def _without_timings(text: str) -> str:
+    return re.sub(r'"seconds": [0-9.e+-]+', '"seconds": 0', text)
+
+
+def test_shards_merged_and_jobs_equal_the_serial_run(tmp_path, capsys):
+    """-j 2 gives the serial run's report byte for byte apart from timings; two shards,
+    merged, give it too, and merge's exit status is the whole run's."""
+    config = tmp_path / "gate.toml"
+    config.write_text(f'max_positions = 64\n[[targets]]\ntarget = "{HERE}:zero_padded_vaswani"\n'
+                      f'[[targets]]\ntarget = "{TORCH_REFERENCE}"\n[[targets]]\ntarget = "{HERE}:random_table"\n'
+                      f'[[targets]]\ntarget = "reference_impls.numpy_loop:positional_encoding"\n')
+    runs = {}
+    for name, extra in (("serial", ["-j", "1"]), ("parallel", ["-j", "2"]), ("shard1", ["--shard", "1/2"]),
+                        ("shard2", ["--shard", "2/2"])):
+        status = main(["check", "--config", str(config), "--json", str(tmp_path / f"{name}.json"), *extra])
+        runs[name] = (status, _without_timings((tmp_path / f"{name}.json").read_text()))
+    capsys.readouterr()
+    assert runs["serial"][0] == runs["parallel"][0] == 1
+    assert runs["parallel"][1] == runs["serial"][1]
+    assert [len(json.loads(runs[name][1])["targets"]) for name in ("shard1", "shard2")] == [2, 2]
+    merged = tmp_path / "merged.json"
+    status = main(["merge", str(tmp_path / "shard2.json"), str(tmp_path / "shard1.json"), "--json", str(merged)])
+    assert status == 1 and _without_timings(merged.read_text()) == runs["serial"][1]
+    assert main(["merge", str(tmp_path / "shard1.json"), "--json", str(merged)]) == 2
+    assert "shard(s) 2/2 missing" in capsys.readouterr().err
 
 
 def test_identify_cli(tmp_path, capsys):
     """identify names the preset (exit 0) and says none, with the nearest, for a random table (exit 1)."""
     out = tmp_path / "id.json"
-    assert main(["identify", "reference_impls.torch_impl:positional_encoding", "--json", str(out)]) == 0
+    assert main(["identify", TORCH_REFERENCE, "--json", str(out)]) == 0
     answer = json.loads(out.read_text())
     assert {"target", "convention", "max_error_ratio", "nearest"} <= set(answer)
     assert answer["name"] == "vaswani" and answer["convention"]["layout"] == "interleaved"
@@ -200,3 +226,13 @@ def test_identify_cli(tmp_path, capsys):
     assert answer["convention"] is None and answer["name"] == "none"
     assert answer["nearest"]["max_error_ratio"] > 1
     assert "none: no member of the family fits" in capsys.readouterr().out
+
+
+def test_version_in_the_header(capsys):
+    from posenc_spec import __version__
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out == f"posenc-spec {__version__}\n"
+    main(["check", TORCH_REFERENCE, "--max-positions", "64"])
+    assert capsys.readouterr().out.startswith(f"posenc-spec {__version__} | ")

@@ -1,53 +1,83 @@
-"""The pytest plugin: ``pytest spec_tests --posenc-target ...`` turns each check of the gate
-into a test, and without a target those tests skip saying how to enable them."""
+"""The pytest plugin: installed with posenc-spec, it turns each check of the gate into a
+pytest item in any folder, does nothing without a ``--posenc*`` option, and works under
+pytest-xdist."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET_TESTS = "spec_tests/test_gate_target.py"
+
+TARGETS = """\
+import numpy as np
+
+def vaswani(n, d):
+    half = d // 2  # an odd width gets a zero last column
+    position = np.arange(n)[:, None]
+    div = np.exp(np.arange(half) * -(np.log(10000.0) / half))
+    table = np.zeros((n, d))
+    table[:, 0:2 * half:2], table[:, 1:2 * half:2] = np.sin(position * div), np.cos(position * div)
+    return table
+
+def swapped(n, d):
+    return vaswani(n, d)[:, [i ^ 1 for i in range(d)]]
+"""
 
 
-def _pytest(*arguments, cwd=REPO):
-    command = [sys.executable, "-m", "pytest", TARGET_TESTS, "-p", "posenc_spec.pytest_plugin", "-p",
-               "no:cacheprovider", "-q", "-rsxf", *arguments]
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+def _pytest(folder, *arguments):
+    """pytest in ``folder`` (outside this repository), as a user runs it."""
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rsxf", *arguments]
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, env=env)
     return done.returncode, done.stdout + done.stderr
 
 
 def _count(output: str, outcome: str) -> int:
-    found = re.search(rf"(\d+) {outcome}", output.splitlines()[-1])
+    found = re.search(rf"(\d+) {outcome}", output.strip().splitlines()[-1])
     return int(found.group(1)) if found else 0
 
 
-def test_without_a_target_the_gate_tests_skip_with_how_to_enable():
-    """No --posenc-target: one skipped test whose reason gives the command line."""
-    status, output = _pytest()
-    assert status == 0, output
-    assert _count(output, "skipped") == 1, output
-    assert "--posenc-target package.module:fn --posenc-convention NAME" in output, output
+def test_without_an_option_the_plugin_adds_nothing(tmp_path):
+    """No --posenc*: an empty folder collects nothing (pytest's exit 5), the plugin is loaded."""
+    status, output = _pytest(tmp_path, "--co")
+    assert status == 5, output
+    status, output = _pytest(tmp_path, "--help")
+    assert "--posenc-target" in output and "--posenc-convention" in output, output
 
 
-def test_each_check_is_a_test(tmp_path):
-    """With a config of three targets: the conforming one passes every test, the wrong
-    convention fails its formula tests, declared known deviations are xfail."""
-    (tmp_path / "xfails.txt").write_text("odd[7]\nodd[65]\n")
-    config = tmp_path / "gate.toml"
-    config.write_text('max_positions = 64\n\n'
-                      '[[targets]]\ntarget = "reference_impls.torch_impl:positional_encoding"\n\n'
-                      '[[targets]]\ntarget = "reference_impls.torch_impl:positional_encoding"\n'
-                      'convention = "concat"\n\n'
-                      '[[targets]]\ntarget = "reference_impls.numpy_loop:positional_encoding"\nodd = "zero-pad"\n'
-                      'xfails = "xfails.txt"\n')
-    status, output = _pytest("--posenc-config", str(config))
+def test_each_check_is_an_item_outside_the_repository(tmp_path):
+    """With a config of three targets in a folder of its own: the conforming one passes
+    every item, the swapped one fails with its one-line reason, known deviations are xfail."""
+    (tmp_path / "impl.py").write_text(TARGETS)
+    (tmp_path / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
+    (tmp_path / "gate.toml").write_text('max_positions = 64\nodd = "skip"\n\n'
+                                        '[[targets]]\ntarget = "impl:vaswani"\n\n'
+                                        '[[targets]]\ntarget = "impl:swapped"\n\n'
+                                        '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
+    status, output = _pytest(tmp_path, "--posenc-config", "gate.toml")
     assert status == 1, output
     assert _count(output, "xfailed") == 2, output
-    assert "FAILED spec_tests/test_gate_target.py::test_gate_check[reference_impls.torch_impl:positional_encoding" \
-           "@concat::formula[50x8]]" in output, output
-    assert "under concat: formula[50x8]: 50x8 under concat, float32" in output, output
-    failed = _count(output, "failed")
-    assert 0 < failed < _count(output, "passed"), output
+    assert "FAILED ::posenc::impl:swapped@vaswani::formula[50x8]" in output, output
+    assert "impl:swapped under vaswani: formula[50x8]: 50x8 under vaswani, float64:" in output, output
+    assert "Traceback" not in output and 0 < _count(output, "failed") < _count(output, "passed"), output
+
+
+def test_nearest_pyproject_and_xdist(tmp_path):
+    """--posenc finds [tool.posenc-spec] from a subfolder; under -n 2 the verdicts are the same."""
+    (tmp_path / "impl.py").write_text(TARGETS)
+    (tmp_path / "pyproject.toml").write_text('[tool.posenc-spec]\nmax_positions = 64\nodd = "skip"\n'
+                                             'target = "impl:vaswani"\n')
+    (tmp_path / "sub").mkdir()
+    status, serial = _pytest(tmp_path / "sub", "--posenc")
+    assert status == 0 and _count(serial, "passed") > 50, serial
+    status, parallel = _pytest(tmp_path / "sub", "--posenc", "-n", "2", "--dist", "loadgroup")
+    assert status == 0 and _count(parallel, "passed") == _count(serial, "passed"), parallel
+
+
+def test_a_bad_option_is_a_usage_error(tmp_path):
+    status, output = _pytest(tmp_path, "--posenc-target", "impl:vaswani", "--posenc-convention", "vaswan")
+    assert status == 4 and "--posenc: convention must be one of" in output and "Traceback" not in output, output

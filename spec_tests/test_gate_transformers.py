@@ -10,8 +10,8 @@
 
 DistilBERT and Marian build their tables in Python loops (about 8 s for 4096 x 1024), so
 they are gated up to their models' 512 positions. The adapters below only put each
-function behind the gate's ``fn(num_positions, dim)``; the gate imports this file in its
-worker process.
+function behind the gate's ``fn(num_positions, dim)``; the gate imports this file (and
+transformers) once per lane, in a module template, and forks each target's child from it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositio
 from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 from transformers.models.whisper.modeling_whisper import sinusoids
 
-from posenc_spec.conventions import PRESETS, get_convention
-from posenc_spec.gate import GateSpec, check_many, identify_many, session
+from posenc_spec.conventions import PRESETS
+from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.identify import identify_many
 
 
 def distilbert(num_positions, dim):
@@ -67,32 +69,29 @@ def target(name: str) -> str:
     return f"{HERE}:{name}"
 
 
-def _specs():
-    specs = {}
+def _declarations():
+    declarations = {}
     for name, (preset, odd, max_positions) in REAL.items():
-        specs[name, "declared"] = GateSpec(target(name), get_convention(preset, odd=odd), max_positions=max_positions)
-        specs[name, "odd-error"] = GateSpec(target(name), get_convention(preset), max_positions=SMALL)
+        declarations[name, "declared"] = declare({"target": target(name), "convention": preset, "odd": odd,
+                                                  "max_positions": max_positions})
+        declarations[name, "odd-error"] = declare({"target": target(name), "convention": preset,
+                                                   "max_positions": SMALL})
         for other in PRESETS:
             if other != preset:
-                specs[name, other] = GateSpec(target(name), get_convention(other), max_positions=SMALL, skip_odd=True)
-    return specs
+                declarations[name, other] = declare({"target": target(name), "convention": other,
+                                                     "max_positions": SMALL, "odd": "skip"})
+    return declarations
 
 
 @pytest.fixture(scope="module")
-def gate_worker():
-    with session() as worker:  # transformers is imported once, in one worker
-        yield worker
+def reports():
+    declarations = _declarations()
+    return dict(zip(declarations, check_many(declarations.values(), run_options()), strict=True))
 
 
 @pytest.fixture(scope="module")
-def reports(gate_worker):
-    specs = _specs()
-    return dict(zip(specs, check_many(specs.values()), strict=True))
-
-
-@pytest.fixture(scope="module")
-def identities(gate_worker):
-    return dict(zip(REAL, identify_many([target(name) for name in REAL]), strict=True))
+def identities():
+    return dict(zip(REAL, identify_many([target(name) for name in REAL], max_positions=512), strict=True))
 
 
 def _failures(report) -> str:

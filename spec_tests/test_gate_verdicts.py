@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec.conventions import get_convention
-from posenc_spec.gate import GateSpec, check_many, session
+from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.engine import check_many
 from reference_impls.family import sinusoidal_encoding
 from reference_impls.torch_impl import positional_encoding
 
@@ -140,14 +140,14 @@ BAD = {
     "segfaults": ("call[50x8]", "died from SIGSEGV"),
     "returns_none": ("call[50x8]", "returned None"),
     "returns_text": ("call[50x8]", "returned a str"),
-    "returns_ints": ("call[50x8]", "returned int64 values"),
+    "returns_ints": ("call[50x8]", "returned a ndarray of int64 values, not floating point"),
     "batch_axis": ("call[50x8]", "extra leading batch axis"),
     "transposed": ("call[50x8]", "transposed"),
     "nan_in_last_row": ("finite[50x8]", "NaN or Inf"),
     "inf_in_last_row": ("finite[50x8]", "NaN or Inf"),
-    "changes_default_dtype": ("global-state", "torch default dtype float32 -> float64 (restored)"),
+    "changes_default_dtype": ("global-state", "changed torch default dtype float32 -> float64 (restored)"),
     "tiny_noise": ("determinism", "differ"),
-    "reseeds": ("global-state", "the torch random number generator (drew from it or reseeded it)"),
+    "reseeds": ("global-state", "reseeded torch's global random number generator"),
 }
 GOOD = ("with_grad", "bfloat16", "float16_numpy", "nested_lists")
 
@@ -158,19 +158,15 @@ def target(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def reports():
-    vaswani = get_convention("vaswani")
-    specs = {name: GateSpec(target(name), vaswani, max_positions=SMALL) for name in (*BAD, *GOOD)}
-    specs["t2t_silent_nan"] = GateSpec(target("t2t_silent_nan"), get_convention("tensor2tensor"),
-                                       max_positions=SMALL, skip_odd=True)
-    specs["t2t_guarded"] = GateSpec(target("t2t_guarded"), get_convention("tensor2tensor"),
-                                    max_positions=SMALL, skip_odd=True)
-    specs["doubles_timesteps_in_place"] = GateSpec(target("doubles_timesteps_in_place"), get_convention("concat"),
-                                                   api="timesteps", max_positions=SMALL, skip_odd=True)
-    # A correct target checked after the one that changes the default dtype in the same worker.
-    specs["after_state_change"] = GateSpec(target("with_grad"), get_convention("vaswani", layout="interleaved"),
-                                           max_positions=SMALL, skip_odd=True)
-    with session():
-        return dict(zip(specs, check_many(specs.values()), strict=True))
+    keys = {name: {"target": target(name)} for name in (*BAD, *GOOD)}
+    keys["t2t_silent_nan"] = {"target": target("t2t_silent_nan"), "convention": "tensor2tensor", "odd": "skip"}
+    keys["t2t_guarded"] = {"target": target("t2t_guarded"), "convention": "tensor2tensor", "odd": "skip"}
+    keys["doubles_timesteps_in_place"] = {"target": target("doubles_timesteps_in_place"), "convention": "concat",
+                                          "api": "timesteps", "odd": "skip"}
+    # A correct target checked after the one that changes the default dtype, in the same lane.
+    keys["after_state_change"] = {"target": target("with_grad"), "layout": "interleaved", "odd": "skip"}
+    declarations = {name: declare({**value, "max_positions": SMALL}) for name, value in keys.items()}
+    return dict(zip(declarations, check_many(declarations.values(), run_options(jobs=1)), strict=True))
 
 
 @pytest.mark.parametrize("name", BAD)
@@ -187,14 +183,15 @@ def test_misbehaviour_is_a_failed_check_with_a_reason(name, reports):
 
 
 def test_a_crash_does_not_end_the_run(reports):
-    """After os._exit or a segfault the worker restarts and the next calls are judged; after
+    """After os._exit or a segfault a new child is started and the next calls are judged; after
     three deaths the target's remaining calls are reported as not run, with the reason."""
     for name, words in (("exits_hard", "exited with status 7"), ("segfaults", "died from SIGSEGV")):
         report = reports[name]
         for check_id in ("call[50x4]", "call[50x6]"):
             assert words in report.result(check_id).message, f"{name}: {report.result(check_id).message}"
-        later = report.result(f"call[{SMALL}x64]").message
+        later = report.result("call[128x64]").message
         assert later == "not run: the process died on 3 calls of this target", f"{name}: {later}"
+        assert report.result("call[128x64]").status == "skipped"
 
 
 @pytest.mark.parametrize("name", GOOD)
@@ -208,6 +205,7 @@ def test_dtype_is_kept_for_the_tolerance(reports):
     """The call's message records the produced dtype (bfloat16 is judged as bfloat16)."""
     assert "torch bfloat16 tensor" in reports["bfloat16"].result("call[50x8]").message
     assert "ndarray of float16" in reports["float16_numpy"].result("call[50x8]").message
+    assert reports["bfloat16"].result("formula[50x8]").message.startswith("50x8 under vaswani, bfloat16")
 
 
 def test_silent_nan_at_width_two_fails(reports):
@@ -225,7 +223,7 @@ def test_guarded_width_two_is_compared_with_the_limit(reports):
 
 
 def test_changed_state_does_not_leak_to_the_next_target(reports):
-    """The worker restores the default dtype, so a later target sees float32 again."""
+    """Each target has a child of its own, so a later target sees float32 again."""
     report = reports["after_state_change"]
     assert report.conforms, [f"{c.name}: {c.message}" for c in report.failures()][:3]
     assert "torch float32 tensor" in report.result("call[50x8]").message
@@ -242,5 +240,5 @@ def test_writing_into_the_timesteps_argument_fails(reports):
     report = reports["doubles_timesteps_in_place"]
     assert [check.name for check in report.failures()] == ["global-state"], report.failures()[:3]
     message = report.result("global-state").message
-    expected = "the call for int64:50x8 changed its timesteps argument in place (timesteps[1] 1 -> 2)"
+    expected = "the call for first-50x8 and 7 more wrote into its timesteps argument in place"
     assert message.startswith(expected), message

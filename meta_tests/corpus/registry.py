@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from posenc_spec.conventions import Convention, get_convention
-
-APIS = ("table", "timesteps")
-ODD_CHOICES = ("error", "zero-pad", "ceil", "skip")
+from posenc_spec.gate.declaration import APIS, ODD_CHOICES
 
 # The bug classes of issue 6, each with the words the issue uses for it.
 BUG_CLASSES: dict[str, str] = {
@@ -82,22 +80,19 @@ class Entry:
         parts = [self.preset] + [f"{key}={value}" for key, value in self.overrides]
         return ", ".join(parts) + f"; odd {self.odd}; api {self.api}"
 
-    def gate_spec(self):
-        """The gate's description of this entry (imported lazily: the registry works without the gate)."""
-        from posenc_spec.gate import GateSpec
-
-        return GateSpec(target=self.target, convention=self.convention, api=self.api, t_max=self.t_max,
-                        max_positions=self.max_positions, skip_odd=self.skip_odd, xfails=frozenset())
-
     def config_table(self) -> dict:
         """This entry as one ``[[targets]]`` table of a ``check --config`` file."""
-        conv = self.convention
-        table = {"target": self.target, "layout": conv.layout, "first": conv.first, "freq_shift": conv.freq_shift,
-                 "base": conv.base, "offset": conv.offset, "scale": conv.scale,
-                 "odd": "skip" if self.skip_odd else conv.odd, "api": self.api, "t_max": self.t_max}
+        table = {"target": self.target, "convention": self.preset, **dict(self.overrides), "odd": self.odd,
+                 "api": self.api, "t_max": self.t_max}
         if self.max_positions is not None:
             table["max_positions"] = self.max_positions
         return table
+
+    def declaration(self):
+        """The gate's declaration of this entry, exactly as ``check --config`` reads it."""
+        from posenc_spec.gate.declaration import declare
+
+        return declare(self.config_table())
 
 
 ENTRIES: list[Entry] = []

@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from posenc_spec.gate.declaration import APIS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, MAX_T_MAX, MAX_TIMEOUT, choice, \
-    integer, number, run_options
+from posenc_spec.gate.declaration import (
+    APIS,
+    DEFAULT_T_MAX,
+    DEFAULT_TIMEOUT,
+    MAX_T_MAX,
+    MAX_TIMEOUT,
+    choice,
+    integer,
+    number,
+    run_options,
+)
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.loader import TargetError, absolute_target
 from posenc_spec.gate.output import destination, json_report

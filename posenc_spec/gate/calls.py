@@ -65,7 +65,8 @@ class Outcome:
     ``bad`` (returned something that is not numbers), ``died``, ``hung``, ``limit`` (a
     resource limit stopped it), ``malformed`` (the reply broke the protocol) or
     ``not-run``. ``message`` says it in one line; ``state`` names global state the call
-    changed; ``rng_before``/``rng_after`` are digests of the global generators."""
+    changed (and the child restored); ``written`` names the arguments it wrote into;
+    ``rng_before``/``rng_after`` are digests of the global generators."""
 
     status: str
     message: str
@@ -73,6 +74,7 @@ class Outcome:
     dtypes: list = field(default_factory=list)
     is_tuple: bool = False
     state: list = field(default_factory=list)
+    written: list = field(default_factory=list)
     rng_before: dict = field(default_factory=dict)
     rng_after: dict = field(default_factory=dict)
     exception: str | None = None

@@ -114,12 +114,18 @@ def choice(name: str, value, choices):
 # -- a target's declaration -----------------------------------------------------------------
 
 
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 @dataclass(frozen=True)
 class Declaration:
     """One target and what it is declared to compute.
 
     ``target`` is resolved (a file path made absolute); ``written`` is the target as the
-    user wrote it and ``source`` where it was declared (for reports and annotations).
+    user wrote it and ``source`` where it was declared (for reports and annotations);
+    ``search_path`` holds the folders put first on the target's import path (a config
+    file's folder, so that its module targets import from wherever the gate runs).
     ``api="table"`` calls ``fn(num_positions, dim)``; ``api="timesteps"`` calls
     ``fn(timesteps, dim)`` with 1-D int64 and float32 torch tensors of values in ``[0,
     t_max]``. ``max_positions`` caps every length of the grid. ``skip_odd`` tests no odd
@@ -137,6 +143,7 @@ class Declaration:
     timeout: float = DEFAULT_TIMEOUT
     written: str = ""
     source: str = ""
+    search_path: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -149,7 +156,7 @@ class Declaration:
     def convention_name(self) -> str:
         """The preset's name, with the fields that differ from it."""
         preset = PRESETS[self.preset]
-        changed = [f"{key}={getattr(self.convention, key)}" for key in CONVENTION_KEYS
+        changed = [f"{key}={_short(getattr(self.convention, key))}" for key in CONVENTION_KEYS
                    if getattr(self.convention, key) != getattr(preset, key)]
         return self.preset + (f" ({', '.join(changed)})" if changed else "")
 
@@ -216,7 +223,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         max_positions=integer(name("max_positions"), keys["max_positions"]) if "max_positions" in keys else None,
         skip_odd=odd == "skip", xfails=xfails,
         timeout=number(name("timeout"), keys.get("timeout", DEFAULT_TIMEOUT), above=0, maximum=MAX_TIMEOUT),
-        written=target, source=where.rstrip(": "),
+        written=target, source=where.rstrip(": "), search_path=(str(base_dir),) if base_dir is not None else (),
     )
 
 

@@ -53,10 +53,11 @@ def judge_run(declaration: Declaration, run, keep_table: bool = False) -> GateRe
         return finish(declaration, ids, results.by_id, results.causes, importable=False, warnings=warnings)
     results.add(judge.passed("import", run.import_message))
     convention = declaration.convention
-    firsts, changes, kept, worst_ratio = {}, [], None, 0.0
+    firsts, changes, written, kept, worst_ratio = {}, [], [], None, 0.0
     reseeded: list[str] = []
     for probe, outcome in zip(calls, run.outcomes, strict=True):
-        changes += [f"the call for {probe.slot} changed {change}" for change in outcome.state]
+        changes += [(probe.slot, change) for change in outcome.state]
+        written += [(probe.slot, name) for name in outcome.written]
         if probe.role == "table":
             judge.judge_table(probe, outcome, convention, results)
             if outcome.ok:
@@ -78,7 +79,7 @@ def judge_run(declaration: Declaration, run, keep_table: bool = False) -> GateRe
             elif outcome.ran:
                 reseeded = judge.reseeded_generators(first, outcome)
     ran = [outcome for outcome in run.outcomes if outcome.ran]
-    results.add(judge.judge_state(changes, reseeded, bool(ran)))
+    results.add(judge.judge_state(changes, written, reseeded, bool(ran)))
     drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
                  for name in drawn]
@@ -111,12 +112,18 @@ def _prepare_expectations(declaration: Declaration, dtype: str = "float32") -> N
 
 
 def _turns(declarations: list[Declaration]):
-    """The order of turns: targets of one module together, so that a slot imports it once;
+    """The order of turns: targets of one module together, so that a slot imports it once,
+    and within a module by API and convention, so that expected tables are reused;
     ``shared`` marks the modules that more than one target comes from."""
     keys = [module_key(declaration.target) for declaration in declarations]
     counts = collections.Counter(keys)
     first_seen = {key: index for index, key in reversed(list(enumerate(keys)))}
-    order = sorted(range(len(declarations)), key=lambda index: (first_seen[keys[index]], index))
+
+    def order_key(index):
+        declaration = declarations[index]
+        return first_seen[keys[index]], declaration.api, repr(declaration.convention), index
+
+    order = sorted(range(len(declarations)), key=order_key)
     return [(index, counts[keys[index]] > 1) for index in order]
 
 
@@ -157,11 +164,12 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
                     slot.limits = limits
                     count = len(probes(declaration))
                     if shared:
-                        slot.share_module(declaration.target, count)
+                        slot.share_module(declaration.target, count, declaration.search_path)
                     else:
                         slot.end_module()
-                    report = judge_run(declaration, slot.run(declaration.target, [
-                        probe.request() for probe in probes(declaration)]), keep_table)
+                    requests = [probe.request() for probe in probes(declaration)]
+                    report = judge_run(declaration, slot.run(declaration.target, requests, declaration.search_path),
+                                       keep_table)
                     report.seconds = time.perf_counter() - started
                     reports[index] = report
             except BaseException as error:  # surfaced by the caller, after every lane stopped

@@ -103,6 +103,7 @@ class Probe:
     check_id: str | None = None
     repeats: str | None = None
     rng: str = "a"
+    derived: bool | None = None  # None: decided by the size; the grid sets it from the slot's nominal size
 
     @property
     def size(self) -> str:
@@ -118,7 +119,9 @@ class Probe:
 
     @property
     def full(self) -> bool:
-        return self.length * self.width <= DERIVED_LIMIT
+        """Whether the derived checks run: decided by the slot, not by a capped length, so
+        that the check ids stay the same whatever the cap."""
+        return self.length * self.width <= DERIVED_LIMIT if self.derived is None else self.derived
 
     def table_check_names(self) -> tuple[str, ...]:
         return ("finite", *(CHECK_FUNCTIONS if self.full else BULK_CHECKS))
@@ -139,13 +142,15 @@ def _capped(length: int, max_positions: int | None) -> int:
 
 
 def table_probes(max_positions=None, skip_odd=False) -> list[Probe]:
-    probes = [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d) for n, d in TABLE_SIZES[:5]]
+    probes = [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d, derived=n * d <= DERIVED_LIMIT)
+              for n, d in TABLE_SIZES[:5]]
     probes.append(Probe("L=1", "degenerate", 1, 64, check_id="degenerate[L=1]"))
     probes.append(Probe("d=2", "degenerate", _capped(50, max_positions), 2, check_id="degenerate[d=2]"))
     if not skip_odd:
         probes += [Probe(f"odd-{width}", "odd", _capped(ODD_LENGTH, max_positions), width, check_id=f"odd[{width}]")
                    for width in ODD_WIDTHS]
-    probes += [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d) for n, d in TABLE_SIZES[5:]]
+    probes += [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d, derived=n * d <= DERIVED_LIMIT)
+               for n, d in TABLE_SIZES[5:]]
     length, width = DETERMINISM_SIZE
     slot = f"{length}x{width}"
     probes.append(Probe(slot, "repeat", _capped(length, max_positions), width, check_id="determinism",
@@ -172,8 +177,9 @@ def timestep_probes(t_max: float, max_positions=None, skip_odd=False) -> list[Pr
         return values
 
     def probe(slot, values, width, role="table", check_id=None, repeats=None, rng="a"):
+        derived = values.size * width <= DERIVED_LIMIT
         values = values[: _capped(values.size, max_positions)]
-        return Probe(slot, role, int(values.size), width, values, check_id, repeats, rng)
+        return Probe(slot, role, int(values.size), width, values, check_id, repeats, rng, derived)
 
     ladder = np.arange(min(top, 1023) + 1, dtype=np.int64)
     if top >= 49:

@@ -58,6 +58,10 @@ def judge_table(probe, outcome: Outcome, convention, results: Results) -> None:
     """``call[S]`` and every table check of the probe."""
     call_id = f"call[{probe.slot}]"
     names = [f"{name}[{probe.slot}]" for name in probe.table_check_names()]
+    if outcome.status == "not-run":
+        results.add(CheckResult(call_id, "skipped", outcome.message))
+        results.not_run(names, call_id, f"the call for {probe.slot} was not made")
+        return
     problem = call_problem(probe, outcome)
     if problem:
         results.add(failed(call_id, f"{probe.size}: {problem}"))
@@ -77,6 +81,8 @@ def judge_table(probe, outcome: Outcome, convention, results: Results) -> None:
 
 def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=False, note="") -> CheckResult:
     """One check for a whole call: its outcome, then finite, then the formula."""
+    if outcome.status == "not-run":
+        return CheckResult(check_id, "skipped", outcome.message)
     problem = call_problem(probe, outcome)
     if problem:
         return failed(check_id, f"{probe.size}: {problem}{note}")
@@ -93,6 +99,8 @@ def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=Fals
 
 def judge_odd(probe, outcome: Outcome, convention) -> CheckResult:
     check_id = probe.check_id
+    if outcome.status == "not-run":
+        return CheckResult(check_id, "skipped", outcome.message)
     if convention.odd != "error":
         return _formula_verdict(check_id, probe, outcome, convention,
                                 note=f" (odd='{convention.odd}' declares a {probe.length}x{probe.width} table)")
@@ -106,6 +114,8 @@ def judge_odd(probe, outcome: Outcome, convention) -> CheckResult:
 
 def judge_degenerate(probe, outcome: Outcome, convention) -> CheckResult:
     check_id = probe.check_id
+    if outcome.status == "not-run":
+        return CheckResult(check_id, "skipped", outcome.message)
     undefined = probe.width == 2 and convention.freq_shift == 1
     if not undefined:
         return _formula_verdict(check_id, probe, outcome, convention)
@@ -123,6 +133,8 @@ def judge_determinism(probe, outcome: Outcome, first: Outcome | None) -> CheckRe
     check_id = probe.check_id
     if first is None:
         return CheckResult(check_id, "skipped", f"not run: the first call for {probe.slot} did not return a table")
+    if outcome.status == "not-run":
+        return CheckResult(check_id, "skipped", outcome.message)
     problem = call_problem(probe, outcome)
     if problem:
         return failed(check_id, f"the second call for {probe.slot} {problem}")
@@ -142,6 +154,15 @@ def judge_determinism(probe, outcome: Outcome, first: Outcome | None) -> CheckRe
                             f"{a[worst]:.9g} then {b[worst]:.9g}", element)
 
 
+def _grouped(pairs):
+    """``(what, "the call for S and N more")`` per distinct ``what`` of ``(slot, what)`` pairs."""
+    slots: dict[str, list[str]] = {}
+    for slot, what in pairs:
+        slots.setdefault(what, []).append(slot)
+    return [(what, f"the call for {found[0]}" + (f" and {len(found) - 1} more" if len(found) > 1 else ""))
+            for what, found in slots.items()]
+
+
 def drawn_generators(outcomes) -> list[str]:
     """The global generators some call left in another state than it found them."""
     return sorted({name for outcome in outcomes for name, before in outcome.rng_before.items()
@@ -155,12 +176,18 @@ def reseeded_generators(first: Outcome, second: Outcome) -> list[str]:
                   if first.rng_before.get(name) != second.rng_before.get(name) and second.rng_after.get(name) == after)
 
 
-def judge_state(changes: list[str], reseeded: list[str], ran: bool) -> CheckResult:
+def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], reseeded: list[str],
+                ran: bool) -> CheckResult:
+    """``changes``: ``(slot, what changed)`` for every call that changed global state (the
+    child restored it); ``written``: ``(slot, argument)`` for every call that wrote into an
+    argument; ``reseeded``: the generators a call reseeded."""
     problems = [f"reseeded {name} global random number generator (the caller's random stream is reset)"
-                for name in reseeded] + changes
+                for name in reseeded]
+    problems += [f"{calls} changed {change} (restored)" for change, calls in _grouped(changes)]
+    problems += [f"{calls} wrote into its {name} argument in place" for name, calls in _grouped(written)]
     if problems:
-        return failed("global-state", f"{problems[0]}" + (" (restored)" if not reseeded else "")
-                      + (f"; {len(problems) - 1} more change(s)" if len(problems) > 1 else ""))
+        more = f"; {len(problems) - 1} more change(s)" if len(problems) > 1 else ""
+        return failed("global-state", problems[0] + more)
     if not ran:
         return CheckResult("global-state", "skipped", "not run: no call returned")
     return passed("global-state", "no call changed global state, wrote into its arguments, or reseeded a global "

@@ -60,6 +60,20 @@ def absolute_target(target: str, base_dir: str | os.PathLike | None = None) -> s
     return f"{os.path.normpath(path)}:{name.attr}"
 
 
+def add_folder(path: Path) -> None:
+    """Put a file target's folder first on ``sys.path``, so that it can import its neighbours."""
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+
+def prepare(target: str) -> None:
+    """What importing ``target`` needs before it runs (a file target's folder on the path)."""
+    name = parse_target(target)
+    if name.is_path:
+        add_folder(Path(name.module).resolve())
+
+
 def _import_file(path: Path):
     module_name = "posenc_target_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
     if module_name in sys.modules:
@@ -68,9 +82,7 @@ def _import_file(path: Path):
     if spec is None or spec.loader is None:
         raise TargetError(f"cannot import {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
-    folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    add_folder(path)
     # Registered before running it, as a normal import does (dataclasses and pickle look it up).
     sys.modules[module_name] = module
     try:

@@ -78,10 +78,11 @@ def _outcome(header: dict, payloads: list, request: CallRequest, call_id: int) -
     status = header.get("status")
     if status not in STATUSES:
         raise ChannelError("malformed reply (unknown status)")
-    state = header.get("state", [])
-    if not isinstance(state, list):
+    state, written = header.get("state", []), header.get("written", [])
+    if not isinstance(state, list) or not isinstance(written, list):
         raise ChannelError("malformed reply (bad state list)")
     outcome = Outcome(status, _text(header.get("message", "")), state=[_text(line, 200) for line in state[:20]],
+                      written=[_text(name, 40) for name in written[:8]],
                       rng_before=_digests(header.get("rng_before")), rng_after=_digests(header.get("rng_after")),
                       exception=_text(header.get("exception", ""), 80) or None)
     specs = header.get("arrays", [])
@@ -101,7 +102,7 @@ def _outcome(header: dict, payloads: list, request: CallRequest, call_id: int) -
             raise ChannelError("malformed reply (bad dtype)")
         if dtype not in allowed:
             return Outcome("bad", f"returned {dtype} values, not real numbers", state=outcome.state,
-                           rng_before=outcome.rng_before, rng_after=outcome.rng_after)
+                           written=outcome.written, rng_before=outcome.rng_before, rng_after=outcome.rng_after)
         if len(data) != math.prod(shape) * RESULT_ITEMSIZE[dtype]:
             raise ChannelError("malformed reply (byte count does not match the shape)")
         if dtype == "bfloat16":  # exact: a bfloat16 is the top half of a float32
@@ -119,9 +120,9 @@ def _outcome(header: dict, payloads: list, request: CallRequest, call_id: int) -
 class _Child:
     """One sealed child: its socket, its process id and the template that forked it."""
 
-    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int):
+    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=()):
         self.template = template
-        self.sock, self.pid = template.spawn(limits, calls)
+        self.sock, self.pid = template.spawn(limits, calls, search_path)
         self.reader = Reader(self.sock, on_wait=process_watch(watch_root, limits.processes + 2))
 
     def load(self, target: str, deadline: float):
@@ -170,14 +171,14 @@ class Slot:
 
     # -- module templates ------------------------------------------------------------------
 
-    def share_module(self, target: str, calls: int) -> None:
+    def share_module(self, target: str, calls: int, search_path=()) -> None:
         """Import ``target``'s module once in a module template for the targets that follow
         (until :meth:`end_module` or another module)."""
-        key = module_key(target)
+        key = (module_key(target), tuple(search_path))
         if self._module is not None and self._module[0] == key:
             return
         self.end_module()
-        module = self.template.fork_template(self.limits, 0)
+        module = self.template.fork_template(self.limits, 0, search_path)
         deadline = time.monotonic() + self.limits.timeout
         try:
             reply = module.request({"op": "import", "target": target}, seconds=self.limits.timeout)
@@ -206,16 +207,17 @@ class Slot:
 
     # -- one target -----------------------------------------------------------------------
 
-    def run(self, target: str, requests: list[CallRequest]) -> TargetRun:
-        """Import ``target`` in a fresh sealed child and make every call of ``requests``."""
+    def run(self, target: str, requests: list[CallRequest], search_path=()) -> TargetRun:
+        """Import ``target`` in a fresh sealed child and make every call of ``requests``;
+        ``search_path`` goes first on the child's import path."""
         template = self.template
         import_changes: list = []
-        if self._module is not None and self._module[0] == module_key(target):
+        if self._module is not None and self._module[0] == (module_key(target), tuple(search_path)):
             _, module, imported = self._module
             if module is None:
                 return TargetRun(False, imported.import_message)
             template, import_changes = module, imported.import_changes
-        return _Turn(self, template, target, requests, import_changes).run()
+        return _Turn(self, template, target, requests, import_changes, search_path).run()
 
     def close(self) -> None:
         self.end_module()
@@ -227,14 +229,14 @@ class Slot:
 class _Turn:
     """One target's calls through one or more children (a death starts another)."""
 
-    def __init__(self, slot: Slot, template: Template, target: str, requests, import_changes):
+    def __init__(self, slot: Slot, template: Template, target: str, requests, import_changes, search_path=()):
         self.slot, self.template, self.target, self.requests = slot, template, target, requests
-        self.limits = slot.limits
+        self.limits, self.search_path = slot.limits, search_path
         self.import_changes = import_changes
         self.child: _Child | None = None
 
     def _start(self) -> tuple[bool, str, list]:
-        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid)
+        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path)
         deadline = time.monotonic() + self.limits.timeout
         try:
             return self.child.load(self.target, deadline)
@@ -310,11 +312,11 @@ class _Turn:
             return Outcome("malformed", f"{what}: {error}"), f"the reply channel of {what} was corrupted"
 
 
-def run_target(target: str, requests: list[CallRequest], limits: Limits) -> TargetRun:
+def run_target(target: str, requests: list[CallRequest], limits: Limits, search_path=()) -> TargetRun:
     """One target's calls in a run of its own (``plot`` and ``snapshot`` make one)."""
     with root_template() as root:
         slot = Slot(root, limits)
         try:
-            return slot.run(target, requests)
+            return slot.run(target, requests, search_path)
         finally:
             slot.close()

@@ -1,7 +1,7 @@
 """The gate's side of its child processes: templates, sealed children, limits and clean-up.
 
-One *root* template is started per run (:meth:`Template.start`, in the background: it
-imports torch while the gate prepares). Each slot of a run (``-j N`` slots) forks a *slot*
+One *root* template is started per process (:func:`root_template`, in the background: it
+imports torch while the gate prepares) and kept for later runs. Each slot of a run (``-j N`` slots) forks a *slot*
 template from it; a slot template is a subreaper, so whatever a target leaves running,
 double-forked or in a new session, is re-parented to it and killed when the target's turn
 ends. Targets that share a module may share a *module* template, forked from the slot
@@ -15,11 +15,13 @@ target code.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +52,13 @@ class Limits:
     processes: int
     timeout: float
 
-    def init(self, calls: int | None) -> dict:
+    def init(self, calls: int | None, search_path=()) -> dict:
         """The start-up record a child applies to itself (see ``child.serve.setup``): for a
         process that makes ``calls`` calls after its import, or for a slot template (None),
-        which runs no target code and takes no limits."""
-        init = {"environ": dict(os.environ), "cwd": os.getcwd(), "sys_path": [os.getcwd(), *sys.path]}
+        which runs no target code and takes no limits. ``search_path`` goes first on its
+        import path."""
+        init = {"environ": dict(os.environ), "cwd": os.getcwd(),
+                "sys_path": [*search_path, os.getcwd(), *sys.path]}
         if calls is not None:
             cpu = int(self.timeout * (calls + 2)) + 1
             init["limits"] = {"memory": self.memory, "cpu_seconds": cpu, "processes": self.processes}
@@ -67,6 +71,7 @@ class Template:
     def __init__(self, sock: socket.socket, pid: int | None, popen=None, trusted: bool = True):
         self.sock, self.pid, self.popen, self.trusted = sock, pid, popen, trusted
         self.reader = Reader(sock)
+        self._lock = threading.Lock()  # lanes share the root template: one request at a time
 
     @classmethod
     def start(cls) -> Template:
@@ -81,6 +86,9 @@ class Template:
         child_end.close()
         return cls(parent_end, None, popen)
 
+    def alive(self) -> bool:
+        return self.popen is None or self.popen.poll() is None
+
     def ready(self) -> None:
         if self.pid is None:
             reply = self._reply(time.monotonic() + TEMPLATE_START_SECONDS, "starting")
@@ -94,12 +102,13 @@ class Template:
         return header
 
     def request(self, header: dict, fds=(), seconds: float = TEMPLATE_REPLY_SECONDS, what: str = "") -> dict:
-        self.ready()
-        try:
-            send(self.sock, header, fds=fds)
-        except OSError as error:
-            raise SandboxError(f"the gate's template process is gone ({error})") from None
-        return self._reply(time.monotonic() + seconds, what or header.get("op", "?"))
+        with self._lock:
+            self.ready()
+            try:
+                send(self.sock, header, fds=fds)
+            except OSError as error:
+                raise SandboxError(f"the gate's template process is gone ({error})") from None
+            return self._reply(time.monotonic() + seconds, what or header.get("op", "?"))
 
     def _fork(self, header: dict) -> tuple[socket.socket, int]:
         parent_end, child_end = socket.socketpair()
@@ -113,15 +122,15 @@ class Template:
             raise SandboxError(f"a template answered {header['op']} without a process id")
         return parent_end, pid
 
-    def fork_template(self, limits: Limits, calls: int | None) -> Template:
+    def fork_template(self, limits: Limits, calls: int | None, search_path=()) -> Template:
         """A subreaper template below this one: a slot template (``calls`` None), or a
         module template that will import a module and fork children (``calls`` 0)."""
-        sock, pid = self._fork({"op": "template", "init": limits.init(calls), "subreaper": True})
+        sock, pid = self._fork({"op": "template", "init": limits.init(calls, search_path), "subreaper": True})
         return Template(sock, pid)
 
-    def spawn(self, limits: Limits, calls: int) -> tuple[socket.socket, int]:
+    def spawn(self, limits: Limits, calls: int, search_path=()) -> tuple[socket.socket, int]:
         """A sealed child serving the returned socket."""
-        return self._fork({"op": "spawn", "init": limits.init(calls)})
+        return self._fork({"op": "spawn", "init": limits.init(calls, search_path)})
 
     def finish(self, pid: int) -> int | None:
         """Kill ``pid`` (a process this template forked) with its group and every other
@@ -144,14 +153,22 @@ class Template:
                 self.popen.wait()
 
 
+_root: Template | None = None
+_root_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def root_template():
-    """A root template for the ``with`` block (started now, importing in the background)."""
-    root = Template.start()
-    try:
-        yield root
-    finally:
-        root.close()
+    """The process's root template, started on first use (it imports torch in the
+    background) and kept for later runs: it runs no target code, so runs share it safely.
+    It stops, and takes everything below it along, when this process exits."""
+    global _root
+    with _root_lock:
+        if _root is None or not _root.alive():
+            _root = Template.start()
+            atexit.register(_root.close)
+        root = _root
+    yield root
 
 
 def process_watch(root_pid: int, limit: int):

@@ -1,7 +1,8 @@
 """Known deviations: an xfails file lists check ids whose failure is expected.
 
-One entry per line: a check id or a glob pattern over check ids (``odd[*]``,
-``formula[4096x1024]``), then optionally ``# reason``. Blank lines and lines that start
+One entry per line: a check id or a glob pattern over check ids (``*`` any text, ``?`` one
+character; brackets are literal, as in the ids: ``odd[*]``, ``formula[4096x1024]``), then
+optionally ``# reason``. Blank lines and lines that start
 with ``#`` are ignored; a UTF-8 byte-order mark and CRLF line ends are accepted. A failed
 check an entry matches is reported as ``xfailed`` (with the reason); a passed one as
 ``xpassed`` with a warning that the deviation is gone. Every error names the file and line.
@@ -9,7 +10,7 @@ check an entry matches is reported as ``xfailed`` (with the reason); a passed on
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,14 @@ class Entry:
     reason: str
     line: int
 
+    def matches(self, check_id: str) -> bool:
+        return _compiled(self.pattern).fullmatch(check_id) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(re.escape(pattern).replace(r"\*", ".*").replace(r"\?", "."))
+
 
 @dataclass(frozen=True)
 class Xfails:
@@ -39,13 +48,13 @@ class Xfails:
 
     def match(self, check_id: str) -> Entry | None:
         for entry in self.entries:
-            if fnmatch.fnmatchcase(check_id, entry.pattern):
+            if entry.matches(check_id):
                 return entry
         return None
 
     def unmatched(self, check_ids) -> list[Entry]:
         ids = list(check_ids)
-        return [entry for entry in self.entries if not any(fnmatch.fnmatchcase(i, entry.pattern) for i in ids)]
+        return [entry for entry in self.entries if not any(entry.matches(check_id) for check_id in ids)]
 
 
 def parse_xfails(text: str, path: str = "<xfails>") -> Xfails:

@@ -98,13 +98,16 @@ class Reader:
         done = 0
         while done < count:
             self._wait(deadline)
-            if with_fds and done == 0:
-                data, fds, _flags, _addr = socket.recv_fds(self.sock, count, MAX_FDS)
-                self._fds.extend(fds)
-                got = len(data)
-                view[:got] = data
-            else:
-                got = self.sock.recv_into(view[done:], count - done)
+            try:
+                if with_fds and done == 0:
+                    data, fds, _flags, _addr = socket.recv_fds(self.sock, count, MAX_FDS)
+                    self._fds.extend(fds)
+                    got = len(data)
+                    view[:got] = data
+                else:
+                    got = self.sock.recv_into(view[done:], count - done)
+            except ConnectionResetError:  # the other side died with our request unread
+                got = 0
             if got == 0:
                 raise ChannelClosed("the other side closed the channel")
             done += got
@@ -132,7 +135,7 @@ class Reader:
             raise ChannelError("malformed reply (bad payload sizes)")
         if sum(sizes) > max_payload:
             raise PayloadTooLarge(sum(sizes), max_payload)
-        payloads = [bytes(self._read_exact(size, deadline)) if size else b"" for size in sizes]
+        payloads = [self._read_exact(size, deadline) if size else b"" for size in sizes]
         fds, self._fds = self._fds, []
         return header, payloads, fds
 

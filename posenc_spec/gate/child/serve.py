@@ -14,7 +14,8 @@ Replies::
     {"op": "loaded", "ok": true, "message": "...", "import_changes": [...]}
     {"op": "result", "id": 3, "status": "ok" | "raised" | "exit" | "bad", "message": "...",
      "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "..."}],
-     "state": [...], "rng_before": {...}, "rng_after": {...}}      + one payload per array
+     "state": [...], "written": [argument names], "rng_before": {...}, "rng_after": {...}}
+                                                                  + one payload per array
 
 Each call starts from the generator state its request names, so a call's randomness, and
 whether it reseeds, is seen from outside. After the call every other piece of global state
@@ -61,8 +62,9 @@ def import_target(target: str, module_only: bool = False):
     module, with ``module_only``: the function is then ``True`` on success); ``changes``
     names the global state the import changed (kept: the calls run after the import, as
     they would in the caller's process)."""
-    from ..loader import import_module_of, load_target  # standard library only
+    from ..loader import import_module_of, load_target, prepare  # standard library only
 
+    prepare(target)  # the gate's own change to sys.path, not the target's
     before = state.snapshot()
     try:
         if module_only:
@@ -109,18 +111,9 @@ def _bits(value):
         return "unreadable", (), describe_exception(error).encode()
 
 
-def _argument_changes(arrays) -> list[str]:
-    """The caller's arrays are the caller's: writing into one is a change of state."""
-    changes = []
-    for name, value, before in arrays:
-        after = _bits(value)
-        if after == before:
-            continue
-        if after[:2] != before[:2]:
-            changes.append(f"its {name} argument in place ({before[0]}{list(before[1])} -> {after[0]}{list(after[1])})")
-        else:
-            changes.append(f"its {name} argument in place")
-    return changes
+def _written_arguments(arrays) -> list[str]:
+    """The caller's arrays are the caller's: the names of those the call wrote into."""
+    return [name for name, value, before in arrays if _bits(value) != before]
 
 
 def _call(function, request, payloads, baseline):
@@ -140,8 +133,9 @@ def _call(function, request, payloads, baseline):
     if os.getpid() != me:  # a copy the target forked, returning here: it must not answer
         os._exit(0)
     reply["rng_after"] = state.generator_digests()
-    changes = state.compare_and_restore(baseline) + _argument_changes(arrays)
+    changes = state.compare_and_restore(baseline)
     reply["state"] = [one_line(change, 200) for change in changes[:MAX_STATE_LINES]]
+    reply["written"] = [one_line(name, 40) for name in _written_arguments(arrays)]
     if reply["status"] == "ok":
         try:
             is_tuple, converted = to_arrays(result, request.get("allow_complex", False), request.get("max_items", 1))

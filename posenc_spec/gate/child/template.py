@@ -16,8 +16,8 @@ child's own socket passed along (SCM_RIGHTS)::
 each answered with ``{"ok": ..., ...}``. A sealed child leads its own session and process
 group, dies with its template, and inherits no descriptor but its socket. A template
 forked with ``subreaper`` (every template but the first) receives every orphaned
-descendant (Linux), so nothing a target starts outlives the target's turn. When the control socket closes, the template kills
-everything below it and exits.
+descendant (Linux), so nothing a target starts outlives the target's turn. When the
+control socket closes, the template kills everything below it and exits.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def command(package_root: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _fork(fd: int, body) -> int:
+def _fork(fd: int, body, *arguments) -> int:
+    """Fork; the child runs ``body(fd, *arguments)`` in a session of its own and exits."""
     pid = os.fork()
     if pid:
         os.close(fd)
@@ -45,7 +46,7 @@ def _fork(fd: int, body) -> int:
         os.setsid()
         limits.die_with_parent()
         limits.close_other_fds({fd})
-        body()
+        body(fd, *arguments)
     except BaseException:
         status = 70
         if os.environ.get("POSENC_SPEC_DEBUG"):
@@ -91,11 +92,10 @@ def loop(sock, subreaper: bool) -> None:
         op = request.get("op")
         reply = {"ok": True}
         if op in ("spawn", "template") and len(fds) == 1:
-            fd = fds[0]
             if op == "spawn":
-                reply["pid"] = _fork(fd, lambda: _serve_child(fd, request["init"]))
+                reply["pid"] = _fork(fds[0], _serve_child, request["init"])
             else:
-                reply["pid"] = _fork(fd, lambda: _serve_template(fd, request["init"], request.get("subreaper", False)))
+                reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
         elif op == "import":
             function, message, changes = import_target(request["target"], module_only=True)
             reply = {"ok": function is not None, "message": message, "import_changes": changes}

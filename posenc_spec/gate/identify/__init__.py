@@ -14,6 +14,7 @@ another); several lengths keep an offset fitted at one length honest at others.
 
 from __future__ import annotations
 
+import collections
 import math
 
 import numpy as np
@@ -23,6 +24,7 @@ from posenc_spec.conventions import PRESETS, Convention
 from .. import grid
 from ..declaration import DEFAULT_T_MAX, DEFAULT_TIMEOUT, RunOptions
 from ..judge import call_problem
+from ..loader import module_key
 from ..runner import Slot
 from ..sandbox import Limits, root_template
 from .fit import Sample, best_member, max_ratio, ratio
@@ -133,8 +135,9 @@ def answer(fit_samples, validation_samples=(), odd_probe=None, odd_outcome=None)
     found, odd, note = _odd_behaviour(found, odd_probe, odd_outcome)
     fields = _fields(found)
     fields["odd"] = odd
-    described = (f"{name_of(found)} ({found.layout}, {found.first} first, shift {found.freq_shift}, base "
-                 f"{found.base:g}, offset {found.offset:g}, scale {found.scale:g}, odd widths: {odd or 'unidentified'})")
+    described = (f"{name_of(found)} ({found.layout}, {found.first} first, shift {found.freq_shift}, "
+                 f"base {found.base:g}, offset {found.offset:g}, scale {found.scale:g}, "
+                 f"odd widths: {odd or 'unidentified'})")
     return {"name": name_of(found), "convention": fields, "max_error_ratio": found_ratio, "nearest": nearest_entry,
             "message": f"identified {described}; max error/tolerance {found_ratio:.3g}"
                        + (f"; {note}" if note else "")}
@@ -150,8 +153,12 @@ def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, tim
     results = []
     with root_template() as root:
         slot = Slot(root, Limits(options.max_memory, options.max_processes, timeout))
+        targets = list(targets)
+        shared = collections.Counter(module_key(target) for target in targets)
         try:
             for target in targets:
+                if shared[module_key(target)] > 1:  # import a module once for all its targets
+                    slot.share_module(target, len(calls))
                 run = slot.run(target, [probe.request() for probe in calls])
                 if not run.imported:
                     raise IdentifyError(run.import_message)
