@@ -123,6 +123,7 @@ def test_file_mode_follows_the_umask(tmp_path):
 
 
 def test_missing_folder_is_named(tmp_path):
+    """Writing into a folder that does not exist names the folder."""
     with pytest.raises(SnapshotError, match=r"cannot write snapshot .*: folder .*no-such-folder does not exist"):
         write_snapshot(tmp_path / "no-such-folder" / "snap.npz", _snapshot())
 
@@ -160,6 +161,8 @@ def test_unwritable_folder_is_named(tmp_path, monkeypatch):
     (lambda: Snapshot({"target": "m:f"}, ()), ValueError, r"meta\['api'\] must be a str"),
 ])
 def test_the_data_model_refuses_what_a_file_cannot_hold(make, error, message):
+    """Wrong holding dtypes, unknown containers, bools as ints, a call both raising and returning,
+    multi-line or duplicate labels, non-finite or missing metadata: refused when built."""
     with pytest.raises(error, match=message):
         make()
 
@@ -277,6 +280,7 @@ def test_damaged_files_are_refused_in_one_line(written, corruption):
 
 
 def test_missing_file_is_named(tmp_path):
+    """Reading a path that does not exist names it."""
     with pytest.raises(SnapshotError, match=r"snapshot .*absent\.npz does not exist"):
         read_snapshot(tmp_path / "absent.npz")
 

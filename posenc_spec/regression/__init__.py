@@ -174,9 +174,10 @@ def _check_json(value, where: str, depth: int) -> None:
 
 
 # The functions work on the classes above, so they are imported after them.
+from .compare import CallDiff, OutputDiff, compare_call, compare_snapshots  # noqa: E402
 from .snapshot import read_snapshot, snapshot_meta, write_snapshot  # noqa: E402
 
 __all__ = [
-    "RecordedArray", "RecordedCall", "Snapshot", "SnapshotError", "SnapshotExistsError",
-    "read_snapshot", "snapshot_meta", "write_snapshot",
+    "CallDiff", "OutputDiff", "RecordedArray", "RecordedCall", "Snapshot", "SnapshotError", "SnapshotExistsError",
+    "compare_call", "compare_snapshots", "read_snapshot", "snapshot_meta", "write_snapshot",
 ]
