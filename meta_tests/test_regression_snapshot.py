@@ -122,6 +122,19 @@ def test_file_mode_follows_the_umask(tmp_path):
     assert path.stat().st_mode & 0o777 == 0o640
 
 
+def test_a_file_no_reader_would_accept_is_not_written(tmp_path, monkeypatch):
+    """The reader's caps on meta and on the number of elements hold for writing too, so a
+    snapshot that was written can be read. The caps are lowered to keep the test small."""
+    monkeypatch.setattr(snapshot_module, "MAX_TOTAL_ELEMENTS", 808)
+    with pytest.raises(SnapshotError, match="809 elements, more than the 808 a reader accepts"):
+        write_snapshot(tmp_path / "big.npz", _snapshot())
+    monkeypatch.undo()
+    monkeypatch.setattr(snapshot_module, "MAX_META_BYTES", 100)
+    with pytest.raises(SnapshotError, match="its metadata takes .* bytes, more than the 100 a reader accepts"):
+        write_snapshot(tmp_path / "big.npz", _snapshot())
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_missing_folder_is_named(tmp_path):
     """Writing into a folder that does not exist names the folder."""
     with pytest.raises(SnapshotError, match=r"cannot write snapshot .*: folder .*no-such-folder does not exist"):
@@ -159,6 +172,8 @@ def test_unwritable_folder_is_named(tmp_path, monkeypatch):
     (lambda: Snapshot({**snapshot_meta("m:f", "table"), "ratio": math.nan}, ()), ValueError,
      r"meta\['ratio'\] must be finite"),
     (lambda: Snapshot({"target": "m:f"}, ()), ValueError, r"meta\['api'\] must be a str"),
+    (lambda: RecordedArray.of([1.0]), TypeError, "value must be a NumPy array or a torch tensor, got list"),
+    (lambda: RecordedArray.of(np.zeros(2, dtype=object)), ValueError, "dtype must be one of"),
 ])
 def test_the_data_model_refuses_what_a_file_cannot_hold(make, error, message):
     """Wrong holding dtypes, unknown containers, bools as ints, a call both raising and returning,
@@ -260,6 +275,8 @@ CORRUPTIONS = {
                      "dtype 'object' is not one of"),
     "duplicate label": (_edit_meta(lambda d: d["calls"][1].update(label="50x8")), "label '50x8' appears twice"),
     "bool as int": (_edit_meta(lambda d: d["calls"][0]["args"][0].update(value=True)), r"calls\[0\].args\[0\] is not"),
+    "meta not text": (_edit_members(lambda m: m.update({"meta.npy": _npy(np.zeros(3))})),
+                      r"member meta.npy is float64 \(3,\), not UTF-8 text"),
     "meta not JSON": (_edit_members(lambda m: m.update({"meta.npy": _npy(np.frombuffer(b"\xff{", np.uint8))})),
                       "meta is not UTF-8 JSON"),
     "NaN in meta": (_edit_members(lambda m: m.update({"meta.npy": _npy(np.frombuffer(b'{"a": NaN}', np.uint8))})),

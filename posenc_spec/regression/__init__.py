@@ -69,7 +69,7 @@ class RecordedArray:
 
             if not isinstance(value, torch.Tensor):
                 raise TypeError(f"value must be a NumPy array or a torch tensor, got {type(value).__name__}")
-            tensor = value.detach().cpu().contiguous()
+            tensor = value.detach().cpu().resolve_conj().resolve_neg().contiguous()
             dtype = str(tensor.dtype).removeprefix("torch.")
             if dtype == "bfloat16":
                 return cls(tensor.view(torch.int16).numpy().view(np.uint16).copy(), dtype, "torch")
@@ -93,7 +93,8 @@ class RecordedArray:
 class RecordedCall:
     """One slot of the grid: its ``label`` (unique in a snapshot), the exact ``args`` (ints,
     floats, :class:`RecordedArray`), and the ``outputs``, or None and the exception type
-    name in ``raised`` when the call raised."""
+    name in ``raised`` when the call raised. ``==`` compares float arguments as numbers
+    (0.0 == -0.0); :func:`.compare.input_difference` compares them bit by bit."""
 
     label: str
     args: tuple
@@ -169,8 +170,6 @@ def _check_json(value, where: str, depth: int) -> None:
     elif value is not None and not isinstance(value, (str, int, float)):
         raise TypeError(f"{where} must be a JSON value (str, int, float, bool, None, list, dict), "
                         f"got {type(value).__name__}")
-
-
 
 
 # The functions work on the classes above, so they are imported after them.

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import RecordedArray, RecordedCall, Snapshot, SnapshotError
-from .ulp import INFINITE_ULP, format_ulp, ulp_distance, ulp_histogram
+from .ulp import INFINITE_ULP, ulp_distance, ulp_histogram
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class OutputDiff:
             return f"0 ULP over {self.size} elements"
         where = ", ".join(str(i) for i in self.worst_index)
         buckets = ", ".join(f"{label}: {count}" for label, count in self.histogram.items() if count and label != "0")
-        return (f"max {format_ulp(INFINITE_ULP if self.max_ulp == math.inf else self.max_ulp)} ULP at [{where}]: "
+        return (f"max {'inf' if self.max_ulp == math.inf else self.max_ulp} ULP at [{where}]: "
                 f"old {self.old_value!r}, new {self.new_value!r}; {self.num_changed} of {self.size} elements "
                 f"changed (ULPs {buckets})")
 
@@ -68,7 +68,7 @@ class CallDiff:
 
     label: str
     passed: bool
-    allowed_ulp: int
+    max_ulp_allowed: int
     problem: str | None = None
     outputs: tuple[OutputDiff, ...] = ()
     raised: str | None = None
@@ -93,12 +93,12 @@ class CallDiff:
             detail = self.outputs[0].describe()
         else:
             detail = "; ".join(f"output {output.position}: {output.describe()}" for output in self.outputs)
-        return f"{self.label}: {verdict} (max_ulp {self.allowed_ulp}): {detail}"
+        return f"{self.label}: {verdict} (max_ulp {self.max_ulp_allowed}): {detail}"
 
     def as_dict(self) -> dict:
         """For a JSON report: finite numbers only; an infinite distance or a non-finite value is
         the string ``"inf"``, ``"-inf"`` or ``"nan"``, a complex value a pair [real, imaginary]."""
-        return {"label": self.label, "passed": self.passed, "max_ulp_allowed": self.allowed_ulp,
+        return {"label": self.label, "passed": self.passed, "max_ulp_allowed": self.max_ulp_allowed,
                 "problem": self.problem, "raised": self.raised,
                 "max_ulp": _json_number(self.max_ulp), "outputs": [output.as_dict() for output in self.outputs]}
 

@@ -63,7 +63,7 @@ from .ulp import DTYPES, holding_dtype
 FORMAT = "posenc-spec-snapshot"
 FORMAT_VERSION = 1
 MAX_META_BYTES = 4 * 2**20  # a grid of a few hundred calls needs a few tens of KiB
-MAX_TOTAL_ELEMENTS = 2**27  # 0.5 GiB of float32; the gate's largest grid records about 6e6
+MAX_TOTAL_ELEMENTS = 2**27  # 0.5 GiB of float32; the gate's default grid records about 5.3e6 per target
 MAX_NPY_HEADER = 10_000  # numpy's own default bound for parsing a header
 _MEMBER_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _TOP_KEYS = {"format", "format_version", "meta", "calls", "sha256"}
@@ -291,8 +291,10 @@ def _check_document(document, fail) -> dict[str, tuple[str, tuple]]:
         raise fail("calls is not a list")
     members: dict[str, tuple[str, tuple]] = {}
     labels: set = set()
+    total = 0
 
     def reference(ref, where: str, keys: set) -> None:
+        nonlocal total
         if not isinstance(ref, dict) or set(ref) != keys:
             raise fail(f"{where} must be an object with the keys {sorted(keys)}")
         name, dtype, shape = ref["member"], ref["dtype"], ref["shape"]
@@ -307,7 +309,7 @@ def _check_document(document, fail) -> dict[str, tuple[str, tuple]]:
             raise fail(f"{where}: shape {shape!r} is not a list of at most {MAX_DIMENSIONS} "
                        f"ints in [0, {MAX_TOTAL_ELEMENTS}]")
         members[name] = (dtype, tuple(shape))
-        total = sum(math.prod(member_shape) for _, member_shape in members.values())
+        total += math.prod(shape)
         if total > MAX_TOTAL_ELEMENTS:
             raise fail(f"{where}: the arrays declare {total} elements in all, more than the cap {MAX_TOTAL_ELEMENTS}")
 
@@ -363,7 +365,10 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, dtype: str, sh
         if found_dtype.hasobject:
             raise fail(f"member {name} holds pickled Python objects; refused")
         if shape is None:
-            shape = found_shape if len(found_shape) == 1 and found_shape[0] <= MAX_META_BYTES else (MAX_META_BYTES,)
+            if found_dtype != expected or len(found_shape) != 1 or found_shape[0] > MAX_META_BYTES:
+                raise fail(f"member {name} is {found_dtype} {tuple(found_shape)}, not UTF-8 text "
+                           f"(1-D uint8) of at most {MAX_META_BYTES} bytes")
+            shape = found_shape
         if found_dtype != expected or tuple(found_shape) != tuple(shape) or fortran_order:
             order = " in Fortran order" if fortran_order else ""
             raise fail(f"member {name}: its header says {found_dtype} {tuple(found_shape)}{order}, "
@@ -379,7 +384,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, dtype: str, sh
             if not count:
                 raise fail(f"member {name} is truncated")
             filled += count
-        if stream.read(1):
+        if stream.read(1):  # reading to the end also makes zipfile check the CRC
             raise fail(f"member {name} holds more data than its zip entry declares")
     return np.frombuffer(buffer, dtype=expected).reshape(shape).astype(holding_dtype(dtype), copy=False)
 
