@@ -100,12 +100,11 @@ def _float_distance(old: np.ndarray, new: np.ndarray, dtype: str) -> np.ndarray:
     width = unsigned.itemsize * 8
     signed = np.dtype(f"int{width}")
     magnitude_mask = unsigned.type((1 << (width - 1)) - 1)
-    sign_shift = unsigned.type(width - 1)
     infinity = _infinity_bits(dtype)
 
     old_bits, new_bits = old.view(unsigned), new.view(unsigned)
     old_magnitude, new_magnitude = old_bits & magnitude_mask, new_bits & magnitude_mask
-    same_sign = (old_bits >> sign_shift) == (new_bits >> sign_shift)
+    same_sign = (old_bits ^ new_bits) <= magnitude_mask  # the sign bits agree
     # Both magnitudes are below 2**(w-1): their signed difference and their unsigned sum fit.
     distance = np.abs(old_magnitude.view(signed) - new_magnitude.view(signed)).view(unsigned)
     np.add(old_magnitude, new_magnitude, out=distance, where=~same_sign)
