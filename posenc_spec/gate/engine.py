@@ -168,9 +168,10 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
                     else:
                         slot.end_module()
                     requests = [probe.request() for probe in probes(declaration)]
-                    report = judge_run(declaration, slot.run(declaration.target, requests, declaration.search_path),
-                                       keep_table)
+                    run = slot.run(declaration.target, requests, declaration.search_path)
+                    report = judge_run(declaration, run, keep_table)
                     report.seconds = time.perf_counter() - started
+                    report.where = run.where
                     reports[index] = report
             except BaseException as error:  # surfaced by the caller, after every lane stopped
                 with lock:

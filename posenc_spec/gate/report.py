@@ -46,6 +46,7 @@ class GateReport:
     warnings: list[str] = field(default_factory=list)
     kept: KeptTable | None = None
     seconds: float = 0.0
+    where: tuple | None = None  # (file, line) of the target's function, as its child reported it
 
     @property
     def target(self) -> str:

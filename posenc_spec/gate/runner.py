@@ -33,12 +33,14 @@ STATUSES = ("ok", "raised", "exit", "bad")
 @dataclass
 class TargetRun:
     """A target's turn: whether it imported (``import_message`` says how), what the import
-    changed (``import_changes``), and one :class:`Outcome` per request, in order."""
+    changed (``import_changes``), one :class:`Outcome` per request, in order, and where the
+    target says its function is defined (``where``: file and line, or None)."""
 
     imported: bool
     import_message: str
     import_changes: list = field(default_factory=list)
     outcomes: list = field(default_factory=list)
+    where: tuple | None = None
 
 
 def _encode_args(args) -> tuple[list, list]:
@@ -130,6 +132,10 @@ class _Child:
         header, _, _ = self.reader.read(deadline, 0)
         changes = header.get("import_changes", [])
         changes = [_text(line, 200) for line in changes[:20]] if isinstance(changes, list) else []
+        where = header.get("where")
+        self.where = None
+        if isinstance(where, dict) and isinstance(where.get("file"), str) and type(where.get("line")) is int:
+            self.where = (_text(where["file"], 1000), where["line"])
         return header.get("ok") is True, _text(header.get("message", "")), changes
 
     def send_calls(self, pending) -> None:
@@ -257,7 +263,7 @@ class _Turn:
 
     def run(self) -> TargetRun:
         ok, message, changes = self._start()
-        turn = TargetRun(ok, message, self.import_changes + changes)
+        turn = TargetRun(ok, message, self.import_changes + changes, where=getattr(self.child, "where", None))
         if not ok:
             return turn
         pending = list(enumerate(self.requests))

@@ -11,7 +11,8 @@ Requests (JSON headers, see :mod:`.protocol`)::
 
 Replies::
 
-    {"op": "loaded", "ok": true, "message": "...", "import_changes": [...]}
+    {"op": "loaded", "ok": true, "message": "...", "import_changes": [...],
+     "where": {"file": "...", "line": 12} or null}
     {"op": "result", "id": 3, "status": "ok" | "raised" | "exit" | "bad", "message": "...",
      "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "..."}],
      "state": [...], "written": [argument names], "rng_before": {...}, "rng_after": {...}}
@@ -78,6 +79,19 @@ def import_target(target: str, module_only: bool = False):
     changes = [one_line(state.describe_change(name, before[name], after[name]), 200)
                for name in before if name in after and before[name] != after[name]]
     return function, message, changes[:MAX_STATE_LINES]
+
+
+def _where(function) -> dict | None:
+    """The file and first line of the target's source, for annotations (None when unknown)."""
+    import inspect
+
+    try:
+        function = inspect.unwrap(function)
+        path = inspect.getsourcefile(function)
+        line = inspect.getsourcelines(function)[1]
+    except (TypeError, OSError, ValueError, AttributeError):
+        return None
+    return {"file": str(path), "line": int(line)} if path else None
 
 
 def _arguments(specs, payloads):
@@ -170,7 +184,7 @@ def serve(sock, init: dict) -> None:
             function, message, changes = import_target(request["target"])
             baseline = state.snapshot()
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
-                           "import_changes": changes}, []
+                           "import_changes": changes, "where": _where(function)}, []
         elif request.get("op") == "call" and function is not None:
             reply, data = _call(function, request, payloads, baseline)
         else:

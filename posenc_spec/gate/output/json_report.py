@@ -5,7 +5,8 @@ The JSON Schema ships as ``posenc_spec/data/report-v1.schema.json``. In short::
     {"schema_version": 1, "tool": {"name", "version"}, "environment": {"posenc_spec",
      "python", "numpy", "torch", "platform"}, "config": path or null, "status": "conforms" |
      "does-not-conform" | "error", "shard": {"index", "count"}, "total_targets": N,
-     "targets": [{"position", "target", "resolved", "source", "declaration": {...},
+     "targets": [{"position", "target", "resolved", "source", "location": {"file", "line"}
+                  or null, "declaration": {...},
                   "status", "seconds", "warnings": [...], "checks": [{"id", "status",
                   "reason", "worst": {"index", "size", "actual", "expected", "error",
                   "tolerance", "ratio"} or null}], ...}]}
@@ -66,8 +67,10 @@ def check_entry(check) -> dict:
 
 def target_entry(report, position: int, extra: dict | None = None) -> dict:
     declaration = report.declaration
+    location = {"file": report.where[0], "line": report.where[1]} if report.where else None
     entry = {"position": position, "target": declaration.name, "resolved": declaration.target,
-             "source": declaration.source or None, "declaration": declaration.as_dict(), "status": report.status,
+             "source": declaration.source or None, "location": location,
+             "declaration": declaration.as_dict(), "status": report.status,
              "seconds": round(report.seconds, 3), "warnings": list(report.warnings),
              "checks": [check_entry(check) for check in report.checks]}
     entry.update(extra or {})
