@@ -50,12 +50,14 @@ class Worst:
 @dataclass(frozen=True)
 class CheckResult:
     """One check's verdict: ``status`` is one of :data:`STATUSES`; ``worst`` the element a
-    failed (or passed) numeric check judged worst, when it has one."""
+    failed (or passed) numeric check judged worst, when it has one; ``details`` what a
+    check reports beyond one element (the regression check: one entry per recorded call)."""
 
     name: str
     status: str
     message: str
     worst: Worst | None = None
+    details: tuple = ()
 
     @property
     def passed(self) -> bool:

@@ -1,4 +1,4 @@
-"""``posenc-spec``: check, identify, plot and merge from the command line.
+"""``posenc-spec``: check, merge, identify, plot, snapshot and diff from the command line.
 
 Each subcommand lives in :mod:`posenc_spec.commands`; this module only wires them.
 """
@@ -12,7 +12,7 @@ from posenc_spec import __version__
 
 
 def build_parser():
-    from posenc_spec.commands import check, identify, plot
+    from posenc_spec.commands import check, diff, identify, plot, snapshot
     from posenc_spec.commands.arguments import Parser
 
     parser = Parser(prog="posenc-spec", allow_abbrev=False,
@@ -22,6 +22,8 @@ def build_parser():
     check.register(subparsers)
     identify.register(subparsers)
     plot.register(subparsers)
+    snapshot.register(subparsers)
+    diff.register(subparsers)
     return parser
 
 

@@ -24,7 +24,7 @@ import pytest
 
 # option destination -> declaration key
 _KEYS = {f"posenc_{key}": key for key in ("convention", "layout", "first", "freq_shift", "base", "offset", "scale",
-                                          "odd", "api", "t_max", "max_positions", "timeout")}
+                                          "odd", "api", "t_max", "max_positions", "timeout", "against", "max_ulp")}
 
 
 def pytest_addoption(parser) -> None:

@@ -67,8 +67,16 @@ def add_declaration_arguments(parser: argparse.ArgumentParser, api_choices=None)
     parser.add_argument("--timeout", **text, help="seconds for the import and for each call (default 60)")
 
 
+def add_against_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--against", metavar="FILE.npz", default=None,
+                        help="replay the calls of a snapshot (posenc-spec snapshot) and compare in ULPs; without "
+                             "convention flags only this regression check runs")
+    parser.add_argument("--max-ulp", dest="max_ulp", metavar="N", default=None,
+                        help="the largest ULP distance --against allows (default 0: bit for bit)")
+
+
 def declaration_flags(args: argparse.Namespace) -> dict:
-    keys = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout")
+    keys = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout", "against", "max_ulp")
     return {key: getattr(args, key, None) for key in keys}
 
 

@@ -17,7 +17,7 @@ from posenc_spec.gate.declaration import declare, run_options
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.output import destination, json_report, text
 
-from .arguments import add_declaration_arguments, add_run_arguments, declaration_flags, error
+from .arguments import add_against_arguments, add_declaration_arguments, add_run_arguments, declaration_flags, error
 
 CHECK_EPILOG = """\
 exit status: 0 conforms; 1 does not conform (a check failed: the target raised, exited,
@@ -28,7 +28,7 @@ check ids (for --xfails files and the reports; S names a slot of the grid such a
 4096x1024 or every-step-x128, the same whatever --max-positions or --t-max):
 import, call[S], finite[S], formula[S], range[S], pair-norm[S], row-norm[S],
 position-zero[S], frequencies[S], relative-offset[S], dot-product[S], degenerate[d=2],
-degenerate[L=1], odd[7], odd[65], determinism, global-state.
+degenerate[L=1], odd[7], odd[65], determinism, global-state; regression (--against).
 See posenc_spec.gate.grid for what each one checks and for the grid.
 
 Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml with a
@@ -46,6 +46,7 @@ def register(subparsers) -> None:
                        help="package.module:attr or path/to/file.py:attr (attr may be dotted)")
     check.add_argument("--config", metavar="FILE", help="a TOML file of [[targets]] (or a pyproject.toml)")
     add_declaration_arguments(check)
+    add_against_arguments(check)
     check.add_argument("--xfails", metavar="FILE", help="known deviations: check ids or glob patterns, # reasons")
     check.add_argument("--json", metavar="FILE", help="write the report as JSON (- for standard output)")
     check.add_argument("--plots", metavar="DIR", help="write pictures of each target that does not conform")

@@ -60,8 +60,9 @@ class CallRequest:
 @dataclass(eq=False)
 class Outcome:
     """What one call did. ``status``: ``ok`` (``arrays`` hold the result in the dtype
-    produced, bfloat16 as the float32 it converts to exactly; ``dtypes`` name them),
-    ``raised`` (``exception`` names the type), ``exit`` (sys.exit and other BaseExceptions),
+    produced, bfloat16 as the float32 it converts to exactly; ``dtypes`` name them;
+    ``containers`` say whether each came as a torch tensor or otherwise), ``raised``
+    (``exception`` names the type), ``exit`` (sys.exit and other BaseExceptions),
     ``bad`` (returned something that is not numbers), ``died``, ``hung``, ``limit`` (a
     resource limit stopped it), ``malformed`` (the reply broke the protocol) or
     ``not-run``. ``message`` says it in one line; ``state`` names global state the call
@@ -72,6 +73,7 @@ class Outcome:
     message: str
     arrays: list = field(default_factory=list)
     dtypes: list = field(default_factory=list)
+    containers: list = field(default_factory=list)
     is_tuple: bool = False
     state: list = field(default_factory=list)
     written: list = field(default_factory=list)

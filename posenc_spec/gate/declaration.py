@@ -20,6 +20,12 @@ the value; the message is the same whichever way it came in. The keys::
     max_positions   cap on every length of the grid            (an int >= 1)
     xfails          a file of known deviations (:mod:`posenc_spec.gate.xfails`)
     timeout         seconds for the import and for each call   (default 60; at most MAX_TIMEOUT)
+    against         a snapshot (``posenc-spec snapshot``): replay its calls and compare in ULPs
+    max_ulp         the largest ULP distance ``against`` allows (default 0: bit for bit)
+
+With ``against`` and none of the keys that declare a convention (``convention``, its six
+fields, ``odd``), only the ``regression`` check runs: a snapshot judges any encoding, also
+one no convention describes.
 """
 
 from __future__ import annotations
@@ -29,12 +35,16 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from posenc_spec.conventions import FUNCTIONS, LAYOUTS, ODD_BEHAVIOURS, PRESETS, Convention, get_convention
 
 from .errors import UsageError
 from .loader import TargetError, absolute_target
 from .xfails import Xfails, read_xfails
+
+if TYPE_CHECKING:
+    from posenc_spec.regression import Snapshot
 
 APIS = ("table", "timesteps")
 ODD_CHOICES = (*ODD_BEHAVIOURS, "skip")
@@ -49,7 +59,10 @@ MAX_T_MAX = float(2**63 - 2**10)
 MAX_INT = 2**63 - 1
 
 CONVENTION_KEYS = ("layout", "first", "freq_shift", "base", "offset", "scale")
-KEYS = ("target", "convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "xfails", "timeout")
+DECLARING_KEYS = ("convention", *CONVENTION_KEYS, "odd")
+KEYS = ("target", "convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "xfails", "timeout",
+        "against", "max_ulp")
+MAX_ULP = 2**62  # beyond any distance between two finite float64 values that matters
 
 
 def flag(key: str) -> str:
@@ -126,6 +139,8 @@ class Declaration:
     user wrote it and ``source`` where it was declared (for reports and annotations);
     ``search_path`` holds the folders put first on the target's import path (a config
     file's folder, so that its module targets import from wherever the gate runs).
+    ``against`` is a snapshot whose calls are replayed and compared within ``max_ulp``;
+    ``formula`` says whether the convention's checks run (False: only ``regression``).
     ``api="table"`` calls ``fn(num_positions, dim)``; ``api="timesteps"`` calls
     ``fn(timesteps, dim)`` with 1-D int64 and float32 torch tensors of values in ``[0,
     t_max]``. ``max_positions`` caps every length of the grid. ``skip_odd`` tests no odd
@@ -144,6 +159,10 @@ class Declaration:
     written: str = ""
     source: str = ""
     search_path: tuple[str, ...] = ()
+    against: Snapshot | None = field(default=None, compare=False)
+    against_path: str | None = None
+    max_ulp: int = 0
+    formula: bool = True
 
     @property
     def name(self) -> str:
@@ -164,7 +183,8 @@ class Declaration:
         fields = self.convention.as_dict()
         fields["odd"] = self.odd
         return {"preset": self.preset, **fields, "api": self.api, "t_max": self.t_max,
-                "max_positions": self.max_positions, "timeout": self.timeout}
+                "max_positions": self.max_positions, "timeout": self.timeout, "formula": self.formula,
+                "against": self.against_path, "max_ulp": self.max_ulp}
 
 
 def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> Declaration:
@@ -212,19 +232,42 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         raise UsageError(f"{where}{error}") from None
     xfails = Xfails()
     if "xfails" in keys:
-        if not isinstance(keys["xfails"], (str, os.PathLike)):
-            _fail(name("xfails"), "a file path", keys["xfails"])
-        path = Path(keys["xfails"])
-        xfails = read_xfails(path if path.is_absolute() or base_dir is None else Path(base_dir) / path)
+        xfails = read_xfails(_path(name("xfails"), keys["xfails"], base_dir))
+    api = choice(name("api"), keys["api"], APIS) if "api" in keys else None
+    against = against_path = None
+    if "against" in keys:
+        against_path = str(_path(name("against"), keys["against"], base_dir))
+        against = _read_snapshot(against_path, api)
+        api = api or against.api
     return Declaration(
         target=resolved, convention=convention, preset=preset,
-        api=choice(name("api"), keys.get("api", "table"), APIS),
+        api=api or "table",
         t_max=number(name("t_max"), keys.get("t_max", DEFAULT_T_MAX), above=0, maximum=MAX_T_MAX),
         max_positions=integer(name("max_positions"), keys["max_positions"]) if "max_positions" in keys else None,
         skip_odd=odd == "skip", xfails=xfails,
         timeout=number(name("timeout"), keys.get("timeout", DEFAULT_TIMEOUT), above=0, maximum=MAX_TIMEOUT),
         written=target, source=where.rstrip(": "), search_path=(str(base_dir),) if base_dir is not None else (),
+        against=against, against_path=against_path,
+        max_ulp=integer(name("max_ulp"), keys["max_ulp"], minimum=0, maximum=MAX_ULP) if "max_ulp" in keys else 0,
+        formula=against is None or any(key in keys for key in DECLARING_KEYS),
     )
+
+
+def _path(name: str, value, base_dir) -> Path:
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        _fail(name, "a file path", value)
+    path = Path(value)
+    return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+
+
+def _read_snapshot(path: str, api: str | None):
+    from posenc_spec.regression import SnapshotError
+    from posenc_spec.regression.snapshot import read_snapshot
+
+    try:
+        return read_snapshot(path, expect_api=api)
+    except SnapshotError as error:
+        raise UsageError(str(error)) from None
 
 
 # -- the run ----------------------------------------------------------------------------------

@@ -19,12 +19,13 @@ Example::
 from __future__ import annotations
 
 import collections
+import dataclasses
 import threading
 import time
 
 from posenc_spec import checks
 
-from . import grid, judge, vacuity
+from . import against, grid, judge, vacuity
 from .declaration import Declaration, RunOptions
 from .loader import module_key
 from .report import GateReport, KeptTable, finish
@@ -34,17 +35,27 @@ from .sandbox import Limits, root_template
 
 def plan(declaration: Declaration) -> list[str]:
     """Every check id the declaration's report holds, in order."""
-    return grid.plan_ids(probes(declaration))
+    ids = grid.plan_ids(probes(declaration)) if declaration.formula else ["import"]
+    return ids + [against.CHECK_ID] if declaration.against is not None else ids
 
 
 def probes(declaration: Declaration) -> list[grid.Probe]:
+    """The calls of the convention's checks (none when only a snapshot judges the target)."""
+    if not declaration.formula:
+        return []
     return grid.probes_for(declaration.api, declaration.t_max, declaration.max_positions, declaration.skip_odd)
+
+
+def requests(declaration: Declaration) -> list:
+    """Every call a run of ``declaration`` makes: the grid's, then a snapshot's."""
+    replayed = against.replay_requests(declaration.against) if declaration.against is not None else []
+    return [probe.request() for probe in probes(declaration)] + replayed
 
 
 def judge_run(declaration: Declaration, run, keep_table: bool = False) -> GateReport:
     """The report on one target from its turn (:class:`~posenc_spec.gate.runner.TargetRun`)."""
     calls = probes(declaration)
-    ids = grid.plan_ids(calls)
+    ids = plan(declaration)
     results = judge.Results()
     warnings = [f"importing the target changed {change}" for change in run.import_changes]
     if not run.imported:
@@ -52,10 +63,17 @@ def judge_run(declaration: Declaration, run, keep_table: bool = False) -> GateRe
         results.not_run(ids[1:], "import", "the target could not be imported")
         return finish(declaration, ids, results.by_id, results.causes, importable=False, warnings=warnings)
     results.add(judge.passed("import", run.import_message))
+    if declaration.against is not None:
+        replayed = run.outcomes[len(calls):]
+        check, diffs = against.judge_regression(declaration.against, replayed,
+                                                against.replay_requests(declaration.against), declaration.max_ulp)
+        results.add(dataclasses.replace(check, details=tuple(diff.as_dict() for diff in diffs if diff is not None)))
+    if not declaration.formula:
+        return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
     convention = declaration.convention
     firsts, changes, written, kept, worst_ratio = {}, [], [], None, 0.0
     reseeded: list[str] = []
-    for probe, outcome in zip(calls, run.outcomes, strict=True):
+    for probe, outcome in zip(calls, run.outcomes[:len(calls)], strict=True):
         changes += [(probe.slot, change) for change in outcome.state]
         written += [(probe.slot, name) for name in outcome.written]
         if probe.role == "table":
@@ -78,7 +96,7 @@ def judge_run(declaration: Declaration, run, keep_table: bool = False) -> GateRe
                 results.causes[probe.check_id] = f"call[{probe.repeats}]"
             elif outcome.ran:
                 reseeded = judge.reseeded_generators(first, outcome)
-    ran = [outcome for outcome in run.outcomes if outcome.ran]
+    ran = [outcome for outcome in run.outcomes[:len(calls)] if outcome.ran]
     results.add(judge.judge_state(changes, written, reseeded, bool(ran)))
     drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
@@ -143,8 +161,10 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
         return []
     with root_template() as root:
         for declaration in declarations:  # while the template imports torch
-            vacuity.assert_distinguishable(declaration)
-        _prepare_expectations(declarations[0])
+            if declaration.formula:
+                vacuity.assert_distinguishable(declaration)
+        if declarations[0].formula:
+            _prepare_expectations(declarations[0])
         reports: list[GateReport | None] = [None] * len(declarations)
         turns = collections.deque(_turns(declarations))
         lock = threading.Lock()
@@ -162,13 +182,12 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
                     started = time.perf_counter()
                     limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
                     slot.limits = limits
-                    count = len(probes(declaration))
+                    calls = requests(declaration)
                     if shared:
-                        slot.share_module(declaration.target, count, declaration.search_path)
+                        slot.share_module(declaration.target, len(calls), declaration.search_path)
                     else:
                         slot.end_module()
-                    requests = [probe.request() for probe in probes(declaration)]
-                    run = slot.run(declaration.target, requests, declaration.search_path)
+                    run = slot.run(declaration.target, calls, declaration.search_path)
                     report = judge_run(declaration, run, keep_table)
                     report.seconds = time.perf_counter() - started
                     report.where = run.where

@@ -131,10 +131,11 @@ class Probe:
             return [self.check_id]
         return [f"call[{self.slot}]"] + [f"{name}[{self.slot}]" for name in self.table_check_names()]
 
-    def request(self) -> CallRequest:
+    def request(self, label: str | None = None) -> CallRequest:
+        """The call, labelled by the slot (or by ``label``)."""
         first = self.length if self.timesteps is None else ArrayArg(
             self.timesteps, self.timesteps.dtype.name, "torch", "timesteps")
-        return CallRequest(self.slot, (first, self.width), (self.length, self.width), rng=self.rng)
+        return CallRequest(label or self.slot, (first, self.width), (self.length, self.width), rng=self.rng)
 
 
 def _capped(length: int, max_positions: int | None) -> int:

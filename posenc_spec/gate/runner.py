@@ -113,6 +113,7 @@ def _outcome(header: dict, payloads: list, request: CallRequest, call_id: int) -
             array = np.frombuffer(data, dtype=np.dtype(dtype))
         outcome.arrays.append(array.reshape(shape))
         outcome.dtypes.append(dtype)
+        outcome.containers.append("torch" if spec.get("container") == "torch" else "numpy")
     outcome.is_tuple = bool(header.get("tuple"))
     descriptions = [_text(spec.get("description", ""), 120) for spec in specs]
     outcome.message = "; ".join(description for description in descriptions if description)

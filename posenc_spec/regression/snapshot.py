@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import importlib.metadata
 import json
 import math
 import os
-import platform
 import re
 import secrets
 import struct
@@ -46,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 import numpy.lib.format as npy
+
+from posenc_spec.environment import environment
 
 from . import (
     CONTAINERS,
@@ -67,17 +67,6 @@ MAX_TOTAL_ELEMENTS = 2**27  # 0.5 GiB of float32; the gate's default grid record
 MAX_NPY_HEADER = 10_000  # numpy's own default bound for parsing a header
 _MEMBER_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _TOP_KEYS = {"format", "format_version", "meta", "calls", "sha256"}
-
-
-def environment() -> dict:
-    """Versions of what produced the values: posenc_spec, Python, NumPy, torch, the platform."""
-    def version(package):
-        try:
-            return importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            return "not installed"
-    return {"posenc_spec": version("posenc-spec"), "python": platform.python_version(),
-            "numpy": np.__version__, "torch": version("torch"), "platform": platform.platform()}
 
 
 def snapshot_meta(target: str, api: str, **extra) -> dict:

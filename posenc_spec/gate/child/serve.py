@@ -14,7 +14,8 @@ Replies::
     {"op": "loaded", "ok": true, "message": "...", "import_changes": [...],
      "where": {"file": "...", "line": 12} or null}
     {"op": "result", "id": 3, "status": "ok" | "raised" | "exit" | "bad", "message": "...",
-     "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "..."}],
+     "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "...",
+                                 "container": "torch" | "numpy"}],
      "state": [...], "written": [argument names], "rng_before": {...}, "rng_after": {...}}
                                                                   + one payload per array
 
@@ -159,7 +160,8 @@ def _call(function, request, payloads, baseline):
                 raise BadResult(f"returned {size} bytes ({shapes}), more than this call's largest "
                                 f"legitimate result ({request['max_bytes']} bytes)")
             reply["tuple"] = is_tuple
-            reply["arrays"] = [{"dtype": dtype, "shape": list(array.shape), "description": one_line(description, 120)}
+            reply["arrays"] = [{"dtype": dtype, "shape": list(array.shape), "description": one_line(description, 120),
+                                "container": "torch" if description.startswith("torch ") else "numpy"}
                                for array, dtype, description in converted]
             data = [array for array, _, _ in converted]
         except BadResult as error:

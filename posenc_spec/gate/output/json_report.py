@@ -61,8 +61,11 @@ def overall_status(statuses) -> str:
 
 
 def check_entry(check) -> dict:
-    return {"id": check.name, "status": check.status, "reason": check.message,
-            "worst": check.worst.as_dict() if check.worst is not None else None}
+    entry = {"id": check.name, "status": check.status, "reason": check.message,
+             "worst": check.worst.as_dict() if check.worst is not None else None}
+    if check.details:
+        entry["details"] = list(check.details)
+    return entry
 
 
 def target_entry(report, position: int, extra: dict | None = None) -> dict:

@@ -19,7 +19,38 @@ def run_header(count: int, config: str | None, jobs: int, shard=(1, 1)) -> str:
 
 def target_header(report) -> str:
     declaration = report.declaration
-    return f"{declaration.name}  [{declaration.api} API, {declaration.convention_name()}, odd={declaration.odd}]"
+    parts = [f"{declaration.api} API"]
+    if declaration.formula:
+        parts += [declaration.convention_name(), f"odd={declaration.odd}"]
+    if declaration.against is not None:
+        parts.append(f"against {declaration.against_path} (max {declaration.max_ulp} ULP)")
+    return f"{declaration.name}  [{', '.join(parts)}]"
+
+
+MAX_DETAIL_LINES = 8
+
+
+def detail_lines(check) -> list[str]:
+    """The regression check's comparisons that failed, one line each (at most MAX_DETAIL_LINES)."""
+    lines = []
+    for call in check.details:
+        if call["passed"]:
+            continue
+        if call["problem"]:
+            lines.append(f"      {call['label']}: {call['problem']}")
+        for output in call["outputs"]:
+            if output["passed"]:
+                continue
+            if output["problem"]:
+                lines.append(f"      {call['label']}: {output['problem']}")
+                continue
+            buckets = ", ".join(f"{label}: {count}" for label, count in output["histogram"].items() if count)
+            lines.append(f"      {call['label']} output {output['output']}: max {output['max_ulp']} ULP at "
+                         f"{output['worst_index']}: old {output['old_value']!r}, new {output['new_value']!r}; "
+                         f"{output['changed']} of {output['size']} changed (ULPs {buckets})")
+    if len(lines) > MAX_DETAIL_LINES:
+        lines = lines[:MAX_DETAIL_LINES] + [f"      ... {len(lines) - MAX_DETAIL_LINES} more (--json FILE records them)"]
+    return lines
 
 
 def _is_not_run(check) -> bool:
@@ -32,6 +63,10 @@ def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
     lines = [target_header(report)]
     not_run = unlisted = 0
     for check in report.checks:
+        if check.details:  # the regression check: always said, with what changed
+            lines.append(f"  {TAGS[check.status]} {check.name}: {check.message}")
+            lines += detail_lines(check)
+            continue
         if check.status == "passed" and not verbose:
             continue
         if not verbose and _is_not_run(check):

@@ -1,0 +1,58 @@
+"""``posenc-spec diff OLD.npz NEW.npz``: two snapshots compared in ULPs, nothing called.
+
+For example a CPU run against a GPU run, or two library versions. Exit status: 0 every
+output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable, truncated or tampered
+snapshot, or two snapshots of different calls or APIs.
+"""
+
+from __future__ import annotations
+
+from posenc_spec.gate.declaration import MAX_ULP, integer
+from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.output import destination, json_report
+
+from .arguments import error
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("diff", help="compare two snapshots in ULPs",
+                                   description="Compare two snapshots (posenc-spec snapshot) output by output, in ULPs.")
+    parser.add_argument("old", metavar="OLD.npz")
+    parser.add_argument("new", metavar="NEW.npz")
+    parser.add_argument("--max-ulp", dest="max_ulp", default=None, metavar="N",
+                        help="the largest ULP distance allowed (default 0: bit for bit)")
+    parser.add_argument("--json", metavar="FILE", help="write the comparison as JSON (- for standard output)")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    import sys
+
+    from posenc_spec.regression import SnapshotError
+    from posenc_spec.regression.compare import compare_snapshots
+    from posenc_spec.regression.snapshot import read_snapshot
+
+    try:
+        max_ulp = integer("--max-ulp", args.max_ulp if args.max_ulp is not None else 0, minimum=0, maximum=MAX_ULP)
+        if args.json is not None:
+            destination.check("--json", args.json)
+        old = read_snapshot(args.old)
+        new = read_snapshot(args.new, expect_api=old.api)
+        diffs = compare_snapshots(old, new, max_ulp)
+    except (UsageError, SnapshotError) as problem:
+        return error("diff", problem)
+    failing = [diff for diff in diffs if not diff.passed]
+    out = sys.stderr if args.json == "-" else sys.stdout
+    for diff in failing or diffs[:0]:
+        destination.emit(f"  {diff.describe()}\n", out)
+    verdict = "within" if not failing else "beyond"
+    destination.emit(f"{args.old} -> {args.new}: {len(diffs) - len(failing)} of {len(diffs)} calls within {max_ulp} "
+                     f"ULP ({verdict})\n", out)
+    if args.json is not None:
+        data = {"old": args.old, "new": args.new, "max_ulp": max_ulp, "passed": not failing,
+                "calls": [diff.as_dict() for diff in diffs]}
+        try:
+            destination.write(args.json, json_report.to_text(data))
+        except OSError as problem:
+            return error("diff", f"cannot write {args.json}: {problem.strerror or problem}")
+    return 1 if failing else 0
