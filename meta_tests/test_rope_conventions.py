@@ -206,6 +206,24 @@ def test_yarn_ramp_ends(truncate):
     assert np.all(np.diff(ratio) <= 2 * float64_slack(conv, 128)[1:]) and ratio.min() >= 1 / 16 * (1 - slack.max())
 
 
+def test_yarn_with_one_edge_steps_at_it():
+    """beta_fast == beta_slow untruncated: ``low == high``, the 0.001 guard makes the ramp a
+    step there, with no division by zero: f below the edge, f/s above."""
+    conv = RopeConvention("yarn", params={"factor": 8.0, "beta_fast": 4.0, "beta_slow": 4.0, "truncate": False,
+                                          "original_max_position_embeddings": 4096})
+    base, _ = RopeConvention().frequencies(128)
+    scaled, _ = conv.frequencies(128)
+    turns = 4096 * base / (2 * np.pi)
+    slack = base * 2 * float64_slack(conv, 128)
+    assert np.all(np.isfinite(scaled)) and (turns > 4).any() and (turns < 4).any()
+    assert_within(scaled[turns > 4], base[turns > 4], slack[turns > 4], "yarn below the edge")
+    assert_within(scaled[turns < 4] * 8, base[turns < 4], slack[turns < 4], "yarn above the edge")
+    # L0 = 6 < 2 pi: both edges clamp to pair 0, which keeps f_0 = 1; every other pair gets f/s.
+    tiny, _ = conv.replace(params={"factor": 8.0, "original_max_position_embeddings": 6}).frequencies(128)
+    assert tiny[0] == 1.0 and np.all(np.isfinite(tiny))
+    assert_within(tiny[1:] * 8, base[1:], slack[1:], "yarn with L0 = 6")
+
+
 def test_yarn_attention_factor():
     """A = 0.1 ln s + 1 by default, 1 when mscale equals mscale_all_dim (DeepSeek-V3), 1 at
     s <= 1, and an explicit attention_factor wins."""
