@@ -84,6 +84,13 @@ def test_other_shapes_on_the_hub(config, expected, head_dim):
     assert (declared.convention, declared.head_dim, declared.source) == (expected, head_dim, "<config dict>")
 
 
+def test_rope_scaling_wins_over_rope_parameters():
+    """With both, transformers takes ``rope_scaling``; so does the reader."""
+    both = {**BASE, "rope_parameters": {"rope_type": "linear", "factor": 2.0},
+            "rope_scaling": {"type": "linear", "factor": 4.0}}
+    assert read_config(both).convention.param("factor") == 4.0
+
+
 def test_rope_interleave_states_the_layout():
     """DeepSeek's ``rope_interleave`` says which layout; without it the config states none."""
     assert read_config({**BASE, "rope_interleave": True}).layout == "interleaved"

@@ -6,7 +6,8 @@ Three shapes are found on the hub and in transformers 5:
 - the same nested by layer type (``{"full_attention": {...}, "sliding_attention": {...}}``,
   Gemma 3 and 4): the caller names the ``layer_type``;
 - the older top-level ``rope_theta`` with a ``rope_scaling`` dict whose type key is
-  ``rope_type`` or ``type`` (``"su"`` is Phi-3's early name for ``longrope``).
+  ``rope_type`` or ``type`` (``"su"`` is Phi-3's early name for ``longrope``); as in
+  transformers, a non-empty ``rope_scaling`` wins over ``rope_parameters``.
 
 As in transformers, ``rope_theta`` and ``partial_rotary_factor`` may sit beside the RoPE dict
 (GPT-NeoX spells them ``rotary_emb_base`` and ``rotary_pct``); llama3, yarn and longrope take
@@ -104,9 +105,7 @@ def _is_nested(parameters: dict) -> bool:
 
 def _rope_dict(data: dict, name: str, layer_type) -> tuple[dict, bool]:
     """The RoPE dict the config states for ``layer_type``, and whether it came nested."""
-    parameters = data.get("rope_parameters")
-    if parameters is None:
-        parameters = data.get("rope_scaling") or {}
+    parameters = data.get("rope_scaling") or data.get("rope_parameters") or {}  # transformers' precedence
     if not isinstance(parameters, dict):
         raise RopeConfigError(f"{name}: rope_parameters must be an object, got {parameters!r}")
     if not _is_nested(parameters):

@@ -13,11 +13,11 @@ layout asks :func:`pair_columns`.
 :func:`exact_frequencies` and :func:`exact_cache_values` evaluate the formulas of
 :mod:`posenc_spec.rope.conventions` at 40 significant digits from the exact inputs and
 round once to float64. The float64 paths (:func:`cache`, :func:`apply`) are off those
-values by at most :func:`posenc_spec.tolerance.rope_cache_tolerance` (and
-``rope_apply_tolerance``) with every dtype float64: about ``(2 x_i + 8) 2**-53 |p f'_i|``,
-some 1e-11 at position 131072 (``meta_tests/test_rope_oracle.py`` measures it against
-mpmath for every type). They are vectorised: 131072 positions x 64 pairs take a fraction
-of a second.
+values by at most :func:`posenc_spec.tolerance.rope_cache_bound` (and ``rope_apply_bound``)
+with every dtype float64: ``((2 x_i + 4) |p f'_i| + 5) 2**-53`` with ``x_i = (2i/r) ln theta``
+for the default type, up to 1e-10 near position 131072 (``meta_tests/test_rope_oracle.py``
+measures it against mpmath for every type). They are vectorised: the cache of 131072
+positions x 64 pairs takes about half a second.
 """
 
 from __future__ import annotations
