@@ -225,8 +225,8 @@ def rope_frequency_error(conv, head_dim, seq_len=None, angle_dtype=DEFAULT_ANGLE
         return (2 * e * abs(np.log(conv.theta_dynamic(r, seq_len))) + 3) * u + e * dth
     if kind == "yarn":
         low, high = conv.yarn_range(r)
-        d_end = 0.0 if conv.param("truncate", True) else u * (3 * r / (2 * ln_theta) + (7 + 1 / ln_theta) * max(
-            abs(low), abs(high)))
+        edge = max(abs(low), abs(high))
+        d_end = 0.0 if conv.param("truncate", True) else u * (3 * r / (2 * ln_theta) + (7 + 1 / ln_theta) * edge)
         n, span = np.arange(e.size) - low, high - low
         w = np.clip(n / span, 0.0, 1.0)
         dw = _quotient_error(n, span, d_end + u * (abs(low) + np.minimum(abs(n), abs(span))),
