@@ -180,6 +180,13 @@ def test_huge_announcement_is_refused_unread(run):
     assert run["peak_kib"] * 1024 < ANNOUNCED_BYTES / 2, f"the gate's peak grew by {run['peak_kib']} KiB"
 
 
+@pytest.mark.xfail(strict=True, reason="gate bug: the loader puts a file target's folder on sys.path itself, then "
+                                       "warns that importing the target changed sys.path")
+def test_correct_file_target_gets_no_warning(run):
+    """A file target whose import changes nothing is warned about nothing."""
+    assert run["reports"]["vaswani_table"].warnings == []
+
+
 def test_draws_are_warned_about_by_name(run):
     """Drawing from torch's generator is a warning that names it."""
     warnings_ = run["reports"]["draws_from_generators"].warnings
