@@ -1,0 +1,77 @@
+"""Targets that exhaust what their process may take: memory, processes, the reply channel.
+
+Each must fail one ``call[...]`` with a reason naming the limit, and leave nothing
+behind: the gate, and the next target, carry on. The fork bomb is bounded
+(``FORK_BOMB_SIZE`` processes that exit after ``FORK_BOMB_SLEEP`` seconds), so that a gate
+that failed to stop it could not harm the machine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+
+import numpy as np
+from forged import reply_socket
+from hostile_tables import vaswani
+
+from posenc_spec.gate.child.protocol import MAGIC, PREFIX
+
+CHUNK_BYTES = 64 * 2**20
+FORK_BOMB_SIZE = 40
+FORK_BOMB_SLEEP = 30.0
+# What announces_huge_reply claims to send: far beyond any table the grid asks for.
+ANNOUNCED_BYTES = 2**30
+_CALLS = itertools.count()
+
+
+def grows_without_bound(num_positions, dim):
+    """On its first call reserves memory in 64 MiB arrays until the allocation fails; the
+    other calls return the correct table.
+
+    Verdict: does not conform; ``call[50x8]`` fails naming the memory limit."""
+    if next(_CALLS) == 0:
+        hoard = []
+        while True:
+            hoard.append(np.empty(CHUNK_BYTES, dtype=np.uint8))
+    return vaswani(num_positions, dim)
+
+
+def fork_bomb(num_positions, dim):
+    """Forks ``FORK_BOMB_SIZE`` sleeping processes, appending each pid to the file that
+    ``POSENC_HOSTILE_PIDS`` names, then sleeps itself.
+
+    Verdict: does not conform; ``call[50x8]`` fails naming the --max-processes limit, and
+    every process it forked is gone when the gate returns."""
+    with open(os.environ["POSENC_HOSTILE_PIDS"], "a") as record:
+        for _ in range(FORK_BOMB_SIZE):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(FORK_BOMB_SLEEP)
+                os._exit(0)
+            record.write(f"{pid}\n")
+            record.flush()
+    time.sleep(FORK_BOMB_SLEEP)
+    return vaswani(num_positions, dim)
+
+
+def oversized_result(num_positions, dim):
+    """Returns 64 times the rows asked for (honestly: the child measures it).
+
+    Verdict: does not conform; ``call[50x8]`` fails: more than the call's largest legitimate result."""
+    return np.zeros((64 * num_positions, dim), np.float32)
+
+
+def announces_huge_reply(num_positions, dim):
+    """Writes a reply header announcing ``ANNOUNCED_BYTES`` of data (and sends none), then
+    returns the correct table.
+
+    Verdict: does not conform; ``call[50x8]`` fails naming the size, and the gate never
+    reserves memory for it."""
+    header = {"op": "result", "id": 0, "status": "ok", "tuple": False, "state": [], "nbytes": [ANNOUNCED_BYTES],
+              "arrays": [{"dtype": "float32", "shape": [ANNOUNCED_BYTES // 4], "description": "huge"}]}
+    text = json.dumps(header).encode()
+    os.write(reply_socket(), PREFIX.pack(MAGIC, len(text)) + text)
+    return vaswani(num_positions, dim)

@@ -1,0 +1,136 @@
+"""Real sinusoidal modules of transformers whose construction draws from torch's global
+random number generator, built inside the call, as a model builds them.
+
+Each module below is an ``nn.Embedding``: constructing it initialises a random weight
+(it draws from torch's generator), which the encoding then overwrites. The adapters
+construct the module in every call, with no ``fork_rng`` around it, and return the table
+its forward pass gives; the gate must see the draw (a warning, never a failure) and a
+table that does not depend on it (``determinism`` passes).
+
+- Marian, Pegasus, RoFormer, Autoformer, Informer and TimeSeriesTransformer share one
+  ``create_weight`` (copied from Marian's): ``pos / 10000 ** (2 (j // 2) / dim)``, the
+  sines of the even ``j`` in the first ``ceil(dim/2)`` columns and the cosines of the odd
+  ``j`` after them: ``concat``, odd widths as ``ceil``. transformers 5 leaves the weight
+  random until a model's ``_init_weights`` copies ``create_weight()`` into it; the
+  adapters do that copy, then call ``forward``. Their tables are Python loops (about a
+  second for 512 x 1024), so they are gated at 64 positions (the 50 x 8 call already tells
+  every preset apart; ``test_gate_transformers`` gates Marian up to 512).
+- FSMT's ``SinusoidalPositionalEmbedding`` is built for its padding row alone, and its
+  ``forward`` grows the table for longer inputs with ``get_embedding`` (tensor2tensor's
+  formula, odd widths zero-padded); non-padding tokens sit at positions
+  ``padding_idx + 1`` onwards: ``fairseq`` (offset 2), on the whole grid. At width 2 its
+  ``log(10000) / (half_dim - 1)`` divides by zero: raising is what the gate expects there.
+
+``posenc-spec identify`` names the same conventions for these adapters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers.models.autoformer.modeling_autoformer import AutoformerSinusoidalPositionalEmbedding
+from transformers.models.fsmt.modeling_fsmt import SinusoidalPositionalEmbedding as FSMTSinusoidalPositionalEmbedding
+from transformers.models.informer.modeling_informer import InformerSinusoidalPositionalEmbedding
+from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+from transformers.models.pegasus.modeling_pegasus import PegasusSinusoidalPositionalEmbedding
+from transformers.models.roformer.modeling_roformer import RoFormerSinusoidalPositionalEmbedding
+from transformers.models.time_series_transformer.modeling_time_series_transformer import (
+    TimeSeriesSinusoidalPositionalEmbedding,
+)
+
+from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.engine import check_many
+
+HERE = Path(__file__).resolve()
+FSMT_PADDING_INDEX = 1  # FSMT's configs use pad_token_id 1
+DRAW_WARNING = "draws from torch's global random number generator"
+SMALL = 64
+
+
+def _initialised(module_class, num_positions, dim):
+    """Construct (drawing the random weight), copy ``create_weight()`` over it as the
+    model's ``_init_weights`` does, and look up positions 0 .. num_positions - 1."""
+    module = module_class(num_positions, dim)
+    with torch.no_grad():
+        module.weight.copy_(module.create_weight())
+    return module(torch.Size([1, num_positions]))
+
+
+def marian(num_positions, dim):
+    return _initialised(MarianSinusoidalPositionalEmbedding, num_positions, dim)
+
+
+def pegasus(num_positions, dim):
+    return _initialised(PegasusSinusoidalPositionalEmbedding, num_positions, dim)
+
+
+def roformer(num_positions, dim):
+    return _initialised(RoFormerSinusoidalPositionalEmbedding, num_positions, dim)
+
+
+def autoformer(num_positions, dim):
+    return _initialised(AutoformerSinusoidalPositionalEmbedding, num_positions, dim)
+
+
+def informer(num_positions, dim):
+    return _initialised(InformerSinusoidalPositionalEmbedding, num_positions, dim)
+
+
+def time_series_transformer(num_positions, dim):
+    return _initialised(TimeSeriesSinusoidalPositionalEmbedding, num_positions, dim)
+
+
+def fsmt(num_positions, dim):
+    """Built for the padding row alone; ``forward`` on a row of non-padding tokens grows
+    the table and returns positions ``padding_idx + 1`` onwards."""
+    module = FSMTSinusoidalPositionalEmbedding(FSMT_PADDING_INDEX + 1, dim, FSMT_PADDING_INDEX)
+    tokens = torch.full((1, num_positions), FSMT_PADDING_INDEX + 1, dtype=torch.long)
+    return module(tokens)[0]
+
+
+# adapter -> (declared preset, odd widths, positions it is gated up to)
+ADAPTERS = {
+    "marian": ("concat", "ceil", SMALL),
+    "pegasus": ("concat", "ceil", SMALL),
+    "roformer": ("concat", "ceil", SMALL),
+    "autoformer": ("concat", "ceil", SMALL),
+    "informer": ("concat", "ceil", SMALL),
+    "time_series_transformer": ("concat", "ceil", SMALL),
+    "fsmt": ("fairseq", "zero-pad", None),
+}
+# The neighbour each declaration must not be mistaken for (the frequency shift, or the
+# offset): the same adapters declared so do not conform.
+MISDECLARED = {"marian": "tensor2tensor", "fsmt": "tensor2tensor"}
+
+
+def _declaration(name, preset, odd, max_positions):
+    keys = {"target": f"{HERE}:{name}", "convention": preset, "odd": odd, "timeout": 60}
+    return declare(keys if max_positions is None else {**keys, "max_positions": max_positions})
+
+
+@pytest.fixture(scope="module")
+def reports():
+    """One run for every adapter (the gate imports this file once for all of them)."""
+    declarations = {(name, "declared"): _declaration(name, *spec) for name, spec in ADAPTERS.items()}
+    declarations |= {(name, preset): _declaration(name, preset, "skip", SMALL) for name, preset in MISDECLARED.items()}
+    return dict(zip(declarations, check_many(declarations.values(), run_options(jobs=1)), strict=True))
+
+
+@pytest.mark.parametrize("name", list(ADAPTERS))
+def test_conforms_while_drawing_from_torch(reports, name):
+    """The module conforms to its convention; constructing it draws from torch's generator,
+    which the gate says in a warning, and the table does not depend on the draw."""
+    report = reports[name, "declared"]
+    assert report.conforms, [(check.name, check.message) for check in report.failures()[:3]]
+    assert any(warning.startswith(DRAW_WARNING) for warning in report.warnings), report.warnings
+    assert report.result("determinism").status == "passed"
+    assert report.result("global-state").status == "passed", report.result("global-state").message
+
+
+@pytest.mark.parametrize("name", list(MISDECLARED))
+def test_misdeclared_neighbour_does_not_conform(reports, name):
+    """Declared as its neighbour, the same module fails the formula at the first size."""
+    report = reports[name, MISDECLARED[name]]
+    assert report.result("formula[50x8]").status == "failed", report.result("formula[50x8]").message
