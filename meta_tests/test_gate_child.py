@@ -162,7 +162,7 @@ def test_results_in_any_container_and_byte_order(tmp_path):
     ("a table", "returned a str"),
     (np.zeros((2, 2), dtype=np.int64), "int64 values, not floating point"),
     (np.zeros((2, 2), dtype=bool), "bool values, not floating point"),
-    (np.array([object()]), "not numbers"),
+    (np.array([object()]), "object values, not floating point"),
     (torch.zeros(2, dtype=torch.int32), "int32 values, not floating point"),
     (np.zeros(2, dtype=np.complex64), "complex values (complex64), not real numbers"),
     (torch.zeros(2, dtype=torch.complex64), "complex tensor (complex64)"),

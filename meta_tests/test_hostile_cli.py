@@ -4,8 +4,7 @@ The runs that start the gate are real processes (stdout encodings, FIFOs, umasks
 statuses are theirs), launched together once per module; usage errors that stop the
 command before the gate starts run in this process. A target module that writes a marker
 file when imported (``meta_tests/hostile/output.py``) shows whether a command stopped
-before any target ran. Cases the gate gets wrong today are strict xfails whose reason
-starts with "gate bug".
+before any target ran.
 """
 
 from __future__ import annotations
@@ -49,8 +48,6 @@ REFUSED = [
     (["--jobs", "0"], "--jobs"),
     (["--shard", "3/2"], "--shard"),
 ]
-UNWRITABLE_AS_ROOT = "gate bug: --json's folder is checked with os.access, which says yes to root, so an unwritable " \
-                     "folder (/proc) fails only after every target ran"
 
 
 def _command(*args, umask=None):
@@ -158,7 +155,6 @@ def test_json_to_dev_null(runs):
     assert (status, err) == (0, ""), err[-2000:]
 
 
-@pytest.mark.xfail(os.geteuid() == 0, strict=True, reason=UNWRITABLE_AS_ROOT)
 def test_unwritable_folder_stops_before_any_target(runs):
     """``--json`` into a folder nobody can write (/proc): exit 2 naming the option, before
     the target is imported."""

@@ -3,8 +3,8 @@ pollute their process when imported, module state, and the process tree and repl
 channel (``meta_tests/hostile/isolation``, ``twin_a``/``twin_b``, ``channel.py``).
 
 One run of the gate judges the targets in the order declared (polluter, then a victim
-of another module that fails if any pollution reaches it); the cases the gate gets wrong
-today run apart, as strict xfails whose reason starts with "gate bug".
+of another module that fails if any pollution reaches it); an import that would kill its
+module's shared template, and two lanes at once, run apart.
 """
 
 from __future__ import annotations
@@ -136,9 +136,6 @@ def _same_process_alive(pid: int, start_ticks: int) -> bool:
     return fields[0] not in (b"Z", b"X") and int(fields[19]) == start_ticks
 
 
-@pytest.mark.xfail(strict=True, reason="gate bug: a pending alarm kills the module template of a module with several "
-                                       "targets; check_many then raises SandboxError (an internal error) instead of "
-                                       "reporting on that module's targets, and the next target gets no report")
 def test_import_that_kills_the_module_template():
     """Two targets of a module whose import leaves ``alarm(1)`` pending (the gate imports
     it once for both, and the first outlives the alarm): each gets a verdict that names
@@ -153,9 +150,6 @@ def test_import_that_kills_the_module_template():
     assert reports["victim"].status == CONFORMS, reports["victim"].failures()[:3]
 
 
-@pytest.mark.xfail(strict=True, raises=(AssertionError, subprocess.TimeoutExpired),
-                   reason="gate bug: with --jobs 2 both lanes read the root template's socket at once (Template has "
-                          "no lock): one lane takes the other's reply and the run ends in SandboxError after 30 s")
 def test_parallel_lanes_keep_targets_apart(tmp_path):
     """The polluters, victims and twins under ``posenc-spec check -j 2``: the same verdicts
     as with one lane, exit status 1, every target in the JSON report."""

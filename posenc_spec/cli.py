@@ -31,8 +31,18 @@ def main(argv: list[str] | None = None) -> int:
     # The gate never reaches the network: set before anything imports transformers.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("MPLBACKEND", "Agg")
+    from posenc_spec.commands.arguments import internal_error
+
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        from posenc_spec.gate.output.destination import emit
+
+        emit(f"posenc-spec {args.command}: interrupted\n", sys.stderr)
+        return 130
+    except Exception as problem:  # a fault of ours: one line, never a traceback
+        return internal_error(args.command, problem)
 
 
 if __name__ == "__main__":

@@ -96,3 +96,14 @@ def error(command: str, message) -> int:
 
     emit(f"posenc-spec {command}: error: {message}\n", sys.stderr)
     return USAGE_STATUS
+
+
+def internal_error(command: str, problem: BaseException) -> int:
+    """A fault of posenc-spec itself, in one line (the traceback with POSENC_SPEC_DEBUG=1)."""
+    import os
+    import traceback
+
+    if os.environ.get("POSENC_SPEC_DEBUG"):
+        traceback.print_exc()
+    return error(command, f"internal error: {type(problem).__name__}: {problem} (POSENC_SPEC_DEBUG=1 shows the "
+                          "traceback; please report it)")

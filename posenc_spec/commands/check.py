@@ -89,17 +89,18 @@ def run_check(args) -> int:
         if args.plots is not None and Path(args.plots).exists() and not Path(args.plots).is_dir():
             raise UsageError(f"--plots {args.plots} exists and is not a folder")
         from posenc_spec.gate.engine import check_many, shard
+        from posenc_spec.gate.vacuity import assert_distinguishable
 
         positions = shard(list(range(len(declarations))), *options.shard)
         selected = [declarations[position] for position in positions]
+        for declaration in selected:  # before the header: a usage error is the only line
+            if declaration.formula:
+                assert_distinguishable(declaration)
         out = sys.stderr if args.json == "-" else sys.stdout
         destination.emit(text.run_header(len(selected), config, options.jobs, options.shard) + "\n", out)
         reports = check_many(selected, options, keep_table=args.plots is not None)
     except UsageError as problem:
         return error("check", problem)
-    except KeyboardInterrupt:
-        destination.emit("posenc-spec check: interrupted\n", sys.stderr)
-        return 130
     figures = _figures(reports, args.plots)
     entries = []
     for position, report, drawn in zip(positions, reports, figures, strict=True):

@@ -15,8 +15,9 @@ from .arguments import error
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("diff", help="compare two snapshots in ULPs",
-                                   description="Compare two snapshots (posenc-spec snapshot) output by output, in ULPs.")
+    parser = subparsers.add_parser(
+        "diff", help="compare two snapshots in ULPs",
+        description="Compare two snapshots (posenc-spec snapshot) output by output, in ULPs.")
     parser.add_argument("old", metavar="OLD.npz")
     parser.add_argument("new", metavar="NEW.npz")
     parser.add_argument("--max-ulp", dest="max_ulp", default=None, metavar="N",

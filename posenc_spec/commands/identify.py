@@ -64,9 +64,6 @@ def run(args) -> int:
         return error("identify", problem)
     except IdentifyError as problem:
         return error("identify", f"cannot import {args.target}: {problem}")
-    except KeyboardInterrupt:
-        destination.emit("posenc-spec identify: interrupted\n", sys.stderr)
-        return 130
     result["target"] = args.target
     destination.emit(f"{args.target}: {result['message']}\n", sys.stderr if args.json == "-" else sys.stdout)
     if args.json is not None:

@@ -93,12 +93,8 @@ def run(args: argparse.Namespace) -> int:
         return error("plot", problem)
 
     probe = _probe(declaration.api, num_positions, dim, declaration.t_max)
-    try:
-        turn = run_target(declaration.target, [probe.request()],
-                          Limits(options.max_memory, options.max_processes, declaration.timeout))
-    except KeyboardInterrupt:
-        emit("posenc-spec plot: interrupted\n", sys.stderr)
-        return 130
+    turn = run_target(declaration.target, [probe.request()],
+                      Limits(options.max_memory, options.max_processes, declaration.timeout))
     if not turn.imported:
         return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
     outcome = turn.outcomes[0]

@@ -12,7 +12,6 @@ cannot be imported, or a file that cannot be written.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from posenc_spec.gate.declaration import declare, run_options
@@ -55,9 +54,6 @@ def run(args) -> int:
         turn = run_target(declaration.target, requests, limits)
     except UsageError as problem:
         return error("snapshot", problem)
-    except KeyboardInterrupt:
-        emit("posenc-spec snapshot: interrupted\n", sys.stderr)
-        return 130
     if not turn.imported:
         return error("snapshot", f"cannot import {args.target}: {turn.import_message}")
     calls = tuple(against.record(request, outcome) for request, outcome in zip(requests, turn.outcomes, strict=True))

@@ -23,6 +23,8 @@ import dataclasses
 import threading
 import time
 
+import numpy as np
+
 from posenc_spec import checks
 
 from . import against, grid, judge, vacuity
@@ -53,7 +55,13 @@ def requests(declaration: Declaration) -> list:
 
 
 def judge_run(declaration: Declaration, run, keep_table: bool = False) -> GateReport:
-    """The report on one target from its turn (:class:`~posenc_spec.gate.runner.TargetRun`)."""
+    """The report on one target from its turn (:class:`~posenc_spec.gate.runner.TargetRun`).
+    NaN and infinite values are verdicts, never warnings of the gate's own."""
+    with np.errstate(all="ignore"):
+        return _judge_run(declaration, run, keep_table)
+
+
+def _judge_run(declaration: Declaration, run, keep_table: bool) -> GateReport:
     calls = probes(declaration)
     ids = plan(declaration)
     results = judge.Results()
@@ -159,11 +167,11 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
     options = options or RunOptions()
     if not declarations:
         return []
+    for declaration in declarations:  # before anything starts: a usage error costs nothing
+        if declaration.formula:
+            vacuity.assert_distinguishable(declaration)
     with root_template() as root:
-        for declaration in declarations:  # while the template imports torch
-            if declaration.formula:
-                vacuity.assert_distinguishable(declaration)
-        if declarations[0].formula:
+        if declarations[0].formula:  # while the template imports torch
             _prepare_expectations(declarations[0])
         reports: list[GateReport | None] = [None] * len(declarations)
         turns = collections.deque(_turns(declarations))

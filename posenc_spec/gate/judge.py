@@ -176,6 +176,9 @@ def reseeded_generators(first: Outcome, second: Outcome) -> list[str]:
                   if first.rng_before.get(name) != second.rng_before.get(name) and second.rng_after.get(name) == after)
 
 
+MAX_STATE_PROBLEMS = 6  # said in the line; the JSON's details hold every one
+
+
 def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], reseeded: list[str],
                 ran: bool) -> CheckResult:
     """``changes``: ``(slot, what changed)`` for every call that changed global state (the
@@ -186,8 +189,9 @@ def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], 
     problems += [f"{calls} changed {change} (restored)" for change, calls in _grouped(changes)]
     problems += [f"{calls} wrote into its {name} argument in place" for name, calls in _grouped(written)]
     if problems:
-        more = f"; {len(problems) - 1} more change(s)" if len(problems) > 1 else ""
-        return failed("global-state", problems[0] + more)
+        shown = problems[:MAX_STATE_PROBLEMS]
+        more = f"; and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        return CheckResult("global-state", "failed", "; ".join(shown) + more, details=tuple(problems))
     if not ran:
         return CheckResult("global-state", "skipped", "not run: no call returned")
     return passed("global-state", "no call changed global state, wrote into its arguments, or reseeded a global "

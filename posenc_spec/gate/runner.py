@@ -15,6 +15,7 @@ its child, and everything the child started, is killed.
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from dataclasses import dataclass, field
 
@@ -73,9 +74,9 @@ def _digests(value) -> dict:
     return {_text(key, 40): _text(item, 80) for key, item in list(value.items())[:8]}
 
 
-def _outcome(header: dict, payloads: list, request: CallRequest, call_id: int) -> Outcome:
+def _outcome(header: dict, payloads: list, request: CallRequest, call_id: int, token: str | None = None) -> Outcome:
     """The :class:`Outcome` a reply describes, or :class:`ChannelError` when it does not add up."""
-    if header.get("op") != "result" or header.get("id") != call_id:
+    if header.get("op") != "result" or header.get("id") != call_id or header.get("token") != token:
         raise ChannelError("malformed reply (not the answer to this call)")
     status = header.get("status")
     if status not in STATUSES:
@@ -127,6 +128,7 @@ class _Child:
         self.template = template
         self.sock, self.pid = template.spawn(limits, calls, search_path)
         self.reader = Reader(self.sock, on_wait=process_watch(watch_root, limits.processes + 2))
+        self.tokens: dict[int, str] = {}
 
     def load(self, target: str, deadline: float):
         send(self.sock, {"op": "load", "target": target})
@@ -144,7 +146,9 @@ class _Child:
         try:
             for call_id, request in pending:
                 specs, payloads = _encode_args(request.args)
-                send(self.sock, {"op": "call", "id": call_id, "args": specs, "rng": request.rng,
+                self.tokens[call_id] = secrets.token_hex(8)
+                send(self.sock, {"op": "call", "id": call_id, "token": self.tokens[call_id], "args": specs,
+                                 "rng": request.rng,
                                  "max_bytes": request.max_bytes, "allow_complex": request.allow_complex,
                                  "max_items": request.max_items}, payloads)
         except OSError:
@@ -152,7 +156,18 @@ class _Child:
 
     def receive(self, request: CallRequest, call_id: int, deadline: float) -> Outcome:
         header, payloads, _ = self.reader.read(deadline, request.max_bytes)
-        return _outcome(header, payloads, request, call_id)
+        return _outcome(header, payloads, request, call_id, self.tokens.get(call_id))
+
+    def in_sync(self, deadline: float) -> bool:
+        """Whether the frame after the last reply answers a fresh sync request: a frame
+        the target wrote into the channel itself shows up here, if not before."""
+        token = secrets.token_hex(8)
+        try:
+            send(self.sock, {"op": "sync", "token": token})
+            header, _, _ = self.reader.read(deadline, 0)
+        except (ChannelError, OSError):
+            return False
+        return header == {"op": "synced", "token": token, "nbytes": []}
 
     def finish(self) -> int | None:
         try:
@@ -210,21 +225,22 @@ class Slot:
 
     def _discard(self, template: Template) -> None:
         template.sock.close()
-        self.template.finish(template.pid)
+        self.template.finish(template.pid)  # the slot template forked it: it kills and reaps it
 
     # -- one target -----------------------------------------------------------------------
 
     def run(self, target: str, requests: list[CallRequest], search_path=()) -> TargetRun:
         """Import ``target`` in a fresh sealed child and make every call of ``requests``;
         ``search_path`` goes first on the child's import path."""
-        template = self.template
-        import_changes: list = []
         if self._module is not None and self._module[0] == (module_key(target), tuple(search_path)):
             _, module, imported = self._module
             if module is None:
                 return TargetRun(False, imported.import_message)
-            template, import_changes = module, imported.import_changes
-        return _Turn(self, template, target, requests, import_changes, search_path).run()
+            try:
+                return _Turn(self, module, target, requests, imported.import_changes, search_path).run()
+            except SandboxError:  # the module template died (its import left something fatal behind)
+                self.end_module()  # this target and the module's next ones import in their own children
+        return _Turn(self, self.template, target, requests, [], search_path).run()
 
     def close(self) -> None:
         self.end_module()
@@ -268,7 +284,7 @@ class _Turn:
         if not ok:
             return turn
         pending = list(enumerate(self.requests))
-        deaths, stop = 0, None
+        deaths, stop, answered = 0, None, []
         try:
             self.child.send_calls(pending)
             while pending:
@@ -278,18 +294,26 @@ class _Turn:
                     continue
                 outcome, restart = self._receive(request, call_id)
                 turn.outcomes.append(outcome)
+                if self.child is not None:
+                    answered.append(len(turn.outcomes) - 1)
                 if outcome.status == "died":
+                    answered = []
                     deaths += 1
                     if deaths >= MAX_DEATHS:
                         stop = f"not run: the process died on {deaths} calls of this target"
                     elif pending:
                         ok, message, _ = self._start()
                         if ok:
+                            answered = []
                             self.child.send_calls(pending)
                         else:
                             stop = f"not run: the target failed to import again after a death ({message})"
                 elif restart:
                     stop = f"not run: {restart}"
+            if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
+                for index in answered:  # every reply this child gave is suspect
+                    turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
+                                                                "did not send for its calls (a forged reply)")
         finally:
             self._finish()
         return turn

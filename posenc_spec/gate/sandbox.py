@@ -171,6 +171,11 @@ def root_template():
     yield root
 
 
+def root_template_pid() -> int | None:
+    """The process id of this process's root template, when one is running."""
+    return _root.popen.pid if _root is not None and _root.alive() else None
+
+
 def process_watch(root_pid: int, limit: int):
     """A ``Reader.on_wait`` hook: raise :class:`ProcessLimitExceeded` when more than
     ``limit`` processes live below ``root_pid`` (Linux; elsewhere a no-op)."""

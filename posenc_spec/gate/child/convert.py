@@ -74,7 +74,7 @@ def _array(value, allow_complex: bool):
         if array.dtype.name not in COMPLEX:
             array = array.astype(np.complex128)
     elif array.dtype.kind != "f":
-        what = "values that are not numbers" if array.dtype.kind in "OUSVMm" else f"{array.dtype} values"
+        what = "values that are not numbers" if array.dtype.kind in "USVMm" else f"{array.dtype} values"
         raise BadResult(f"returned a {kind} of {what}, not floating point")
     elif array.dtype.name not in FLOATS:  # longdouble: judged as float64
         array = array.astype(np.float64)

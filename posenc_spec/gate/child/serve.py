@@ -3,8 +3,9 @@
 Requests (JSON headers, see :mod:`.protocol`)::
 
     {"op": "load", "target": "pkg.mod:fn"}
-    {"op": "call", "id": 3, "args": [ARG, ...], "rng": "a" | "b",
+    {"op": "call", "id": 3, "token": "...", "args": [ARG, ...], "rng": "a" | "b",
      "max_bytes": N, "allow_complex": false, "max_items": 1}
+    {"op": "sync", "token": "..."}           after the last call: the next frame must answer it
         ARG: {"int": 50} | {"float": 1.5} |
              {"array": K, "dtype": "int64", "shape": [50], "as": "torch" | "numpy", "name": "timesteps"}
              (payload K holds the values; bfloat16 as uint16 bits)
@@ -13,13 +14,17 @@ Replies::
 
     {"op": "loaded", "ok": true, "message": "...", "import_changes": [...],
      "where": {"file": "...", "line": 12} or null}
-    {"op": "result", "id": 3, "status": "ok" | "raised" | "exit" | "bad", "message": "...",
+    {"op": "synced", "token": "..."}
+    {"op": "result", "id": 3, "token": "...", "status": "ok" | "raised" | "exit" | "bad", "message": "...",
      "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "...",
                                  "container": "torch" | "numpy"}],
      "state": [...], "written": [argument names], "rng_before": {...}, "rng_after": {...}}
                                                                   + one payload per array
 
-Each call starts from the generator state its request names, so a call's randomness, and
+Each reply echoes its request's random token, and a turn ends with a ``sync`` whose answer
+must be the next frame: a frame the target wrote into the socket itself is found out (a
+target that rewrites this loop in its own process can fake its own replies, never another
+target's). Each call starts from the generator state its request names, so a call's randomness, and
 whether it reseeds, is seen from outside. After the call every other piece of global state
 is compared with the state after the import, named when changed, and restored. A process
 forked by the target that returns into this loop exits at once instead of answering.
@@ -79,6 +84,8 @@ def import_target(target: str, module_only: bool = False):
     after = state.snapshot()
     changes = [one_line(state.describe_change(name, before[name], after[name]), 200)
                for name in before if name in after and before[name] != after[name]]
+    if state.disarm_timers():  # a timer left by the import would fire in the middle of a call
+        changes.append("(the pending interval timer was disarmed)")
     return function, message, changes[:MAX_STATE_LINES]
 
 
@@ -132,7 +139,8 @@ def _written_arguments(arrays) -> list[str]:
 
 
 def _call(function, request, payloads, baseline):
-    reply = {"op": "result", "id": request["id"], "status": "ok", "message": "", "tuple": False, "arrays": []}
+    reply = {"op": "result", "id": request["id"], "token": request.get("token"), "status": "ok", "message": "",
+             "tuple": False, "arrays": []}
     data = []
     arguments, arrays = _arguments(request["args"], payloads)
     state.seed_generators(request.get("rng", "a"))
@@ -189,6 +197,8 @@ def serve(sock, init: dict) -> None:
                            "import_changes": changes, "where": _where(function)}, []
         elif request.get("op") == "call" and function is not None:
             reply, data = _call(function, request, payloads, baseline)
+        elif request.get("op") == "sync":
+            reply, data = {"op": "synced", "token": request.get("token")}, []
         else:
             return
         try:

@@ -49,9 +49,9 @@ def _digest(data: bytes) -> str:
 def generator_digests() -> dict[str, str]:
     """A digest of each global generator's state, by name."""
     name, keys, position, has_gauss, cached = np.random.get_state()
-    digests = {
-        "Python's random": _digest(repr(random.getstate()).encode()),
-        "NumPy's global": _digest(keys.tobytes() + repr((name, position, has_gauss, cached)).encode()),
+    digests = {  # by the owner's name: "NumPy's global random number generator"
+        "Python's": _digest(repr(random.getstate()).encode()),
+        "NumPy's": _digest(keys.tobytes() + repr((name, position, has_gauss, cached)).encode()),
     }
     if torch is not None:
         digests["torch's"] = _digest(torch.random.get_rng_state().numpy().tobytes())
@@ -104,6 +104,14 @@ def _umask() -> str:
 
 def _timers():
     return {name: signal.getitimer(which) for name, which in _TIMERS.items()}
+
+
+def disarm_timers() -> bool:
+    """Stop every interval timer; whether one was pending."""
+    pending = any(value != (0.0, 0.0) for value in _timers().values())
+    for which in _TIMERS.values():
+        signal.setitimer(which, 0)
+    return pending
 
 
 def _restore_timers(values):

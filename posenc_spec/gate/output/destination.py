@@ -54,8 +54,12 @@ def check(option: str, value: str) -> None:
     folder = path.parent
     if not folder.is_dir():
         raise UsageError(f"{option} {value}: no folder {folder}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {value}: the folder {folder} is not writable")
+    try:  # os.access says yes to root even where the file system says no (/proc, read-only mounts)
+        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise UsageError(f"{option} {value}: the folder {folder} is not writable ({error.strerror or error})") from None
 
 
 def write(value: str, text: str) -> None:
