@@ -342,6 +342,26 @@ def rope_cache_tolerance(positions, conv, head_dim, out_dtype, angle_dtype=DEFAU
             + rope_cache_bound(positions, conv, head_dim, "float64", "float64", "int64", seq_len))
 
 
+def rope_angle_bound(positions, conv, head_dim, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE, position_dtype="int64",
+                     seq_len=None) -> np.ndarray:
+    """R1-R3 and R6 for a cache of the angles ``p f'_i`` themselves (x-transformers,
+    rotary-embedding-torch, Megatron): ``(delta_i + delta_p + u_a + u_o) |theta|``."""
+    p = rope_oracle.check_positions(positions)
+    seq_len = rope_oracle.call_length(p, seq_len)
+    theta, _, _ = rope_oracle.angles(p, conv, head_dim, seq_len)
+    relative = (rope_frequency_error(conv, head_dim, seq_len, angle_dtype)[None, :]
+                + _position_error(p, position_dtype, angle_dtype)[:, None]
+                + unit_roundoff(angle_dtype) + unit_roundoff(out_dtype))
+    return relative * np.abs(theta)
+
+
+def rope_angle_tolerance(positions, conv, head_dim, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE,
+                         position_dtype="int64", seq_len=None) -> np.ndarray:
+    """The bound for angles computed in these dtypes, plus the float64 oracle's own."""
+    return (rope_angle_bound(positions, conv, head_dim, out_dtype, angle_dtype, position_dtype, seq_len)
+            + rope_angle_bound(positions, conv, head_dim, "float64", "float64", "int64", seq_len))
+
+
 def rope_apply_bound(x, positions, conv, head_dim, layout, x_dtype, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE,
                      position_dtype="int64", seq_len=None) -> np.ndarray:
     """``t_apply`` alone for each element of the rotated ``x`` (shape ``(..., seq, head_dim)``,

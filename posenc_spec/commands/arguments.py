@@ -60,11 +60,39 @@ def add_declaration_arguments(parser: argparse.ArgumentParser, api_choices=None)
         parser.add_argument(flag(key), dest=key, help=f"override the preset's {key}: {helps[key]}", **text)
     parser.add_argument("--odd", **text, help="odd widths: error (expect an exception; default), zero-pad, ceil, "
                                              "or skip (test none)")
-    parser.add_argument("--api", **text, help="table: fn(num_positions, dim) (default); timesteps: fn(timesteps, dim)")
+    parser.add_argument("--api", **text, help="table: fn(num_positions, dim) (default); timesteps: fn(timesteps, dim); "
+                                             "rope-freqs, rope-cache, rope-apply: rotary embeddings")
     parser.add_argument("--t-max", dest="t_max", **text, help="largest timestep for the timesteps API (default 1000)")
     parser.add_argument("--max-positions", dest="max_positions", **text,
                         help="cap every length of the grid (a model's longest sequence)")
     parser.add_argument("--timeout", **text, help="seconds for the import and for each call (default 60)")
+
+
+ROPE_FLAGS = {
+    "rope_config": ("FILE", "a Hugging Face config.json stating the rotary convention (flags override it)"),
+    "rope_theta": ("B", "the RoPE base (default 10000)"),
+    "rope_type": ("TYPE", "default, linear, dynamic, yarn, llama3, longrope or proportional"),
+    "layer_type": ("NAME", "pick one entry of a per-layer-type rope_parameters (Gemma 3/4)"),
+    "partial_rotary_factor": ("F", "rotary_dim = int(head_dim * F) (default 1.0)"),
+    "rotary_dim": ("N", "the rotated size itself (GPT-J, CodeGen)"),
+    "rotary_features": ("first|last", "which features rotate (default first; DeepSeek-V3: last)"),
+    "attention_factor": ("in-cache|separate", "A multiplies cos/sin (default) or is applied elsewhere"),
+    "rope_layout": ("half|interleaved", "pairs (i, i + r/2) (default) or (2i, 2i + 1)"),
+    "cache_layout": ("half|interleaved|compact", "rope-cache: each of cos and sin (default half)"),
+    "cache_form": ("FORM", "rope-cache: cos-sin (default), complex, angles, sin-cos-cat, cos-sin-cat or stacked"),
+    "cache_call": ("CALL", "rope-cache: positions (default), batched, length or x-positions"),
+    "x_layout": ("LAYOUT", "rope-apply: bshd (default), bhsd, sbhd or thd"),
+    "head_dim": ("N", "the model's head size: the grid then uses only it"),
+}
+
+
+def add_rope_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of a rotary-embedding declaration (--api rope-freqs, rope-cache, rope-apply)."""
+    group = parser.add_argument_group("rotary embeddings (--api rope-freqs | rope-cache | rope-apply)")
+    for key, (metavar, text) in ROPE_FLAGS.items():
+        group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text)
+    group.add_argument("--rope-param", dest="rope_parameters", metavar="KEY=VALUE", action="append", default=None,
+                       help="a parameter of the rope type, Hugging Face's name, VALUE in JSON (repeatable)")
 
 
 def add_against_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +104,8 @@ def add_against_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def declaration_flags(args: argparse.Namespace) -> dict:
-    keys = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout", "against", "max_ulp")
+    keys = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout", "against", "max_ulp",
+            *ROPE_FLAGS, "rope_parameters")
     return {key: getattr(args, key, None) for key in keys}
 
 

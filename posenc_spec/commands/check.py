@@ -17,7 +17,14 @@ from posenc_spec.gate.declaration import declare, run_options
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.output import destination, json_report, text
 
-from .arguments import add_against_arguments, add_declaration_arguments, add_run_arguments, declaration_flags, error
+from .arguments import (
+    add_against_arguments,
+    add_declaration_arguments,
+    add_rope_arguments,
+    add_run_arguments,
+    declaration_flags,
+    error,
+)
 
 CHECK_EPILOG = """\
 exit status: 0 conforms; 1 does not conform (a check failed: the target raised, exited,
@@ -46,6 +53,7 @@ def register(subparsers) -> None:
                        help="package.module:attr or path/to/file.py:attr (attr may be dotted)")
     check.add_argument("--config", metavar="FILE", help="a TOML file of [[targets]] (or a pyproject.toml)")
     add_declaration_arguments(check)
+    add_rope_arguments(check)
     add_against_arguments(check)
     check.add_argument("--xfails", metavar="FILE", help="known deviations: check ids or glob patterns, # reasons")
     check.add_argument("--json", metavar="FILE", help="write the report as JSON (- for standard output)")

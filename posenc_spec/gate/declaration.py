@@ -46,7 +46,9 @@ from .xfails import Xfails, read_xfails
 if TYPE_CHECKING:
     from posenc_spec.regression import Snapshot
 
-APIS = ("table", "timesteps")
+    from .rope.spec import RopeSpec
+
+APIS = ("table", "timesteps", "rope-freqs", "rope-cache", "rope-apply")
 ODD_CHOICES = (*ODD_BEHAVIOURS, "skip")
 DEFAULT_PRESET = "vaswani"
 DEFAULT_TIMEOUT = 60.0
@@ -60,8 +62,12 @@ MAX_INT = 2**63 - 1
 
 CONVENTION_KEYS = ("layout", "first", "freq_shift", "base", "offset", "scale")
 DECLARING_KEYS = ("convention", *CONVENTION_KEYS, "odd")
+ROPE_APIS = ("rope-freqs", "rope-cache", "rope-apply")
+ROPE_KEYS = ("rope_config", "rope_theta", "rope_type", "layer_type", "rope_parameters", "partial_rotary_factor",
+             "rotary_dim", "rotary_features", "attention_factor", "rope_layout", "cache_layout", "cache_form",
+             "cache_call", "x_layout", "head_dim")
 KEYS = ("target", "convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "xfails", "timeout",
-        "against", "max_ulp")
+        "against", "max_ulp", *ROPE_KEYS)
 MAX_ULP = 2**62  # beyond any distance between two finite float64 values that matters
 
 
@@ -163,6 +169,7 @@ class Declaration:
     against_path: str | None = None
     max_ulp: int = 0
     formula: bool = True
+    rope: RopeSpec | None = None
 
     @property
     def name(self) -> str:
@@ -173,14 +180,16 @@ class Declaration:
         return "skip" if self.skip_odd else self.convention.odd
 
     def convention_name(self) -> str:
-        """The preset's name, with the fields that differ from it."""
+        """The preset's name, with the fields that differ from it (a RoPE convention's description)."""
+        if self.rope is not None:
+            return self.rope.describe()
         preset = PRESETS[self.preset]
         changed = [f"{key}={_short(getattr(self.convention, key))}" for key in CONVENTION_KEYS
                    if getattr(self.convention, key) != getattr(preset, key)]
         return self.preset + (f" ({', '.join(changed)})" if changed else "")
 
     def as_dict(self) -> dict:
-        fields = self.convention.as_dict()
+        fields = self.rope.as_dict() if self.rope is not None else self.convention.as_dict()
         fields["odd"] = self.odd
         return {"preset": self.preset, **fields, "api": self.api, "t_max": self.t_max,
                 "max_positions": self.max_positions, "timeout": self.timeout, "formula": self.formula,
@@ -191,7 +200,8 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
     """A :class:`Declaration` from ``keys`` (see the module docstring); None values are
     absent keys. ``where`` prefixes every error (``"gate.toml, targets[2]: "``); with
     ``flags`` the keys are named as their command-line flags. Relative paths (file
-    targets, xfails files) are taken from ``base_dir`` (default the working directory)."""
+    targets, xfails files, snapshots, rope configs) are taken from ``base_dir`` (default
+    the working directory)."""
     keys = {key: value for key, value in keys.items() if value is not None}
 
     def name(key):
@@ -207,6 +217,38 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         resolved = absolute_target(target, base_dir)
     except TargetError as error:
         raise UsageError(f"{where}{error}") from None
+    api = choice(name("api"), keys["api"], APIS) if "api" in keys else None
+    against = against_path = None
+    if "against" in keys:
+        against_path = str(_path(name("against"), keys["against"], base_dir))
+        against = _read_snapshot(against_path, api)
+        api = api or against.api
+    api = api or "table"
+    max_positions = integer(name("max_positions"), keys["max_positions"]) if "max_positions" in keys else None
+    if api in ROPE_APIS:
+        preset, convention, odd, rope = _rope(keys, base_dir, name, max_positions, where)
+    else:
+        preset, convention, odd = _sinusoidal(keys, name)
+        rope = None
+    return Declaration(
+        target=resolved, convention=convention, preset=preset, api=api,
+        t_max=number(name("t_max"), keys.get("t_max", DEFAULT_T_MAX), above=0, maximum=MAX_T_MAX),
+        max_positions=max_positions, skip_odd=odd == "skip",
+        xfails=read_xfails(_path(name("xfails"), keys["xfails"], base_dir)) if "xfails" in keys else Xfails(),
+        timeout=number(name("timeout"), keys.get("timeout", DEFAULT_TIMEOUT), above=0, maximum=MAX_TIMEOUT),
+        written=target, source=where.rstrip(": "), search_path=(str(base_dir),) if base_dir is not None else (),
+        against=against, against_path=against_path,
+        max_ulp=integer(name("max_ulp"), keys["max_ulp"], minimum=0, maximum=MAX_ULP) if "max_ulp" in keys else 0,
+        formula=against is None or any(key in keys for key in (*DECLARING_KEYS, *ROPE_KEYS)), rope=rope,
+    )
+
+
+def _sinusoidal(keys: dict, name) -> tuple[str, Convention, str]:
+    """``(preset, convention, odd)`` of the sinusoidal keys; RoPE keys are refused."""
+    misplaced = [key for key in ROPE_KEYS if key in keys]
+    if misplaced:
+        raise UsageError(f"{name(misplaced[0])} declares a rotary embedding: give --api rope-freqs, rope-cache "
+                         "or rope-apply")
     preset = choice(name("convention"), keys.get("convention", DEFAULT_PRESET), tuple(PRESETS))
     fields = {}
     if "layout" in keys:
@@ -227,30 +269,21 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
     if odd != "skip":
         fields["odd"] = odd
     try:
-        convention = get_convention(preset, **fields)
+        return preset, get_convention(preset, **fields), odd
     except ValueError as error:
-        raise UsageError(f"{where}{error}") from None
-    xfails = Xfails()
-    if "xfails" in keys:
-        xfails = read_xfails(_path(name("xfails"), keys["xfails"], base_dir))
-    api = choice(name("api"), keys["api"], APIS) if "api" in keys else None
-    against = against_path = None
-    if "against" in keys:
-        against_path = str(_path(name("against"), keys["against"], base_dir))
-        against = _read_snapshot(against_path, api)
-        api = api or against.api
-    return Declaration(
-        target=resolved, convention=convention, preset=preset,
-        api=api or "table",
-        t_max=number(name("t_max"), keys.get("t_max", DEFAULT_T_MAX), above=0, maximum=MAX_T_MAX),
-        max_positions=integer(name("max_positions"), keys["max_positions"]) if "max_positions" in keys else None,
-        skip_odd=odd == "skip", xfails=xfails,
-        timeout=number(name("timeout"), keys.get("timeout", DEFAULT_TIMEOUT), above=0, maximum=MAX_TIMEOUT),
-        written=target, source=where.rstrip(": "), search_path=(str(base_dir),) if base_dir is not None else (),
-        against=against, against_path=against_path,
-        max_ulp=integer(name("max_ulp"), keys["max_ulp"], minimum=0, maximum=MAX_ULP) if "max_ulp" in keys else 0,
-        formula=against is None or any(key in keys for key in DECLARING_KEYS),
-    )
+        raise UsageError(f"{name('convention')}: {error}") from None
+
+
+def _rope(keys: dict, base_dir, name, max_positions, where):
+    """``(preset, convention, odd, rope spec)`` of a RoPE declaration; sinusoidal keys are refused."""
+    from .rope.spec import rope_spec
+
+    misplaced = [key for key in DECLARING_KEYS if key in keys]
+    if misplaced:
+        raise UsageError(f"{name(misplaced[0])} declares a sinusoidal table, not a rotary embedding "
+                         "(RoPE keys: --rope-type, --rope-theta, --rope-param, --rope-layout, ...)")
+    spec = rope_spec(keys, base_dir, name, choice, integer, number, max_positions, where)
+    return spec.convention.rope_type, PRESETS[DEFAULT_PRESET], "skip", spec
 
 
 def _path(name: str, value, base_dir) -> Path:

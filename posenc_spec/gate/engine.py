@@ -25,27 +25,39 @@ import time
 
 import numpy as np
 
-from posenc_spec import checks
-
-from . import against, grid, judge, vacuity
+from . import against, grid, judge, sinusoidal, vacuity
 from .declaration import Declaration, RunOptions
 from .loader import module_key
-from .report import GateReport, KeptTable, finish
+from .report import GateReport, finish
+from .rope import grid as rope_grid
+from .rope.judge import RopeJudge
 from .runner import Slot
 from .sandbox import Limits, root_template
 
 
-def plan(declaration: Declaration) -> list[str]:
-    """Every check id the declaration's report holds, in order."""
-    ids = grid.plan_ids(probes(declaration)) if declaration.formula else ["import"]
-    return ids + [against.CHECK_ID] if declaration.against is not None else ids
+def _family(declaration: Declaration):
+    return "rope" if declaration.rope is not None else "sinusoidal"
 
 
-def probes(declaration: Declaration) -> list[grid.Probe]:
+def probes(declaration: Declaration) -> list:
     """The calls of the convention's checks (none when only a snapshot judges the target)."""
     if not declaration.formula:
         return []
-    return grid.probes_for(declaration.api, declaration.t_max, declaration.max_positions, declaration.skip_odd)
+    if _family(declaration) == "rope":
+        return rope_grid.probes_for(declaration.rope, declaration.api, declaration.max_positions)
+    return sinusoidal.probes(declaration)
+
+
+def plan(declaration: Declaration) -> list[str]:
+    """Every check id the declaration's report holds, in order."""
+    calls = probes(declaration)
+    if not calls:
+        ids = ["import"]
+    elif _family(declaration) == "rope":
+        ids = rope_grid.plan_ids(calls)
+    else:
+        ids = grid.plan_ids(calls)
+    return ids + [against.CHECK_ID] if declaration.against is not None else ids
 
 
 def requests(declaration: Declaration) -> list:
@@ -76,65 +88,34 @@ def _judge_run(declaration: Declaration, run, keep_table: bool) -> GateReport:
         check, diffs = against.judge_regression(declaration.against, replayed,
                                                 against.replay_requests(declaration.against), declaration.max_ulp)
         results.add(dataclasses.replace(check, details=tuple(diff.as_dict() for diff in diffs if diff is not None)))
-    if not declaration.formula:
+    if not calls:
         return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
-    convention = declaration.convention
-    firsts, changes, written, kept, worst_ratio = {}, [], [], None, 0.0
-    reseeded: list[str] = []
-    for probe, outcome in zip(calls, run.outcomes[:len(calls)], strict=True):
+    if _family(declaration) == "rope":
+        family = RopeJudge(declaration.rope, declaration.api, results)
+    else:
+        family = sinusoidal.SinusoidalJudge(declaration, results, keep_table)
+    outcomes = run.outcomes[:len(calls)]
+    firsts, changes, written, reseeded = {}, [], [], []
+    for probe, outcome in zip(calls, outcomes, strict=True):
         changes += [(probe.slot, change) for change in outcome.state]
         written += [(probe.slot, name) for name in outcome.written]
-        if probe.role == "table":
-            judge.judge_table(probe, outcome, convention, results)
-            if outcome.ok:
-                firsts[probe.slot] = outcome
-            formula = results.by_id.get(f"formula[{probe.slot}]")
-            if keep_table and formula is not None and formula.status == "failed" and formula.worst is not None:
-                if kept is None or formula.worst.ratio > worst_ratio:  # the most telling size
-                    kept, worst_ratio = KeptTable(probe.slot, probe.positions, outcome.table, outcome.dtype), \
-                        formula.worst.ratio
-        elif probe.role == "odd":
-            results.add(judge.judge_odd(probe, outcome, convention))
-        elif probe.role == "degenerate":
-            results.add(judge.judge_degenerate(probe, outcome, convention))
-        else:
-            first = firsts.get(probe.repeats)
-            results.add(judge.judge_determinism(probe, outcome, first))
-            if first is None:
-                results.causes[probe.check_id] = f"call[{probe.repeats}]"
-            elif outcome.ran:
-                reseeded = judge.reseeded_generators(first, outcome)
-    ran = [outcome for outcome in run.outcomes[:len(calls)] if outcome.ran]
+        if probe.role != "repeat":
+            if family.judge(probe, outcome) and probe.role == "table":
+                firsts.setdefault(probe.slot, outcome)
+            continue
+        first = firsts.get(probe.repeats)
+        results.add(judge.judge_determinism(probe.slot, probe.check_id, outcome, first))
+        if first is None:
+            results.causes[probe.check_id] = f"call[{probe.repeats}]"
+        elif outcome.ran:
+            reseeded = judge.reseeded_generators(first, outcome)
+    ran = [outcome for outcome in outcomes if outcome.ran]
     results.add(judge.judge_state(changes, written, reseeded, bool(ran)))
     drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
                  for name in drawn]
-    if keep_table and kept is None:
-        kept = _fallback_table(calls, firsts)
+    kept = family.kept_table() if keep_table and isinstance(family, sinusoidal.SinusoidalJudge) else None
     return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings, kept=kept)
-
-
-def _fallback_table(calls, firsts) -> KeptTable | None:
-    """The largest size that gets every property check (300x512 on the default grid)."""
-    full = [probe for probe in calls if probe.role == "table" and probe.full and probe.slot in firsts]
-    if not full:
-        return None
-    probe = max(full, key=lambda item: item.length * item.width)
-    outcome = firsts[probe.slot]
-    return KeptTable(probe.slot, probe.positions, outcome.table, outcome.dtype)
-
-
-def _prepare_expectations(declaration: Declaration, dtype: str = "float32") -> None:
-    """Compute the expected tables of ``declaration``'s grid for the most common output
-    dtype while the template boots (they are cached; another dtype gets its own)."""
-    for probe in probes(declaration):
-        if probe.role == "odd" and declaration.convention.odd == "error":
-            continue
-        degenerate = probe.width == 2 and declaration.convention.freq_shift == 1
-        try:
-            checks.expectation(probe.positions, probe.width, declaration.convention, dtype, degenerate)
-        except ValueError:  # a width this convention does not define
-            pass
 
 
 def _turns(declarations: list[Declaration]):
@@ -171,8 +152,8 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
         if declaration.formula:
             vacuity.assert_distinguishable(declaration)
     with root_template() as root:
-        if declarations[0].formula:  # while the template imports torch
-            _prepare_expectations(declarations[0])
+        if declarations[0].formula and _family(declarations[0]) == "sinusoidal":
+            sinusoidal.prepare(declarations[0])  # while the template imports torch
         reports: list[GateReport | None] = [None] * len(declarations)
         turns = collections.deque(_turns(declarations))
         lock = threading.Lock()

@@ -128,30 +128,39 @@ def judge_degenerate(probe, outcome: Outcome, convention) -> CheckResult:
     return _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=True)
 
 
-def judge_determinism(probe, outcome: Outcome, first: Outcome | None) -> CheckResult:
-    """The repeat, started from other generator states, against the first call of its size."""
-    check_id = probe.check_id
+def call_status(outcome: Outcome) -> str | None:
+    """None when the call returned numbers, else what it did instead, in words."""
+    return None if outcome.ok else outcome.message
+
+
+def judge_determinism(slot: str, check_id: str, outcome: Outcome, first: Outcome | None) -> CheckResult:
+    """The repeat of call ``slot``, started from other generator states, against its first
+    call: every array bit for bit."""
     if first is None:
-        return CheckResult(check_id, "skipped", f"not run: the first call for {probe.slot} did not return a table")
+        return CheckResult(check_id, "skipped", f"not run: the first call for {slot} did not return a result")
     if outcome.status == "not-run":
         return CheckResult(check_id, "skipped", outcome.message)
-    problem = call_problem(probe, outcome)
-    if problem:
-        return failed(check_id, f"the second call for {probe.slot} {problem}")
-    if first.dtype != outcome.dtype:
-        return failed(check_id, f"two calls for {probe.slot} returned {first.dtype} and then {outcome.dtype}")
-    if np.array_equal(first.table, outcome.table, equal_nan=True):
-        return passed(check_id, f"two calls for {probe.slot} from different random states returned the same "
-                                f"{outcome.dtype} table, bit for bit")
-    a, b = _float64(first.table), _float64(outcome.table)
-    difference = np.abs(a - b)
-    difference = np.where(np.isnan(a) != np.isnan(b), np.inf, np.nan_to_num(difference, nan=0.0))
-    worst = np.unravel_index(int(np.argmax(difference)), difference.shape)
-    element = Worst(tuple(int(i) for i in worst), a.shape, float(b[worst]), float(a[worst]),
-                    float(difference[worst]), 0.0)
-    return failed(check_id, f"two calls for {probe.slot} differ in {int((difference > 0).sum())} elements "
-                            f"(the second started from another random state); worst at {list(element.index)}: "
-                            f"{a[worst]:.9g} then {b[worst]:.9g}", element)
+    if not outcome.ok:
+        return failed(check_id, f"the second call for {slot} {outcome.message}")
+    if first.dtypes != outcome.dtypes or [a.shape for a in first.arrays] != [a.shape for a in outcome.arrays]:
+        return failed(check_id, f"two calls for {slot} returned {first.dtypes} {[a.shape for a in first.arrays]} "
+                                f"and then {outcome.dtypes} {[a.shape for a in outcome.arrays]}")
+    for position, (a, b) in enumerate(zip(first.arrays, outcome.arrays, strict=True)):
+        if np.array_equal(a, b, equal_nan=True):
+            continue
+        a64, b64 = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64), b.astype(
+            np.complex128 if np.iscomplexobj(b) else np.float64)
+        difference = np.abs(a64 - b64)
+        difference = np.where(np.isnan(a64) != np.isnan(b64), np.inf, np.nan_to_num(difference, nan=0.0))
+        worst = np.unravel_index(int(np.argmax(difference)), difference.shape)
+        element = Worst(tuple(int(i) for i in worst), a.shape, float(np.real(b64[worst])), float(np.real(a64[worst])),
+                        float(difference[worst]), 0.0)
+        which = f" (array {position})" if len(first.arrays) > 1 else ""
+        return failed(check_id, f"two calls for {slot} differ{which} in {int((difference > 0).sum())} elements "
+                                f"(the second started from another random state); worst at {list(element.index)}: "
+                                f"{a64[worst]:.9g} then {b64[worst]:.9g}", element)
+    return passed(check_id, f"two calls for {slot} from different random states returned the same "
+                            f"{', '.join(outcome.dtypes)} result, bit for bit")
 
 
 def _grouped(pairs):

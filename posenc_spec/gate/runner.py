@@ -27,6 +27,10 @@ from .loader import module_key
 from .sandbox import Limits, ProcessLimitExceeded, SandboxError, Template, describe_status, process_watch, root_template
 
 MAX_DEATHS = 3
+# Calls sent ahead of the replies, so that the child computes the next while the gate judges
+# this one; only as many bytes as a socket buffer surely holds, or both sides could block
+# sending at once (the gate its next request, the child its reply).
+SEND_AHEAD_BYTES = 64 * 1024
 MAX_MESSAGE = 300
 STATUSES = ("ok", "raised", "exit", "bad")
 
@@ -61,6 +65,10 @@ def _encode_args(args) -> tuple[list, list]:
         else:
             specs.append({"int": arg} if isinstance(arg, int) else {"float": arg})
     return specs, payloads
+
+
+def _request_bytes(request: CallRequest) -> int:
+    return 1024 + sum(arg.values.nbytes for arg in request.args if isinstance(arg, ArrayArg))
 
 
 def _text(value, limit: int = MAX_MESSAGE) -> str:
@@ -141,8 +149,22 @@ class _Child:
             self.where = (_text(where["file"], 1000), where["line"])
         return header.get("ok") is True, _text(header.get("message", "")), changes
 
+    def send_ahead(self, pending) -> None:
+        """Send the first pending calls not sent yet, as long as the calls in flight hold at
+        most ``SEND_AHEAD_BYTES`` (always at least one)."""
+        in_flight = sum(_request_bytes(request) for call_id, request in pending if call_id in self.tokens)
+        unsent = [(call_id, request) for call_id, request in pending if call_id not in self.tokens]
+        batch = []
+        for call_id, request in unsent:
+            size = _request_bytes(request)
+            if (in_flight or batch) and in_flight + size > SEND_AHEAD_BYTES:
+                break
+            batch.append((call_id, request))
+            in_flight += size
+        self.send_calls(batch)
+
     def send_calls(self, pending) -> None:
-        """Send every pending call; a child that is gone is noticed when its reply is read."""
+        """Send these calls; a child that is gone is noticed when its reply is read."""
         try:
             for call_id, request in pending:
                 specs, payloads = _encode_args(request.args)
@@ -286,8 +308,9 @@ class _Turn:
         pending = list(enumerate(self.requests))
         deaths, stop, answered = 0, None, []
         try:
-            self.child.send_calls(pending)
             while pending:
+                if self.child is not None and not stop:
+                    self.child.send_ahead(pending)
                 call_id, request = pending.pop(0)
                 if stop:
                     turn.outcomes.append(Outcome("not-run", stop))
@@ -305,7 +328,6 @@ class _Turn:
                         ok, message, _ = self._start()
                         if ok:
                             answered = []
-                            self.child.send_calls(pending)
                         else:
                             stop = f"not run: the target failed to import again after a death ({message})"
                 elif restart:

@@ -1,0 +1,204 @@
+"""The calls the gate makes of a RoPE target, and the check ids they produce.
+
+Positions (int64): ``0..63``; powers of two and their neighbours from 128 to 131072
+(bfloat16 holds integers exactly only up to 256, float16 up to 2048); the region around
+``original_max_position_embeddings`` and around ``--max-positions``; 32 seeded draws below
+the largest. Head sizes 8, 64 and 128 (or ``--head-dim``). A ``cache_call = "length"``
+target builds its table for ``0..L-1``: lengths 64 and 8193.
+
+Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes one):
+
+``call[d=D]``, ``finite[d=D]``, ``formula[d=D]``
+    (rope-freqs) ``fn(D)`` returns ``r/2`` inverse frequencies (float32 or float64) within
+    their bounds; ``attention-factor[d=D]``: the factor a tuple returns, or 1 for a bare
+    array, is the convention's ``A``.
+``call[d=D:S]``, ``finite[d=D:S]``, ``formula[d=D:S]``
+    (rope-cache; ``S`` = ``long`` for every position of the grid, ``short`` for ``0..63``,
+    with ``:T`` for an ``x-positions`` cache) cos and sin within their bounds;
+    ``identity[d=D:S]``: at position 0, cos = A and sin = 0; ``prefix[d=D]``: the cache of
+    ``0..32`` agrees with the first rows of the cache of ``0..99``; ``history[d=D]``: the
+    short call made again after the long one is still right.
+``call[d=D:T]``, ``finite[d=D:T]``, ``formula[d=D:T]``, ``passthrough[d=D:T]``, ``norm[d=D:T]``, ``identity[d=D:T]``
+    (rope-apply) the rotated ``x`` within its bounds; the features beyond ``rotary_dim`` bit
+    for bit; each rotated pair keeps its length times A; position 0 gives ``A x``;
+    ``relative[d=D]``: ``q(m) . k(n)`` equals ``q(m + S) . k(n + S)`` for ``S = 65536``;
+    ``history[d=D]``: the short call again after the long one.
+``determinism``, ``global-state``
+    as for tables (:mod:`posenc_spec.gate.grid`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..calls import ArrayArg, CallRequest
+
+X_DTYPES = ("float32", "bfloat16", "float16")
+SHORT = 64
+LONGEST = 131072
+RANDOM_DRAWS = 32
+PREFIX_LENGTHS = (33, 100)
+LENGTHS = (SHORT, 8193)  # a "length" cache: positions 0..L-1
+RELATIVE_SHIFT = 65536
+RELATIVE_ROWS = 16
+HEADS = 2  # heads of x: the relative check reads head 0 as q and head 1 as k
+POSITION_SEED = 20240515
+X_SEED = 314159
+
+
+def grid_positions(convention, max_positions=None) -> np.ndarray:
+    """Every position of the long calls, sorted (see the module docstring)."""
+    top = max(LONGEST, max_positions or 0)
+    found = set(range(SHORT))
+    for power in range(7, 18):
+        found |= {2**power - 1, 2**power, 2**power + 1}
+    for anchor in (convention.param("original_max_position_embeddings"), max_positions):
+        if anchor:
+            found |= {value for value in range(anchor - 2, anchor + 3) if value >= 0}
+    found |= set(np.random.default_rng(POSITION_SEED).integers(0, top, size=RANDOM_DRAWS, endpoint=True).tolist())
+    return np.array(sorted(value for value in found if value <= top), dtype=np.int64)
+
+
+def _round_to(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 values that ``dtype`` holds exactly (bfloat16 by round-to-nearest-even of the bits)."""
+    values = values.astype(np.float32)
+    if dtype == "float16":
+        return values.astype(np.float16).astype(np.float32)
+    if dtype == "bfloat16":
+        bits = values.view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.astype(np.uint32).view(np.float32)
+    return values
+
+
+def x_values(head_dim: int, rows: int, dtype: str, seed_offset: int = 0) -> np.ndarray:
+    """Seeded ``(HEADS, rows, head_dim)`` values, exact in ``dtype``."""
+    generator = np.random.default_rng(X_SEED + 1000 * head_dim + seed_offset)
+    return _round_to(generator.standard_normal((HEADS, rows, head_dim)), dtype)
+
+
+# x as the target takes it, from the canonical (batch 1, heads, seq, head_dim)
+_TO_LAYOUT = {"bshd": lambda x: x.transpose(0, 2, 1, 3), "bhsd": lambda x: x,
+              "sbhd": lambda x: x.transpose(2, 0, 1, 3), "thd": lambda x: x[0].transpose(1, 0, 2)}
+_FROM_LAYOUT = {"bshd": lambda y: y.transpose(0, 2, 1, 3), "bhsd": lambda y: y,
+                "sbhd": lambda y: y.transpose(1, 2, 0, 3), "thd": lambda y: y.transpose(1, 0, 2)[None]}
+
+
+def to_layout(x: np.ndarray, layout: str) -> np.ndarray:
+    return np.ascontiguousarray(_TO_LAYOUT[layout](x))
+
+
+def from_layout(y: np.ndarray, layout: str) -> np.ndarray:
+    """A result in ``layout`` back in the canonical ``(1, heads, seq, head_dim)``."""
+    return _FROM_LAYOUT[layout](y)
+
+
+@dataclass(frozen=True, eq=False)
+class RopeProbe:
+    """One call of a RoPE target. ``kind``: freqs, cache or apply; ``role``: ``table`` (the
+    ordinary checks), ``prefix``, ``history``, ``relative`` or ``repeat`` (one check each).
+    ``positions`` are the int64 positions the call covers; ``x`` the canonical ``(1, heads,
+    seq, head_dim)`` values of an apply or x-positions call, exact in ``x_dtype``."""
+
+    slot: str
+    kind: str
+    role: str
+    head_dim: int
+    positions: np.ndarray | None = None
+    x: np.ndarray | None = None
+    x_dtype: str | None = None
+    check_id: str | None = None
+    repeats: str | None = None
+    rng: str = "a"
+    call: str = "positions"
+    x_layout: str = "bshd"
+
+    def check_ids(self) -> list[str]:
+        if self.role != "table":
+            return [self.check_id]
+        names = {"freqs": ("call", "finite", "formula", "attention-factor"),
+                 "cache": ("call", "finite", "formula", "identity"),
+                 "apply": ("call", "finite", "formula", "passthrough", "norm", "identity")}[self.kind]
+        return [f"{name}[{self.slot}]" for name in names]
+
+    def request(self, label: str | None = None) -> CallRequest:
+        label = label or self.slot
+        if self.kind == "freqs":
+            return CallRequest(label, (self.head_dim,), (self.head_dim // 2,), max_items=2)
+        rows = self.positions.size
+        positions = ArrayArg(self.positions, "int64", "torch", "positions")
+        if self.kind == "apply":
+            x = ArrayArg(to_layout(self.x, self.x_layout), self.x_dtype, "torch", "x")
+            return CallRequest(label, (x, positions), (self.x.size,), rng=self.rng)
+        cache_size = rows * self.head_dim  # as large as the widest legitimate form: (L, r) twice
+        if self.call == "length":
+            return CallRequest(label, (rows, self.head_dim), (cache_size,), max_items=2, allow_complex=True,
+                               rng=self.rng)
+        if self.call == "batched":
+            positions = ArrayArg(self.positions[None], "int64", "torch", "positions")
+        if self.call == "x-positions":
+            x = ArrayArg(self.x[0, :1].reshape(1, rows, self.head_dim), self.x_dtype, "torch", "x")
+            return CallRequest(label, (x, ArrayArg(self.positions[None], "int64", "torch", "positions")),
+                               (cache_size,), max_items=2, allow_complex=True, rng=self.rng)
+        return CallRequest(label, (positions, self.head_dim), (cache_size,), max_items=2, allow_complex=True,
+                           rng=self.rng)
+
+
+def _head_probes(spec, api: str, head_dim: int, long_positions: np.ndarray) -> list[RopeProbe]:
+    d = f"d={head_dim}"
+    if api == "rope-freqs":
+        return [RopeProbe(d, "freqs", "table", head_dim)]
+    short = np.arange(SHORT, dtype=np.int64)
+    if api == "rope-cache":
+        if spec.cache_call == "length":
+            long_positions = np.arange(LENGTHS[1], dtype=np.int64)
+        dtypes = X_DTYPES if spec.cache_call == "x-positions" else (None,)
+        probes = []
+        for dtype in dtypes:
+            suffix = f":{dtype}" if dtype else ""
+            for name, positions in (("short", short), ("long", long_positions)):
+                x = x_values(head_dim, positions.size, dtype or "float32")[None] if dtype else None
+                probes.append(RopeProbe(f"{d}:{name}{suffix}", "cache", "table", head_dim, positions, x, dtype,
+                                        call=spec.cache_call))
+        first = dtypes[0]
+        x_short = x_values(head_dim, SHORT, first)[None] if first else None
+        probes.append(RopeProbe(f"{d}:short-again", "cache", "history", head_dim, short, x_short, first,
+                                check_id=f"history[{d}]", call=spec.cache_call))
+        for length in PREFIX_LENGTHS:
+            x = x_values(head_dim, length, first)[None] if first else None
+            probes.append(RopeProbe(f"{d}:prefix-{length}", "cache", "prefix", head_dim,
+                                    np.arange(length, dtype=np.int64), x, first, check_id=f"prefix[{d}]",
+                                    call=spec.cache_call))
+        return probes
+    probes = [RopeProbe(f"{d}:{dtype}", "apply", "table", head_dim, long_positions,
+                        x_values(head_dim, long_positions.size, dtype)[None], dtype, x_layout=spec.x_layout)
+              for dtype in X_DTYPES]
+    rows = np.arange(RELATIVE_ROWS, dtype=np.int64)
+    x = x_values(head_dim, RELATIVE_ROWS, "float32", 1)[None]
+    probes.append(RopeProbe(f"{d}:relative", "apply", "relative", head_dim,
+                            np.concatenate([rows, rows + RELATIVE_SHIFT]), np.concatenate([x, x], axis=2), "float32",
+                            check_id=f"relative[{d}]", x_layout=spec.x_layout))
+    probes.append(RopeProbe(f"{d}:short-again", "apply", "history", head_dim, short,
+                            x_values(head_dim, SHORT, "float32")[None], "float32", check_id=f"history[{d}]",
+                            x_layout=spec.x_layout))
+    return probes
+
+
+def probes_for(spec, api: str, max_positions=None) -> list[RopeProbe]:
+    """Every call, in order: per head size its calls, then the determinism repeat."""
+    long_positions = grid_positions(spec.convention, max_positions)
+    probes = [probe for head_dim in spec.head_dims for probe in _head_probes(spec, api, head_dim, long_positions)]
+    first = next(probe for probe in probes if probe.role == "table")
+    probes.append(RopeProbe(first.slot, first.kind, "repeat", first.head_dim, first.positions, first.x, first.x_dtype,
+                            check_id="determinism", repeats=first.slot, rng="b", call=first.call,
+                            x_layout=first.x_layout))
+    return probes
+
+
+def plan_ids(probes) -> list[str]:
+    ids = ["import"]
+    for probe in probes:
+        ids += [check_id for check_id in probe.check_ids() if check_id not in ids]
+    return ids + ["global-state"]

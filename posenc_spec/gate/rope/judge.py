@@ -1,0 +1,235 @@
+"""Judge a RoPE target's calls: each check from the raw numbers, against the exact values
+of :mod:`posenc_spec.rope.oracle` and the bounds of :mod:`posenc_spec.tolerance`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc_spec import tolerance
+from posenc_spec.checks import CheckResult, Worst, check_finite, comparison_worst
+from posenc_spec.rope import oracle
+
+from ..judge import call_status, failed, passed
+from . import grid
+from .read import WIDER, Unreadable, read_apply, read_cache, read_freqs
+
+
+def _compare(name, what, pieces) -> CheckResult:
+    """One check over several ``(label, actual, expected, bound)`` pieces: the worst element rules."""
+    worst_piece, worst = None, None
+    for label, actual, expected, bound in pieces:
+        result = tolerance.compare(actual, expected, bound)
+        if worst is None or result.max_ratio > worst.max_ratio:
+            worst_piece, worst = label, result
+    if worst is None or worst.size == 0:
+        return CheckResult(name, "skipped", f"{what}: nothing to compare")
+    summary = f"max error/tolerance {worst.max_ratio:.3g}" if worst.ok else f"{worst_piece}: {worst.describe()}"
+    return CheckResult(name, "passed" if worst.ok else "failed", f"{what}: {summary}", comparison_worst(worst))
+
+
+class RopeJudge:
+    """Checks of one RoPE target, probe by probe (``results`` is the engine's)."""
+
+    def __init__(self, spec, api: str, results):
+        self.spec, self.api, self.results = spec, api, results
+        self.conv = spec.convention
+        self.prefix: list = []
+
+    def judge(self, probe, outcome) -> bool:
+        """Judge one call; whether it returned something readable (for determinism)."""
+        if probe.role == "relative":
+            self.results.add(self._relative(probe, outcome))
+            return False
+        if probe.role == "prefix":
+            self.prefix.append((probe, outcome))
+            if len(self.prefix) == len(grid.PREFIX_LENGTHS):
+                self.results.add(self._prefix(probe.check_id))
+                self.prefix = []
+            return False
+        if probe.role == "history":
+            result, _ = self._values(probe, outcome)
+            self.results.add(self._formula(probe, result, probe.check_id, "the same call after a longer one"))
+            return False
+        return self._table(probe, outcome)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _values(self, probe, outcome):
+        """``(read values, problem)``: the call's arrays as the declaration shapes them."""
+        status = call_status(outcome)
+        if status:
+            return None, status
+        pairs = self.conv.num_pairs(probe.head_dim)
+        try:
+            if probe.kind == "freqs":
+                return read_freqs(outcome, pairs), None
+            if probe.kind == "cache":
+                parts, dtype = read_cache(outcome, self.spec.cache_form, self.spec.cache_layout, probe.positions.size,
+                                          pairs)
+                if probe.x_dtype and dtype not in WIDER[probe.x_dtype]:
+                    raise Unreadable(f"returned {dtype} for a {probe.x_dtype} x: narrower than x")
+                return (parts, dtype), None
+            return read_apply(outcome, grid.to_layout(probe.x, probe.x_layout).shape, probe.x_dtype,
+                              lambda y: grid.from_layout(y, probe.x_layout)), None
+        except Unreadable as problem:
+            return None, str(problem)
+
+    # -- the checks --------------------------------------------------------------------
+
+    def _table(self, probe, outcome) -> bool:
+        ids = probe.check_ids()
+        values, problem = self._values(probe, outcome)
+        if problem:
+            if outcome.status == "not-run":
+                self.results.add(CheckResult(ids[0], "skipped", outcome.message))
+            else:
+                self.results.add(failed(ids[0], f"{probe.slot}: {problem}"))
+            self.results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")
+            return False
+        arrays = [values[0]] if probe.kind == "freqs" else (list(values[0]) if probe.kind == "cache" else [values[0]])
+        self.results.add(passed(ids[0], f"returned {outcome.message}"))
+        finite = check_finite(np.concatenate([np.ravel(a) for a in arrays]), ids[1])
+        self.results.add(finite)
+        if not finite.passed:
+            self.results.not_run(ids[2:], ids[1], f"the {probe.slot} result holds NaN or Inf")
+            return True
+        self.results.add(self._formula(probe, values, ids[2]))
+        if probe.kind == "freqs":
+            self.results.add(self._attention_factor(probe, values, ids[3]))
+        elif probe.kind == "cache":
+            self.results.add(self._cache_identity(probe, values, ids[3]))
+        else:
+            for check in self._apply_properties(probe, values, ids[3:]):
+                self.results.add(check)
+        return True
+
+    def _formula(self, probe, values, name, note="") -> CheckResult:
+        if values is None:
+            return CheckResult(name, "skipped", f"not run: the call for {probe.slot} returned nothing to check")
+        what = f"{probe.slot} under {self.spec.describe()}" + (f" ({note})" if note else "")
+        conv, head_dim = self.conv, probe.head_dim
+        if probe.kind == "freqs":
+            inv_freq, dtype, _ = values
+            expected, _ = conv.frequencies(head_dim)
+            bound = (tolerance.rope_frequency_tolerance(conv, head_dim)
+                     + expected * tolerance.unit_roundoff(dtype))
+            return _compare(name, f"{what}, {dtype}", [("inv_freq", inv_freq, expected, bound)])
+        if probe.kind == "cache":
+            parts, dtype = values
+            layout = "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
+            expected, bound = self._cache_expectation(probe, dtype, layout)
+            labels = ("angles",) if len(parts) == 1 else ("cos", "sin")
+            return _compare(name, f"{what}, {dtype}", list(zip(labels, parts, expected, bound, strict=True)))
+        result, dtype = values
+        expected, bound = self._apply_expectation(probe, dtype)
+        return _compare(name, f"{what}, {probe.x_dtype} x, {dtype} result", [("x'", result, expected, bound)])
+
+    def _cache_expectation(self, probe, dtype, layout):
+        conv, head_dim, positions = self.conv, probe.head_dim, probe.positions
+
+        def shaped(compact):
+            return compact if layout == "compact" else oracle.expand(compact, layout)
+
+        if self.spec.cache_form == "angles":
+            theta, _, _ = oracle.angles(positions, conv, head_dim)
+            return [shaped(theta)], [shaped(tolerance.rope_angle_tolerance(positions, conv, head_dim, dtype))]
+        cos, sin = oracle.cache(positions, conv, head_dim)
+        bound = shaped(tolerance.rope_cache_tolerance(positions, conv, head_dim, dtype))
+        return [shaped(cos), shaped(sin)], [bound, bound]
+
+    def _apply_expectation(self, probe, dtype):
+        conv, layout = self.conv, self.spec.rope_layout
+        expected = oracle.apply(probe.x, probe.positions, conv, probe.head_dim, layout)
+        bound = tolerance.rope_apply_tolerance(probe.x, probe.positions, conv, probe.head_dim, layout, probe.x_dtype,
+                                               dtype)
+        return expected, bound
+
+    def _attention_factor(self, probe, values, name) -> CheckResult:
+        _, _, factor = values
+        _, expected = self.conv.frequencies(probe.head_dim)
+        if factor is None:
+            if expected == 1:
+                return passed(name, "returned inv_freq alone, which declares A = 1, as the convention has")
+            return failed(name, f"returned inv_freq alone, which declares A = 1; the convention's A is {expected:.9g} "
+                                "(return (inv_freq, attention_factor))")
+        bound = abs(expected) * (tolerance.rope_attention_factor_error(self.conv) + 2 * tolerance.unit_roundoff(
+            "float32"))
+        error = abs(factor - expected)
+        worst = Worst((), (), factor, expected, error, bound)
+        verdict = passed if error <= bound else failed
+        return verdict(name, f"attention factor {factor:.9g}, expected {expected:.9g} (error {error:.3g} vs "
+                             f"tolerance {bound:.3g})", worst)
+
+    def _cache_identity(self, probe, values, name) -> CheckResult:
+        rows = np.flatnonzero(probe.positions == 0)
+        if rows.size == 0 or self.spec.cache_form == "angles":
+            return CheckResult(name, "skipped", "no row stands for position 0" if rows.size == 0
+                               else "an angles cache has no cos or sin to check at position 0")
+        parts, dtype = values
+        layout = "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
+        expected, bound = self._cache_expectation(probe, dtype, layout)
+        pieces = [(label, part[rows], want[rows], limit[rows])
+                  for label, part, want, limit in zip(("cos", "sin"), parts, expected, bound, strict=True)]
+        return _compare(name, "at position 0, cos = A and sin = 0", pieces)
+
+    def _apply_properties(self, probe, values, names) -> list[CheckResult]:
+        result, dtype = values
+        columns = oracle.columns_for(self.conv, probe.head_dim, self.spec.rope_layout)
+        expected, bound = self._apply_expectation(probe, dtype)
+        x = probe.x
+        through = columns.passthrough
+        changed = np.flatnonzero(np.any(result[..., through] != x[..., through], axis=tuple(range(x.ndim - 1))))
+        if through.size == 0:
+            passthrough = CheckResult(names[0], "skipped", "every feature is rotated")
+        elif changed.size:
+            passthrough = failed(names[0], f"{changed.size} of {through.size} features beyond the rotated ones "
+                                           f"changed, first feature {int(through[changed[0]])}: they must come back "
+                                           "bit for bit")
+        else:
+            passthrough = passed(names[0], f"the {through.size} features beyond the rotated ones came back bit for bit")
+        factor = abs(self.conv.cache_factor(self.conv.frequencies(probe.head_dim,
+                                                                  oracle.call_length(probe.positions))[1]))
+        measured = np.hypot(result[..., columns.a], result[..., columns.b])
+        exact = factor * np.hypot(x[..., columns.a], x[..., columns.b])
+        norm = _compare(names[1], "each pair's length is A times x's", [
+            ("pair length", measured, exact, bound[..., columns.a] + bound[..., columns.b])])
+        rows = np.flatnonzero(probe.positions == 0)
+        identity = _compare(names[2], "at position 0 the result is A x", [
+            ("x'", result[..., rows, :], expected[..., rows, :], bound[..., rows, :])]) if rows.size else \
+            CheckResult(names[2], "skipped", "no row stands for position 0")
+        return [passthrough, norm, identity]
+
+    def _relative(self, probe, outcome) -> CheckResult:
+        """``q(m) . k(n)`` against ``q(m + S) . k(n + S)`` (head 0 as q, head 1 as k)."""
+        values, problem = self._values(probe, outcome)
+        if problem:
+            return failed(probe.check_id, f"{probe.slot}: {problem}")
+        result, dtype = values
+        _, bound = self._apply_expectation(probe, dtype)
+        half = grid.RELATIVE_ROWS
+        blocks = [slice(0, half), slice(half, 2 * half)]
+        scores, limits = [], []
+        for block in blocks:
+            q, k = result[0, 0, block], result[0, 1, block]
+            tq, tk = bound[0, 0, block], bound[0, 1, block]
+            scores.append(q @ k.T)
+            limits.append(np.abs(q) @ tk.T + tq @ np.abs(k).T + tq @ tk.T)
+        return _compare(probe.check_id, f"q(m).k(n) against q(m+{grid.RELATIVE_SHIFT}).k(n+{grid.RELATIVE_SHIFT})",
+                        [("score", scores[1], scores[0], limits[0] + limits[1])])
+
+    def _prefix(self, name) -> CheckResult:
+        (short_probe, short), (long_probe, long) = self.prefix
+        values = [self._values(short_probe, short), self._values(long_probe, long)]
+        problems = [problem for _, problem in values if problem]
+        if problems:
+            return failed(name, problems[0])
+        (short_parts, short_dtype), (long_parts, long_dtype) = values[0][0], values[1][0]
+        layout = "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
+        _, short_bound = self._cache_expectation(short_probe, short_dtype, layout)
+        _, long_bound = self._cache_expectation(long_probe, long_dtype, layout)
+        rows = short_probe.positions.size
+        pieces = [(f"{label} rows 0..{rows - 1}", a, b[:rows], ta + tb[:rows])
+                  for label, a, b, ta, tb in zip(("cos", "sin"), short_parts, long_parts, short_bound, long_bound,
+                                                 strict=False)]
+        return _compare(name, f"the cache of 0..{rows - 1} against the first rows of the cache of "
+                              f"0..{long_probe.positions.size - 1}", pieces)

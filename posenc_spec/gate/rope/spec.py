@@ -1,0 +1,155 @@
+"""A RoPE declaration: the convention, the head size, and how the target's API is shaped.
+
+Keys (Hugging Face names where Hugging Face has one; every one also a ``--`` flag)::
+
+    rope_config            a Hugging Face config.json (its keys are read, explicit keys win)
+    rope_theta             the base (default 10000)
+    rope_type              default | linear | dynamic | yarn | llama3 | longrope | proportional
+    layer_type             one entry of a per-layer-type rope_parameters (Gemma 3/4)
+    rope_parameters        that type's parameters (a table; --rope-param KEY=VALUE on the command line)
+    partial_rotary_factor  default 1.0: rotary_dim = int(head_dim * factor)
+    rotary_dim             or the rotated size itself (GPT-J, CodeGen)
+    rotary_features        first (default) | last (DeepSeek-V3)
+    attention_factor       in-cache (default: A multiplies cos/sin) | separate
+    rope_layout            half (default) | interleaved: the pairs (i, i + r/2) or (2i, 2i + 1)
+    cache_layout           half (default) | interleaved | compact            (rope-cache)
+    cache_form             cos-sin (default) | complex | angles | sin-cos-cat | cos-sin-cat | stacked
+    cache_call             positions (default) | batched | length | x-positions
+    x_layout               bshd (default) | bhsd | sbhd | thd                (rope-apply)
+    head_dim               the model's head size: the grid then uses only it
+    max_positions          the model's max_position_embeddings
+
+The cache's ``cache_layout`` applies to each of cos and sin (``compact`` is ``(L, r/2)``);
+a ``complex`` or ``stacked`` cache is compact by nature.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from posenc_spec.rope.config import RopeConfigError, parse_rope_param, read_config
+from posenc_spec.rope.conventions import ROPE_TYPES, RopeConvention
+
+from ..errors import UsageError
+
+ROPE_LAYOUTS = ("half", "interleaved")
+CACHE_LAYOUTS = ("half", "interleaved", "compact")
+CACHE_FORMS = ("cos-sin", "complex", "angles", "sin-cos-cat", "cos-sin-cat", "stacked")
+CACHE_CALLS = ("positions", "batched", "length", "x-positions")
+X_LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
+PLACEMENTS = ("in-cache", "separate")
+GRID_HEAD_DIMS = (8, 64, 128)
+MAX_HEAD_DIM = 4096
+
+
+@dataclass(frozen=True)
+class RopeSpec:
+    """What a RoPE target is declared to compute and how its API is shaped."""
+
+    convention: RopeConvention
+    head_dims: tuple[int, ...] = GRID_HEAD_DIMS
+    rope_layout: str = "half"
+    cache_layout: str = "half"
+    cache_form: str = "cos-sin"
+    cache_call: str = "positions"
+    x_layout: str = "bshd"
+    config: str | None = None
+    layer_type: str | None = None
+
+    def describe(self) -> str:
+        conv = self.convention
+        parts = [conv.describe(), f"{self.rope_layout} pairs"]
+        if len(self.head_dims) == 1:
+            parts.append(f"head_dim {self.head_dims[0]}")
+        return ", ".join(parts)
+
+    def as_dict(self) -> dict:
+        return {**self.convention.as_dict(), "head_dims": list(self.head_dims), "rope_layout": self.rope_layout,
+                "cache_layout": self.cache_layout, "cache_form": self.cache_form, "cache_call": self.cache_call,
+                "x_layout": self.x_layout, "config": self.config, "layer_type": self.layer_type}
+
+
+def _rope_parameters(name, value) -> dict:
+    """A table, or ``KEY=VALUE`` texts (the command line's repeated ``--rope-param``)."""
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, (list, tuple)):
+        try:
+            return dict(parse_rope_param(item) for item in value)
+        except RopeConfigError as error:
+            raise UsageError(f"{name}: {error}") from None
+    raise UsageError(f"{name} must be a table of that type's parameters, got {value!r}")
+
+
+def rope_spec(keys: dict, base_dir, name, choice, integer, number, max_positions=None, where="") -> RopeSpec:
+    """The :class:`RopeSpec` of the RoPE keys in ``keys`` (validated with the declaration's
+    own ``choice``, ``integer`` and ``number``; ``name(key)`` names a key in messages,
+    ``where`` prefixes the others)."""
+    overrides = {}
+    if "rope_type" in keys:
+        overrides["rope_type"] = choice(name("rope_type"), keys["rope_type"], ROPE_TYPES)
+    if "rope_theta" in keys:
+        overrides["rope_theta"] = number(name("rope_theta"), keys["rope_theta"], above=0)
+    if "partial_rotary_factor" in keys:
+        overrides["partial_rotary_factor"] = number(name("partial_rotary_factor"), keys["partial_rotary_factor"],
+                                                    above=0, maximum=1)
+    if "rotary_dim" in keys:
+        overrides["rotary_dim"] = integer(name("rotary_dim"), keys["rotary_dim"], minimum=2, maximum=MAX_HEAD_DIM)
+    if "rotary_features" in keys:
+        overrides["rotary_features"] = choice(name("rotary_features"), keys["rotary_features"], ("first", "last"))
+    if "attention_factor" in keys:
+        overrides["attention_factor_placement"] = choice(name("attention_factor"), keys["attention_factor"],
+                                                         PLACEMENTS)
+    if max_positions is not None:
+        overrides["max_position_embeddings"] = max_positions
+    if "rope_parameters" in keys:
+        overrides.update(_rope_parameters(name("rope_parameters"), keys["rope_parameters"]))
+    head_dim = integer(name("head_dim"), keys["head_dim"], minimum=2, maximum=MAX_HEAD_DIM) \
+        if "head_dim" in keys else None
+    if head_dim is not None and head_dim % 2:
+        raise UsageError(f"{name('head_dim')} must be even, got {head_dim}")
+    layout = choice(name("rope_layout"), keys["rope_layout"], ROPE_LAYOUTS) if "rope_layout" in keys else None
+    config_path = layer_type = None
+    try:
+        if "rope_config" in keys:
+            value = keys["rope_config"]
+            if not isinstance(value, (str, os.PathLike)) or not str(value):
+                raise UsageError(f"{name('rope_config')} must be a file path, got {value!r}")
+            path = Path(value) if Path(value).is_absolute() or base_dir is None else Path(base_dir) / value
+            config_path, layer_type = str(path), keys.get("layer_type")
+            if head_dim is not None:
+                overrides["head_dim"] = head_dim
+            model = read_config(config_path, layer_type, overrides)
+            convention, head_dim = model.convention, head_dim or model.head_dim
+            layout = layout or model.layout
+        else:
+            if "layer_type" in keys:
+                raise UsageError(f"{name('layer_type')} goes with a rope config (it picks one of its layer types)")
+            convention = _convention(overrides)
+        for size in (head_dim,) if head_dim else GRID_HEAD_DIMS:
+            convention.frequencies(size)  # refuses an odd head, an odd or zero rotary size, short lists
+    except UsageError:
+        raise
+    except (RopeConfigError, ValueError, TypeError) as error:
+        if "rope_config" in keys and isinstance(error, RopeConfigError):
+            raise UsageError(f"{name('rope_config')}: {error}") from None
+        raise UsageError(f"{where}the rotary convention: {error}") from None
+    spec = RopeSpec(convention, (head_dim,) if head_dim else GRID_HEAD_DIMS, layout or "half")
+    return dataclasses.replace(
+        spec, config=config_path, layer_type=layer_type,
+        cache_layout=choice(name("cache_layout"), keys.get("cache_layout", "half"), CACHE_LAYOUTS),
+        cache_form=choice(name("cache_form"), keys.get("cache_form", "cos-sin"), CACHE_FORMS),
+        cache_call=choice(name("cache_call"), keys.get("cache_call", "positions"), CACHE_CALLS),
+        x_layout=choice(name("x_layout"), keys.get("x_layout", "bshd"), X_LAYOUTS))
+
+
+def _convention(overrides: dict) -> RopeConvention:
+    fields = {"rope_type": overrides.pop("rope_type", "default"), "theta": overrides.pop("rope_theta", 10000.0)}
+    for key in ("partial_rotary_factor", "rotary_dim", "max_position_embeddings", "rotary_features",
+                "attention_factor_placement"):
+        if key in overrides:
+            fields[key] = overrides.pop(key)
+    return RopeConvention(params=overrides, **fields)
