@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-
 import numpy as np
 
 from posenc_spec import checks, oracle
 from posenc_spec.checks import CheckResult, Expectation
-from posenc_spec.tolerance import dtype_name, element_tolerance, table_tolerance
+from posenc_spec.tolerance import element_tolerance
 
 
 def assert_check(result: CheckResult, impl: str) -> None:
@@ -47,18 +44,3 @@ def float64_rounded_tolerance(positions, width: int, convention, dtype, rows=sli
     theta, log_omega = oracle.angles(positions, width, convention)
     return element_tolerance(theta[rows][:, columns], log_omega[columns], dtype, "float64")
 
-
-def cached_expectation(num_positions: int, width: int, convention: str, dtype) -> Expectation:
-    """:func:`posenc_spec.checks.expectation` for positions 0 .. n-1, with one oracle table
-    per size reused for every dtype: only the tolerance depends on the dtype, and at 8192 x
-    1024 the table costs 0.75 s each time it is formed again."""
-    return _cached_expectation(num_positions, width, convention, dtype_name(dtype))
-
-
-@functools.lru_cache(maxsize=16)
-def _cached_expectation(num_positions, width, convention, dtype):
-    float64 = checks.expectation(num_positions, width, convention, "float64")
-    if dtype == "float64":
-        return float64
-    return dataclasses.replace(float64, out_dtype=dtype,
-                               tolerance=table_tolerance(num_positions, width, convention, dtype))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from posenc_spec import checks, oracle
 from posenc_spec.conventions import PRESETS, Convention, get_convention
 from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
-from spec_tests.assertions import assert_matches_formula, assert_within, cached_expectation, float64_rounded_tolerance
+from spec_tests.assertions import assert_matches_formula, assert_within, float64_rounded_tolerance
 from spec_tests.implementations import IMPLEMENTATIONS, TORCH_DTYPES, by_dtype, ids, seed_table
 
 # The seeds' sizes, GPT-2's and a long wide one, and the small widths where members coincide.
@@ -30,7 +30,7 @@ def test_matches_formula(impl, dtype, num_positions, width):
     """Each element lies within its own bound of the exact formula, in every dtype offered."""
     table = impl.make(num_positions, width, dtype)
     assert_matches_formula(table, f"{impl}({num_positions}, {width}, {dtype})",
-                           cached_expectation(num_positions, width, impl.convention, dtype))
+                           checks.expectation(num_positions, width, impl.convention, dtype))
 
 
 @given(num_positions=st.integers(0, 400), half_width=st.integers(1, 256),

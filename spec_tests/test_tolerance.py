@@ -8,7 +8,6 @@ import torch
 
 from posenc_spec import checks, oracle
 from posenc_spec.tolerance import element_tolerance, unit_roundoff
-from spec_tests.assertions import cached_expectation
 from spec_tests.implementations import IMPLEMENTATIONS, by_dtype, ids
 
 PAIRS = by_dtype(IMPLEMENTATIONS)
@@ -18,7 +17,7 @@ PAIRS = by_dtype(IMPLEMENTATIONS)
 @pytest.mark.parametrize("impl, dtype", PAIRS, ids=ids(PAIRS))
 def test_correct_tables_pass_at_length_8192(impl, dtype, width):
     """Correct code in float64, float32, float16 and bfloat16 passes at L = 8192."""
-    exp = cached_expectation(8192, width, impl.convention, dtype)
+    exp = checks.expectation(8192, width, impl.convention, dtype)
     result = checks.check_formula(impl.make(8192, width, dtype), exp)
     assert result.passed, f"{impl}[{dtype}] 8192x{width}: {result.message}"
 
@@ -36,7 +35,7 @@ def paper_table_with_log_base(num_positions, width, log_base, dtype):
 @pytest.mark.parametrize("num_positions", [2, 50])
 def test_ln_10000_hard_coded_as_9_21_fails_at_small_sizes(dtype, num_positions):
     """ln(10000) = 9.2103...; writing 9.21 moves the angles by about 1e-5 at position 1."""
-    exp = cached_expectation(num_positions, 512, "vaswani", dtype)
+    exp = checks.expectation(num_positions, 512, "vaswani", str(dtype))
     assert checks.check_formula(paper_table_with_log_base(num_positions, 512, math.log(10000.0), dtype), exp).passed
     result = checks.check_formula(paper_table_with_log_base(num_positions, 512, 9.21, dtype), exp)
     assert not result.passed, f"9.21 for ln(10000) passed at {num_positions}x512: {result.message}"
@@ -46,7 +45,7 @@ def test_ln_10000_hard_coded_as_9_21_fails_at_small_sizes(dtype, num_positions):
 def test_float16_angle_arithmetic_fails(num_positions):
     """A float16 table whose angles are formed in float16 fails; the same table formed in
     float32 and rounded at the end passes."""
-    exp = cached_expectation(num_positions, 512, "vaswani", "float16")
+    exp = checks.expectation(num_positions, 512, "vaswani", "float16")
     half = paper_table_with_log_base(num_positions, 512, math.log(10000.0), torch.float16)
     result = checks.check_formula(half, exp)
     assert not result.passed, f"float16 arithmetic passed at {num_positions}x512: {result.message}"
