@@ -67,7 +67,7 @@ FAMILY_MEMBERS = {name: (name, {}) for name in PRESETS} | {
 }
 FAMILY_DTYPES = ("float64", "float32", "float16")
 SAMPLE_SIZE = (1024, 64)  # long enough for angles near 1000, wide enough for 32 frequencies
-SAMPLED_ROWS = 40
+SAMPLED_ROWS = 40  # with every column: 2600 mpmath elements, about 0.03 s per member
 
 
 @functools.cache
