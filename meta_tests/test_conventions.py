@@ -1,10 +1,22 @@
-"""The family's layouts spelled out by hand, and the errors for bad conventions."""
+"""The family's layouts spelled out by hand, the errors for bad conventions, and the input helpers."""
+
+import re
 
 import numpy as np
 import pytest
+import torch
 
 from posenc_spec import oracle
-from posenc_spec.conventions import PRESETS, Convention, UndefinedWidthError, get_convention
+from posenc_spec.conventions import (
+    MAX_POSITIONS,
+    PRESETS,
+    Convention,
+    UndefinedWidthError,
+    check_base,
+    check_float_dtype,
+    check_length,
+    get_convention,
+)
 
 
 def symbolic_columns(convention, width):
@@ -49,9 +61,14 @@ def test_presets_match_the_convention_table():
 
 
 def test_at_width_two_every_layout_and_shift_agree():
-    """At d = 2 the members coincide (shift 1 taken at its omega = 1 limit): why checks need d >= 8."""
-    tables = [oracle.table(20, 2, name, degenerate_limit=True) for name in ("vaswani", "concat", "tensor2tensor")]
-    assert all(np.array_equal(tables[0], t) for t in tables[1:])
+    """At d = 2 the members coincide (shift 1 taken at its omega = 1 limit): why checks need
+    d >= 8. Each is the closed form ``[sin p, cos p]`` (omega_0 = 1 whatever the base), to
+    NumPy's rounding: sin and cos of an exact integer angle, the same operations bit for bit."""
+    positions = np.arange(20.0)
+    closed_form = np.stack([np.sin(positions), np.cos(positions)], axis=1)
+    for name in ("vaswani", "concat", "tensor2tensor"):
+        table = oracle.table(20, 2, name, degenerate_limit=True)
+        assert np.array_equal(table, closed_form), f"{name} at d = 2: {table[:3].tolist()}"
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -96,3 +113,46 @@ def test_names_round_trip():
     """A preset names itself; any other member spells out its fields."""
     assert PRESETS["fairseq"].name() == "fairseq"
     assert Convention(first="cos", freq_shift=1, layout="concat").name().startswith("concat/cos-first/shift1")
+
+
+def test_length_limit_is_2_to_the_24():
+    """Lengths up to MAX_POSITIONS pass (returned as int); one more is refused, as is a
+    NumPy unsigned length that would wrap, each naming the argument and the value."""
+    assert MAX_POSITIONS == 2**24 == float(np.float32(2**24))
+    assert np.float32(MAX_POSITIONS + 1) == MAX_POSITIONS, "float32 no longer rounds 2**24 + 1 down"
+    assert check_length(np.int64(MAX_POSITIONS)) == MAX_POSITIONS and type(check_length(np.uint8(3))) is int
+    with pytest.raises(ValueError, match=f"positions must be <= 2\\*\\*24 = {MAX_POSITIONS}.*got {MAX_POSITIONS + 1}"):
+        check_length(MAX_POSITIONS + 1, "positions")
+    with pytest.raises(ValueError, match="num_positions must be <= .* got 18446744073709551615"):
+        check_length(np.uint64(2**64 - 1))
+
+
+@pytest.mark.parametrize("base, error", [(0, ValueError), (1.0, ValueError), (-2.0, ValueError),
+                                         (float("nan"), ValueError), (float("inf"), ValueError),
+                                         (True, TypeError), ("10", TypeError), (2j, TypeError), (None, TypeError)])
+def test_check_base_refuses_by_name(base, error):
+    """Bases must be finite real numbers, positive and not 1; the message names base and the value."""
+    with pytest.raises(error, match=rf"^base must be .*got {re.escape(repr(base))}"):
+        check_base(base)
+
+
+@pytest.mark.parametrize("base", [10000, 0.5, np.float32(100.0), np.int64(7)])
+def test_check_base_accepts_real_numbers_as_float(base):
+    """Ints, NumPy scalars and bases below 1 (rising frequencies) come back as a Python float."""
+    assert check_base(base) == float(base) and type(check_base(base)) is float
+
+
+@pytest.mark.parametrize("dtype, library, accepted", [
+    (np.float16, "numpy", True), ("float32", "numpy", True), (np.dtype("float64"), "numpy", True),
+    (np.int32, "numpy", False), (np.complex64, "numpy", False), (bool, "numpy", False), (None, "numpy", False),
+    (torch.float32, "numpy", False),
+    (torch.bfloat16, "torch", True), (torch.float64, "torch", True),
+    (torch.int8, "torch", False), (torch.complex64, "torch", False), (np.float32, "torch", False),
+])
+def test_check_float_dtype(dtype, library, accepted):
+    """Floating dtypes of the named library pass unchanged; anything else is a TypeError naming dtype."""
+    if accepted:
+        assert check_float_dtype(dtype, library=library) is dtype
+    else:
+        with pytest.raises(TypeError, match=r"^dtype must be a floating (NumPy|torch) dtype, got "):
+            check_float_dtype(dtype, library=library)

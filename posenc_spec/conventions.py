@@ -211,12 +211,19 @@ def get_convention(name: str | Convention = "vaswani", **overrides) -> Conventio
     return convention.replace(**changes) if changes else convention
 
 
-def check_length(num_positions) -> int:
-    """A table length: a non-negative int (bool and floats refused, even 3.0)."""
+MAX_POSITIONS = 2**24  # float32 (most angles' precision) holds every integer position only up to 2**24
+
+
+def check_length(num_positions, name: str = "num_positions") -> int:
+    """A table length: a non-negative int up to :data:`MAX_POSITIONS` (bool and floats
+    refused, even 3.0; NumPy integers accepted)."""
     if isinstance(num_positions, bool) or not isinstance(num_positions, (int, np.integer)):
-        raise TypeError(f"num_positions must be an int, got {num_positions!r} ({type(num_positions).__name__})")
+        raise TypeError(f"{name} must be an int, got {num_positions!r} ({type(num_positions).__name__})")
     if num_positions < 0:
-        raise ValueError(f"num_positions must be >= 0, got {num_positions}")
+        raise ValueError(f"{name} must be >= 0, got {num_positions}")
+    if num_positions > MAX_POSITIONS:
+        raise ValueError(f"{name} must be <= 2**24 = {MAX_POSITIONS} (float32 positions are exact only "
+                         f"up to there), got {num_positions}")
     return int(num_positions)
 
 
@@ -236,3 +243,32 @@ def check_even_width(d_model, name: str = "d_model") -> int:
     if d_model < 2 or d_model % 2:
         raise ValueError(f"{name} must be an even int >= 2, got {d_model}")
     return int(d_model)
+
+
+def check_base(base, name: str = "base") -> float:
+    """A frequency base: a finite real number, positive and not 1 (``base ** -e`` is then
+    a strictly monotone ladder of distinct frequencies). Bool and complex refused."""
+    if isinstance(base, bool) or not isinstance(base, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {base!r} ({type(base).__name__})")
+    if not math.isfinite(base) or base <= 0 or base == 1:
+        raise ValueError(f"{name} must be finite, > 0 and != 1, got {base!r}")
+    return float(base)
+
+
+def check_float_dtype(dtype, name: str = "dtype", library: str = "numpy"):
+    """A floating output dtype of ``library``: NumPy's (``np.float16``, ``'float32'``, ...)
+    or torch's (``torch.bfloat16``, ...). An integer, bool or complex dtype would truncate
+    every value or carry an imaginary part. Returns ``dtype`` unchanged."""
+    _check_choice("library", library, ("numpy", "torch"))
+    torch_flag = getattr(dtype, "is_floating_point", None)  # a torch.dtype has it, NumPy dtypes do not
+    if library == "torch":
+        floating = torch_flag is True
+    else:
+        try:  # None is refused by hand: np.dtype(None) is float64
+            floating = dtype is not None and torch_flag is None and np.dtype(dtype).kind == "f"
+        except TypeError:
+            floating = False
+    if not floating:
+        raise TypeError(f"{name} must be a floating {'torch' if library == 'torch' else 'NumPy'} dtype, "
+                        f"got {dtype!r}")
+    return dtype

@@ -2,7 +2,7 @@
 
 import torch
 
-from posenc_spec.conventions import check_even_width
+from posenc_spec.conventions import check_base, check_even_width
 
 
 def timestep_embedding(timesteps: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
@@ -11,7 +11,8 @@ def timestep_embedding(timesteps: torch.Tensor, dim: int, base: float = 10000.0)
         factor[k] = base ** (k / (dim/2))            k = 0 .. dim/2 - 1   (= 2k/dim)
         emb[t]    = [sin(t / factor) | cos(t / factor)]
 
-    ``timesteps`` is a 1-D tensor of integer or floating steps; NaN and Inf are refused.
+    ``timesteps`` is a 1-D tensor of integer or floating steps (NaN, Inf, bool and complex
+    refused); ``dim`` even, ``base`` finite, positive and not 1.
     """
     if not isinstance(timesteps, torch.Tensor):
         raise TypeError(f"timesteps must be a 1-D torch.Tensor, got {type(timesteps).__name__}")
@@ -22,7 +23,8 @@ def timestep_embedding(timesteps: torch.Tensor, dim: int, base: float = 10000.0)
     steps = timesteps.to(torch.float32)
     if not torch.isfinite(steps).all():
         raise ValueError(f"timesteps must be finite, got {steps[~torch.isfinite(steps)][:3].tolist()}")
-    check_even_width(dim, "dim")
+    dim = check_even_width(dim, "dim")
+    base = check_base(base)
     half = dim // 2
     factor = base ** (torch.arange(half, dtype=torch.float32, device=timesteps.device) / half)
     angle = steps[:, None] / factor

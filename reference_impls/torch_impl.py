@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from posenc_spec.conventions import check_even_width, check_length
+from posenc_spec.conventions import check_base, check_even_width, check_float_dtype, check_length
 
 
 def positional_encoding(num_positions: int, d_model: int, base: float = 10000.0,
@@ -17,12 +17,14 @@ def positional_encoding(num_positions: int, d_model: int, base: float = 10000.0,
 
     The angle is formed in float32 (float64 when ``dtype`` is float64) and only the
     result is cast: float16 or bfloat16 arithmetic on the angle would misplace whole
-    periods beyond a few hundred positions.
+    periods beyond a few hundred positions. ``d_model`` must be even, ``base`` finite,
+    positive and not 1, ``dtype`` a floating torch.dtype; ``num_positions`` at most
+    ``MAX_POSITIONS``.
     """
-    check_length(num_positions)
-    check_even_width(d_model)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    num_positions = check_length(num_positions)
+    d_model = check_even_width(d_model)
+    base = check_base(base)
+    check_float_dtype(dtype, library="torch")
     work = torch.float64 if dtype == torch.float64 else torch.float32
     position = torch.arange(num_positions, dtype=work, device=device)[:, None]
     div_term = torch.exp(torch.arange(0, d_model, 2, dtype=work, device=device) * -(math.log(base) / d_model))

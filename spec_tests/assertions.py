@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec import checks
+from posenc_spec import checks, oracle
 from posenc_spec.checks import CheckResult, Expectation
+from posenc_spec.tolerance import element_tolerance
 
 
 def assert_check(result: CheckResult, impl: str) -> None:
@@ -34,3 +35,12 @@ def assert_within(actual, expected, bound, what: str) -> None:
             f"worst at {list(map(int, worst))}: got {float(actual[worst])!r}, "
             f"expected {float(expected[worst])!r}, error {error[worst]:.3g} > bound {bound[worst]:.3g}"
         )
+
+
+def float64_rounded_tolerance(positions, width: int, convention, dtype, rows=slice(None), columns=slice(None)):
+    """The bound of a table computed in float64 and rounded once to ``dtype`` (the family, and
+    the torch seed in float64): the per-element bound with float64 angle arithmetic and
+    ``dtype``'s output rounding, ``u_64 ((2|x| + 5)|theta| + 4) + u_dtype``, at ``rows`` x ``columns``."""
+    theta, log_omega = oracle.angles(positions, width, convention)
+    return element_tolerance(theta[rows][:, columns], log_omega[columns], dtype, "float64")
+

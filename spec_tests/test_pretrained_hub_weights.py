@@ -4,8 +4,9 @@ The build machines cannot download them, so these tests skip there, with a reaso
 says how to enable them; ``tox -e pretrained`` runs only these. They load through the
 same ``from_pretrained(..., local_files_only=True)`` path as the MiniLM tests.
 
-The thresholds are those of the MiniLM tests (test_pretrained_minilm.py), which states
-the values measured there; GPT-2's own values are printed by each assertion message.
+The thresholds are those of the MiniLM tests, named in :mod:`posenc_spec.pretrained.learned`
+(test_pretrained_minilm.py states the values measured there); GPT-2's own values are
+printed by each assertion message.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def test_gpt2_neighbouring_rows_more_similar_than_random_pairs(gpt2_table):
     """The median cosine of positions p, p + 1 exceeds the 95th percentile over all pairs."""
     neighbours = pretrained.neighbour_similarities(gpt2_table)
     pairs = pretrained.pair_similarities(gpt2_table)
-    median_neighbour, pair_95 = np.median(neighbours), np.percentile(pairs, 95)
+    median_neighbour, pair_95 = np.median(neighbours), np.percentile(pairs, pretrained.NEIGHBOUR_PERCENTILE)
     assert median_neighbour > pair_95, f"gpt2: median neighbour cosine {median_neighbour:.3g} <= {pair_95:.3g}"
 
 
@@ -86,7 +87,8 @@ def test_gpt2_wpe_is_low_rank_against_a_random_table(gpt2_table):
     """The effective rank of ``wpe`` is at most half that of a seeded Gaussian table like it."""
     effective = pretrained.effective_rank(gpt2_table)
     random_effective = pretrained.effective_rank(pretrained.random_table_like(gpt2_table, SEED))
-    assert effective <= random_effective / 2, f"gpt2: effective rank {effective:.4g}, random {random_effective:.4g}"
+    assert effective <= pretrained.MAX_EFFECTIVE_RANK_SHARE * random_effective, \
+        f"gpt2: effective rank {effective:.4g}, random {random_effective:.4g}"
 
 
 def test_gpt2_wpe_is_not_sinusoidal_under_any_base_or_rotation(gpt2_table):
@@ -94,7 +96,7 @@ def test_gpt2_wpe_is_not_sinusoidal_under_any_base_or_rotation(gpt2_table):
     best fit leaves at least half of it unexplained (the search is the one that recognises
     a disguised sinusoidal table to rounding in test_pretrained_minilm.py)."""
     fit = pretrained.best_sinusoidal_fit(gpt2_table)
-    assert fit.relative >= 0.5, f"gpt2's wpe is nearly sinusoidal: {fit.describe()}"
+    assert fit.relative >= pretrained.MIN_SINUSOIDAL_RESIDUAL, f"gpt2's wpe is nearly sinusoidal: {fit.describe()}"
 
 
 # -- t5-small -----------------------------------------------------------------------------

