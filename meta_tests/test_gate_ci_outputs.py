@@ -206,3 +206,66 @@ def test_annotations_are_capped_per_target(tmp_path):
     assert len(github_annotations(report_dict([many]), root=tmp_path, limit=3)) == 4
     with pytest.raises(ValueError, match="limit must be a positive integer, got 0"):
         github_annotations(report_dict([many]), limit=0)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+_SHELL_VARIABLE = re.compile(r"\$\{?([A-Z_][A-Z0-9_]*)")
+
+
+def _strings(node):
+    if isinstance(node, dict):
+        return [text for value in node.values() for text in _strings(value)]
+    if isinstance(node, list):
+        return [text for value in node for text in _strings(value)]
+    return [node] if isinstance(node, str) else []
+
+
+def _defined(node) -> set[str]:
+    """The names an ``env:`` or ``variables:`` mapping defines anywhere in a CI file."""
+    if isinstance(node, list):
+        return set().union(*map(_defined, node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    names = set().union(*(set(node[key]) for key in ("env", "variables") if isinstance(node.get(key), dict)))
+    return names.union(*map(_defined, node.values()))
+
+
+def test_composite_action_declares_uses_and_passes_every_input():
+    """Every input the brief names is declared and used; scripts get them as variables they
+    define (never pasted in), and the check step writes both reports."""
+    yaml = pytest.importorskip("yaml")
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    action = yaml.safe_load(text)
+    assert action["runs"]["using"] == "composite"
+    inputs = set(action["inputs"])
+    assert {"target", "convention", "xfails", "config", "python-version", "posenc-spec-version"} <= inputs
+    assert set(re.findall(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", text)) == inputs
+    scripts = [step for step in action["runs"]["steps"] if "run" in step]
+    for step in scripts:
+        assert "${{" not in step["run"], step["run"]
+        assert set(_SHELL_VARIABLE.findall(step["run"])) <= set(step.get("env", {})) | {"GITHUB_OUTPUT"}, step["run"]
+    assert re.search(r"posenc-spec \S+ --json \S+ --junitxml \S+", scripts[-1]["run"]), scripts[-1]["run"]
+
+
+def test_pre_commit_hook_runs_the_installed_command():
+    yaml = pytest.importorskip("yaml")
+    import tomllib
+
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert hook["id"] == "posenc-spec-check" and hook["language"] == "python" and hook["pass_filenames"] is False
+    assert hook["entry"] == "posenc-spec check" and hook["entry"].split()[0] in scripts
+
+
+def test_readme_ci_recipes_parse_and_define_every_variable():
+    """Each YAML block of the README's CI section parses, and every $VARIABLE its commands use
+    is defined in an env: or variables: mapping of the same block."""
+    yaml = pytest.importorskip("yaml")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Gate your implementation in CI", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+    assert len(blocks) >= 4, "composite action, plain GitHub job, GitLab job, pre-commit"
+    for block in blocks:
+        recipe = yaml.safe_load(block)
+        used = {name for text in _strings(recipe) for name in _SHELL_VARIABLE.findall(text)}
+        assert used <= _defined(recipe), (used - _defined(recipe), block)
