@@ -1,0 +1,110 @@
+"""GitHub Actions annotations of a ``--json`` report: workflow commands a job prints.
+
+A line ``::error file=F,line=L,title=T::MESSAGE`` on a step's output becomes an annotation
+on the pull request, at line ``L`` of file ``F``. Per target that does not conform:
+
+- a target that cannot be imported: one ``::error`` with the import check's reason;
+- each failed check: one ``::error`` titled ``posenc-spec CHECK_ID``, the message the
+  target and the reason;
+- each of the target's warnings (a known deviation that is gone, a changed global
+  state): one ``::warning``.
+
+``F`` and ``L`` are where the target's function is defined (the report's ``location``),
+``F`` relative to ``root`` (the working directory). A location outside ``root`` is named in
+the message instead (GitHub can only place a file of the repository); a null location gives
+an annotation on the run, without ``file`` and ``line``. At most ``limit`` lines per target,
+errors first, then one line saying how many more the report holds: GitHub shows only a few
+annotations per step, and one broken target must not hide the others.
+
+Escaping follows the runner's parser (``@actions/core``'s ``command.ts``): in the message,
+``%``, CR and LF become ``%25``, ``%0D`` and ``%0A``; in a property, ``:`` and ``,`` also
+become ``%3A`` and ``%2C``, since they separate the properties from each other and from the
+message. Print the lines with :func:`posenc_spec.gate.output.destination.emit`, which
+escapes what the stream cannot encode.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+MAX_LINES_PER_TARGET = 10
+_DATA_ESCAPES = (("%", "%25"), ("\r", "%0D"), ("\n", "%0A"))
+_PROPERTY_ESCAPES = (*_DATA_ESCAPES, (":", "%3A"), (",", "%2C"))
+
+
+def _escape(text: str, escapes) -> str:
+    for character, escaped in escapes:  # "%" first, so that no escape is escaped again
+        text = text.replace(character, escaped)
+    return text
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: ``%``, CR and LF escaped."""
+    return _escape(str(text), _DATA_ESCAPES)
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value: ``%``, CR, LF, ``:`` and ``,`` escaped."""
+    return _escape(str(text), _PROPERTY_ESCAPES)
+
+
+def command(level: str, message: str, file: str | None = None, line: int | None = None,
+            title: str | None = None) -> str:
+    """One workflow command: ``::level file=..,line=..,title=..::message``, each part escaped."""
+    if level not in ("error", "warning", "notice"):
+        raise ValueError(f"level must be error, warning or notice, got {level!r}")
+    properties = [f"{name}={escape_property(value)}" for name, value in
+                  (("file", file), ("line", line if file is not None else None), ("title", title)) if value is not None]
+    return f"::{level} {','.join(properties)}::{escape_data(message)}" if properties else \
+        f"::{level}::{escape_data(message)}"
+
+
+def relative_file(location: dict | None, root) -> tuple[str | None, int | None]:
+    """``(file, line)`` of a location, ``file`` relative to ``root`` with ``/`` separators;
+    ``(None, None)`` when the location is null or outside ``root``."""
+    if not location:
+        return None, None
+    try:
+        relative = Path(os.path.realpath(location["file"])).relative_to(os.path.realpath(root))
+    except ValueError:
+        return None, None
+    return relative.as_posix(), location.get("line")
+
+
+def target_annotations(target: dict, root, limit: int = MAX_LINES_PER_TARGET) -> list[str]:
+    """The annotations of one target of a report (see the module docstring)."""
+    file, line = relative_file(target.get("location"), root)
+    name = target["target"]
+    elsewhere = ""
+    if file is None and target.get("location"):
+        elsewhere = f" (defined at {target['location']['file']}, line {target['location']['line']})"
+    found = []
+    for check in target["checks"]:
+        if check["status"] != "failed":
+            continue
+        if target["status"] == "error" and check["id"] == "import":
+            found.append(("error", f"posenc-spec: cannot import {name}", f"{name}: {check['reason']}"))
+        else:
+            found.append(("error", f"posenc-spec {check['id']}", f"{name}{elsewhere}: {check['reason']}"))
+    found += [("warning", "posenc-spec warning", f"{name}{elsewhere}: {warning}") for warning in target["warnings"]]
+    lines = [command(level, message, file, line, title) for level, title, message in found[:limit]]
+    hidden = found[limit:]
+    if hidden:
+        level = "error" if any(level == "error" for level, _, _ in hidden) else "warning"
+        failed = sum(level == "error" for level, _, _ in found)
+        lines.append(command(level, f"{name}: {len(hidden)} more annotations not shown ({failed} failed checks in "
+                                    "all); the --json and --junitxml reports list every check",
+                             file, line, f"posenc-spec: {len(hidden)} more"))
+    return lines
+
+
+def github_annotations(report: dict, root=None, limit: int = MAX_LINES_PER_TARGET) -> list[str]:
+    """The workflow commands for every target of a report of schema_version 1 that has a
+    failed check or a warning, in the report's order; ``root`` defaults to the working directory."""
+    if not isinstance(report, dict) or not isinstance(report.get("targets"), list):
+        raise ValueError(f"report must be a posenc-spec report dict with a 'targets' list, got {type(report).__name__}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    root = os.getcwd() if root is None else root
+    return [line for target in report["targets"] for line in target_annotations(target, root, limit)]
