@@ -137,19 +137,23 @@ def panels(figure) -> list:
     return [axes for axes in figure.axes if axes.get_label() != "<colorbar>"]
 
 
-def test_every_picture_names_target_convention_and_dtype():
+@pytest.fixture(scope="module")
+def pictures() -> dict:
+    """The four pictures of plot and check --plots of the wrong table (drawn once: they are only read)."""
+    return table_figures(wrong_table(), expected(), title=TITLE)
+
+
+def test_every_picture_names_target_convention_and_dtype(pictures):
     """The four pictures of plot and check --plots, and the ULP picture, are headed by their title."""
-    pictures = {**table_figures(wrong_table(), expected(), title=TITLE),
-                "ulp": ulp_figure(seeded_distances(), title=ulp_title(), dtype=DTYPE)}
-    for name, figure in pictures.items():
+    ulp = ulp_figure(seeded_distances(), title=ulp_title(), dtype=DTYPE)
+    for name, figure in {**pictures, "ulp": ulp}.items():
         suptitle = figure.get_suptitle()
         assert TARGET in suptitle and f"under {CONVENTION}, {DTYPE}" in suptitle, f"{name}: heading {suptitle!r}"
 
 
-def test_every_image_has_its_labelled_colorbar_and_every_axis_a_label():
+def test_every_image_has_its_labelled_colorbar_and_every_axis_a_label(pictures):
     """Heatmap: values; similarity: cosine similarity (one for both panels); difference: both panels; axes
     name the rows (positions) and the embedding dimensions; the row profiles name the values."""
-    pictures = table_figures(wrong_table(), expected(), title=TITLE)
     for name, figure in pictures.items():
         assert colorbar_labels(figure) == COLORBAR_LABELS[name], f"{name}: colorbars {colorbar_labels(figure)}"
     for name in ("heatmap", "difference"):
@@ -224,11 +228,11 @@ def test_timestep_rows_are_named_by_their_timesteps(tmp_path):
     steps = np.arange(12) * 90.0
     exp = expectation(steps, 16, "concat", DTYPE)
     table = family.sinusoidal_encoding(steps, 16, "concat", np.float32)
-    pictures = table_figures(table, exp, title=TITLE)
-    axis = pictures["heatmap"].axes[0].yaxis
+    axis = table_heatmap_figure(table, exp, title=TITLE).axes[0].yaxis
     assert axis.get_label_text() == "Timestep", axis.get_label_text()
     assert axis.get_major_formatter()(3, 0) == "270", "row 3 is not labelled with its timestep"
-    legend = [axes.get_legend().get_texts()[0].get_text() for axes in pictures["row_profiles"].axes]
+    profiles = table_row_profiles_figure(table, exp, title=TITLE)
+    legend = [axes.get_legend().get_texts()[0].get_text() for axes in profiles.axes]
     assert legend == [f"timestep {steps[row]:g}" for row in profile_rows(12)], legend
     figure = table_heatmap_figure(table, exp, title=TITLE, row_kind="position")
     assert figure.axes[0].get_ylabel() == "Position"
