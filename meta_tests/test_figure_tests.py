@@ -3,10 +3,10 @@ makes the comparison with the baseline fail, invisible changes pass, and the def
 pytest run compares at all.
 
 Each changed figure is drawn with the same functions, data and rendering as its test in
-spec_tests/test_figures.py, saved as pytest-mpl saves it, and compared with the real
-baseline by matplotlib's ``compare_images`` (what pytest-mpl calls). One end-to-end run
-of pytest in a subprocess shows pytest-mpl itself failing a changed figure under the
-project's default options.
+spec_tests/test_figures.py or spec_tests/test_figures_plot.py, saved as pytest-mpl saves
+it, and compared with the real baseline by matplotlib's ``compare_images`` (what
+pytest-mpl calls). One end-to-end run of pytest in a subprocess shows pytest-mpl itself
+failing a changed figure under the project's default options.
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ from PIL import Image
 
 from posenc_spec import figures
 from posenc_spec.checks import expectation
+from posenc_spec.figures import diagnostics, regression
+from posenc_spec.regression.ulp import INFINITE_ULP
 from reference_impls import family
 from spec_tests import test_figures as figure_tests
+from spec_tests import test_figures_plot as plot_tests
 from spec_tests.figure_compare import FIGURE_COMPARE, IMAGE_TOLERANCE_RMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +62,21 @@ def correct_float32_difference() -> Figure:
     return figures.difference_figure(table, exp.table, exp.tolerance, title="ln(10000) hard-coded as 9.21")
 
 
-# At least one change for every baseline of test_figures.py, among them each kind the
-# issue names: another colormap, a transposed array, another array.
+def plot_figure(function, table) -> Figure:
+    """A picture of ``posenc-spec plot`` as test_figures_plot.py draws it, of another table."""
+    return function(table, plot_tests.expected(), title=plot_tests.TITLE)
+
+
+def ulp_figure_of(distances) -> Figure:
+    return regression.ulp_figure(distances, title=plot_tests.ulp_title(), dtype=plot_tests.DTYPE)
+
+
+def infinite_shown_as_identical(distances: np.ndarray) -> np.ndarray:
+    return np.where(distances == INFINITE_ULP, np.uint64(0), distances)
+
+
+# At least one change for every baseline of test_figures.py and test_figures_plot.py, among
+# them each kind the issue names: another colormap, a transposed array, another array.
 CHANGED_FIGURES = [
     ChangedFigure("test_seed000_heatmap", "viridis instead of Blues",
                   lambda: figures.position_heatmap_figure(figure_tests.seed000_table(), cmap="viridis")),
@@ -96,6 +112,16 @@ CHANGED_FIGURES = [
                   lambda: figures.similarity_over_positions_figure(figure_tests.seed004_table(), cmap="Greens")),
     ChangedFigure("test_difference_figure_of_a_wrong_table", "a correct table instead",
                   correct_float32_difference),
+    ChangedFigure("test_plot_heatmap_of_a_wrong_table", "the correct table instead",
+                  lambda: plot_figure(diagnostics.table_heatmap_figure, plot_tests.correct_table())),
+    ChangedFigure("test_plot_row_profiles_of_a_wrong_table", "the correct table instead",
+                  lambda: plot_figure(diagnostics.table_row_profiles_figure, plot_tests.correct_table())),
+    ChangedFigure("test_plot_similarity_of_a_wrong_table", "the correct table instead",
+                  lambda: plot_figure(diagnostics.table_similarity_figure, plot_tests.correct_table())),
+    ChangedFigure("test_ulp_figure_of_seeded_distances", "the infinite distances shown as identical",
+                  lambda: ulp_figure_of(infinite_shown_as_identical(plot_tests.seeded_distances()))),
+    ChangedFigure("test_ulp_figure_of_a_one_dimensional_output", "the infinite distances shown as identical",
+                  lambda: ulp_figure_of(infinite_shown_as_identical(plot_tests.one_row_of_distances()))),
 ]
 
 # Changes nobody can see, which must pass: the figure as its test draws it, and the same
@@ -139,7 +165,7 @@ def test_invisible_change_passes_its_comparison(case, tmp_path):
 
 def test_every_figure_test_has_a_changed_version():
     """No figure test is left without a deliberate change that must fail it."""
-    compared = {name for name, value in vars(figure_tests).items()
+    compared = {name for module in (figure_tests, plot_tests) for name, value in vars(module).items()
                 if name.startswith("test_") and any(mark.name == "mpl_image_compare"
                                                     for mark in getattr(value, "pytestmark", []))}
     changed = {case.baseline for case in CHANGED_FIGURES}
