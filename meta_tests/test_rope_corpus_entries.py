@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 
+from meta_tests.corpus import rope_registry
 from meta_tests.corpus.rope_registry import (
     DECLARATION_KEYS,
     ROPE_APIS,
@@ -144,7 +145,8 @@ _TO_HEADS_LAST = {"bshd": (0, 2, 1, 3), "bhsd": (0, 1, 2, 3), "sbhd": (1, 2, 0, 
 
 
 def judge_apply(entry, conv, head_dim, positions, x_dtype):
-    """``fn(x, positions)`` on seeded random x in the declared x_layout, against the float64 rotation."""
+    """``fn(x, positions)`` on seeded random x in the declared x_layout, against the float64
+    rotation; a feature outside the rotated block must come back bit for bit (ratio inf if not)."""
     layout, order = entry.setting("x_layout"), _TO_HEADS_LAST[entry.setting("x_layout")]
     shape = {"bshd": (1, positions.size, HEADS, head_dim), "bhsd": (1, HEADS, positions.size, head_dim),
              "sbhd": (positions.size, 1, HEADS, head_dim), "thd": (positions.size, HEADS, head_dim)}[layout]
@@ -157,7 +159,12 @@ def judge_apply(entry, conv, head_dim, positions, x_dtype):
     pairing = entry.setting("rope_layout")
     expected = oracle.apply(x_exact, positions, conv, head_dim, pairing)
     tol = rope_apply_tolerance(x_exact, positions, conv, head_dim, pairing, dtype_name(x_dtype), out_dtype)
-    return worst_ratio(out.transpose(order), expected, tol)
+    out = out.transpose(order)
+    passthrough = oracle.columns_for(conv, head_dim, pairing).passthrough
+    changed = np.argwhere(out[..., passthrough] != x_exact[..., passthrough])
+    if changed.size:  # the features outside the rotated block pass bit for bit
+        return np.inf, ("passthrough changed", *map(int, changed[0][:-1]), int(passthrough[changed[0][-1]]))
+    return worst_ratio(out, expected, tol)
 
 
 def position_sets(conv, order="grid") -> list[tuple[str, np.ndarray]]:
@@ -294,9 +301,7 @@ def test_registration_rejects_bad_declarations(decorator, keys, message):
     with pytest.raises(ValueError, match=message) as raised:
         _register_probe(decorator, **keys)
     assert "probe" in str(raised.value)
-    import meta_tests.corpus.rope_registry as registry
-
-    assert len(registry.ROPE_ENTRIES) == before
+    assert len(rope_registry.ROPE_ENTRIES) == before
 
 
 def test_the_corpus_covers_the_interface():

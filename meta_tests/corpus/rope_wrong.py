@@ -3,9 +3,9 @@
 Every function is registered with the declaration it claims (see
 :mod:`meta_tests.corpus.rope_registry`); under that declaration it is wrong somewhere on the
 gate's grid, or, for the ``history`` and ``global-state`` classes, after or around a call.
-Most reproduce a numbered bug of the RoPE page (``shared/ROPE.md``) and cite its thread.
-The helpers below are the shared library code such a module would import; the slip is in
-the registered function.
+Most reproduce a bug reported in a public thread, which ``seen`` cites. The helpers below
+are the shared library code such a module would import; the slip is in the registered
+function.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _yarn_cache(positions, head_dim, factor, attention_factor, original_max=4096
     return cos * attention_factor, sin * attention_factor
 
 
-# -- precision (ROPE.md 1-6) -----------------------------------------------------------------
+# -- precision -----------------------------------------------------------------
 
 
 @rope_wrong(bug="positions from torch.arange(seq_len, dtype=torch.bfloat16): above 256 they round and repeat",
@@ -180,7 +180,7 @@ def cache_leaves_default_dtype_float64(positions, head_dim):
     return emb.cos(), emb.sin()
 
 
-# -- layout and permutation (ROPE.md 14-17) ---------------------------------------------------
+# -- layout and permutation ---------------------------------------------------
 
 
 @rope_wrong(bug="rope_interleaved is ignored: pairs (i, i + d/2) rotated where (2i, 2i + 1) was declared",
@@ -258,7 +258,7 @@ def positions_start_at_one(seq_len, head_dim):
     return _half_cache(torch.arange(1, seq_len + 1), _inv_freq(head_dim))
 
 
-# -- partial rotary (ROPE.md 25-27) -------------------------------------------------------------
+# -- partial rotary -------------------------------------------------------------
 
 
 @rope_wrong(bug="exponent arange(0, rotary_dim, 2) / head_dim: the frequencies of a full head, cut at rotary_dim",
@@ -294,7 +294,7 @@ def proportional_exponent_over_rotated_size(head_dim):
     return torch.cat([inv_freq, torch.zeros(head_dim // 2 - rope_angles)])
 
 
-# -- dynamic NTK and caches (ROPE.md 8-12) ----------------------------------------------------------
+# -- dynamic NTK and caches ----------------------------------------------------------
 
 
 @rope_wrong(bug="'dynamic' NTK built once at max_len = factor * L0: the base never follows the sequence length",
@@ -380,7 +380,7 @@ def dynamic_ntk_below_trained_length(positions, head_dim):
     return _half_cache(positions, inv_freq.float())
 
 
-# -- YaRN (ROPE.md 18-22) and the attention factor ----------------------------------------------------
+# -- YaRN and the attention factor ----------------------------------------------------
 
 
 @rope_wrong(bug="YaRN's attention factor multiplies cos but not sin", classes=("attention-factor", "yarn"),
@@ -458,7 +458,7 @@ def yarn_factor_from_length_ratio(positions, head_dim):
     return _yarn_cache(positions, head_dim, factor, _yarn_get_mscale(factor))
 
 
-# -- LongRoPE (ROPE.md 23-24) and llama3 (ROPE.md 28) -----------------------------------------------
+# -- LongRoPE and llama3 -----------------------------------------------
 
 
 def _longrope_cache(positions, head_dim, ext_factors):
