@@ -12,3 +12,6 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=40, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=40)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+# pytester runs the plugin's own pytest sessions in this process (spec_tests/test_gate_plugin.py).
+pytest_plugins = ["pytester"]

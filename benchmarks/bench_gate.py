@@ -1,18 +1,19 @@
-"""What one ``posenc-spec check`` costs beyond starting Python and torch, and what each
-further target of a ``--config`` run costs.
+"""What one ``posenc-spec check`` costs beyond starting Python and torch, what each further
+target of a ``--config`` run costs (each in a sealed child of its own), and what ``-j 2``
+gains.
 
 Each figure is the median of ``--repeats`` runs, each in a fresh Python, as CI runs it:
 
 1. ``python -c "import numpy, torch"``: the floor every run pays;
-2. ``posenc-spec check TARGET`` on the default grid (the torch reference implementation,
+2. ``posenc-spec check TARGET -j 1`` on the default grid (the torch reference implementation,
    vaswani): its excess over (1) is the cost of one target;
-3. the same through the engine alone (``python -c "...check_target(...)"``), without the
-   command line's own imports;
-4. ``posenc-spec check --config`` over one target and over ``--targets`` distinct targets
+3. ``posenc-spec check --config`` over one target and over ``--targets`` distinct targets
    (generated files, one per target, each a torch float32 implementation of one of the
-   five presets in turn):
-   the difference over the number of extra targets is the marginal cost per target;
-5. the same two runs in one process (``check_many``, worker already started).
+   five presets in turn), with ``-j 1``: the difference over the number of extra targets
+   is the marginal cost per target;
+4. the many-target run with ``-j 2``: the speed-up over ``-j 1`` (a ratio of medians);
+5. one RoPE target per API (``--api rope-freqs``, ``rope-cache``, ``rope-apply``, a
+   transformers-style torch implementation), beyond (1).
 
 Run from the repository root::
 
@@ -34,8 +35,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from posenc_spec.conventions import get_convention  # noqa: E402
-from posenc_spec.gate import check_many, session  # noqa: E402
-from posenc_spec.gate.config import make_spec  # noqa: E402
 
 ONE = "reference_impls.torch_impl:positional_encoding"
 PRESETS = ("vaswani", "concat", "tensor2tensor", "fairseq", "guided-diffusion")
@@ -59,8 +58,30 @@ def table(num_positions, dim):
         return torch.cat([first, second], dim=1)
     return torch.stack([first, second], dim=2).reshape(num_positions, dim)
 '''
+# Rotary embeddings as transformers writes them: float32 inv_freq, cos/sin cache, rotate_half.
+ROPE_FILE = '''\
+"""Benchmark RoPE targets: the default convention, half pairs, in torch."""
+
+import torch
 
 
+def freqs(head_dim):
+    return 1.0 / (10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+
+
+def cache(positions, head_dim):
+    angles = positions[:, None].float() * freqs(head_dim)[None, :]
+    emb = torch.cat((angles, angles), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def apply(x, positions):
+    cos, sin = cache(positions, x.shape[-1])
+    cos, sin = cos.to(x.dtype)[None, :, None, :], sin.to(x.dtype)[None, :, None, :]
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+'''
 
 
 def run(command: list[str], expect: int = 0) -> None:
@@ -93,36 +114,32 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", type=int, default=20, help="targets in the many-target --config run")
     args = parser.parse_args(argv)
     python = sys.executable
-    cli = [python, "-m", "posenc_spec.cli", "check"]
-    engine = (f"from posenc_spec.gate import GateSpec, check_target; "
-              f"raise SystemExit(0 if check_target(GateSpec({ONE!r}, 'vaswani')).conforms else 1)")
-    print(f"median of {args.repeats} runs, each a fresh Python unless stated")
+    cli = [python, "-m", "posenc_spec", "check"]
+    print(f"median of {args.repeats} runs, each a fresh Python")
     imports = median_seconds(lambda: run([python, "-c", "import numpy, torch"]), args.repeats)
     print(f"1. python -c 'import numpy, torch'            {imports:7.2f} s")
-    one_cli = median_seconds(lambda: run([*cli, ONE]), args.repeats)
+    one_cli = median_seconds(lambda: run([*cli, ONE, "-j", "1"]), args.repeats)
     print(f"2. posenc-spec check {ONE}  {one_cli:7.2f} s  ({one_cli - imports:+.2f} s beyond the imports)")
-    one_engine = median_seconds(lambda: run([python, "-c", engine]), args.repeats)
-    print(f"3. check_target in a fresh Python               {one_engine:7.2f} s  ({one_engine - imports:+.2f} s "
-          "beyond the imports)")
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         targets = write_targets(folder, args.targets)
         single, many = folder / "one.toml", folder / "many.toml"
         write_config(single, targets[:1])
         write_config(many, targets)
-        one = median_seconds(lambda: run([*cli, "--config", str(single)]), args.repeats)
-        every = median_seconds(lambda: run([*cli, "--config", str(many)]), args.repeats)
-        print(f"4. check --config, 1 target                    {one:7.2f} s")
-        print(f"   check --config, {args.targets} targets                  {every:7.2f} s")
+        one = median_seconds(lambda: run([*cli, "--config", str(single), "-j", "1"]), args.repeats)
+        every = median_seconds(lambda: run([*cli, "--config", str(many), "-j", "1"]), args.repeats)
+        print(f"3. check --config -j 1, 1 target               {one:7.2f} s")
+        print(f"   check --config -j 1, {args.targets} targets             {every:7.2f} s")
         print(f"   marginal cost per target                    {(every - one) / (args.targets - 1):7.3f} s")
-        specs = [make_spec({"target": target, "convention": convention}) for target, convention in targets]
-        with session():
-            check_many(specs[:1])  # starts the worker and imports the first target
-            one = median_seconds(lambda: check_many(specs[:1]), args.repeats)
-            every = median_seconds(lambda: check_many(specs), args.repeats)
-        print(f"5. check_many in process, 1 target             {one:7.3f} s")
-        print(f"   check_many in process, {args.targets} targets           {every:7.3f} s")
-        print(f"   marginal cost per target                    {(every - one) / (args.targets - 1):7.3f} s")
+        parallel = median_seconds(lambda: run([*cli, "--config", str(many), "-j", "2"]), args.repeats)
+        print(f"4. check --config -j 2, {args.targets} targets             {parallel:7.2f} s  "
+              f"(speed-up {every / parallel:.2f}x over -j 1)")
+        (folder / "rope_bench.py").write_text(ROPE_FILE)
+        for api, name in (("rope-freqs", "freqs"), ("rope-cache", "cache"), ("rope-apply", "apply")):
+            target = f"{folder / 'rope_bench.py'}:{name}"
+            seconds = median_seconds(lambda: run([*cli, target, "--api", api, "-j", "1"]), args.repeats)
+            print(f"5. check --api {api:<10}                    {seconds:7.2f} s  ({seconds - imports:+.2f} s "
+                  "beyond the imports)")
     return 0
 
 

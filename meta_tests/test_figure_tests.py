@@ -226,7 +226,7 @@ def test_pytest_mpl_fails_changed_figures_under_the_default_options(tmp_path):
     python_path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": python_path}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "--rootdir", str(ROOT),
          "-c", str(ROOT / "pyproject.toml"), f"--mpl-results-path={tmp_path / 'results'}",
          f"--junitxml={report}", str(test_file)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,

@@ -1,8 +1,7 @@
 """``posenc-spec check`` against hostile output paths and extreme options.
 
-The runs that start the gate are real processes (stdout encodings, FIFOs, umasks and exit
-statuses are theirs), launched together once per module; usage errors that stop the
-command before the gate starts run in this process. A target module that writes a marker
+The run whose stdout encoding matters is a real process; the others run in this process
+through ``posenc_spec.cli.main``, once per module. A target module that writes a marker
 file when imported (``meta_tests/hostile/output.py``) shows whether a command stopped
 before any target ran.
 """
@@ -50,11 +49,8 @@ REFUSED = [
 ]
 
 
-def _command(*args, umask=None):
-    if umask is None:
-        return [sys.executable, "-m", "posenc_spec", *args]
-    code = f"import os, sys; os.umask({umask:#o}); from posenc_spec.cli import main; sys.exit(main(sys.argv[1:]))"
-    return [sys.executable, "-c", code, *args]
+def _command(*args):
+    return [sys.executable, "-m", "posenc_spec", *args]
 
 
 def _read_fifo(path: Path, into: dict) -> None:
@@ -64,42 +60,32 @@ def _read_fifo(path: Path, into: dict) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Every command that starts the gate, run at once: name -> (exit status, stdout,
-    stderr), plus the folder they wrote into and what the FIFO's reader got."""
+    """Every command that starts the gate: name -> (exit status, stdout, stderr), plus the
+    folder they wrote into and what the FIFO's reader got. The strict-encoding run is a
+    process of its own (its stdout's encoding is the point); the others run here."""
     folder = tmp_path_factory.mktemp("cli")
     (folder / "link.json").symlink_to(folder / "through-link.json")
     os.mkfifo(folder / "report.fifo")
-    base = {**os.environ, "PYTHONPATH": str(WORKTREE)}
+    surrogate = subprocess.Popen(
+        _command("check", SURROGATE, *COMMON, "--json", str(folder / "surrogate.json")), cwd=WORKTREE,
+        env={**os.environ, "PYTHONPATH": str(WORKTREE), "PYTHONIOENCODING": "utf-8:strict"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     commands = {
-        "surrogate": (_command("check", SURROGATE, *COMMON, "--json", str(folder / "surrogate.json")),
-                      {"PYTHONIOENCODING": "utf-8:strict"}),
-        "symlink": (_command("check", CORRECT, *COMMON, "--json", str(folder / "link.json"), umask=UMASK), {}),
-        "fifo": (_command("check", CORRECT, *COMMON, "--json", str(folder / "report.fifo")), {}),
-        "devnull": (_command("check", CORRECT, *COMMON, "--json", os.devnull), {}),
-        "proc": (_command("check", CORRECT, *COMMON, "--json", "/proc/posenc-hostile.json"),
-                 {"POSENC_HOSTILE_IMPORTED": str(folder / "proc.imported")}),
+        "symlink": (["check", CORRECT, *COMMON, "--json", str(folder / "link.json")], UMASK),
+        "fifo": (["check", CORRECT, *COMMON, "--json", str(folder / "report.fifo")], None),
+        "devnull": (["check", CORRECT, *COMMON, "--json", os.devnull], None),
+        "proc": (["check", CORRECT, *COMMON, "--json", "/proc/posenc-hostile.json"], None),
     }
     for name, (flags, _) in VACUOUS.items():
         keys = [] if "--max-positions" in flags else ["--max-positions", str(MAX_POSITIONS)]
-        commands[name] = (_command("check", CORRECT, *keys, *flags, "--timeout", str(TIMEOUT), "-j", "1"),
-                          {"POSENC_HOSTILE_IMPORTED": str(folder / f"{name}.imported")})
+        commands[name] = (["check", CORRECT, *keys, *flags, "--timeout", str(TIMEOUT), "-j", "1"], None)
     fifo: dict = {}
     reader = threading.Thread(target=_read_fifo, args=(folder / "report.fifo", fifo), daemon=True)
     reader.start()
-    processes = {name: subprocess.Popen(command, cwd=WORKTREE, env={**base, **extra}, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE)
-                 for name, (command, extra) in commands.items()}
-    results = {}
-    try:
-        for name, process in processes.items():
-            out, err = process.communicate(timeout=RUN_LIMIT)
-            results[name] = (process.returncode, out.decode("utf-8", "backslashreplace"),
-                             err.decode("utf-8", "backslashreplace"))
-    finally:
-        for process in processes.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    results = {name: _in_process(argv, umask, folder / f"{name}.imported") for name, (argv, umask) in commands.items()}
+    out, err = surrogate.communicate(timeout=RUN_LIMIT)
+    results["surrogate"] = (surrogate.returncode, out.decode("utf-8", "backslashreplace"),
+                            err.decode("utf-8", "backslashreplace"))
     if reader.is_alive():  # the command never opened the FIFO: release the reader
         try:
             os.close(os.open(folder / "report.fifo", os.O_WRONLY | os.O_NONBLOCK))
@@ -107,6 +93,25 @@ def runs(tmp_path_factory):
             pass
         reader.join(RUN_LIMIT)
     return {"results": results, "folder": folder, "fifo": fifo.get("text", "")}
+
+
+def _in_process(argv, umask, marker) -> tuple[int, str, str]:
+    """``posenc-spec ARGV`` in this process, under ``umask``, its output captured; the
+    target module leaves ``marker`` when it is imported."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    old_umask = os.umask(umask) if umask is not None else None
+    os.environ["POSENC_HOSTILE_IMPORTED"] = str(marker)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(argv)
+    finally:
+        del os.environ["POSENC_HOSTILE_IMPORTED"]
+        if old_umask is not None:
+            os.umask(old_umask)
+    return status, out.getvalue(), err.getvalue()
 
 
 def _assert_report(text: str, target_name: str, status: str) -> dict:

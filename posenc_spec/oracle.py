@@ -48,9 +48,17 @@ def table(positions, width: int, convention: str | Convention = "vaswani", degen
     sin_columns = (columns.is_first == (conv.first == "sin")) & ~columns.is_zero
     cos_columns = ~sin_columns & ~columns.is_zero
     values = np.zeros_like(theta)
-    values[:, sin_columns] = np.sin(theta[:, sin_columns])
-    values[:, cos_columns] = np.cos(theta[:, cos_columns])
+    for function, chosen in ((np.sin, sin_columns), (np.cos, cos_columns)):
+        where = _as_slice(np.flatnonzero(chosen))
+        values[:, where] = function(theta[:, where])  # a slice reads and writes views, without copies
     return values
+
+
+def _as_slice(indices: np.ndarray):
+    """``indices`` as a slice when they are evenly spaced (every layout's are), else as they are."""
+    if indices.size > 1 and np.all(np.diff(indices) == indices[1] - indices[0]):
+        return slice(int(indices[0]), int(indices[-1]) + 1, int(indices[1] - indices[0]))
+    return slice(int(indices[0]), int(indices[0]) + 1) if indices.size == 1 else indices
 
 
 def exact_values(positions, width: int, convention: str | Convention = "vaswani", columns=None,

@@ -191,14 +191,12 @@ class Comparison:
 def ratios(error: np.ndarray, tolerance) -> np.ndarray:
     """``error / tolerance`` with the rules every comparison shares: NaN errors are infinite,
     and a zero bound admits only a zero error (0/0 is ratio 0). ``error`` is overwritten."""
-    nan = np.isnan(error)
-    if nan.any():
-        error[nan] = np.inf
+    if np.isnan(error).any():
+        error[np.isnan(error)] = np.inf
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.divide(error, tolerance)
-    undefined = np.isnan(ratio)
-    if undefined.any():
-        ratio[undefined] = 0.0
+    if np.isnan(ratio).any():
+        ratio[np.isnan(ratio)] = 0.0
     return ratio
 
 

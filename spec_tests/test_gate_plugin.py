@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from posenc_spec.gate.declaration import declare
+from posenc_spec.gate.engine import plan
+
 REPO = Path(__file__).resolve().parent.parent
 
 TARGETS = """\
@@ -29,11 +32,18 @@ def swapped(n, d):
 
 
 def _pytest(folder, *arguments):
-    """pytest in ``folder`` (outside this repository), as a user runs it."""
+    """pytest in ``folder`` (outside this repository) in a process of its own, as a user runs it."""
     env = {**os.environ, "PYTHONPATH": str(folder)}
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rsxf", *arguments]
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, env=env)
     return done.returncode, done.stdout + done.stderr
+
+
+def _pytest_here(pytester, *arguments):
+    """pytest in pytester's empty folder, in this process (the plugin's entry point loads it)."""
+    pytester.syspathinsert()
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-rsxf", "-n", "0", *arguments)
+    return int(result.ret), "\n".join(result.outlines + result.errlines)
 
 
 def _count(output: str, outcome: str) -> int:
@@ -41,24 +51,25 @@ def _count(output: str, outcome: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def test_without_an_option_the_plugin_adds_nothing(tmp_path):
+def test_without_an_option_the_plugin_adds_nothing(pytester):
     """No --posenc*: an empty folder collects nothing (pytest's exit 5), the plugin is loaded."""
-    status, output = _pytest(tmp_path, "--co")
+    status, output = _pytest_here(pytester, "--co")
     assert status == 5, output
-    status, output = _pytest(tmp_path, "--help")
+    status, output = _pytest_here(pytester, "--help")
     assert "--posenc-target" in output and "--posenc-convention" in output, output
 
 
-def test_each_check_is_an_item_outside_the_repository(tmp_path):
+def test_each_check_is_an_item_outside_the_repository(pytester):
     """With a config of three targets in a folder of its own: the conforming one passes
     every item, the swapped one fails with its one-line reason, known deviations are xfail."""
+    tmp_path = pytester.path
     (tmp_path / "impl.py").write_text(TARGETS)
     (tmp_path / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
     (tmp_path / "gate.toml").write_text('max_positions = 64\nodd = "skip"\n\n'
                                         '[[targets]]\ntarget = "impl:vaswani"\n\n'
                                         '[[targets]]\ntarget = "impl:swapped"\n\n'
                                         '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
-    status, output = _pytest(tmp_path, "--posenc-config", "gate.toml")
+    status, output = _pytest_here(pytester, "--posenc-config", "gate.toml")
     assert status == 1, output
     assert _count(output, "xfailed") == 2, output
     assert "FAILED ::posenc::impl:swapped@vaswani::formula[50x8]" in output, output
@@ -66,18 +77,18 @@ def test_each_check_is_an_item_outside_the_repository(tmp_path):
     assert "Traceback" not in output and 0 < _count(output, "failed") < _count(output, "passed"), output
 
 
-def test_nearest_pyproject_and_xdist(tmp_path):
-    """--posenc finds [tool.posenc-spec] from a subfolder; under -n 2 the verdicts are the same."""
+def test_nearest_pyproject_under_xdist(tmp_path):
+    """--posenc finds [tool.posenc-spec] from a subfolder; under pytest-xdist (-n 2) every
+    check of the plan is an item and passes."""
     (tmp_path / "impl.py").write_text(TARGETS)
     (tmp_path / "pyproject.toml").write_text('[tool.posenc-spec]\nmax_positions = 64\nodd = "skip"\n'
                                              'target = "impl:vaswani"\n')
     (tmp_path / "sub").mkdir()
-    status, serial = _pytest(tmp_path / "sub", "--posenc")
-    assert status == 0 and _count(serial, "passed") > 50, serial
-    status, parallel = _pytest(tmp_path / "sub", "--posenc", "-n", "2", "--dist", "loadgroup")
-    assert status == 0 and _count(parallel, "passed") == _count(serial, "passed"), parallel
+    planned = len(plan(declare({"target": "impl:vaswani", "max_positions": 64, "odd": "skip"})))
+    status, output = _pytest(tmp_path / "sub", "--posenc", "-n", "2", "--dist", "loadgroup")
+    assert status == 0 and _count(output, "passed") == planned, output
 
 
-def test_a_bad_option_is_a_usage_error(tmp_path):
-    status, output = _pytest(tmp_path, "--posenc-target", "impl:vaswani", "--posenc-convention", "vaswan")
+def test_a_bad_option_is_a_usage_error(pytester):
+    status, output = _pytest_here(pytester, "--posenc-target", "impl:vaswani", "--posenc-convention", "vaswan")
     assert status == 4 and "--posenc: convention must be one of" in output and "Traceback" not in output, output

@@ -26,68 +26,14 @@ table that does not depend on it (``determinism`` passes).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import torch
-from transformers.models.autoformer.modeling_autoformer import AutoformerSinusoidalPositionalEmbedding
-from transformers.models.fsmt.modeling_fsmt import SinusoidalPositionalEmbedding as FSMTSinusoidalPositionalEmbedding
-from transformers.models.informer.modeling_informer import InformerSinusoidalPositionalEmbedding
-from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
-from transformers.models.pegasus.modeling_pegasus import PegasusSinusoidalPositionalEmbedding
-from transformers.models.roformer.modeling_roformer import RoFormerSinusoidalPositionalEmbedding
-from transformers.models.time_series_transformer.modeling_time_series_transformer import (
-    TimeSeriesSinusoidalPositionalEmbedding,
-)
 
 from posenc_spec.gate.declaration import declare, run_options
 from posenc_spec.gate.engine import check_many
+from spec_tests.real_targets import target
 
-HERE = Path(__file__).resolve()
-FSMT_PADDING_INDEX = 1  # FSMT's configs use pad_token_id 1
 DRAW_WARNING = "draws from torch's global random number generator"
 SMALL = 64
-
-
-def _initialised(module_class, num_positions, dim):
-    """Construct (drawing the random weight), copy ``create_weight()`` over it as the
-    model's ``_init_weights`` does, and look up positions 0 .. num_positions - 1."""
-    module = module_class(num_positions, dim)
-    with torch.no_grad():
-        module.weight.copy_(module.create_weight())
-    return module(torch.Size([1, num_positions]))
-
-
-def marian(num_positions, dim):
-    return _initialised(MarianSinusoidalPositionalEmbedding, num_positions, dim)
-
-
-def pegasus(num_positions, dim):
-    return _initialised(PegasusSinusoidalPositionalEmbedding, num_positions, dim)
-
-
-def roformer(num_positions, dim):
-    return _initialised(RoFormerSinusoidalPositionalEmbedding, num_positions, dim)
-
-
-def autoformer(num_positions, dim):
-    return _initialised(AutoformerSinusoidalPositionalEmbedding, num_positions, dim)
-
-
-def informer(num_positions, dim):
-    return _initialised(InformerSinusoidalPositionalEmbedding, num_positions, dim)
-
-
-def time_series_transformer(num_positions, dim):
-    return _initialised(TimeSeriesSinusoidalPositionalEmbedding, num_positions, dim)
-
-
-def fsmt(num_positions, dim):
-    """Built for the padding row alone; ``forward`` on a row of non-padding tokens grows
-    the table and returns positions ``padding_idx + 1`` onwards."""
-    module = FSMTSinusoidalPositionalEmbedding(FSMT_PADDING_INDEX + 1, dim, FSMT_PADDING_INDEX)
-    tokens = torch.full((1, num_positions), FSMT_PADDING_INDEX + 1, dtype=torch.long)
-    return module(tokens)[0]
 
 
 # adapter -> (declared preset, odd widths, positions it is gated up to)
@@ -106,7 +52,8 @@ MISDECLARED = {"marian": "tensor2tensor", "fsmt": "tensor2tensor"}
 
 
 def _declaration(name, preset, odd, max_positions):
-    keys = {"target": f"{HERE}:{name}", "convention": preset, "odd": odd, "timeout": 60}
+    adapter = "marian_module" if name == "marian" else name
+    keys = {"target": target("transformers_tables", adapter), "convention": preset, "odd": odd, "timeout": 60}
     return declare(keys if max_positions is None else {**keys, "max_positions": max_positions})
 
 
