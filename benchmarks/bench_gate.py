@@ -136,8 +136,8 @@ def main(argv=None) -> int:
               f"(speed-up {every / parallel:.2f}x over -j 1)")
         (folder / "rope_bench.py").write_text(ROPE_FILE)
         for api, name in (("rope-freqs", "freqs"), ("rope-cache", "cache"), ("rope-apply", "apply")):
-            target = f"{folder / 'rope_bench.py'}:{name}"
-            seconds = median_seconds(lambda: run([*cli, target, "--api", api, "-j", "1"]), args.repeats)
+            command = [*cli, f"{folder / 'rope_bench.py'}:{name}", "--api", api, "-j", "1"]
+            seconds = median_seconds(lambda command=command: run(command), args.repeats)
             print(f"5. check --api {api:<10}                    {seconds:7.2f} s  ({seconds - imports:+.2f} s "
                   "beyond the imports)")
     return 0
