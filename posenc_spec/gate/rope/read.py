@@ -19,9 +19,9 @@ class Unreadable(Exception):
 
 
 def _squeezed(array: np.ndarray, ndim: int) -> np.ndarray:
-    """Leading axes of size 1 dropped (a batch axis) down to ``ndim`` axes."""
-    while array.ndim > ndim and array.shape[0] == 1:
-        array = array[0]
+    """Axes of size 1 dropped (a batch axis, Megatron's ``(L, 1, 1, r)``) down to ``ndim`` axes."""
+    while array.ndim > ndim and 1 in array.shape:
+        array = array.squeeze(axis=array.shape.index(1))
     return array
 
 
