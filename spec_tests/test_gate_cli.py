@@ -236,3 +236,54 @@ def test_version_in_the_header(capsys):
     assert capsys.readouterr().out == f"posenc-spec {__version__}\n"
     main(["check", TORCH_REFERENCE, "--max-positions", "64"])
     assert capsys.readouterr().out.startswith(f"posenc-spec {__version__} | ")
+
+
+def timesteps_only(timesteps, dim):
+    """A timestep embedding: fn(timesteps tensor, dim); called as a table it fails every call alike."""
+    return timesteps[:, None].float().expand(-1, dim)
+
+
+def test_the_built_in_default_runs_in_an_empty_folder(tmp_path, monkeypatch, capsys):
+    """No TARGET, no --config, no pyproject.toml: the packaged reference implementations."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a repository root: the search for a pyproject.toml stops here
+    assert main(["check", "--max-positions", "64", "--json", "r.json"]) == 0
+    printed = capsys.readouterr().out
+    report = _report(tmp_path / "r.json")
+    assert "built-in default" in printed and report["config"].startswith("built-in default")
+    assert [entry["target"].split(":")[0] for entry in report["targets"]] == [
+        "posenc_spec.references.numpy_loop", "posenc_spec.references.numpy_vectorized",
+        "posenc_spec.references.torch_impl", "posenc_spec.references.timestep"]
+
+
+def test_junit_and_github_annotations(tmp_path, monkeypatch, capsys):
+    """--junitxml writes one testsuite per target; under GitHub Actions every failing check
+    is an ::error line (and none for a target that conforms)."""
+    import xml.etree.ElementTree as ElementTree
+
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    junit = tmp_path / "j.xml"
+    assert main(["check", TORCH_REFERENCE, "--convention", "concat", "--max-positions", "64",
+                 "--junitxml", str(junit)]) == 1
+    printed = capsys.readouterr().out
+    errors = [line for line in printed.splitlines() if line.startswith("::error ")]
+    assert errors and "title=posenc-spec formula[50x8]" in errors[0], printed
+    suites = ElementTree.parse(junit).getroot().findall("testsuite")
+    assert len(suites) == 1 and int(suites[0].get("failures")) > 0
+    assert main(["check", TORCH_REFERENCE, "--max-positions", "64", "--annotations", "github"]) == 0
+    assert "::error" not in capsys.readouterr().out
+
+
+def test_failures_say_what_to_do(tmp_path, capsys):
+    """A timestep function checked as a table: its one cause said once, with --api timesteps
+    as the likely fix; a table declared under the wrong preset is told the one it computes."""
+    out = tmp_path / "r.json"
+    assert main(["check", f"{HERE}:timesteps_only", "--max-positions", "64", "--json", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert printed.count("every call failed the same way") == 1 and "try --api timesteps" in printed, printed
+    assert "FAIL  call[" not in printed, printed
+    assert _report(out)["targets"][0]["advice"][0].startswith("every call failed the same way")
+    assert main(["check", TORCH_REFERENCE, "--convention", "concat", "--max-positions", "64", "--json", str(out)]) == 1
+    nearest = _report(out)["targets"][0]["nearest"]
+    assert nearest["name"] == "vaswani" and "declare --convention vaswani" in nearest["message"], nearest
+    assert "nearest: the tables are vaswani" in capsys.readouterr().out

@@ -9,6 +9,7 @@ and GitHub annotations. ``merge`` joins the JSON reports of ``--shard`` runs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -39,9 +40,13 @@ degenerate[L=1], odd[7], odd[65], determinism, global-state; regression (--again
 See posenc_spec.gate.grid for what each one checks and for the grid.
 
 Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml with a
-[tool.posenc-spec] table (from the working directory up to the repository root).
-Flags given with them override every target's keys.
+[tool.posenc-spec] table (from the working directory up to the repository root), else
+the built-in default: the reference implementations posenc-spec ships. Flags given with
+them override every target's keys.
 """
+
+
+BUILT_IN = "built-in default (the packaged reference implementations)"
 
 
 def register(subparsers) -> None:
@@ -57,6 +62,10 @@ def register(subparsers) -> None:
     add_against_arguments(check)
     check.add_argument("--xfails", metavar="FILE", help="known deviations: check ids or glob patterns, # reasons")
     check.add_argument("--json", metavar="FILE", help="write the report as JSON (- for standard output)")
+    check.add_argument("--junitxml", metavar="FILE", help="write the report as JUnit XML, for CI test reporters")
+    check.add_argument("--annotations", default=None, metavar="github|none",
+                       help="one ::error line per failing check, shown on the pull request "
+                            "(default: github when GITHUB_ACTIONS=true, else none)")
     check.add_argument("--plots", metavar="DIR", help="write pictures of each target that does not conform")
     add_run_arguments(check)
     check.add_argument("--shard", metavar="K/N", help="check only every N-th target, starting with the K-th")
@@ -68,6 +77,9 @@ def register(subparsers) -> None:
         description="Join the --json reports of the shards of one run; the exit status is the whole run's.")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     merge.add_argument("--json", metavar="FILE", required=True, help="where to write the joined report (- for stdout)")
+    merge.add_argument("--junitxml", metavar="FILE", help="also write it as JUnit XML")
+    merge.add_argument("--annotations", default=None, metavar="github|none",
+                       help="one ::error line per failing check (default: github under GitHub Actions)")
     merge.set_defaults(run=run_merge)
 
 
@@ -82,8 +94,7 @@ def _declarations(args) -> tuple[list, str | None]:
         raise UsageError("--xfails goes with a TARGET; in a config file give each target an `xfails` key")
     path = Path(args.config) if args.config else config_files.find_pyproject()
     if path is None:
-        raise UsageError("no TARGET, no --config and no pyproject.toml with a [tool.posenc-spec] table "
-                         "in this folder or above")
+        return config_files.built_in_declarations(flags), BUILT_IN
     return config_files.read_config(path, flags), str(path)
 
 
@@ -91,9 +102,10 @@ def run_check(args) -> int:
     try:
         declarations, config = _declarations(args)
         options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes)
-        for option, value in (("--json", args.json),):
+        for option, value in (("--json", args.json), ("--junitxml", args.junitxml)):
             if value is not None:
                 destination.check(option, value)
+        annotate = annotations_wanted(args.annotations)
         if args.plots is not None and Path(args.plots).exists() and not Path(args.plots).is_dir():
             raise UsageError(f"--plots {args.plots} exists and is not a folder")
         from posenc_spec.gate.engine import check_many, shard
@@ -119,11 +131,30 @@ def run_check(args) -> int:
     if len(reports) > 1:
         conforming = sum(report.conforms for report in reports)
         destination.emit(f"{conforming} of {len(reports)} targets conform\n", out)
-    if args.json is not None:
+    return write_outputs("check", data, args.json, args.junitxml, annotate, out)
+
+
+def annotations_wanted(value) -> bool:
+    """``--annotations``: github (by default under GitHub Actions) or none."""
+    from posenc_spec.gate.declaration import choice
+
+    default = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "none"
+    return choice("--annotations", value or default, ("github", "none")) == "github"
+
+
+def write_outputs(command: str, data: dict, json_path, junit_path, annotate: bool, out) -> int:
+    """The report's files and annotations; the run's exit status (2 when a file cannot be written)."""
+    from posenc_spec.gate.output import annotations, junit
+
+    if annotate:
+        destination.emit("".join(line + "\n" for line in annotations.github_annotations(data)), out)
+    for path, render in ((json_path, json_report.to_text), (junit_path, junit.junit_xml)):
+        if path is None:
+            continue
         try:
-            destination.write(args.json, json_report.to_text(data))
+            destination.write(path, render(data))
         except OSError as problem:
-            return error("check", f"cannot write {args.json}: {problem.strerror or problem}")
+            return error(command, f"cannot write {path}: {problem.strerror or problem}")
     return json_report.EXIT_STATUS[data["status"]]
 
 
@@ -137,12 +168,12 @@ def _figures(reports, folder):
 
 def run_merge(args) -> int:
     try:
-        destination.check("--json", args.json)
+        for option, value in (("--json", args.json), ("--junitxml", args.junitxml)):
+            if value is not None:
+                destination.check(option, value)
+        annotate = annotations_wanted(args.annotations)
         data = json_report.merge([json_report.read_report(path) for path in args.reports], args.reports)
-        destination.write(args.json, json_report.to_text(data))
     except UsageError as problem:
         return error("merge", problem)
-    except OSError as problem:
-        return error("merge", f"cannot write {args.json}: {problem.strerror or problem}")
-    return json_report.EXIT_STATUS[data["status"]]
+    return write_outputs("merge", data, args.json, args.junitxml, annotate, sys.stdout)
 

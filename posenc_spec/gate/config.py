@@ -27,9 +27,8 @@ ruff find their configuration. Example::
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 from .declaration import Declaration, declare
 from .errors import UsageError
@@ -91,6 +90,13 @@ def read_config(path, overrides: dict | None = None) -> list[Declaration]:
     else:
         where = f"{path} [tool.posenc-spec]: "
     return declarations_from_table(section, path.resolve().parent, where, overrides)
+
+
+def built_in_declarations(overrides: dict | None = None) -> list[Declaration]:
+    """The built-in default: the reference implementations posenc-spec ships."""
+    from posenc_spec.references import BUILT_IN_TARGETS
+
+    return declarations_from_table(BUILT_IN_TARGETS, None, "built-in default: ", overrides)
 
 
 def find_pyproject(start=None) -> Path | None:

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from . import against, grid, judge, sinusoidal, vacuity
+from . import advice, against, grid, judge, sinusoidal, vacuity
 from .declaration import Declaration, RunOptions
 from .loader import module_key
 from .report import GateReport, finish
@@ -114,8 +114,14 @@ def _judge_run(declaration: Declaration, run, keep_table: bool) -> GateReport:
     drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
                  for name in drawn]
-    kept = family.kept_table() if keep_table and isinstance(family, sinusoidal.SinusoidalJudge) else None
-    return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings, kept=kept)
+    sinusoid = isinstance(family, sinusoidal.SinusoidalJudge)
+    kept = family.kept_table() if keep_table and sinusoid else None
+    report = finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings, kept=kept)
+    report.advice = advice.common_cause(report)
+    if any(check.status == "failed" and check.name.startswith("formula[") for check in report.checks):
+        found = advice.nearest(declaration, family.tables) if sinusoid else None
+        report.nearest = found or {"name": "unknown", "message": f"run {advice.identify_command(declaration)}"}
+    return report
 
 
 def _turns(declarations: list[Declaration]):

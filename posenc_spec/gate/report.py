@@ -47,6 +47,8 @@ class GateReport:
     kept: KeptTable | None = None
     seconds: float = 0.0
     where: tuple | None = None  # (file, line) of the target's function, as its child reported it
+    advice: list = field(default_factory=list)  # one cause said once, with its likely fix
+    nearest: dict | None = None  # the member of the family the target computes, when a formula check failed
 
     @property
     def target(self) -> str:

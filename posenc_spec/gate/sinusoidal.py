@@ -10,7 +10,10 @@ from __future__ import annotations
 from posenc_spec import checks
 
 from . import grid, judge
+from .advice import CHECK_SLOTS, FIT_SLOTS
 from .report import KeptTable
+
+NEAREST_SLOTS = {slot for slots in (*FIT_SLOTS.values(), *CHECK_SLOTS.values()) for slot in slots}
 
 
 def probes(declaration) -> list[grid.Probe]:
@@ -36,6 +39,7 @@ class SinusoidalJudge:
     def __init__(self, declaration, results, keep_table: bool):
         self.convention, self.results, self.keep_table = declaration.convention, results, keep_table
         self.kept, self.worst_ratio, self.full = None, 0.0, {}
+        self.tables: dict = {}  # slot -> (positions, table, dtype) of the slots advice.nearest reads
 
     def judge(self, probe, outcome) -> bool:
         """Judge one call; whether it returned a table (the determinism repeat compares with it)."""
@@ -46,8 +50,10 @@ class SinusoidalJudge:
             self.results.add(judge.judge_degenerate(probe, outcome, self.convention))
             return False
         judge.judge_table(probe, outcome, self.convention, self.results)
-        if not outcome.ok:
+        if not outcome.ok or judge.call_problem(probe, outcome):
             return False
+        if probe.slot in NEAREST_SLOTS:
+            self.tables[probe.slot] = (probe.positions, outcome.table, outcome.dtype)
         if probe.full:
             self.full[probe.slot] = (probe, outcome)
         formula = self.results.by_id.get(f"formula[{probe.slot}]")

@@ -71,7 +71,7 @@ _TOP_KEYS = {"format", "format_version", "meta", "calls", "sha256"}
 
 def snapshot_meta(target: str, api: str, **extra) -> dict:
     """The metadata of a new snapshot: target, api, the time now (ISO 8601, UTC), the environment."""
-    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     return {"target": target, "api": api, "created": created, "environment": environment(), **extra}
 
 

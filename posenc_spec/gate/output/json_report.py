@@ -75,6 +75,7 @@ def target_entry(report, position: int, extra: dict | None = None) -> dict:
              "source": declaration.source or None, "location": location,
              "declaration": declaration.as_dict(), "status": report.status,
              "seconds": round(report.seconds, 3), "warnings": list(report.warnings),
+             "advice": list(report.advice), "nearest": report.nearest,
              "checks": [check_entry(check) for check in report.checks]}
     entry.update(extra or {})
     return entry

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from posenc_spec import __version__
 
+from ..advice import common_reason, reason_of
+
 MAX_FAILURE_LINES = 12
 REGRESSION = "regression"
 TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS"}
@@ -62,7 +64,8 @@ def _is_not_run(check) -> bool:
 def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
     """One target: the header, the first ``MAX_FAILURE_LINES`` failures (every check with
     ``verbose``), the rest as counts, the warnings, ``extra_lines`` and the verdict."""
-    lines = [target_header(report)]
+    lines = [target_header(report)] + [f"  {line}" for line in report.advice]
+    shared = common_reason(report)
     not_run = unlisted = 0
     for check in report.checks:
         if check.name == REGRESSION:  # always said, with what changed
@@ -76,6 +79,8 @@ def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
             continue
         if not verbose and check.status == "skipped":
             continue
+        if not verbose and shared and reason_of(check).startswith(shared):  # said once, above
+            continue
         if not verbose and len(lines) > MAX_FAILURE_LINES:
             unlisted += 1
             continue
@@ -85,6 +90,8 @@ def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
     if not_run:
         lines.append(f"  ({not_run} more checks could not run because of the failures above)")
     lines += [f"  warning: {warning}" for warning in report.warnings]
+    if report.nearest is not None:
+        lines.append(f"  nearest: {report.nearest['message']}")
     lines += [f"  {line}" for line in extra_lines]
     counts = report.counts()
     tally = f"{len(report.checks)} checks, {counts['failed']} failed"
