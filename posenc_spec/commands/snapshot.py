@@ -18,7 +18,7 @@ from posenc_spec.gate.declaration import declare, run_options
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.output.destination import emit
 
-from .arguments import add_run_arguments, error
+from .arguments import add_rope_arguments, add_run_arguments, declaration_flags, error
 
 
 def register(subparsers) -> None:
@@ -26,30 +26,31 @@ def register(subparsers) -> None:
         "snapshot", help="record what a target returns on the gate's grid, for check --against",
         description="Record every output of TARGET on the gate's default grid (with its exact inputs) in FILE.npz.")
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
-    parser.add_argument("--api", default=None, help="table (default) or timesteps")
+    parser.add_argument("--api", default=None,
+                        help="table (default), timesteps, rope-freqs, rope-cache or rope-apply")
     parser.add_argument("--max-positions", dest="max_positions", default=None, help="cap every length of the grid")
     parser.add_argument("--t-max", dest="t_max", default=None, help="largest timestep for the timesteps API")
     parser.add_argument("--timeout", default=None, help="seconds for the import and for each call (default 60)")
     parser.add_argument("--out", required=True, metavar="FILE.npz", help="the snapshot to write")
     parser.add_argument("--force", action="store_true", help="replace an existing file")
+    add_rope_arguments(parser)
     add_run_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from posenc_spec.gate import against
+    from posenc_spec.gate import against, engine
     from posenc_spec.gate.runner import run_target
     from posenc_spec.gate.sandbox import Limits
     from posenc_spec.regression import Snapshot, SnapshotError
     from posenc_spec.regression.snapshot import snapshot_meta, write_snapshot
 
     try:
-        declaration = declare({"target": args.target, "api": args.api, "max_positions": args.max_positions,
-                               "t_max": args.t_max, "timeout": args.timeout}, flags=True)
+        declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
         options = run_options(1, None, args.max_memory, args.max_processes)
         if Path(args.out).exists() and not args.force:
             raise UsageError(f"--out {args.out} exists (give --force to replace it)")
-        requests = against.snapshot_requests(declaration.api, declaration.t_max, declaration.max_positions)
+        requests = against.snapshot_requests(engine.probes(declaration))
         limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
         turn = run_target(declaration.target, requests, limits)
     except UsageError as problem:
@@ -58,7 +59,7 @@ def run(args) -> int:
         return error("snapshot", f"cannot import {args.target}: {turn.import_message}")
     calls = tuple(against.record(request, outcome) for request, outcome in zip(requests, turn.outcomes, strict=True))
     meta = snapshot_meta(declaration.name, declaration.api, max_positions=declaration.max_positions,
-                         t_max=declaration.t_max)
+                         t_max=declaration.t_max, declaration=declaration.as_dict())
     try:
         path = write_snapshot(args.out, Snapshot(meta, calls), force=args.force)
     except SnapshotError as problem:

@@ -16,18 +16,17 @@ import numpy as np
 from posenc_spec.regression import RecordedArray, RecordedCall, Snapshot, SnapshotError
 from posenc_spec.regression.compare import compare_call
 
-from . import grid
 from .calls import ArrayArg, CallRequest, Outcome
 from .judge import failed, passed
 
 CHECK_ID = "regression"
 
 
-def snapshot_requests(api: str, t_max: float, max_positions=None) -> list[CallRequest]:
-    """Every call of the gate's grid for ``api`` once (the determinism repeat is the same
-    call), labelled by its slot, or by its check id for the odd and degenerate calls."""
+def snapshot_requests(probes) -> list[CallRequest]:
+    """Every call of a grid once (the determinism repeat is the same call), labelled by its
+    slot, or by its check id for the sinusoidal odd and degenerate calls."""
     return [probe.request(probe.check_id if probe.role in ("odd", "degenerate") else probe.slot)
-            for probe in grid.probes_for(api, t_max, max_positions) if probe.role != "repeat"]
+            for probe in probes if probe.role != "repeat"]
 
 
 def _bits(array: np.ndarray, dtype: str) -> np.ndarray:

@@ -1,0 +1,149 @@
+"""Regression checking end to end: ``snapshot``, ``check --against``, ``diff`` and their exit
+statuses, on targets whose behaviour an environment variable changes between the snapshot
+and the check (the gate's child reads the caller's environment)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from posenc_spec.cli import main
+
+CHANGE = "POSENC_REGRESSION_CHANGE"
+SMALL = ["--max-positions", "64", "-j", "1"]
+
+
+def _table(n, d):
+    from posenc_spec.references.torch_impl import positional_encoding
+
+    return positional_encoding(n, d)
+
+
+def drifting(num_positions, dim):
+    """The torch reference, changed as $POSENC_REGRESSION_CHANGE says."""
+    import os
+
+    import torch
+
+    change = os.environ.get(CHANGE, "")
+    table = _table(num_positions, dim)
+    if change == "one-ulp" and num_positions == 50 and dim == 8:
+        table[3, 4] = torch.nextafter(table[3, 4], torch.tensor(2.0))
+    elif change == "milli" and dim == 64:
+        table[7, 9] += 1e-3
+    elif change == "shape" and dim == 8:
+        table = table[:, :-1]
+    elif change == "dtype":
+        table = table.double()
+    elif change == "raises" and dim == 512:
+        raise ValueError("no table today")
+    return table
+
+
+def learned(num_positions, dim):
+    """A learned table: a seeded random matrix standing in for checkpoint weights (no
+    convention describes it; only a snapshot can judge it)."""
+    weights = np.random.default_rng(7).standard_normal((4096, 1024)).astype(np.float32)
+    return weights[:num_positions, :dim]
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory):
+    path = tmp_path_factory.mktemp("snapshots") / "drifting.npz"
+    assert main(["snapshot", f"{__file__}:drifting", "--out", str(path), *SMALL[:2]]) == 0
+    return path
+
+
+def _check(monkeypatch, snapshot, change, *extra):
+    monkeypatch.setenv(CHANGE, change)
+    return main(["check", f"{__file__}:drifting", "--against", str(snapshot), "-j", "1", *extra])
+
+
+def test_unchanged_output_passes_bit_for_bit(snapshot, monkeypatch, capsys):
+    assert _check(monkeypatch, snapshot, "") == 0
+    assert "regression: 11 of 11 recorded calls within 0 ULP" in capsys.readouterr().out
+
+
+def test_one_ulp_fails_at_zero_and_passes_at_one(snapshot, monkeypatch, capsys, tmp_path):
+    out = tmp_path / "r.json"
+    assert _check(monkeypatch, snapshot, "one-ulp", "--json", str(out)) == 1
+    check = json.loads(out.read_text())["targets"][0]["checks"][-1]
+    worst = next(call for call in check["details"] if not call["passed"])
+    assert (check["id"], worst["label"], worst["max_ulp"], worst["outputs"][0]["worst_index"]) == (
+        "regression", "50x8", 1, [3, 4])
+    assert _check(monkeypatch, snapshot, "one-ulp", "--max-ulp", "1") == 0
+    capsys.readouterr()
+
+
+def test_a_large_change_names_the_element_and_both_values(snapshot, monkeypatch, capsys):
+    assert _check(monkeypatch, snapshot, "milli") == 1
+    printed = capsys.readouterr().out
+    assert "128x64 output 0: max" in printed and "at [7, 9]" in printed and "old " in printed, printed
+
+
+@pytest.mark.parametrize("change, words", [
+    ("shape", "changed shape from (50, 8) to (50, 7)"),
+    ("dtype", "changed dtype from float32 to float64"),
+    ("raises", "returned 1 output before, raised ValueError now"),
+])
+def test_changes_of_kind_are_named(snapshot, monkeypatch, capsys, change, words):
+    assert _check(monkeypatch, snapshot, change) == 1
+    printed = capsys.readouterr().out
+    assert words in printed, printed
+
+
+def _rewrite(source, target, member, transform):
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        for info in old.infolist():
+            data = old.read(info)
+            new.writestr(info, transform(data) if info.filename == member else data)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "hash", "pickle", "api", "missing"])
+def test_bad_snapshots_are_usage_errors(snapshot, tmp_path, capsys, damage):
+    """A truncated file, a changed value, a pickle inside, another API, no file: exit 2, one line."""
+    bad = tmp_path / f"{damage}.npz"
+    api = []
+    if damage == "truncated":
+        bad.write_bytes(snapshot.read_bytes()[:5000])
+    elif damage == "hash":
+        member = next(name for name in zipfile.ZipFile(snapshot).namelist() if name != "meta.npy")
+        _rewrite(snapshot, bad, member, lambda data: data[:-1] + bytes([data[-1] ^ 1]))
+    elif damage == "pickle":
+        import io
+
+        buffer = io.BytesIO()
+        np.save(buffer, np.array([object()], dtype=object), allow_pickle=True)
+        with zipfile.ZipFile(snapshot) as old, zipfile.ZipFile(bad, "w") as new:
+            for info in old.infolist():
+                new.writestr(info, old.read(info))
+            new.writestr("evil.npy", buffer.getvalue())
+    elif damage == "api":
+        bad, api = snapshot, ["--api", "timesteps"]
+    assert main(["check", f"{__file__}:drifting", "--against", str(bad), *api]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error and str(bad) in error, error
+
+
+def test_diff_of_two_snapshots(snapshot, tmp_path, monkeypatch, capsys):
+    """diff calls nothing: the same file is within 0 ULP; a changed run is beyond, with JSON."""
+    assert main(["diff", str(snapshot), str(snapshot)]) == 0
+    monkeypatch.setenv(CHANGE, "milli")
+    changed = tmp_path / "changed.npz"
+    assert main(["snapshot", f"{__file__}:drifting", "--out", str(changed), *SMALL[:2]]) == 0
+    assert main(["snapshot", f"{__file__}:drifting", "--out", str(changed), *SMALL[:2]]) == 2  # exists
+    report = tmp_path / "diff.json"
+    assert main(["diff", str(snapshot), str(changed), "--json", str(report)]) == 1
+    assert json.loads(report.read_text())["passed"] is False
+    capsys.readouterr()
+
+
+def test_a_learned_table_no_convention_describes(tmp_path, capsys):
+    """A seeded random matrix: snapshotted, then checked against itself (regression only)."""
+    path = tmp_path / "learned.npz"
+    assert main(["snapshot", f"{__file__}:learned", "--out", str(path), *SMALL[:2]]) == 0
+    assert main(["check", f"{__file__}:learned", "--against", str(path), "-j", "1"]) == 0
+    assert "2 checks, 0 failed: conforms" in capsys.readouterr().out
