@@ -1,19 +1,17 @@
-"""The gate's mutation score on the corpus: kill rate, false-alarm rate, survivors, false alarms.
+"""The gate's mutation score on the corpora: kill rate, false-alarm rate, survivors, false alarms.
 
-Runs the gate once over every corpus entry (``meta_tests/corpus``), each under the convention
-it declares, and prints:
+Runs the gate once over every entry of both corpora (``meta_tests/corpus``: sinusoidal
+tables and timestep embeddings; rotary embeddings), each under the declaration it
+registers, and prints per corpus:
 
 - the kill rate: wrong implementations the gate rejects, out of all wrong ones;
 - the false-alarm rate: correct implementations the gate rejects, out of all correct ones;
-- every survivor (with its bug and where the bug was seen) and every false alarm (with the
-  checks that failed);
-- per bug class, how many of its wrong implementations were killed, and which kind of check
-  killed each one first.
+- the survivors and false alarms, with their bug and where it was seen;
+- kills per bug class, and which check rejected each wrong implementation first.
 
-Exit status 0 only at a 100% kill rate and a 0% false-alarm rate, 1 otherwise. Run from the
-repository root::
+Exit status 0 only at 100% killed and 0% false alarms (``tox -e mutation``)::
 
-    python benchmarks/mutation_score.py [--json FILE] [--verbose]
+    python benchmarks/mutation_score.py [--json FILE] [--verbose] [--jobs N]
 """
 
 from __future__ import annotations
@@ -23,112 +21,113 @@ import json
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # the corpus lives in meta_tests/, beside this folder
+if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from meta_tests.corpus import BUG_CLASSES, CORRECT, ENTRIES, WRONG  # noqa: E402
-from posenc_spec.gate import check_many  # noqa: E402
+from meta_tests.corpus import BUG_CLASSES, ENTRIES, rope_correct, rope_wrong  # noqa: E402, F401
+from meta_tests.corpus.rope_registry import ROPE_BUG_CLASSES, ROPE_ENTRIES  # noqa: E402
+from posenc_spec.gate.declaration import declare, run_options  # noqa: E402
+from posenc_spec.gate.engine import check_many  # noqa: E402
 
 
-def check_kind(name: str) -> str:
-    """``formula[4096x1024]`` -> ``formula``."""
-    return name.split("[", 1)[0]
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    entries: tuple
+    bug_classes: dict
+
+    @property
+    def wrong(self):
+        return [entry for entry in self.entries if entry.kind == "wrong"]
+
+    @property
+    def correct(self):
+        return [entry for entry in self.entries if entry.kind == "correct"]
 
 
-def score(reports_by_id: dict) -> dict:
-    """Rates, survivors and false alarms from the reports, keyed by entry id."""
-    survivors = [entry for entry in WRONG if reports_by_id[entry.id].conforms or not reports_by_id[entry.id].importable]
-    false_alarms = [entry for entry in CORRECT if not reports_by_id[entry.id].conforms]
-    killed_by = {entry.id: check_kind(reports_by_id[entry.id].failures()[0].name)
-                 for entry in WRONG if entry not in survivors}
-    per_class = {}
-    for name in BUG_CLASSES:
-        members = [entry for entry in WRONG if name in entry.bug_classes]
-        per_class[name] = (sum(entry not in survivors for entry in members), len(members))
-    return {
-        "wrong": len(WRONG), "correct": len(CORRECT),
-        "killed": len(WRONG) - len(survivors), "false_alarms": len(false_alarms),
-        "kill_rate": (len(WRONG) - len(survivors)) / len(WRONG),
-        "false_alarm_rate": len(false_alarms) / len(CORRECT),
-        "survivors": survivors, "false_alarm_entries": false_alarms,
-        "killed_by": killed_by, "per_class": per_class,
-    }
+CORPORA = (Corpus("sinusoidal", tuple(ENTRIES), BUG_CLASSES), Corpus("rope", tuple(ROPE_ENTRIES), ROPE_BUG_CLASSES))
 
 
-def print_score(result: dict, reports_by_id: dict, seconds: float, verbose: bool) -> None:
-    print(f"corpus: {result['wrong']} wrong and {result['correct']} correct implementations "
-          f"({result['wrong'] + result['correct']} targets), one gate run of {seconds:.1f} s")
-    print(f"kill rate:        {result['killed']}/{result['wrong']} = {100 * result['kill_rate']:.1f}%")
-    print(f"false-alarm rate: {result['false_alarms']}/{result['correct']} = "
-          f"{100 * result['false_alarm_rate']:.1f}%")
-    print()
-    print(f"survivors ({len(result['survivors'])}):" + ("" if result["survivors"] else " none"))
+def _describe(entry) -> str:
+    return entry.describe_convention() if hasattr(entry, "describe_convention") else entry.describe()
+
+
+def score(corpus: Corpus, reports: dict) -> dict:
+    """Rates, survivors and false alarms of one corpus from the reports, keyed by entry id."""
+    survivors = [entry for entry in corpus.wrong if reports[entry.id].status != "does-not-conform"]
+    false_alarms = [entry for entry in corpus.correct if reports[entry.id].status != "conforms"]
+    killed_by = {entry.id: reports[entry.id].failures()[0].name.split("[", 1)[0]
+                 for entry in corpus.wrong if entry not in survivors}
+    per_class = {name: (sum(entry not in survivors for entry in members), len(members))
+                 for name in corpus.bug_classes
+                 for members in [[entry for entry in corpus.wrong if name in entry.bug_classes]]}
+    wrong, correct = len(corpus.wrong), len(corpus.correct)
+    return {"wrong": wrong, "correct": correct, "killed": wrong - len(survivors), "false_alarms": len(false_alarms),
+            "kill_rate": (wrong - len(survivors)) / wrong, "false_alarm_rate": len(false_alarms) / correct,
+            "survivors": survivors, "false_alarm_entries": false_alarms, "killed_by": killed_by,
+            "per_class": per_class}
+
+
+def print_score(corpus: Corpus, result: dict, reports: dict, verbose: bool) -> None:
+    print(f"{corpus.name} corpus: {result['wrong']} wrong and {result['correct']} correct implementations")
+    print(f"  kill rate:        {result['killed']}/{result['wrong']} = {100 * result['kill_rate']:.1f}%")
+    print(f"  false-alarm rate: {result['false_alarms']}/{result['correct']} = {100 * result['false_alarm_rate']:.1f}%")
+    print(f"  survivors ({len(result['survivors'])}):" + ("" if result["survivors"] else " none"))
     for entry in result["survivors"]:
-        report = reports_by_id[entry.id]
-        status = "passed every check" if report.importable else "did not import"
-        print(f"  {entry.id}  [{', '.join(entry.bug_classes)}]  {entry.describe_convention()}: {status}")
-        print(f"      bug: {entry.description}")
-        if entry.seen_in:
-            print(f"      seen in: {entry.seen_in}")
-    print(f"false alarms ({len(result['false_alarm_entries'])}):" + ("" if result["false_alarm_entries"] else " none"))
+        print(f"    {entry.id}  [{', '.join(entry.bug_classes)}]  {_describe(entry)}: {reports[entry.id].status}")
+        print(f"        bug: {entry.description}" + (f" (seen in {entry.seen_in})" if entry.seen_in else ""))
+    alarms = result["false_alarm_entries"]
+    print(f"  false alarms ({len(alarms)}):" + ("" if alarms else " none"))
     for entry in result["false_alarm_entries"]:
-        failures = reports_by_id[entry.id].failures()
-        print(f"  {entry.id}  {entry.describe_convention()}: {len(failures)} failed check(s)")
-        for check in failures[:3]:
-            print(f"      {check.name}: {check.message}")
-    print()
-    print("kills per bug class:")
+        for check in reports[entry.id].failures()[:3]:
+            print(f"    {entry.id}: {check.name}: {check.message}")
+    print("  kills per bug class:")
     for name, (killed, total) in result["per_class"].items():
-        print(f"  {name:20s} {killed:3d}/{total:<3d} {BUG_CLASSES[name]}")
-    print()
+        print(f"    {name:24s} {killed:3d}/{total:<3d} {corpus.bug_classes[name]}")
     kinds = Counter(result["killed_by"].values())
-    print("first failing check of each killed implementation: "
-          + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()))
+    print("  first failing check of each kill: " + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()))
     if verbose:
-        print()
-        for entry in WRONG:
+        for entry in corpus.wrong:
             if entry.id in result["killed_by"]:
-                first = reports_by_id[entry.id].failures()[0]
-                print(f"  {entry.id:36s} {first.name}: {first.message[:150]}")
+                first = reports[entry.id].failures()[0]
+                print(f"    {entry.id:40s} {first.name}: {first.message[:140]}")
 
 
-def as_json(result: dict, reports_by_id: dict, seconds: float) -> dict:
+def as_json(result: dict) -> dict:
     def brief(entry):
-        return {"id": entry.id, "target": entry.target, "declared": entry.describe_convention(),
-                "description": entry.description, "seen_in": entry.seen_in, "bug_classes": list(entry.bug_classes)}
+        return {"id": entry.id, "target": entry.target, "declared": _describe(entry), "description": entry.description,
+                "seen_in": entry.seen_in, "bug_classes": list(entry.bug_classes)}
 
-    return {
-        "seconds": seconds, "wrong": result["wrong"], "correct": result["correct"],
-        "kill_rate": result["kill_rate"], "false_alarm_rate": result["false_alarm_rate"],
-        "survivors": [brief(entry) for entry in result["survivors"]],
-        "false_alarms": [dict(brief(entry), failures=[check.as_dict() for check in
-                                                      reports_by_id[entry.id].failures()])
-                         for entry in result["false_alarm_entries"]],
-        "killed_by": result["killed_by"],
-        "per_class": {name: {"killed": killed, "total": total}
-                      for name, (killed, total) in result["per_class"].items()},
-    }
+    return {"wrong": result["wrong"], "correct": result["correct"], "kill_rate": result["kill_rate"],
+            "false_alarm_rate": result["false_alarm_rate"], "survivors": [brief(e) for e in result["survivors"]],
+            "false_alarms": [brief(e) for e in result["false_alarm_entries"]], "killed_by": result["killed_by"],
+            "per_class": {name: {"killed": k, "total": t} for name, (k, t) in result["per_class"].items()}}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", metavar="FILE", help="also write the score as JSON")
+    parser.add_argument("--json", metavar="FILE", help="also write the scores as JSON")
     parser.add_argument("--verbose", action="store_true", help="list the first failing check of every kill")
+    parser.add_argument("--jobs", default=None, help="targets checked at once (default: the usable cores)")
     args = parser.parse_args(argv)
-
-    start = time.perf_counter()
-    reports = check_many([entry.gate_spec() for entry in ENTRIES])
-    seconds = time.perf_counter() - start
-    reports_by_id = {entry.id: report for entry, report in zip(ENTRIES, reports, strict=True)}
-    result = score(reports_by_id)
-    print_score(result, reports_by_id, seconds, args.verbose)
+    perfect, data = True, {}
+    for corpus in CORPORA:
+        start = time.perf_counter()
+        declarations = [declare(entry.config_table()) for entry in corpus.entries]
+        reports = dict(zip((entry.id for entry in corpus.entries),
+                           check_many(declarations, run_options(jobs=args.jobs)), strict=True))
+        seconds = time.perf_counter() - start
+        result = score(corpus, reports)
+        print_score(corpus, result, reports, args.verbose)
+        print(f"  one gate run of {seconds:.1f} s ({seconds / len(corpus.entries):.3f} s a target)\n")
+        data[corpus.name] = {**as_json(result), "seconds": seconds}
+        perfect = perfect and result["kill_rate"] == 1.0 and result["false_alarm_rate"] == 0.0
     if args.json:
-        Path(args.json).write_text(json.dumps(as_json(result, reports_by_id, seconds), indent=2) + "\n")
-    perfect = result["kill_rate"] == 1.0 and result["false_alarm_rate"] == 0.0
-    print()
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
     print("mutation score: " + ("100% killed, 0% false alarms" if perfect else "BELOW the required 100% / 0%"))
     return 0 if perfect else 1
 
