@@ -20,8 +20,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from meta_tests.corpus import ENTRIES  # noqa: E402
-from posenc_spec.gate.declaration import run_options  # noqa: E402
 from posenc_spec.gate.engine import check_many  # noqa: E402
+from posenc_spec.gate.options import run_options  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -30,8 +30,9 @@ if str(ROOT) not in sys.path:
 
 from meta_tests.corpus import BUG_CLASSES, ENTRIES, rope_correct, rope_wrong  # noqa: E402, F401
 from meta_tests.corpus.rope_registry import ROPE_BUG_CLASSES, ROPE_ENTRIES  # noqa: E402
-from posenc_spec.gate.declaration import declare, run_options  # noqa: E402
+from posenc_spec.gate.declaration import declare  # noqa: E402
 from posenc_spec.gate.engine import check_many  # noqa: E402
+from posenc_spec.gate.options import run_options  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ the test id.
 import pytest
 
 from meta_tests.corpus import CORRECT, ENTRIES, WRONG
-from posenc_spec.gate.declaration import run_options
 from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.options import run_options
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,9 @@ from posenc_spec.gate.child.protocol import (
     Reader,
     send,
 )
-from posenc_spec.gate.runner import Slot, _outcome
+from posenc_spec.gate.runner import Slot
 from posenc_spec.gate.sandbox import Limits, root_template
+from posenc_spec.gate.wire import read_outcome
 
 HERE = Path(__file__).resolve()
 TIMEOUT = 1.0
@@ -111,7 +112,7 @@ def test_replies_are_checked_against_the_request():
     and the byte count must agree, or the reply is malformed."""
     request = CallRequest("50x8", (50, 8), (50, 8))
     good = {"op": "result", "id": 3, "status": "ok", "arrays": [{"dtype": "float32", "shape": [2, 2]}]}
-    assert _outcome(good, [bytearray(16)], request, 3).table.shape == (2, 2)
+    assert read_outcome(good, [bytearray(16)], request, 3).table.shape == (2, 2)
     for header, payloads, words in [
         ({**good, "id": 4}, [bytearray(16)], "not the answer to this call"),
         ({**good, "status": "passed"}, [bytearray(16)], "unknown status"),
@@ -121,9 +122,9 @@ def test_replies_are_checked_against_the_request():
         ({**good, "status": "raised"}, [bytearray(16)], "data with a failed call"),
     ]:
         with pytest.raises(ChannelError, match=words):
-            _outcome(header, payloads, request, 3)
+            read_outcome(header, payloads, request, 3)
     complex_reply = {**good, "arrays": [{"dtype": "complex64", "shape": [2, 1]}]}
-    assert _outcome(complex_reply, [bytearray(16)], request, 3).status == "bad"
+    assert read_outcome(complex_reply, [bytearray(16)], request, 3).status == "bad"
 
 
 def test_bfloat16_arrives_exactly():
@@ -131,7 +132,7 @@ def test_bfloat16_arrives_exactly():
     values = torch.tensor([1.0, -0.0078125, 3.140625, 65280.0], dtype=torch.bfloat16)
     _, [(bits, dtype, _)] = to_arrays(values)
     reply = {"op": "result", "id": 0, "status": "ok", "arrays": [{"dtype": dtype, "shape": [4]}]}
-    outcome = _outcome(reply, [bits.tobytes()], CallRequest("x", (), (4,)), 0)
+    outcome = read_outcome(reply, [bits.tobytes()], CallRequest("x", (), (4,)), 0)
     assert outcome.dtype == "bfloat16" and np.array_equal(outcome.table, values.float().numpy())
 
 

@@ -7,8 +7,9 @@ import pytest
 
 from posenc_spec.conventions import PRESETS, get_convention
 from posenc_spec.gate.config import find_pyproject, read_config
-from posenc_spec.gate.declaration import Declaration, declare, memory_size, run_options
+from posenc_spec.gate.declaration import Declaration, declare
 from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.options import memory_size, run_options
 from posenc_spec.gate.xfails import parse_xfails, read_xfails
 
 

@@ -12,9 +12,10 @@ import pytest
 
 from posenc_spec import oracle
 from posenc_spec.conventions import PRESETS
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import _turns, check_many, plan, shard
 from posenc_spec.gate.grid import probes_for
+from posenc_spec.gate.options import run_options
 from posenc_spec.gate.xfails import parse_xfails
 from posenc_spec.tolerance import compare, table_tolerance
 from reference_impls.family import sinusoidal_encoding

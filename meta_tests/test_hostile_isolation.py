@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from meta_tests.hostile import MAX_POSITIONS, assert_complete_entry, exit_status, report_json, target
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.options import run_options
 
 CONFORMS, FAILS = "conforms", "does-not-conform"
 WORKTREE = Path(__file__).resolve().parents[1]

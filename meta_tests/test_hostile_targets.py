@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from meta_tests.hostile import MAX_POSITIONS, assert_complete_entry, exit_status, report_json, target
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.options import run_options
 from posenc_spec.gate.sandbox import root_template_pid
 
 CONFORMS, FAILS = "conforms", "does-not-conform"

@@ -87,8 +87,8 @@ class GateItem(pytest.Item):
     def _report(self):
         key = id(self.declaration)
         if key not in self.runs:
-            from posenc_spec.gate.declaration import run_options
             from posenc_spec.gate.engine import check_many
+            from posenc_spec.gate.options import run_options
 
             options = run_options(1, None, self.config.getoption("posenc_max_memory"),
                                   self.config.getoption("posenc_max_processes"))

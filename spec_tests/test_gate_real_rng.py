@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import pytest
 
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.options import run_options
 from spec_tests.real_targets import target
 
 DRAW_WARNING = "draws from torch's global random number generator"

@@ -19,9 +19,10 @@ from __future__ import annotations
 import pytest
 
 from posenc_spec.conventions import PRESETS
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.identify import identify_many
+from posenc_spec.gate.options import run_options
 from spec_tests.real_targets import target as real_target
 
 # DistilBERT and Marian fill their tables element by element in Python (half a second for

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.options import run_options
 from reference_impls.family import sinusoidal_encoding
 from reference_impls.torch_impl import positional_encoding
 

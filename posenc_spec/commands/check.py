@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from posenc_spec.gate import config as config_files
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.options import run_options
 from posenc_spec.gate.output import destination, json_report, text
 
 from .arguments import (
@@ -136,7 +137,7 @@ def run_check(args) -> int:
 
 def annotations_wanted(value) -> bool:
     """``--annotations``: github (by default under GitHub Actions) or none."""
-    from posenc_spec.gate.declaration import choice
+    from posenc_spec.gate.values import choice
 
     default = "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "none"
     return choice("--annotations", value or default, ("github", "none")) == "github"

@@ -7,9 +7,10 @@ snapshot, or two snapshots of different calls or APIs.
 
 from __future__ import annotations
 
-from posenc_spec.gate.declaration import MAX_ULP, integer
+from posenc_spec.gate.declaration import MAX_ULP
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.output import destination, json_report
+from posenc_spec.gate.values import integer
 
 from .arguments import error
 

@@ -11,14 +11,12 @@ from posenc_spec.gate.declaration import (
     DEFAULT_TIMEOUT,
     MAX_T_MAX,
     MAX_TIMEOUT,
-    choice,
-    integer,
-    number,
-    run_options,
 )
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.loader import TargetError, absolute_target
+from posenc_spec.gate.options import run_options
 from posenc_spec.gate.output import destination, json_report
+from posenc_spec.gate.values import choice, integer, number
 
 from .arguments import add_run_arguments, error
 

@@ -36,10 +36,12 @@ from pathlib import Path
 import numpy as np
 
 from posenc_spec.checks import expectation
-from posenc_spec.gate.declaration import declare, integer, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.grid import Probe
+from posenc_spec.gate.options import run_options
 from posenc_spec.gate.output.destination import emit
+from posenc_spec.gate.values import integer
 from posenc_spec.tolerance import compare
 
 from .arguments import add_declaration_arguments, add_run_arguments, declaration_flags, error

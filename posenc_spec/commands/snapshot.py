@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.options import run_options
 from posenc_spec.gate.output.destination import emit
 
 from .arguments import add_rope_arguments, add_run_arguments, declaration_flags, error

@@ -16,10 +16,10 @@ import importlib
 
 _SOURCES = {
     "Declaration": "declaration",
-    "RunOptions": "declaration",
+    "RunOptions": "options",
     "UsageError": "errors",
     "declare": "declaration",
-    "run_options": "declaration",
+    "run_options": "options",
     "GateReport": "report",
     "check_many": "engine",
     "check_target": "engine",

@@ -1,7 +1,8 @@
 """What a user declares about a target, validated once, where it enters.
 
 Every value a user can type reaches the gate through :func:`declare` (one target) or
-:func:`run_options` (the run): from command-line flags, from ``[tool.posenc-spec]`` or a
+:func:`~posenc_spec.gate.options.run_options` (the run), each checked by the validators of
+:mod:`posenc_spec.gate.values`: from command-line flags, from ``[tool.posenc-spec]`` or a
 ``--config`` file, from the pytest plugin's options. Each bad value is a
 :class:`UsageError` (exit status 2) with one line naming where it came from, the key and
 the value; the message is the same whichever way it came in. The keys::
@@ -30,8 +31,6 @@ one no convention describes.
 
 from __future__ import annotations
 
-import difflib
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ from posenc_spec.conventions import FUNCTIONS, LAYOUTS, ODD_BEHAVIOURS, PRESETS,
 
 from .errors import UsageError
 from .loader import TargetError, absolute_target
+from .values import choice, fail, integer, number
 from .xfails import Xfails, read_xfails
 
 if TYPE_CHECKING:
@@ -58,7 +58,6 @@ DEFAULT_T_MAX = 1000.0
 MAX_TIMEOUT = 1e6
 # Timesteps travel as int64 as well as float32: the largest one must be an int64.
 MAX_T_MAX = float(2**63 - 2**10)
-MAX_INT = 2**63 - 1
 
 CONVENTION_KEYS = ("layout", "first", "freq_shift", "base", "offset", "scale")
 DECLARING_KEYS = ("convention", *CONVENTION_KEYS, "odd")
@@ -74,60 +73,6 @@ MAX_ULP = 2**62  # beyond any distance between two finite float64 values that ma
 def flag(key: str) -> str:
     """The command-line flag of a key: ``t_max`` -> ``--t-max``."""
     return "--" + key.replace("_", "-")
-
-
-# -- one value ------------------------------------------------------------------------------
-
-
-def _fail(name, problem, value):
-    raise UsageError(f"{name} must be {problem}, got {value!r}")
-
-
-def number(name: str, value, *, minimum=None, above=None, maximum=None, nonzero=False) -> float | int:
-    """A finite number (an int stays an int); text such as ``"1e12"`` is parsed first."""
-    parsed = value
-    if isinstance(value, str):
-        try:
-            parsed = int(value)
-        except ValueError:
-            try:
-                parsed = float(value)
-            except ValueError:
-                _fail(name, "a number", value)
-    if isinstance(parsed, bool) or not isinstance(parsed, (int, float)) or not math.isfinite(parsed):
-        _fail(name, "a finite number", value)
-    if above is not None and not parsed > above:
-        _fail(name, f"a number greater than {above:g}", value)
-    if minimum is not None and parsed < minimum:
-        _fail(name, f"a number of at least {minimum:g}", value)
-    if maximum is not None and parsed > maximum:
-        _fail(name, f"a number of at most {maximum:g}", value)
-    if nonzero and parsed == 0:
-        _fail(name, "a non-zero number", value)
-    return parsed
-
-
-def integer(name: str, value, *, minimum: int = 1, maximum: int = MAX_INT) -> int:
-    parsed = value
-    if isinstance(value, str):
-        try:
-            parsed = int(value)
-        except ValueError:
-            _fail(name, "an integer", value)
-    if isinstance(parsed, bool) or not isinstance(parsed, int):
-        _fail(name, "an integer", value)
-    if not minimum <= parsed <= maximum:
-        _fail(name, f"an integer from {minimum} to {maximum}", value)
-    return parsed
-
-
-def choice(name: str, value, choices):
-    for option in choices:
-        if value == option or (isinstance(value, str) and isinstance(option, int) and value == str(option)):
-            return option
-    close = difflib.get_close_matches(str(value), [str(option) for option in choices], n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise UsageError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}{hint}")
 
 
 # -- a target's declaration -----------------------------------------------------------------
@@ -258,7 +203,7 @@ def _sinusoidal(keys: dict, name) -> tuple[str, Convention, str]:
     if "freq_shift" in keys:
         fields["freq_shift"] = choice(name("freq_shift"), keys["freq_shift"], (0, 1))
         if isinstance(keys["freq_shift"], bool):
-            _fail(name("freq_shift"), "0 or 1", keys["freq_shift"])
+            fail(name("freq_shift"), "0 or 1", keys["freq_shift"])
     if "base" in keys:
         fields["base"] = number(name("base"), keys["base"], above=1)
     if "offset" in keys:
@@ -288,7 +233,7 @@ def _rope(keys: dict, base_dir, name, max_positions, where):
 
 def _path(name: str, value, base_dir) -> Path:
     if not isinstance(value, (str, os.PathLike)) or not str(value):
-        _fail(name, "a file path", value)
+        fail(name, "a file path", value)
     path = Path(value)
     return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
 
@@ -301,76 +246,3 @@ def _read_snapshot(path: str, api: str | None):
         return read_snapshot(path, expect_api=api)
     except SnapshotError as error:
         raise UsageError(str(error)) from None
-
-
-# -- the run ----------------------------------------------------------------------------------
-
-
-def memory_bytes() -> int:
-    """Physical memory of this machine (0 where it cannot be read)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-# Children together may hold half the machine's memory: the gate itself, the expected
-# tables and the rest of a CI job keep the other half.
-MEMORY_FRACTION = 0.5
-FALLBACK_MEMORY = 4 * 2**30  # where the machine's memory cannot be read
-DEFAULT_MAX_PROCESSES = 64  # a table needs one process; a worker pool, a few dozen
-MAX_JOBS = 256
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20, "mib": 2**20,
-          "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40, "tib": 2**40}
-
-
-def memory_size(name: str, value) -> int:
-    """Bytes from an int or text such as ``"4GiB"``, ``"512M"``: at least 64 MiB."""
-    text = str(value).strip().lower().replace(" ", "")
-    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(digits):]
-    if isinstance(value, bool) or unit not in _UNITS or not digits:
-        _fail(name, "a size such as 4GiB, 512MiB or a number of bytes", value)
-    size = number(name, digits, above=0) * _UNITS[unit]
-    if not 2**26 <= size <= 2**50:
-        _fail(name, "a size from 64MiB to 1PiB", value)
-    return int(size)
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How a run goes, whatever its targets: ``jobs`` targets at once, the ``shard`` (K, N)
-    of the targets this run takes, and what each target's child may take."""
-
-    jobs: int = 1
-    shard: tuple[int, int] = (1, 1)
-    max_memory: int = FALLBACK_MEMORY
-    max_processes: int = DEFAULT_MAX_PROCESSES
-
-
-def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, where: str = "") -> RunOptions:
-    """Validated run options; None takes the default (``jobs``: the usable cores;
-    ``max_memory``: half the machine's memory shared by the ``jobs`` children)."""
-    jobs = usable_cores() if jobs is None else integer(f"{where}--jobs", jobs, maximum=MAX_JOBS)
-    shard_index, shard_count = 1, 1
-    if shard is not None:
-        index, slash, count = str(shard).partition("/")
-        if not slash:
-            _fail(f"{where}--shard", "K/N with 1 <= K <= N", shard)
-        shard_count = integer(f"{where}--shard", count.strip())
-        shard_index = integer(f"{where}--shard", index.strip(), maximum=shard_count)
-    if max_memory is None:
-        total = memory_bytes()
-        memory = int(total * MEMORY_FRACTION / jobs) if total else FALLBACK_MEMORY
-    else:
-        memory = memory_size(f"{where}--max-memory", max_memory)
-    processes = DEFAULT_MAX_PROCESSES if max_processes is None else integer(
-        f"{where}--max-processes", max_processes, maximum=4096)
-    return RunOptions(jobs, (shard_index, shard_count), memory, processes)

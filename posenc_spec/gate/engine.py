@@ -26,8 +26,9 @@ import time
 import numpy as np
 
 from . import advice, against, grid, judge, sinusoidal, vacuity
-from .declaration import Declaration, RunOptions
+from .declaration import Declaration
 from .loader import module_key
+from .options import RunOptions
 from .report import GateReport, finish
 from .rope import grid as rope_grid
 from .rope.judge import RopeJudge
@@ -145,13 +146,69 @@ def shard(declarations: list, index: int, count: int) -> list:
     return [declaration for position, declaration in enumerate(declarations) if position % count == index - 1]
 
 
+def _turn(slot: Slot, declaration: Declaration, shared: bool, options: RunOptions, keep_table: bool) -> GateReport:
+    """One target's turn in a lane: its calls in a sealed child, then its report."""
+    started = time.perf_counter()
+    slot.limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
+    calls = requests(declaration)
+    if shared:
+        slot.share_module(declaration.target, len(calls), declaration.search_path)
+    else:
+        slot.end_module()
+    run = slot.run(declaration.target, calls, declaration.search_path)
+    report = judge_run(declaration, run, keep_table)
+    report.seconds, report.where = time.perf_counter() - started, run.where
+    return report
+
+
+class _Lanes:
+    """``jobs`` lanes taking turns from one queue; each lane a thread with a slot of its own."""
+
+    def __init__(self, root, declarations, options: RunOptions, keep_table: bool):
+        self.root, self.declarations, self.options, self.keep_table = root, declarations, options, keep_table
+        self.turns = collections.deque(_turns(declarations))
+        self.reports: list[GateReport | None] = [None] * len(declarations)
+        self.lock = threading.Lock()
+        self.errors: list[BaseException] = []
+
+    def _next(self):
+        with self.lock:
+            return None if not self.turns or self.errors else self.turns.popleft()
+
+    def lane(self) -> None:
+        slot = Slot(self.root, None)
+        try:
+            while (turn := self._next()) is not None:
+                index, shared = turn
+                self.reports[index] = _turn(slot, self.declarations[index], shared, self.options, self.keep_table)
+        except BaseException as error:  # surfaced by the caller, after every lane stopped
+            with self.lock:
+                self.errors.append(error)
+        finally:
+            slot.close()
+
+    def run(self) -> list[GateReport]:
+        count = min(self.options.jobs, len(self.declarations))
+        if count == 1:
+            self.lane()
+        else:
+            threads = [threading.Thread(target=self.lane, name=f"posenc-spec-lane-{n}", daemon=True)
+                       for n in range(count)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        if self.errors:
+            raise self.errors[0]
+        return self.reports
+
+
 def check_many(declarations, options: RunOptions | None = None, keep_table: bool = False) -> list[GateReport]:
     """One report per declaration, in the given order (see the module docstring)."""
     declarations = list(declarations)
     for declaration in declarations:
         if not isinstance(declaration, Declaration):
             raise TypeError(f"check_many takes Declaration objects, got {type(declaration).__name__}")
-    options = options or RunOptions()
     if not declarations:
         return []
     for declaration in declarations:  # before anything starts: a usage error costs nothing
@@ -160,51 +217,7 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
     with root_template() as root:
         if declarations[0].formula and _family(declarations[0]) == "sinusoidal":
             sinusoidal.prepare(declarations[0])  # while the template imports torch
-        reports: list[GateReport | None] = [None] * len(declarations)
-        turns = collections.deque(_turns(declarations))
-        lock = threading.Lock()
-        errors: list[BaseException] = []
-
-        def lane():
-            slot = Slot(root, None)
-            try:
-                while True:
-                    with lock:
-                        if not turns or errors:
-                            return
-                        index, shared = turns.popleft()
-                    declaration = declarations[index]
-                    started = time.perf_counter()
-                    limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
-                    slot.limits = limits
-                    calls = requests(declaration)
-                    if shared:
-                        slot.share_module(declaration.target, len(calls), declaration.search_path)
-                    else:
-                        slot.end_module()
-                    run = slot.run(declaration.target, calls, declaration.search_path)
-                    report = judge_run(declaration, run, keep_table)
-                    report.seconds = time.perf_counter() - started
-                    report.where = run.where
-                    reports[index] = report
-            except BaseException as error:  # surfaced by the caller, after every lane stopped
-                with lock:
-                    errors.append(error)
-            finally:
-                slot.close()
-
-        lanes = min(options.jobs, len(declarations))
-        if lanes == 1:
-            lane()
-        else:
-            threads = [threading.Thread(target=lane, name=f"posenc-spec-lane-{n}", daemon=True) for n in range(lanes)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        if errors:
-            raise errors[0]
-    return reports
+        return _Lanes(root, declarations, options or RunOptions(), keep_table).run()
 
 
 def check_target(declaration: Declaration, options: RunOptions | None = None) -> GateReport:

@@ -3,10 +3,10 @@
 A :class:`Slot` is one lane of a run: a slot template (forked from the run's root
 template) and, while several targets of one module take their turns, a module template
 that imported that module once. :meth:`Slot.run` forks a sealed child for one target,
-imports it there, sends every call at once (the child computes the next table while the
-gate judges this one) and reads the replies, each under the per-call timeout. Every reply
-is checked against its request: the dtype, the shape and the byte count announced, and
-nothing beyond the call's largest legitimate size is read. A child that dies is replaced
+imports it there, sends calls ahead of the replies within a byte budget (the child
+computes the next table while the gate judges this one) and reads the replies, each under
+the per-call timeout, through :mod:`posenc_spec.gate.wire`, which checks every reply
+against its request. A child that dies is replaced
 (the target is imported again) up to ``MAX_DEATHS`` times; after a hang, a broken reply or
 a resource limit the remaining calls are reported as not run. When the target's turn ends
 its child, and everything the child started, is killed.
@@ -14,25 +14,21 @@ its child, and everything the child started, is killed.
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from .calls import RESULT_ITEMSIZE, ArrayArg, CallRequest, Outcome
+from .calls import CallRequest, Outcome
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
 from .loader import module_key
 from .sandbox import Limits, ProcessLimitExceeded, SandboxError, Template, describe_status, process_watch, root_template
+from .wire import encode_args, read_outcome, request_bytes, text
 
 MAX_DEATHS = 3
 # Calls sent ahead of the replies, so that the child computes the next while the gate judges
 # this one; only as many bytes as a socket buffer surely holds, or both sides could block
 # sending at once (the gate its next request, the child its reply).
 SEND_AHEAD_BYTES = 64 * 1024
-MAX_MESSAGE = 300
-STATUSES = ("ok", "raised", "exit", "bad")
 
 
 @dataclass
@@ -48,87 +44,6 @@ class TargetRun:
     where: tuple | None = None
 
 
-def _encode_args(args) -> tuple[list, list]:
-    specs, payloads = [], []
-    for arg in args:
-        if isinstance(arg, ArrayArg):
-            carrier = arg.values
-            if arg.dtype == "bfloat16":  # bfloat16 is the top half of a float32's bits
-                carrier = (np.ascontiguousarray(arg.values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
-            else:
-                carrier = np.ascontiguousarray(arg.values, dtype=np.dtype(arg.dtype).newbyteorder("="))
-            specs.append({"array": len(payloads), "dtype": arg.dtype, "shape": list(arg.values.shape),
-                          "as": arg.container, "name": arg.name})
-            payloads.append(carrier)
-        elif isinstance(arg, bool) or not isinstance(arg, (int, float)):
-            raise TypeError(f"unsupported call argument {arg!r}")
-        else:
-            specs.append({"int": arg} if isinstance(arg, int) else {"float": arg})
-    return specs, payloads
-
-
-def _request_bytes(request: CallRequest) -> int:
-    return 1024 + sum(arg.values.nbytes for arg in request.args if isinstance(arg, ArrayArg))
-
-
-def _text(value, limit: int = MAX_MESSAGE) -> str:
-    text = " ".join(str(value).split()) if isinstance(value, str) else ""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _digests(value) -> dict:
-    if not isinstance(value, dict):
-        return {}
-    return {_text(key, 40): _text(item, 80) for key, item in list(value.items())[:8]}
-
-
-def _outcome(header: dict, payloads: list, request: CallRequest, call_id: int, token: str | None = None) -> Outcome:
-    """The :class:`Outcome` a reply describes, or :class:`ChannelError` when it does not add up."""
-    if header.get("op") != "result" or header.get("id") != call_id or header.get("token") != token:
-        raise ChannelError("malformed reply (not the answer to this call)")
-    status = header.get("status")
-    if status not in STATUSES:
-        raise ChannelError("malformed reply (unknown status)")
-    state, written = header.get("state", []), header.get("written", [])
-    if not isinstance(state, list) or not isinstance(written, list):
-        raise ChannelError("malformed reply (bad state list)")
-    outcome = Outcome(status, _text(header.get("message", "")), state=[_text(line, 200) for line in state[:20]],
-                      written=[_text(name, 40) for name in written[:8]],
-                      rng_before=_digests(header.get("rng_before")), rng_after=_digests(header.get("rng_after")),
-                      exception=_text(header.get("exception", ""), 80) or None)
-    specs = header.get("arrays", [])
-    if status != "ok":
-        if payloads:
-            raise ChannelError("malformed reply (data with a failed call)")
-        return outcome
-    if not isinstance(specs, list) or not specs or len(specs) != len(payloads) or len(specs) > request.max_items:
-        raise ChannelError("malformed reply (the arrays do not match the data)")
-    allowed = [name for name in RESULT_ITEMSIZE if request.allow_complex or not name.startswith("complex")]
-    for spec, data in zip(specs, payloads, strict=True):
-        dtype, shape = spec.get("dtype") if isinstance(spec, dict) else None, spec.get("shape") if isinstance(
-            spec, dict) else None
-        if not isinstance(shape, list) or len(shape) > 8 or not all(type(n) is int and n >= 0 for n in shape):
-            raise ChannelError("malformed reply (bad shape)")
-        if dtype not in RESULT_ITEMSIZE:
-            raise ChannelError("malformed reply (bad dtype)")
-        if dtype not in allowed:
-            return Outcome("bad", f"returned {dtype} values, not real numbers", state=outcome.state,
-                           written=outcome.written, rng_before=outcome.rng_before, rng_after=outcome.rng_after)
-        if len(data) != math.prod(shape) * RESULT_ITEMSIZE[dtype]:
-            raise ChannelError("malformed reply (byte count does not match the shape)")
-        if dtype == "bfloat16":  # exact: a bfloat16 is the top half of a float32
-            array = (np.frombuffer(data, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-        else:
-            array = np.frombuffer(data, dtype=np.dtype(dtype))
-        outcome.arrays.append(array.reshape(shape))
-        outcome.dtypes.append(dtype)
-        outcome.containers.append("torch" if spec.get("container") == "torch" else "numpy")
-    outcome.is_tuple = bool(header.get("tuple"))
-    descriptions = [_text(spec.get("description", ""), 120) for spec in specs]
-    outcome.message = "; ".join(description for description in descriptions if description)
-    return outcome
-
-
 class _Child:
     """One sealed child: its socket, its process id and the template that forked it."""
 
@@ -142,21 +57,21 @@ class _Child:
         send(self.sock, {"op": "load", "target": target})
         header, _, _ = self.reader.read(deadline, 0)
         changes = header.get("import_changes", [])
-        changes = [_text(line, 200) for line in changes[:20]] if isinstance(changes, list) else []
+        changes = [text(line, 200) for line in changes[:20]] if isinstance(changes, list) else []
         where = header.get("where")
         self.where = None
         if isinstance(where, dict) and isinstance(where.get("file"), str) and type(where.get("line")) is int:
-            self.where = (_text(where["file"], 1000), where["line"])
-        return header.get("ok") is True, _text(header.get("message", "")), changes
+            self.where = (text(where["file"], 1000), where["line"])
+        return header.get("ok") is True, text(header.get("message", "")), changes
 
     def send_ahead(self, pending) -> None:
         """Send the first pending calls not sent yet, as long as the calls in flight hold at
         most ``SEND_AHEAD_BYTES`` (always at least one)."""
-        in_flight = sum(_request_bytes(request) for call_id, request in pending if call_id in self.tokens)
+        in_flight = sum(request_bytes(request) for call_id, request in pending if call_id in self.tokens)
         unsent = [(call_id, request) for call_id, request in pending if call_id not in self.tokens]
         batch = []
         for call_id, request in unsent:
-            size = _request_bytes(request)
+            size = request_bytes(request)
             if (in_flight or batch) and in_flight + size > SEND_AHEAD_BYTES:
                 break
             batch.append((call_id, request))
@@ -167,7 +82,7 @@ class _Child:
         """Send these calls; a child that is gone is noticed when its reply is read."""
         try:
             for call_id, request in pending:
-                specs, payloads = _encode_args(request.args)
+                specs, payloads = encode_args(request.args)
                 self.tokens[call_id] = secrets.token_hex(8)
                 send(self.sock, {"op": "call", "id": call_id, "token": self.tokens[call_id], "args": specs,
                                  "rng": request.rng,
@@ -178,7 +93,7 @@ class _Child:
 
     def receive(self, request: CallRequest, call_id: int, deadline: float) -> Outcome:
         header, payloads, _ = self.reader.read(deadline, request.max_bytes)
-        return _outcome(header, payloads, request, call_id, self.tokens.get(call_id))
+        return read_outcome(header, payloads, request, call_id, self.tokens.get(call_id))
 
     def in_sync(self, deadline: float) -> bool:
         """Whether the frame after the last reply answers a fresh sync request: a frame
@@ -226,8 +141,8 @@ class Slot:
         deadline = time.monotonic() + self.limits.timeout
         try:
             reply = module.request({"op": "import", "target": target}, seconds=self.limits.timeout)
-            imported = TargetRun(reply.get("ok") is True, _text(reply.get("message", "")),
-                                 [_text(line, 200) for line in reply.get("import_changes", [])[:20]]
+            imported = TargetRun(reply.get("ok") is True, text(reply.get("message", "")),
+                                 [text(line, 200) for line in reply.get("import_changes", [])[:20]]
                                  if isinstance(reply.get("import_changes"), list) else [])
         except SandboxError:
             late = time.monotonic() >= deadline
@@ -306,32 +221,23 @@ class _Turn:
         if not ok:
             return turn
         pending = list(enumerate(self.requests))
-        deaths, stop, answered = 0, None, []
+        self.deaths, self.stop, answered = 0, None, []
         try:
             while pending:
-                if self.child is not None and not stop:
+                if self.child is not None and not self.stop:
                     self.child.send_ahead(pending)
                 call_id, request = pending.pop(0)
-                if stop:
-                    turn.outcomes.append(Outcome("not-run", stop))
+                if self.stop:
+                    turn.outcomes.append(Outcome("not-run", self.stop))
                     continue
                 outcome, restart = self._receive(request, call_id)
                 turn.outcomes.append(outcome)
-                if self.child is not None:
-                    answered.append(len(turn.outcomes) - 1)
+                answered.append(len(turn.outcomes) - 1)
                 if outcome.status == "died":
-                    answered = []
-                    deaths += 1
-                    if deaths >= MAX_DEATHS:
-                        stop = f"not run: the process died on {deaths} calls of this target"
-                    elif pending:
-                        ok, message, _ = self._start()
-                        if ok:
-                            answered = []
-                        else:
-                            stop = f"not run: the target failed to import again after a death ({message})"
+                    answered = []  # the replies of the next child are the ones to vouch for
+                    self._after_death(bool(pending))
                 elif restart:
-                    stop = f"not run: {restart}"
+                    self.stop = f"not run: {restart}"
             if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
                 for index in answered:  # every reply this child gave is suspect
                     turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
@@ -339,6 +245,16 @@ class _Turn:
         finally:
             self._finish()
         return turn
+
+    def _after_death(self, more: bool) -> None:
+        """Start another child for the calls left, up to ``MAX_DEATHS`` deaths."""
+        self.deaths += 1
+        if self.deaths >= MAX_DEATHS:
+            self.stop = f"not run: the process died on {self.deaths} calls of this target"
+        elif more:
+            ok, message, _ = self._start()
+            if not ok:
+                self.stop = f"not run: the target failed to import again after a death ({message})"
 
     def _receive(self, request: CallRequest, call_id: int) -> tuple[Outcome, str | None]:
         """The call's outcome, and why the remaining calls cannot run (None: they can)."""

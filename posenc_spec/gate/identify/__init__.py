@@ -22,9 +22,10 @@ import numpy as np
 from posenc_spec.conventions import PRESETS, Convention
 
 from .. import grid
-from ..declaration import DEFAULT_T_MAX, DEFAULT_TIMEOUT, RunOptions
+from ..declaration import DEFAULT_T_MAX, DEFAULT_TIMEOUT
 from ..judge import call_problem
 from ..loader import module_key
+from ..options import RunOptions
 from ..runner import Slot
 from ..sandbox import Limits, root_template
 from .fit import Sample, best_member, max_ratio, ratio

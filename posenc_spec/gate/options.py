@@ -1,0 +1,78 @@
+"""How a run goes, whatever its targets: lanes, shard, and what each target's child may take."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .values import fail, integer, number
+
+
+def memory_bytes() -> int:
+    """Physical memory of this machine (0 where it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+# Children together may hold half the machine's memory: the gate itself, the expected
+# tables and the rest of a CI job keep the other half.
+MEMORY_FRACTION = 0.5
+FALLBACK_MEMORY = 4 * 2**30  # where the machine's memory cannot be read
+DEFAULT_MAX_PROCESSES = 64  # a table needs one process; a worker pool, a few dozen
+MAX_JOBS = 256
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20, "mib": 2**20,
+          "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40, "tib": 2**40}
+
+
+def memory_size(name: str, value) -> int:
+    """Bytes from an int or text such as ``"4GiB"``, ``"512M"``: at least 64 MiB."""
+    text = str(value).strip().lower().replace(" ", "")
+    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(digits):]
+    if isinstance(value, bool) or unit not in _UNITS or not digits:
+        fail(name, "a size such as 4GiB, 512MiB or a number of bytes", value)
+    size = number(name, digits, above=0) * _UNITS[unit]
+    if not 2**26 <= size <= 2**50:
+        fail(name, "a size from 64MiB to 1PiB", value)
+    return int(size)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run goes, whatever its targets: ``jobs`` targets at once, the ``shard`` (K, N)
+    of the targets this run takes, and what each target's child may take."""
+
+    jobs: int = 1
+    shard: tuple[int, int] = (1, 1)
+    max_memory: int = FALLBACK_MEMORY
+    max_processes: int = DEFAULT_MAX_PROCESSES
+
+
+def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, where: str = "") -> RunOptions:
+    """Validated run options; None takes the default (``jobs``: the usable cores;
+    ``max_memory``: half the machine's memory shared by the ``jobs`` children)."""
+    jobs = usable_cores() if jobs is None else integer(f"{where}--jobs", jobs, maximum=MAX_JOBS)
+    shard_index, shard_count = 1, 1
+    if shard is not None:
+        index, slash, count = str(shard).partition("/")
+        if not slash:
+            fail(f"{where}--shard", "K/N with 1 <= K <= N", shard)
+        shard_count = integer(f"{where}--shard", count.strip())
+        shard_index = integer(f"{where}--shard", index.strip(), maximum=shard_count)
+    if max_memory is None:
+        total = memory_bytes()
+        memory = int(total * MEMORY_FRACTION / jobs) if total else FALLBACK_MEMORY
+    else:
+        memory = memory_size(f"{where}--max-memory", max_memory)
+    processes = DEFAULT_MAX_PROCESSES if max_processes is None else integer(
+        f"{where}--max-processes", max_processes, maximum=4096)
+    return RunOptions(jobs, (shard_index, shard_count), memory, processes)

@@ -1,0 +1,67 @@
+"""The validators every value a user types goes through: numbers, integers, choices.
+
+Each failure is a :class:`~posenc_spec.gate.errors.UsageError` of one line, ``NAME must be
+WHAT, got VALUE`` (with a close match for a mistyped choice); ``NAME`` says where the
+value came from (a flag, a key of a file). Text such as ``"1e12"`` from the command line
+is parsed first, so that a flag and the same key typed in TOML give the same message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+
+from .errors import UsageError
+
+MAX_INT = 2**63 - 1
+
+
+def fail(name, problem, value):
+    raise UsageError(f"{name} must be {problem}, got {value!r}")
+
+
+def number(name: str, value, *, minimum=None, above=None, maximum=None, nonzero=False) -> float | int:
+    """A finite number (an int stays an int); text such as ``"1e12"`` is parsed first."""
+    parsed = value
+    if isinstance(value, str):
+        try:
+            parsed = int(value)
+        except ValueError:
+            try:
+                parsed = float(value)
+            except ValueError:
+                fail(name, "a number", value)
+    if isinstance(parsed, bool) or not isinstance(parsed, (int, float)) or not math.isfinite(parsed):
+        fail(name, "a finite number", value)
+    if above is not None and not parsed > above:
+        fail(name, f"a number greater than {above:g}", value)
+    if minimum is not None and parsed < minimum:
+        fail(name, f"a number of at least {minimum:g}", value)
+    if maximum is not None and parsed > maximum:
+        fail(name, f"a number of at most {maximum:g}", value)
+    if nonzero and parsed == 0:
+        fail(name, "a non-zero number", value)
+    return parsed
+
+
+def integer(name: str, value, *, minimum: int = 1, maximum: int = MAX_INT) -> int:
+    parsed = value
+    if isinstance(value, str):
+        try:
+            parsed = int(value)
+        except ValueError:
+            fail(name, "an integer", value)
+    if isinstance(parsed, bool) or not isinstance(parsed, int):
+        fail(name, "an integer", value)
+    if not minimum <= parsed <= maximum:
+        fail(name, f"an integer from {minimum} to {maximum}", value)
+    return parsed
+
+
+def choice(name: str, value, choices):
+    for option in choices:
+        if value == option or (isinstance(value, str) and isinstance(option, int) and value == str(option)):
+            return option
+    close = difflib.get_close_matches(str(value), [str(option) for option in choices], n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UsageError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}{hint}")
