@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from posenc_spec.regression import (
+    MAX_DIMENSIONS,
     RecordedArray,
     RecordedCall,
     Snapshot,
@@ -26,7 +27,7 @@ from posenc_spec.regression import (
     write_snapshot,
 )
 from posenc_spec.regression import snapshot as snapshot_module
-from posenc_spec.regression.snapshot import FORMAT, FORMAT_VERSION, MAX_DIMENSIONS, MAX_TOTAL_ELEMENTS
+from posenc_spec.regression.snapshot import FORMAT, FORMAT_VERSION, MAX_TOTAL_ELEMENTS
 from posenc_spec.regression.ulp import DTYPES
 
 FIRST_OUTPUT = "call0_out0.npy"

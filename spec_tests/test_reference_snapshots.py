@@ -9,7 +9,7 @@ from posenc_spec.environment import environment
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.options import run_options
-from posenc_spec.regression.snapshot import read_snapshot
+from posenc_spec.regression.snapshot_reader import read_snapshot
 from spec_tests.reference_snapshots import FOLDER, MAX_ULP, SNAPSHOTS
 
 

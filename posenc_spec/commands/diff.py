@@ -32,7 +32,7 @@ def run(args) -> int:
 
     from posenc_spec.regression import SnapshotError
     from posenc_spec.regression.compare import compare_snapshots
-    from posenc_spec.regression.snapshot import read_snapshot
+    from posenc_spec.regression.snapshot_reader import read_snapshot
 
     try:
         max_ulp = integer("--max-ulp", args.max_ulp if args.max_ulp is not None else 0, minimum=0, maximum=MAX_ULP)

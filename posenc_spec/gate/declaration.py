@@ -240,7 +240,7 @@ def _path(name: str, value, base_dir) -> Path:
 
 def _read_snapshot(path: str, api: str | None):
     from posenc_spec.regression import SnapshotError
-    from posenc_spec.regression.snapshot import read_snapshot
+    from posenc_spec.regression.snapshot_reader import read_snapshot
 
     try:
         return read_snapshot(path, expect_api=api)

@@ -174,7 +174,8 @@ def _check_json(value, where: str, depth: int) -> None:
 
 # The functions work on the classes above, so they are imported after them.
 from .compare import CallDiff, OutputDiff, compare_call, compare_snapshots  # noqa: E402
-from .snapshot import read_snapshot, snapshot_meta, write_snapshot  # noqa: E402
+from .snapshot import snapshot_meta, write_snapshot  # noqa: E402
+from .snapshot_reader import read_snapshot  # noqa: E402
 
 __all__ = [
     "CallDiff", "OutputDiff", "RecordedArray", "RecordedCall", "Snapshot", "SnapshotError", "SnapshotExistsError",
