@@ -1,5 +1,8 @@
 """The properties a sinusoidal table must have, as functions returning a :class:`CheckResult`.
 
+One module holds the whole catalogue (a dozen checks of a few lines each, sharing one
+:class:`Expectation`), so that a reader sees every property side by side.
+
 The test suite asserts them on the reference implementations and the gate runs them on
 someone else's; neither restates a property. Each check takes the table under test and an
 :class:`Expectation` (the exact table and the per-element bound ``t`` of

@@ -1,5 +1,8 @@
 """How far a correct table may be from the exact one: one bound per element.
 
+Every tolerance the project uses is derived here and nowhere else, sinusoidal and rotary
+alike; that is why this module is long (a quarter of it is the derivation below).
+
 Notation: ``u(dtype)`` is the unit roundoff (half the spacing of floats just above 1:
 2**-53 float64, 2**-24 float32, 2**-11 float16, 2**-8 bfloat16). For an element with
 exact angle ``theta = scale * (p + offset) * omega_k`` and ``x_k = -ln omega_k =

@@ -5,6 +5,8 @@ table the way the library it imitates does (a module run on zeros, a padding-awa
 position lookup, a sin/cos mask, a complex exponential, a phase-shifted sine ...), so the
 gate is tested on the variety of correct code it will meet. Low-precision outputs form
 the angle in float32 and round once at the end.
+
+A catalogue, one function per idiom; it grows by appending, so it stays one file.
 """
 
 from __future__ import annotations

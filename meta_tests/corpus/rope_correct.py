@@ -6,6 +6,8 @@ module, x-transformers' angles, torchtune's stacked cache, flash-attn's packed a
 DeepSeek's rotation of the last features, Gemma 4's proportional frequencies, Megatron's
 ``sbhd`` layout, vLLM's ``cos_sin_cache``). Angles are formed in float32 or wider, and a
 low-precision result is rounded once at the end.
+
+A catalogue, one function per idiom; it grows by appending, so it stays one file.
 """
 
 from __future__ import annotations

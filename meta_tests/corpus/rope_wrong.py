@@ -6,6 +6,8 @@ gate's grid, or, for the ``history`` and ``global-state`` classes, after or arou
 Most reproduce a bug reported in a public thread, which ``seen`` cites. The helpers below
 are the shared library code such a module would import; the slip is in the registered
 function.
+
+A catalogue, one function per slip; it grows by appending, so it stays one file.
 """
 
 from __future__ import annotations

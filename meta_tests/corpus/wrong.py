@@ -4,6 +4,8 @@ Every function is registered with the convention it claims; under that conventio
 wrong at some size of the gate's grid. Where a slip turns the table into another member
 of the family (say, the concat layout where interleaved was declared), the description
 says so: the entry is still wrong under what it declares.
+
+A catalogue, one function per slip; it grows by appending, so it stays one file.
 """
 
 from __future__ import annotations

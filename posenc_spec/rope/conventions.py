@@ -1,5 +1,9 @@
 """The family of rotary position embeddings (RoPE), as Hugging Face configs name it.
 
+One class, :class:`RopeConvention`, holds every scaling type's formula and the validation of
+its parameters; they are kept together because each type's parameters mean something only
+beside its formula.
+
 Head size ``d`` (even), rotary size ``r`` (even: ``int(d * partial_rotary_factor)``, or an
 absolute ``rotary_dim`` as GPT-J states it), pairs ``i = 0 .. r/2 - 1``::
 
