@@ -27,10 +27,9 @@ draws :func:`~posenc_spec.figures.regression.ulp_figure` of the output that move
 into FILE.png (default: the snapshot's path with ``.png``; an existing folder: that file's
 name in it). Outputs of more than two axes are drawn with their leading axes as rows.
 
-The flags and ``--timeout`` are ``check``'s, validated by the same code
-(:func:`posenc_spec.gate.declaration.declare`). The target runs in a sealed child
-(:mod:`posenc_spec.gate.runner`), so a target that raises, exits, crashes or hangs past
-the timeout gives a one-line reason, never a traceback or a hung command.
+The flags and ``--timeout`` are ``check``'s, validated by the same code (:func:`~posenc_spec.gate.declaration.declare`).
+The target runs in a sealed child (:mod:`posenc_spec.gate.runner`): a target that raises,
+exits, crashes or hangs past the timeout gives a one-line reason, never a traceback.
 
 Exit status: 0 pictures written (whether or not the target conforms; the summary line
 says), 1 the target gave nothing to draw (every call raised, exited, crashed, hung or
@@ -96,12 +95,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
         options = run_options(1, None, args.max_memory, args.max_processes)
-        if declaration.against is not None or declaration.rope is not None:
-            given = [name for name, value in (("--num-positions", args.num_positions), ("--dim", args.dim))
-                     if value is not None]
-            if given:
-                raise UsageError(f"{given[0]} sizes a table; it does not apply to "
-                                 f"{'--against' if declaration.against is not None else '--api ' + declaration.api}")
+        sized = next((name for name, value in (("--num-positions", args.num_positions), ("--dim", args.dim))
+                      if value is not None), None)
+        if sized and (declaration.against is not None or declaration.rope is not None):
+            other = "--against" if declaration.against is not None else f"--api {declaration.api}"
+            raise UsageError(f"{sized} sizes a table; it does not apply to {other}")
         if declaration.against is None and args.out is None:
             raise UsageError("--out DIR is required: the folder for the PNGs")
         if declaration.against is not None and declaration.formula:
