@@ -3,7 +3,7 @@ makes the comparison with the baseline fail, invisible changes pass, and the def
 pytest run compares at all.
 
 Each changed figure is drawn with the same functions, data and rendering as its test in
-spec_tests/test_figures.py or spec_tests/test_figures_plot.py, saved as pytest-mpl saves
+spec_tests/test_figures.py, test_figures_plot.py or test_figures_rope.py, saved as pytest-mpl saves
 it, and compared with the real baseline by matplotlib's ``compare_images`` (what
 pytest-mpl calls). One end-to-end run of pytest in a subprocess shows pytest-mpl itself
 failing a changed figure under the project's default options.
@@ -29,11 +29,12 @@ from PIL import Image
 
 from posenc_spec import figures
 from posenc_spec.checks import expectation
-from posenc_spec.figures import diagnostics, regression
+from posenc_spec.figures import diagnostics, regression, rope
 from posenc_spec.regression.ulp import INFINITE_ULP
 from reference_impls import family
 from spec_tests import test_figures as figure_tests
 from spec_tests import test_figures_plot as plot_tests
+from spec_tests import test_figures_rope as rope_tests
 from spec_tests.figure_compare import FIGURE_COMPARE, IMAGE_TOLERANCE_RMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +76,18 @@ def infinite_shown_as_identical(distances: np.ndarray) -> np.ndarray:
     return np.where(distances == INFINITE_ULP, np.uint64(0), distances)
 
 
-# At least one change for every baseline of test_figures.py and test_figures_plot.py, among
+def llama3_never_scaled() -> Figure:
+    """The wavelengths with llama3's curve the default one (its scaling never applied, bug 28 of ROPE.md)."""
+    frequencies = rope_tests.scaling_frequencies()
+    return rope_tests.wavelength_figure({**frequencies, "llama3": frequencies["default"]})
+
+
+def scores_figure(scores) -> Figure:
+    return rope.rope_score_figure(scores, title=rope_tests.SCORE_TITLE)
+
+
+# At least one change for every baseline of test_figures.py, test_figures_plot.py and
+# test_figures_rope.py, among
 # them each kind the issue names: another colormap, a transposed array, another array.
 CHANGED_FIGURES = [
     ChangedFigure("test_seed000_heatmap", "viridis instead of Blues",
@@ -122,6 +134,13 @@ CHANGED_FIGURES = [
                   lambda: ulp_figure_of(infinite_shown_as_identical(plot_tests.seeded_distances()))),
     ChangedFigure("test_ulp_figure_of_a_one_dimensional_output", "the infinite distances shown as identical",
                   lambda: ulp_figure_of(infinite_shown_as_identical(plot_tests.one_row_of_distances()))),
+    ChangedFigure("test_rope_wavelengths_of_the_scaling_types", "llama3 scaling never applied", llama3_never_scaled),
+    ChangedFigure("test_rope_wavelengths_of_the_scaling_types", "original_max_position_embeddings drawn at 4096",
+                  lambda: rope_tests.wavelength_figure(original_length=rope_tests.ORIGINAL_LENGTH // 2)),
+    ChangedFigure("test_rope_scores_of_a_seeded_pair", "k rotated in the interleaved layout",
+                  lambda: scores_figure(rope_tests.score_matrix("interleaved"))),
+    ChangedFigure("test_rope_scores_of_a_seeded_pair", "the matrix transposed (k(m) . q(n))",
+                  lambda: scores_figure(rope_tests.score_matrix().T)),
 ]
 
 # Changes nobody can see, which must pass: the figure as its test draws it, and the same
@@ -165,7 +184,7 @@ def test_invisible_change_passes_its_comparison(case, tmp_path):
 
 def test_every_figure_test_has_a_changed_version():
     """No figure test is left without a deliberate change that must fail it."""
-    compared = {name for module in (figure_tests, plot_tests) for name, value in vars(module).items()
+    compared = {name for module in (figure_tests, plot_tests, rope_tests) for name, value in vars(module).items()
                 if name.startswith("test_") and any(mark.name == "mpl_image_compare"
                                                     for mark in getattr(value, "pytestmark", []))}
     changed = {case.baseline for case in CHANGED_FIGURES}

@@ -1,27 +1,40 @@
-"""``posenc-spec plot TARGET``: pictures of a target's table and of where it is wrong.
+"""``posenc-spec plot TARGET``: pictures of what a target returns and of where it is wrong.
 
 ::
 
-    posenc-spec plot TARGET [--convention NAME] [--layout interleaved|concat] [--first sin|cos]
-                     [--freq-shift 0|1] [--base B] [--offset N] [--scale S] [--odd ...]
-                     [--api table|timesteps] [--t-max T] [--timeout SECONDS]
-                     [--num-positions N] [--dim D] --out DIR
+    posenc-spec plot TARGET [convention flags] [--api table|timesteps] [--num-positions N] [--dim D] --out DIR
+    posenc-spec plot TARGET --api rope-freqs|rope-cache|rope-apply [RoPE flags] --out DIR
+    posenc-spec plot TARGET --against FILE.npz [--max-ulp N] [--out FILE.png]
 
-calls the target once (``fn(num_positions, dim)`` for the table API; ``fn(timesteps, dim)``
-with ``num_positions`` int64 timesteps spread over ``[0, t_max]`` for the timesteps API)
-and writes ``heatmap.png``, ``row_profiles.png``, ``similarity.png`` and
-``difference.png`` into DIR. The difference is taken from the expected table of the
-declared convention, element by element against the tolerance of the table's dtype.
+Tables (``--api table`` or ``timesteps``): calls the target once (``fn(num_positions, dim)``;
+``fn(timesteps, dim)`` with ``num_positions`` int64 timesteps spread over ``[0, t_max]``)
+and writes ``heatmap.png``, ``row_profiles.png``, ``similarity.png`` and ``difference.png``
+into DIR, the difference taken from the declared convention's table element by element
+against the tolerance of the table's dtype; the rows are named positions or timesteps.
 
-The convention flags and ``--timeout`` are ``check``'s, validated by the same code
-(:func:`posenc_spec.gate.declaration.declare`). The target runs in a sealed child
-(:mod:`posenc_spec.gate.runner`), so a target that raises, calls ``sys.exit`` or
-``os._exit``, crashes or hangs past the timeout gives a one-line reason, never a
-traceback or a hung command.
+Rotary embeddings (``--api rope-*``): makes the calls of the RoPE grid that the ``formula``
+checks judge (:mod:`posenc_spec.gate.rope.grid`), reads them as the gate does
+(:mod:`posenc_spec.gate.rope.read`), takes the expected values and bounds the gate takes,
+and draws the call whose worst element is furthest out of its bound (of equals, the
+first): ``difference_inv_freq.png`` (rope-freqs, one value per pair),
+``difference_cos.png`` and ``difference_sin.png`` (or ``difference_angles.png``;
+rope-cache, positions x cache columns) or ``difference_x.png`` (rope-apply, positions x
+features of head 0). The summary names the worst element of the call, and its position.
 
-Exit status: 0 pictures written (whether or not the table conforms; the summary line
-says), 1 the target gave nothing to draw (raised, exited, crashed, hung, returned a wrong
-shape or no floating-point numbers), 2 usage error or TARGET cannot be imported.
+Regression (``--against``): replays the snapshot's calls (``posenc-spec snapshot``), compares
+each with its record in ULPs (:func:`posenc_spec.regression.compare.compare_call`) and
+draws :func:`~posenc_spec.figures.regression.ulp_figure` of the output that moved furthest
+into FILE.png (default: the snapshot's path with ``.png``; an existing folder: that file's
+name in it). Outputs of more than two axes are drawn with their leading axes as rows.
+
+The flags and ``--timeout`` are ``check``'s, validated by the same code (:func:`~posenc_spec.gate.declaration.declare`).
+The target runs in a sealed child (:mod:`posenc_spec.gate.runner`): a target that raises,
+exits, crashes or hangs past the timeout gives a one-line reason, never a traceback.
+
+Exit status: 0 pictures written (whether or not the target conforms; the summary line
+says), 1 the target gave nothing to draw (every call raised, exited, crashed, hung or
+returned something unreadable), 2 usage error (a missing or tampered snapshot among
+them) or TARGET cannot be imported.
 
 Registering the subcommand imports neither matplotlib nor torch; ``plot`` imports them
 when it runs.
@@ -35,16 +48,20 @@ from pathlib import Path
 
 import numpy as np
 
-from posenc_spec.checks import expectation
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.grid import Probe
 from posenc_spec.gate.options import run_options
 from posenc_spec.gate.output.destination import emit
 from posenc_spec.gate.values import integer
-from posenc_spec.tolerance import compare
 
-from .arguments import add_declaration_arguments, add_run_arguments, declaration_flags, error
+from .arguments import (
+    add_against_arguments,
+    add_declaration_arguments,
+    add_rope_arguments,
+    add_run_arguments,
+    declaration_flags,
+    error,
+)
 
 DEFAULT_NUM_POSITIONS = 300  # seed 000's table: PE(300, 512)
 DEFAULT_DIM = 512
@@ -54,68 +71,243 @@ def register(subparsers) -> None:
     """Add ``plot`` to the ``posenc-spec`` subcommands."""
     parser = subparsers.add_parser(
         "plot",
-        help="write PNGs of a target's table and its difference from the expected table",
-        description="Write heatmap.png, row_profiles.png, similarity.png and difference.png of TARGET's table "
-                    "into DIR; difference.png shows each element's error as a multiple of its tolerance. "
-                    "The convention flags are check's; --odd skip draws an odd width as --odd error would.",
+        help="write PNGs of a target's results and where they differ from the expected ones",
+        description="Tables: heatmap.png, row_profiles.png, similarity.png and difference.png of TARGET's table "
+                    "in DIR. --api rope-*: difference_*.png of the RoPE call furthest out of bound. --against "
+                    "FILE.npz: the ULP distances of the output that moved furthest from the snapshot. The flags "
+                    "are check's; --odd skip draws an odd width as --odd error would.",
     )
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_declaration_arguments(parser)
+    add_rope_arguments(parser)
+    add_against_arguments(parser)
     add_run_arguments(parser)
     parser.add_argument("--num-positions", default=None, metavar="N",
                         help=f"rows (positions, or timesteps for --api timesteps); default {DEFAULT_NUM_POSITIONS}")
     parser.add_argument("--dim", default=None, metavar="D", help=f"embedding width; default {DEFAULT_DIM}")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the PNGs (created)")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR|FILE.png",
+                        help="folder for the PNGs (created); with --against the PNG to write (default: the "
+                             "snapshot's path with .png)")
     parser.set_defaults(run=run)
 
 
-def _probe(api: str, num_positions: int, dim: int, t_max: float) -> Probe:
-    """The one call ``plot`` makes (int64 timesteps spread over ``[0, t_max]`` for that API)."""
-    if api == "timesteps":
-        steps = np.round(np.linspace(0.0, t_max, num_positions)).astype(np.int64)
-        return Probe(f"plot-int64:{num_positions}x{dim}", "table", num_positions, dim, steps)
-    return Probe(f"plot-{num_positions}x{dim}", "table", num_positions, dim)
-
-
 def run(args: argparse.Namespace) -> int:
-    from posenc_spec.gate.judge import call_problem
-    from posenc_spec.gate.runner import run_target
     from posenc_spec.gate.sandbox import Limits
 
     try:
         declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
+        options = run_options(1, None, args.max_memory, args.max_processes)
+        sized = next((name for name, value in (("--num-positions", args.num_positions), ("--dim", args.dim))
+                      if value is not None), None)
+        if sized and (declaration.against is not None or declaration.rope is not None):
+            other = "--against" if declaration.against is not None else f"--api {declaration.api}"
+            raise UsageError(f"{sized} sizes a table; it does not apply to {other}")
+        if declaration.against is None and args.out is None:
+            raise UsageError("--out DIR is required: the folder for the PNGs")
+        if declaration.against is not None and declaration.formula:
+            raise UsageError("--against draws the ULP distances alone: drop the convention and RoPE flags")
+        if declaration.against is None and args.out.exists() and not args.out.is_dir():
+            raise UsageError(f"--out {args.out} exists and is not a folder")
+    except (ValueError, TypeError) as problem:  # UsageError (a bad snapshot among them)
+        return error("plot", problem)
+    limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
+    if declaration.against is not None:
+        return _against(args, declaration, limits)
+    if declaration.rope is not None:
+        return _rope(args, declaration, limits)
+    return _table(args, declaration, limits)
+
+
+def _nothing_to_draw(what: str, problem: str) -> int:
+    emit(f"posenc-spec plot: {what} gave nothing to draw: {problem}\n", sys.stderr)
+    return 1
+
+
+def _written(title: str, verdict: str, paths: dict, *notes: str) -> int:
+    emit(f"{title}: {verdict}\n")
+    for note in notes:
+        emit(f"  {note}\n")
+    for name, path in paths.items():
+        emit(f"  {name}: {path}\n")
+    return 0
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+
+def _table(args, declaration, limits) -> int:
+    from posenc_spec.checks import expectation
+    from posenc_spec.gate.grid import Probe
+    from posenc_spec.gate.judge import call_problem
+    from posenc_spec.gate.runner import run_target
+    from posenc_spec.tolerance import compare
+
+    try:
         num_positions = integer("--num-positions", args.num_positions or DEFAULT_NUM_POSITIONS, maximum=2**20)
         dim = integer("--dim", args.dim or DEFAULT_DIM, minimum=2, maximum=2**16)
-        options = run_options(1, None, args.max_memory, args.max_processes)
-        convention = declaration.convention
-        convention.check_odd(dim)
-        if args.out.exists() and not args.out.is_dir():
-            raise UsageError(f"--out {args.out} exists and is not a folder")
+        declaration.convention.check_odd(dim)
     except (ValueError, TypeError) as problem:  # UsageError and the convention's own errors
         return error("plot", problem)
-
-    probe = _probe(declaration.api, num_positions, dim, declaration.t_max)
-    turn = run_target(declaration.target, [probe.request()],
-                      Limits(options.max_memory, options.max_processes, declaration.timeout))
+    if declaration.api == "timesteps":
+        steps = np.round(np.linspace(0.0, declaration.t_max, num_positions)).astype(np.int64)
+        probe = Probe(f"plot-int64:{num_positions}x{dim}", "table", num_positions, dim, steps)
+    else:
+        probe = Probe(f"plot-{num_positions}x{dim}", "table", num_positions, dim)
+    turn = run_target(declaration.target, [probe.request()], limits)
     if not turn.imported:
         return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
     outcome = turn.outcomes[0]
     problem = call_problem(probe, outcome)
     if problem:
-        emit(f"posenc-spec plot: {args.target} at {probe.size} gave nothing to draw: {problem}\n", sys.stderr)
-        return 1
+        return _nothing_to_draw(f"{args.target} at {probe.size}", problem)
 
     from posenc_spec.figures.diagnostics import write_table_figures  # matplotlib: only once there is something to draw
 
-    exp = expectation(probe.positions, dim, convention, outcome.dtype)
+    exp = expectation(probe.positions, dim, declaration.convention, outcome.dtype)
     table = np.asarray(outcome.table, dtype=np.float64)
     title = f"{declaration.name} under {declaration.convention_name()}, {outcome.dtype}"
+    row_kind = "timestep" if declaration.api == "timesteps" else "position"
     try:
-        paths = write_table_figures(table, exp, args.out, title=title)
+        paths = write_table_figures(table, exp, args.out, title=title, row_kind=row_kind)
     except OSError as problem:
         return error("plot", f"cannot write the pictures into {args.out}: {problem.strerror or problem}")
     summary = compare(table, exp.table, exp.tolerance)
-    emit(f"{title}: " + ("every element within tolerance" if summary.ok else summary.describe()) + "\n")
-    for name, path in paths.items():
-        emit(f"  {name}: {path}\n")
-    return 0
+    return _written(title, "every element within tolerance" if summary.ok else summary.describe(), paths)
+
+
+# -- rotary embeddings ----------------------------------------------------------------------
+
+
+def _rope_parts(judge, probe, values):
+    """``(dtype text, {name: (actual, expected, bound)} as drawn, the same over the whole
+    call, the rows' positions, the columns' label)`` of one readable call."""
+    from posenc_spec import tolerance
+    from posenc_spec.figures.rope import COLUMN_LABELS
+
+    spec, conv = judge.spec, judge.conv
+    if probe.kind == "freqs":
+        inv_freq, dtype, _ = values
+        expected, _ = conv.frequencies(probe.head_dim)
+        # The bound of the gate's formula check (RopeJudge._formula) for a frequencies call.
+        bound = tolerance.rope_frequency_tolerance(conv, probe.head_dim) + expected * tolerance.unit_roundoff(dtype)
+        parts = {"inv_freq": (inv_freq, expected, bound)}
+        return dtype, parts, parts, None, COLUMN_LABELS["inv_freq"]
+    if probe.kind == "cache":
+        arrays, dtype = values
+        layout = "compact" if spec.cache_form in ("complex", "stacked") else spec.cache_layout
+        expected, bound = judge._cache_expectation(probe, dtype, layout)
+        names = ("angles",) if len(arrays) == 1 else ("cos", "sin")
+        parts = dict(zip(names, zip(arrays, expected, bound, strict=True), strict=True))
+        return dtype, parts, parts, probe.positions, f"{COLUMN_LABELS['cache']} ({layout} layout)"
+    result, dtype = values
+    expected, bound = judge._apply_expectation(probe, dtype)
+    whole = {"x": (result[0], expected[0], bound[0])}  # (heads, positions, features)
+    drawn = {"x": (result[0, 0], expected[0, 0], bound[0, 0])}
+    return f"{probe.x_dtype} x, {dtype} result", drawn, whole, probe.positions, COLUMN_LABELS["x"]
+
+
+def _rope(args, declaration, limits) -> int:
+    from posenc_spec.gate.rope import grid as rope_grid
+    from posenc_spec.gate.rope.judge import RopeJudge
+    from posenc_spec.gate.runner import run_target
+    from posenc_spec.tolerance import compare
+
+    spec, api = declaration.rope, declaration.api
+    probes = [probe for probe in rope_grid.probes_for(spec, api, declaration.max_positions) if probe.role == "table"]
+    turn = run_target(declaration.target, [probe.request() for probe in probes], limits)
+    if not turn.imported:
+        return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
+    judge = RopeJudge(spec, api, None)  # only its reading and expectations: it records no results here
+    calls, problems = [], []
+    for probe, outcome in zip(probes, turn.outcomes, strict=True):
+        values, problem = judge._values(probe, outcome)
+        if problem:
+            problems.append(f"{probe.slot}: {problem}")
+            continue
+        dtype, drawn, whole, positions, columns = _rope_parts(judge, probe, values)
+        comparisons = {name: compare(*arrays) for name, arrays in whole.items()}
+        worst = max(comparisons, key=lambda name: comparisons[name].max_ratio)
+        calls.append((comparisons[worst].max_ratio, probe, dtype, drawn, positions, columns, worst,
+                      comparisons[worst]))
+    if not calls:
+        return _nothing_to_draw(args.target, f"every call of the grid failed; first {problems[0]}")
+    ratio, probe, dtype, drawn, positions, columns, name, summary = max(calls, key=lambda call: call[0])
+
+    from posenc_spec.figures.rope import write_rope_difference_figures  # matplotlib: only now
+
+    title = f"{declaration.name} at {probe.slot} under {spec.describe()}, {dtype}"
+    try:
+        paths = write_rope_difference_figures(drawn, args.out, title=title, columns=columns, positions=positions)
+    except OSError as problem:
+        return error("plot", f"cannot write the pictures into {args.out}: {problem.strerror or problem}")
+    if summary.ok:
+        verdict = f"every element within tolerance (max error/tolerance {ratio:.3g})"
+    else:
+        verdict = f"{name}: {summary.describe()}"
+        if positions is not None:
+            verdict += f"; row {summary.worst_index[-2]} is position {positions[summary.worst_index[-2]]}"
+    notes = [f"drawn: the call furthest out of bound of {len(calls)}"
+             + (" (head 0 of the rotated x)" if probe.kind == "apply" else "")]
+    if problems:
+        notes.append(f"{len(problems)} call(s) gave nothing to draw; first {problems[0]}")
+    return _written(title, verdict, paths, *notes)
+
+
+# -- regression ------------------------------------------------------------------------------
+
+
+def _ulp_path(out: Path | None, snapshot_path: str) -> Path:
+    snapshot = Path(snapshot_path)
+    if out is None:
+        return snapshot.with_suffix(".png")
+    return out / f"{snapshot.stem}.png" if out.is_dir() else out
+
+
+def _against(args, declaration, limits) -> int:
+    from posenc_spec.gate import against
+    from posenc_spec.gate.runner import run_target
+    from posenc_spec.regression import SnapshotError
+    from posenc_spec.regression.compare import compare_call
+    from posenc_spec.regression.ulp import ulp_distance
+
+    snapshot, max_ulp = declaration.against, declaration.max_ulp
+    out = _ulp_path(args.out, declaration.against_path)
+    requests = against.replay_requests(snapshot)
+    turn = run_target(declaration.target, requests, limits)
+    if not turn.imported:
+        return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
+    diffs, worst = [], None
+    for call, request, outcome in zip(snapshot.calls, requests, turn.outcomes, strict=True):
+        replayed = against.record(request, outcome)
+        try:
+            diff = compare_call(call, replayed, max_ulp)
+        except SnapshotError as problem:  # the replay is not the recorded call: a fault of the replay
+            return error("plot", problem)
+        diffs.append(diff)
+        for output in diff.outputs if not (diff.problem or diff.raised) else ():
+            if output.problem is None and (worst is None or output.max_ulp > worst[0].max_ulp):
+                worst = (output, call, replayed)
+    if worst is None:
+        first = next((diff.describe() for diff in diffs), "the snapshot records no call")
+        return _nothing_to_draw(f"{declaration.name} against {declaration.against_path}",
+                                f"no output returned both times with one shape and dtype; first {first}")
+    output, call, replayed = worst
+    old, new = call.outputs[output.position], replayed.outputs[output.position]
+    distances = ulp_distance(old.values, new.values, old.dtype)
+    distances = distances.reshape(-1, distances.shape[-1]) if distances.ndim > 2 else distances.reshape(
+        distances.shape or (1,))
+    which = f" output {output.position}" if len(call.outputs) > 1 else ""
+
+    from posenc_spec.figures.regression import ulp_figure  # matplotlib: only now
+    from posenc_spec.figures.style import save_png
+
+    title = f"{declaration.name} at {call.label}{which}, {old.dtype}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        save_png(ulp_figure(distances, title=title, dtype=old.dtype), out)
+    except OSError as problem:
+        return error("plot", f"cannot write {out}: {problem.strerror or problem}")
+    within = sum(diff.passed for diff in diffs)
+    verdict = (f"{within} of {len(diffs)} recorded calls within {max_ulp} ULP; worst {call.label}{which} "
+               f"({old.dtype}): {output.describe()}")
+    return _written(f"{declaration.name} against {declaration.against_path}", verdict, {"ulp": out})

@@ -1,9 +1,11 @@
-"""Plotting functions for sinusoidal and learned position tables, one per seed figure.
+"""Plotting functions for sinusoidal and learned position tables, one per seed figure, and
+for rotary embeddings (:mod:`.rope`: wavelengths per scaling type, the ``q(m) . k(n)`` scores).
 
 Every function takes arrays and returns a :class:`matplotlib.figure.Figure` drawn in one
 fixed style (:mod:`posenc_spec.figures.style`); none of them loads or computes a table.
-``posenc-spec plot`` (:mod:`posenc_spec.figures.command`) draws a target's table and its
-difference from the expected one.
+``posenc-spec plot`` (:mod:`posenc_spec.commands.plot`) draws a target's table and its
+difference from the expected one, a RoPE target's arrays against the oracle's, or a
+target's ULP distances from a snapshot.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import importlib
 
 # Each public name and the submodule that defines it. The submodules import matplotlib;
-# they are imported on first use (PEP 562), so that importing posenc_spec.figures.command
-# to register ``posenc-spec plot`` leaves ``posenc-spec check`` free of matplotlib.
+# they are imported on first use (PEP 562), so that importing this package (to register
+# ``posenc-spec plot``, say) leaves ``posenc-spec check`` free of matplotlib.
 _SOURCES = {
     "TimestepSweep": "animation",
     "timestep_sweep_frame_figure": "animation",
@@ -27,6 +29,10 @@ _SOURCES = {
     "formula_table_figure": "sinusoidal",
     "position_heatmap_figure": "sinusoidal",
     "position_pcolormesh_figure": "sinusoidal",
+    "rope_difference_figure": "rope",
+    "rope_score_figure": "rope",
+    "rope_wavelength_figure": "rope",
+    "write_rope_difference_figures": "rope",
     "row_profiles_figure": "sinusoidal",
     "timestep_embedding_figure": "sinusoidal",
     "DPI": "style",
@@ -62,6 +68,9 @@ __all__ = [
     "pick_dimensions",
     "position_heatmap_figure",
     "position_pcolormesh_figure",
+    "rope_difference_figure",
+    "rope_score_figure",
+    "rope_wavelength_figure",
     "row_profiles_figure",
     "save_png",
     "similarity_over_positions_figure",
@@ -69,5 +78,6 @@ __all__ = [
     "single_dimensions_grid_figure",
     "timestep_embedding_figure",
     "timestep_sweep_frame_figure",
+    "write_rope_difference_figures",
     "write_table_figures",
 ]

@@ -88,7 +88,8 @@ def _draw(report, folder: Path) -> TargetFigures:
     title = f"{declaration.name} at {kept.slot} under {declaration.convention_name()}, {kept.dtype}"
     try:
         exp = expectation(kept.positions, kept.table.shape[1], declaration.convention, kept.dtype)
-        paths = write_table_figures(kept.table, exp, folder, title=title)
+        row_kind = "timestep" if declaration.api == "timesteps" else "position"
+        paths = write_table_figures(kept.table, exp, folder, title=title, row_kind=row_kind)
     except OSError as error:
         return TargetFigures(slot=kept.slot, reason=f"cannot write {folder}: {error.strerror or error}")
     except Exception as error:  # a picture must not cost the verdict or the JSON
