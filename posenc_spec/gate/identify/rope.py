@@ -32,16 +32,13 @@ import numpy as np
 from posenc_spec.rope.conventions import RopeConvention
 
 from ..declaration import DEFAULT_TIMEOUT, RunOptions
-from ..judge import Results
 from ..rope import grid
-from ..rope.judge import RopeJudge
 from ..rope.read import Unreadable
-from ..rope.spec import RopeSpec
 from ..runner import Slot
 from ..sandbox import Limits, root_template
 from . import IdentifyError
-from .rope_fit import candidates
 from .rope_readings import read_apply_call, read_cache_call, read_frequencies, unit_rows
+from .rope_select import fit, judged
 
 FIT_HEAD_DIMS = (64, 128)
 VALIDATION_HEAD_DIMS = (8, 256)
@@ -53,7 +50,7 @@ VALIDATION_SEED = 20240917
 VALIDATION_TOPS = (131072, 6000)
 VALIDATION_LENGTHS = (100, 6000)
 VALIDATION_DRAWS = 32
-NEAREST_JUDGED = 3  # when no candidate comes near the frequencies, the closest few are judged for "nearest"
+MAX_NOTES = 3  # call problems named in a message; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -143,83 +140,126 @@ def read(call: Call, outcome, shape: CallShape):
         return None, str(problem)
 
 
-def judged(call: Call, outcome, candidate, shape: CallShape) -> float:
-    """The largest error/tolerance ratio of one call under ``candidate``: the gate's own
-    reading and formula check (and, for rope-freqs, its attention-factor check)."""
-    probe = call.probe
-    layout = candidate.layout or "half"
-    spec = RopeSpec(candidate.convention, (probe.head_dim,),
-                    rope_layout=shape.rope_layout or (layout if probe.kind == "apply" else "half"),
-                    cache_layout=layout if probe.kind == "cache" else "half", cache_form=shape.cache_form,
-                    cache_call=shape.cache_call, x_layout=shape.x_layout)
-    judge = RopeJudge(spec, shape.api, Results())
-    try:
-        with np.errstate(all="ignore"):
-            values, problem = judge._values(probe, outcome)
-            if problem:
-                return math.inf
-            checks = [judge._formula(probe, values, "formula")]
-            if probe.kind == "freqs":
-                checks.append(judge._attention_factor(probe, values, "attention-factor"))
-    except ValueError:  # the candidate has no value at this head size (longrope's lists)
-        return math.inf
-    return max(_ratio(check) for check in checks)
 
 
-def _ratio(check) -> float:
-    if check.worst is not None:
-        return check.worst.ratio
-    return 0.0 if check.passed or check.status == "skipped" else math.inf
+def _layout(candidate, shape: CallShape) -> str | None:
+    """The layout a candidate is judged under: the declared pairing of an apply call, else its own."""
+    return (shape.rope_layout if shape.api == "rope-apply" else None) or candidate.layout
 
 
-def _distance(candidate, readings) -> float:
-    """How far the candidate's frequencies and factor are from the readings', in units of
-    what the readings can tell (a thousandth, plus a phase error of 0.01 rad over the call)."""
-    conv, worst = candidate.convention, 0.0
-    for reading in readings:
+def _entry(candidate, ratio, heads, shape: CallShape) -> dict | None:
+    if candidate is None:
+        return None
+    conv = candidate.convention
+    return {"name": conv.rope_type, "convention": {**conv.as_dict(), "layout": _layout(candidate, shape),
+                                                   "head_dim": list(heads)}, "max_error_ratio": ratio}
+
+
+def _validation_ratio(candidate, validation_results, shape) -> tuple[float, str | None, list[str]]:
+    """The worst ratio of ``candidate`` on the validation calls, where, and the calls skipped."""
+    worst, where, skipped = 0.0, None, []
+    for call, outcome in validation_results:
         try:
-            expected, factor = conv.frequencies(reading.head_dim, reading.length)
+            candidate.convention.frequencies(call.probe.head_dim)
         except ValueError:
-            return math.inf
-        n = reading.frequencies.size
-        if expected.size < n or np.any(expected[n:] != 0):
-            return math.inf
-        slack = 1e-3 * np.abs(reading.frequencies) + (1e-2 / reading.length if reading.length else 0.0)
-        with np.errstate(all="ignore"):
-            worst = max(worst, float(np.max(np.abs(expected[:n] - reading.frequencies) / np.maximum(slack, 1e-300))))
-        if reading.factor is not None:
-            held = conv.cache_factor(factor) if reading.length is not None else factor
-            worst = max(worst, abs(held - reading.factor) / (1e-3 * abs(reading.factor) + 1e-12))
-    return worst if math.isfinite(worst) else math.inf
+            skipped.append(f"not validated at head size {call.probe.head_dim}: the convention has no value there")
+            continue
+        value = judged(call, outcome, candidate, shape)
+        if value > worst:
+            worst, where = value, call.probe.slot
+    return worst, where, skipped
 
 
-def fit(fit_results, shape: CallShape, max_positions=None):
-    """``(found, its ratio, nearest, its ratio, structure)`` from ``[(call, outcome, reading)]``."""
-    readings = [reading for _, _, reading in fit_results if reading is not None]
-    found_candidates, structure = candidates(readings, max_positions) if readings else ([], None)
-    usable = [(call, outcome) for call, outcome, reading in fit_results if reading is not None]
+def _determined(candidate, api: str) -> list[str]:
+    """What the data left open in a found convention."""
+    conv, notes = candidate.convention, []
+    if conv.rope_type == "llama3":
+        l0 = conv.param("original_max_position_embeddings")
+        notes.append(f"the data fix the band edges L0/low_freq_factor = {l0 / conv.param('low_freq_factor'):g} and "
+                     f"L0/high_freq_factor = {l0 / conv.param('high_freq_factor'):g}, not L0 itself")
+    elif conv.rope_type == "yarn":
+        notes.append("beta_fast 32 and beta_slow 1 assumed: the data fix the correction range, not the betas")
+    elif conv.rope_type == "longrope":
+        notes.append(f"only theta**(-2i/r)/ext_i is determined: the factors are those for theta {conv.theta:g}; "
+                     f"L0 {conv.param('original_max_position_embeddings')} is the longest call that kept the "
+                     "short factors")
+    if api == "rope-freqs":
+        notes.append("rope-freqs shows the frequencies at no call length (a dynamic base or longrope's long "
+                     "factors would not show)")
+    return notes
 
-    def ratio(candidate):
-        return max((judged(call, outcome, candidate, shape) for call, outcome in usable), default=math.inf)
 
-    distances = [_distance(candidate, readings) for candidate in found_candidates]
-    close = [candidate for candidate, distance in zip(found_candidates, distances, strict=True) if distance <= 1]
-    nearest, nearest_ratio = None, math.inf
-    for candidate in close:
-        value = ratio(candidate)
-        if value < nearest_ratio:
-            nearest, nearest_ratio = candidate, value
-        if value <= 1 and not candidate.nearest_only:
-            return candidate, value, candidate, value, structure
-    if not close:
-        order = np.argsort(distances, kind="stable")[:NEAREST_JUDGED]
-        for index in order:
-            value = ratio(found_candidates[index])
-            if value < nearest_ratio:
-                nearest, nearest_ratio = found_candidates[index], value
-    if nearest is None and usable:
-        from .rope_fit import Candidate
+def answer(fit_results, validation_results=(), shape: CallShape = CallShape("rope-cache"), max_positions=None) -> dict:
+    """The identify answer from calls already made: ``fit_results`` as ``[(call, outcome,
+    reading)]``, ``validation_results`` as ``[(call, outcome)]``."""
+    heads = sorted({call.probe.head_dim for call, _, _ in fit_results})
+    found, ratio, nearest, nearest_ratio, structure = fit(fit_results, shape, max_positions)
+    notes = []
+    seen = structure.layout if structure is not None else None
+    if shape.rope_layout and seen and (seen if seen != "proportional" else "half") != shape.rope_layout:
+        notes.append(f"the calls pair the features as {seen}, not as the declared {shape.rope_layout}")
+    if found is not None:
+        checked, worst, skipped = _validation_ratio(found, validation_results, shape)
+        notes += skipped
+        if checked > 1:
+            notes.append(f"{found.convention.rope_type} fits the fit calls but fails the gate's formula check on a "
+                         f"call it was not fitted on ({worst}: error/tolerance {checked:.3g})")
+            nearest, nearest_ratio, found = found, checked, None
+        elif not validation_results:
+            notes.append("no call left to validate on (a declared head size)")
+    elif nearest is not None and not math.isfinite(nearest_ratio) and validation_results:
+        checked, _, _ = _validation_ratio(nearest, validation_results, shape)
+        if math.isfinite(checked):  # unit vectors leave a zero bound off their pairs: random x measures
+            nearest_ratio = checked
+            notes.append("the nearest's ratio is measured on the calls with random x")
+    nearest_entry = _entry(nearest, nearest_ratio, heads, shape)
+    if found is None:
+        if nearest is not None and nearest.why:
+            notes.append(nearest.why)
+        described = (f"{nearest.convention.describe()}, {_layout(nearest, shape) or 'no'} layout (max "
+                     f"error/tolerance {nearest_ratio:.3g})") if nearest is not None else "nothing"
+        return {"name": "none", "convention": None, "max_error_ratio": nearest_ratio, "nearest": nearest_entry,
+                "message": "; ".join([f"none: no rotary convention fits; nearest {described}", *notes])}
+    entry = _entry(found, ratio, heads, shape)
+    layout = f", {_layout(found, shape)} layout" if _layout(found, shape) else ""
+    notes = [*_determined(found, shape.api), *notes]
+    return {**entry, "nearest": nearest_entry,
+            "message": "; ".join([f"identified {found.convention.describe()}{layout}; max error/tolerance "
+                                  f"{ratio:.3g}", *notes])}
 
-        nearest = Candidate(RopeConvention(max_position_embeddings=max_positions), "half")
-        nearest_ratio = ratio(nearest)
-    return None, nearest_ratio, nearest, nearest_ratio, structure
+
+def _problems(fit_results) -> list[str]:
+    problems = [f"at {call.probe.slot} it {problem}" for call, _, problem in fit_results if problem]
+    if len(problems) > MAX_NOTES:
+        problems = [*problems[:MAX_NOTES], f"and {len(problems) - MAX_NOTES} more calls"]
+    return problems
+
+
+def identify_many(targets, shape: CallShape, head_dim=None, max_positions=None, timeout: float = DEFAULT_TIMEOUT,
+                  options: RunOptions | None = None) -> list[dict]:
+    """The identify answer for each target, each imported and called in its own sealed
+    child. :class:`IdentifyError` when a target cannot be imported."""
+    fits, checks = probes(shape, head_dim, max_positions)
+    calls = [*fits, *checks]
+    options = options or RunOptions()
+    results = []
+    with root_template() as root:
+        slot = Slot(root, Limits(options.max_memory, options.max_processes, timeout))
+        try:
+            for target in targets:
+                run = slot.run(target, [call.probe.request() for call in calls])
+                if not run.imported:
+                    raise IdentifyError(run.import_message)
+                outcomes = run.outcomes
+                read_fits = [(call, outcome, *read(call, outcome, shape))
+                             for call, outcome in zip(fits, outcomes[: len(fits)], strict=True)]
+                with np.errstate(all="ignore"):
+                    result = answer([(call, outcome, reading) for call, outcome, reading, _ in read_fits],
+                                    list(zip(checks, outcomes[len(fits):], strict=True)), shape, max_positions)
+                problems = _problems([(call, outcome, problem) for call, outcome, _, problem in read_fits])
+                if problems:
+                    result["message"] += "; " + "; ".join(problems)
+                results.append({"target": target, **result})
+        finally:
+            slot.close()
+    return results

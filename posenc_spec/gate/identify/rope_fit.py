@@ -98,14 +98,16 @@ def structure(base: dict) -> Structure | None:
         return None
     size = {d: 2 * counts[d] for d in heads}
     factor = size[heads[0]] / heads[0]
+    if round(factor, 4) != factor:  # 64 of 192 reads better as rotary_dim 64 than as 0.333...
+        factor = math.nan
     if found.proportional:
-        if all(int(factor * d // 2) == counts[d] for d in heads):
+        if math.isfinite(factor) and all(int(factor * d // 2) == counts[d] for d in heads):
             found.sizes = {} if factor == 1 else {"partial_rotary_factor": factor}
         elif len(set(size.values())) == 1:
             found.sizes = {"rotary_dim": size[heads[0]]}
         else:
             return None
-    elif all(int(d * factor) == size[d] for d in heads):
+    elif math.isfinite(factor) and all(int(d * factor) == size[d] for d in heads):
         found.sizes = {} if factor == 1 else {"partial_rotary_factor": factor}
     elif len(set(size.values())) == 1:
         found.sizes = {"rotary_dim": size[heads[0]]}
@@ -169,7 +171,8 @@ def reference(readings) -> dict:
             shortest[reading.head_dim] = reading
     found = dict(shortest)
     for reading in readings:
-        if _agrees(reading, shortest[reading.head_dim]) and (reading.length or 0) > (found[reading.head_dim].length or 0):
+        longer = (reading.length or 0) > (found[reading.head_dim].length or 0)
+        if longer and _agrees(reading, shortest[reading.head_dim]):
             found[reading.head_dim] = reading
     return found
 
@@ -193,7 +196,8 @@ def candidates(readings, max_positions=None) -> tuple[list[Candidate], Structure
             continue
         build.add(0, "default", theta, {}, theta_raw)
         for s, raw in rounded(1 / float(np.median(g))):
-            build.add(1, "linear", theta, {"factor": s}, theta_raw + raw)
+            if s != 1:
+                build.add(1, "linear", theta, {"factor": s}, theta_raw + raw)
         _dynamic(build, theta, theta_raw, ladder, shape)
         if g[-1] < 1 - FLAT:
             _llama3(build, theta, theta_raw, f, e, g)
