@@ -297,8 +297,8 @@ def _longrope(build, theta, theta_raw, ladder, shape, factor, max_positions):
     longs = [r for r in ladder if not _agrees(r, ladder[0])]
     short = theta**-e / shorts[-1].frequencies
     if not longs:
-        slopes = _log_slopes(first, e)
-        if np.ptp(slopes) < AGREE * abs(np.median(slopes)):
+        slopes = _log_slopes(shorts[-1].frequencies, e)
+        if np.ptp(slopes) < FLAT * abs(np.median(slopes)):
             return  # geometric: default or linear, not per-pair factors
         why = ("rope-freqs shows one set of per-pair factors; whether they switch with the length is not "
                "determined" if ladder[0].length is None else "per-pair factors that do not change with the length")

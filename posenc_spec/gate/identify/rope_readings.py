@@ -51,23 +51,25 @@ class Reading:
 
 
 def phase_frequencies(z: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Each column's frequency from ``z`` (rows at ``positions``, see the module docstring)."""
+    """Each column's frequency from ``z`` (rows at ``positions``, see the module docstring).
+
+    Rows are unwrapped a batch at a time, each batch the positions up to twice its first:
+    the estimate of the rows before it is off by less than a quarter turn at its first
+    position, so by less than half a turn anywhere in it."""
     order = np.argsort(positions, kind="stable")
     p = positions[order].astype(np.float64)
     phase = np.angle(z[order])
-    moving = p > 0
-    p, phase = p[moving], phase[moving]
-    if p.size == 0:
-        return np.zeros(z.shape[1])
-    numerator, denominator = np.zeros(z.shape[1]), 0.0
-    estimate = None
-    for row in range(p.size):
-        unwrapped = phase[row]
-        if estimate is not None:
-            unwrapped = unwrapped + 2 * np.pi * np.round((estimate * p[row] - unwrapped) / (2 * np.pi))
-        numerator += p[row] * unwrapped
-        denominator += p[row] ** 2
-        estimate = numerator / denominator
+    p, phase = p[p > 0], phase[p > 0]
+    estimate = np.zeros(z.shape[1])
+    numerator, denominator, start = np.zeros(z.shape[1]), 0.0, 0
+    while start < p.size:
+        stop = int(np.searchsorted(p, 2 * p[start], side="right"))
+        batch, unwrapped = p[start:stop], phase[start:stop]
+        if start:
+            unwrapped = unwrapped + 2 * np.pi * np.round((np.outer(batch, estimate) - unwrapped) / (2 * np.pi))
+        numerator += batch @ unwrapped
+        denominator += float(batch @ batch)
+        estimate, start = numerator / denominator, stop
     return estimate
 
 

@@ -56,11 +56,14 @@ def _ratio(check) -> float:
     return 0.0 if check.passed or check.status == "skipped" else math.inf
 
 
-def distance(candidate, readings) -> float:
+def distance(candidate, readings, stop=math.inf) -> float:
     """How far the candidate's frequencies and factor are from the readings', in units of
-    what the readings can tell (a thousandth, plus a phase error of 0.01 rad over the call)."""
+    what the readings can tell (a thousandth, plus a phase error of 0.01 rad over the call);
+    the first reading beyond ``stop`` ends the count."""
     conv, worst = candidate.convention, 0.0
     for reading in readings:
+        if worst > stop:
+            break
         try:
             expected, factor = conv.frequencies(reading.head_dim, reading.length)
         except ValueError:
@@ -86,16 +89,17 @@ def fit(fit_results, shape: CallShape, max_positions=None):
     def ratio(candidate):
         return max((judged(call, outcome, candidate, shape) for call, outcome in usable), default=math.inf)
 
-    distances = [distance(candidate, readings) for candidate in found_candidates]
-    close = [candidate for candidate, distance in zip(found_candidates, distances, strict=True) if distance <= 1]
+    readings.sort(key=lambda reading: -(reading.length or 0))  # the longest calls tell candidates apart first
+    close = [candidate for candidate in found_candidates if distance(candidate, readings, stop=1.0) <= 1]
     nearest, nearest_ratio = None, math.inf
     for candidate in close:
         value = ratio(candidate)
-        if value < nearest_ratio:
-            nearest, nearest_ratio = candidate, value
         if value <= 1 and not candidate.nearest_only:
             return candidate, value, candidate, value, structure
+        if value < nearest_ratio and nearest_ratio > 1:  # within bound, the preferred one stays nearest
+            nearest, nearest_ratio = candidate, value
     if not close:
+        distances = [distance(candidate, readings) for candidate in found_candidates]
         order = np.argsort(distances, kind="stable")[:NEAREST_JUDGED]
         for index in order:
             value = ratio(found_candidates[index])
