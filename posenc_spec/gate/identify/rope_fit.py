@@ -35,9 +35,10 @@ import numpy as np
 
 from posenc_spec.rope.conventions import RopeConvention
 
+from .rope_readings import agrees, reference
+
 LLAMA31 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
 FLAT = 1e-4  # relative: a profile within this of 1 (or of another value) is flat there
-AGREE = 1e-3  # relative: two calls within this of each other show the same frequencies
 ROUND_L0 = tuple(2**k for k in range(8, 21))  # original lengths tried where the data bound but do not fix L0
 
 
@@ -157,26 +158,6 @@ class Builder:
         self.found.append(Candidate(conv, layout, raw, family, nearest_only, why))
 
 
-def _agrees(reading, other) -> bool:
-    return (reading.frequencies.shape == other.frequencies.shape
-            and np.allclose(reading.frequencies, other.frequencies, rtol=AGREE, atol=0))
-
-
-def reference(readings) -> dict:
-    """Per head size, the longest call whose frequencies agree with its shortest's (the most
-    precise reading of the frequencies at short lengths)."""
-    shortest = {}
-    for reading in readings:
-        if reading.head_dim not in shortest or (reading.length or 0) < (shortest[reading.head_dim].length or 0):
-            shortest[reading.head_dim] = reading
-    found = dict(shortest)
-    for reading in readings:
-        longer = (reading.length or 0) > (found[reading.head_dim].length or 0)
-        if longer and _agrees(reading, shortest[reading.head_dim]):
-            found[reading.head_dim] = reading
-    return found
-
-
 def candidates(readings, max_positions=None) -> tuple[list[Candidate], Structure | None]:
     """Every candidate the readings suggest, best first (see the module docstring)."""
     base = reference(readings)
@@ -290,11 +271,11 @@ def _yarn(build, theta, theta_raw, g, r, factor):
 
 def _longrope(build, theta, theta_raw, ladder, shape, factor, max_positions):
     first = ladder[0].frequencies
-    if shape.proportional or first.size != shape.pairs or not np.all(first > 0):
+    if shape.proportional or first.size != shape.pairs or first.size < 2 or not np.all(first > 0):
         return
     e = 2 * np.arange(first.size) / (2 * first.size)
-    shorts = [r for r in ladder if _agrees(r, ladder[0])]
-    longs = [r for r in ladder if not _agrees(r, ladder[0])]
+    shorts = [r for r in ladder if agrees(r, ladder[0])]
+    longs = [r for r in ladder if not agrees(r, ladder[0])]
     short = theta**-e / shorts[-1].frequencies
     if not longs:
         slopes = _log_slopes(shorts[-1].frequencies, e)

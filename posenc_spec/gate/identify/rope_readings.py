@@ -31,6 +31,7 @@ from ..rope import grid
 from ..rope.read import Unreadable, read_apply, read_cache
 
 # Items per row of each cache form, in units of the width of one of cos and sin.
+AGREE = 1e-3  # relative: two calls within this of each other show the same frequencies
 _ITEMS_PER_WIDTH = {"cos-sin": 1, "complex": 1, "angles": 1, "sin-cos-cat": 2, "cos-sin-cat": 2, "stacked": 2}
 
 
@@ -189,3 +190,24 @@ def read_apply_call(outcome, probe, positions: np.ndarray) -> Reading:
     zero = np.flatnonzero(positions == 0)
     factor = float(np.median(blocks[zero][:, a, a])) if zero.size else float(np.median(np.abs(z)))
     return Reading(d, int(positions.max()) + 1, phase_frequencies(z, positions), factor, layout, start)
+
+
+def agrees(reading, other) -> bool:
+    """Whether two calls show the same frequencies (within ``AGREE``)."""
+    return (reading.frequencies.shape == other.frequencies.shape
+            and np.allclose(reading.frequencies, other.frequencies, rtol=AGREE, atol=0))
+
+
+def reference(readings) -> dict:
+    """Per head size, the longest call whose frequencies agree with its shortest's (the most
+    precise reading of the frequencies at short lengths)."""
+    shortest = {}
+    for reading in readings:
+        if reading.head_dim not in shortest or (reading.length or 0) < (shortest[reading.head_dim].length or 0):
+            shortest[reading.head_dim] = reading
+    found = dict(shortest)
+    for reading in readings:
+        longer = (reading.length or 0) > (found[reading.head_dim].length or 0)
+        if longer and agrees(reading, shortest[reading.head_dim]):
+            found[reading.head_dim] = reading
+    return found

@@ -105,7 +105,9 @@ def fit(fit_results, shape: CallShape, max_positions=None):
             value = ratio(found_candidates[index])
             if value < nearest_ratio:
                 nearest, nearest_ratio = found_candidates[index], value
-    if nearest is None and usable:
-        nearest = Candidate(RopeConvention(max_position_embeddings=max_positions), "half")
-        nearest_ratio = ratio(nearest)
+    answered = [(call, outcome) for call, outcome, _ in fit_results if outcome.ok]
+    if nearest is None and answered:  # nothing read as a rotation: the classic convention, judged as is
+        nearest = Candidate(RopeConvention(max_position_embeddings=max_positions),
+                            None if shape.api == "rope-freqs" else "half")
+        nearest_ratio = max(judged(call, outcome, nearest, shape) for call, outcome in answered)
     return None, nearest_ratio, nearest, nearest_ratio, structure
