@@ -93,38 +93,46 @@ def _draws(top: int, count: int = VALIDATION_DRAWS) -> np.ndarray:
 
 
 def probes(shape: CallShape, head_dim=None, max_positions=None) -> tuple[list[Call], list[Call]]:
-    """``(fit calls, validation calls)`` (see the module docstring)."""
+    """``(fit calls, validation calls)`` (see the module docstring); with ``max_positions``
+    every position stays below it (a model's table holds positions ``0..N-1``)."""
     heads = (head_dim,) if head_dim else FIT_HEAD_DIMS
     if shape.api == "rope-freqs":
         def freqs(d, name):
             return Call(grid.RopeProbe(f"{name}:d={d}", "freqs", "table", d))
         return ([freqs(d, "fit") for d in heads], [] if head_dim else [freqs(d, "check") for d in VALIDATION_HEAD_DIMS])
-    short = np.arange(grid.SHORT, dtype=np.int64)
+    limit = max_positions or math.inf
+
+    def below(values):
+        values = np.asarray(values, dtype=np.int64)
+        return values[values < limit]
+
+    short = below(np.arange(grid.SHORT))
+    tops = [top for top in (VALIDATION_LENGTHS if shape.cache_call == "length" and shape.api == "rope-cache"
+                            else VALIDATION_TOPS) if top <= limit] or [int(limit)]
+    rungs = [size for k in (LENGTH_LADDER if shape.cache_call == "length" else LADDER)
+             for size in (2**k, 2**k + 1) if size <= limit]
     fits, checks = [], []
     if shape.api == "rope-cache":
         length = shape.cache_call == "length"
-        long = np.arange(grid.LENGTHS[1]) if length else grid.grid_positions(RopeConvention(), max_positions)
+        long = below(np.arange(grid.LENGTHS[1]) if length else grid.grid_positions(RopeConvention(), max_positions))
         for d in heads:
             fits += [_cache_probe(shape, f"fit:d={d}:short", d, short), _cache_probe(shape, f"fit:d={d}:long", d, long)]
-            tops = VALIDATION_LENGTHS if length else VALIDATION_TOPS
             checks += [_cache_probe(shape, f"check:d={d}:{top}", d, np.arange(top) if length else _draws(top))
                        for top in tops]
-        for k in LENGTH_LADDER if length else LADDER:
-            for size in (2**k, 2**k + 1):
-                positions = np.arange(size) if length else np.append(short, size - 1)
-                fits.append(_cache_probe(shape, f"fit:d={heads[0]}:L={size}", heads[0], positions.astype(np.int64)))
+        for size in rungs:
+            positions = np.arange(size) if length else np.append(short, size - 1)
+            fits.append(_cache_probe(shape, f"fit:d={heads[0]}:L={size}", heads[0], positions.astype(np.int64)))
         return fits, checks
     for d in heads:
-        fits += [_apply_probe(shape, f"fit:d={d}:short", d, APPLY_SHORT),
-                 _apply_probe(shape, f"fit:d={d}:long", d, APPLY_LONG)]
-        for top in VALIDATION_TOPS:
+        fits += [_apply_probe(shape, f"fit:d={d}:short", d, below(APPLY_SHORT)),
+                 _apply_probe(shape, f"fit:d={d}:long", d, below(APPLY_LONG))]
+        for top in tops:
             positions = _draws(top)
             x = grid.x_values(d, positions.size, "float32", VALIDATION_SEED % 1000)[None]
             checks.append(Call(grid.RopeProbe(f"check:d={d}:{top}", "apply", "table", d, positions, x, "float32",
                                               x_layout=shape.x_layout)))
-    for k in LADDER:
-        for size in (2**k, 2**k + 1):
-            fits.append(_apply_probe(shape, f"fit:d={heads[0]}:L={size}", heads[0], (*APPLY_RUNG, size - 1)))
+    for size in rungs:
+        fits.append(_apply_probe(shape, f"fit:d={heads[0]}:L={size}", heads[0], (*APPLY_RUNG, size - 1)))
     return fits, checks
 
 

@@ -88,7 +88,7 @@ def _rotated(reading) -> int:
 
 
 def structure(base: dict) -> Structure | None:
-    """The shared structure of the shortest reading per head size (None: sizes disagree)."""
+    """The shared structure of the reference reading per head size (None: the sizes disagree)."""
     found = Structure()
     heads = sorted(base)
     first = base[heads[0]]
@@ -251,7 +251,7 @@ def _yarn(build, theta, theta_raw, g, r, factor):
             lengths += [(float(round(v)), raw + 1) for v, raw in rounded(
                 2 * math.pi * 32 * math.exp(2 * low * math.log(theta) / r), (1, 2, 3, 4))]
     for l0, l0_raw in lengths:
-        for truncate in (True, False):
+        for truncate in (True, False) if l0 >= 1 else ():
             probe = RopeConvention("yarn", theta, {"original_max_position_embeddings": int(l0), "factor": 2.0,
                                                    "truncate": truncate})
             low, high = probe.yarn_range(r)
