@@ -46,13 +46,17 @@ def register(subparsers) -> None:
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     parser.add_argument("--api", default=None, help="table (default) or timesteps")
     parser.add_argument("--t-max", dest="t_max", default=None, help="largest timestep for the timesteps API")
-    parser.add_argument("--max-positions", dest="max_positions", default=None, help="cap every length")
+    parser.add_argument("--max-positions", dest="max_positions", default=None,
+                        help="cap every length (rotary APIs: the model's max_position_embeddings; every position "
+                             "stays below it)")
     parser.add_argument("--timeout", default=None, help=f"seconds per import and call (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--json", metavar="FILE", help="write the answer as JSON (- for standard output)")
     group = parser.add_argument_group("rotary embeddings (--api rope-freqs | rope-cache | rope-apply)")
     for key in ROPE_CALL_FLAGS:
         metavar, text = ROPE_FLAGS[key]
-        if key == "rope_layout":
+        if key == "head_dim":
+            text = "the model's head size: identify calls only it (default: 64 and 128)"
+        elif key == "rope_layout":
             text = "rope-apply: judge under this pairing (default: the pairing the calls show)"
         elif key == "cache_layout":
             text = "rope-cache: each of cos and sin: half, interleaved or compact (default: read from the columns)"

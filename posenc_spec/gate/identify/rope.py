@@ -39,7 +39,7 @@ from ..runner import Slot
 from ..sandbox import Limits, root_template
 from . import IdentifyError
 from .rope_readings import read_apply_call, read_cache_call, read_frequencies, unit_rows
-from .rope_select import fit, judged
+from .rope_select import fit, judged, unreadable
 
 FIT_HEAD_DIMS = (64, 128)
 VALIDATION_HEAD_DIMS = (8, 256)
@@ -226,6 +226,9 @@ def answer(fit_results, validation_results=(), shape: CallShape = CallShape("rop
     if found is None:
         if nearest is not None and nearest.why:
             notes.append(nearest.why)
+        if nearest is not None and not math.isfinite(nearest_ratio):
+            why = unreadable([(call, outcome) for call, outcome, _ in fit_results], nearest, shape)
+            notes += [why] if why else []
         described = (f"{nearest.convention.describe()}, {_layout(nearest, shape) or 'no'} layout (max "
                      f"error/tolerance {nearest_ratio:.3g})") if nearest is not None else "nothing"
         return {"name": "none", "convention": None, "max_error_ratio": nearest_ratio, "nearest": nearest_entry,

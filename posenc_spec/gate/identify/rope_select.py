@@ -27,16 +27,20 @@ if TYPE_CHECKING:
 NEAREST_JUDGED = 3  # when no candidate comes near the frequencies, the closest few are judged for "nearest"
 
 
-def judged(call: Call, outcome, candidate, shape: CallShape) -> float:
-    """The largest error/tolerance ratio of one call under ``candidate``: the gate's own
-    reading and formula check (and, for rope-freqs, its attention-factor check)."""
+def _judge(call: Call, candidate, shape: CallShape) -> RopeJudge:
     probe = call.probe
     layout = candidate.layout or "half"
     spec = RopeSpec(candidate.convention, (probe.head_dim,),
                     rope_layout=shape.rope_layout or (layout if probe.kind == "apply" else "half"),
                     cache_layout=layout if probe.kind == "cache" else "half", cache_form=shape.cache_form,
                     cache_call=shape.cache_call, x_layout=shape.x_layout)
-    judge = RopeJudge(spec, shape.api, Results())
+    return RopeJudge(spec, shape.api, Results())
+
+
+def judged(call: Call, outcome, candidate, shape: CallShape) -> float:
+    """The largest error/tolerance ratio of one call under ``candidate``: the gate's own
+    reading and formula check (and, for rope-freqs, its attention-factor check)."""
+    judge, probe = _judge(call, candidate, shape), call.probe
     try:
         with np.errstate(all="ignore"):
             values, problem = judge._values(probe, outcome)
@@ -48,6 +52,18 @@ def judged(call: Call, outcome, candidate, shape: CallShape) -> float:
     except ValueError:  # the candidate has no value at this head size (longrope's lists)
         return math.inf
     return max(_ratio(check) for check in checks)
+
+
+def unreadable(results, candidate, shape: CallShape) -> str | None:
+    """Why the gate cannot read the first of ``[(call, outcome)]`` it cannot read under ``candidate``."""
+    for call, outcome in results:
+        try:
+            _, problem = _judge(call, candidate, shape)._values(call.probe, outcome)
+        except ValueError as error:
+            problem = str(error)
+        if problem:
+            return f"at {call.probe.slot} the gate reads: {problem}"
+    return None
 
 
 def _ratio(check) -> float:
