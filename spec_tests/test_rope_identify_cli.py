@@ -63,3 +63,9 @@ def test_a_wrong_pairing_is_none_with_the_nearest(tmp_path, capsys):
 def test_bad_flags_are_usage_errors(flags, says, capsys):
     assert main(["identify", _entry(ROPE_CORRECT, "numpy_float64_yarn").target, *flags]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_target_that_cannot_be_imported_is_a_usage_error(capsys):
+    target = _entry(ROPE_CORRECT, "numpy_float64_yarn").module + ":no_such_function"
+    assert main(["identify", target, "--api", "rope-cache"]) == 2
+    assert f"cannot import {target}" in capsys.readouterr().err
