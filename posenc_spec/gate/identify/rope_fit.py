@@ -40,6 +40,7 @@ from .rope_readings import agrees, reference
 LLAMA31 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
 FLAT = 1e-4  # relative: a profile within this of 1 (or of another value) is flat there
 ROUND_L0 = tuple(2**k for k in range(8, 21))  # original lengths tried where the data bound but do not fix L0
+UNSEEN_L0 = 4096  # rope-freqs shows no length: any L0 describes what it shows
 
 
 @dataclass(frozen=True)
@@ -252,9 +253,9 @@ def _yarn(build, theta, theta_raw, g, r, factor):
                 2 * math.pi * 32 * math.exp(2 * low * math.log(theta) / r), (1, 2, 3, 4))]
     for l0, l0_raw in lengths:
         for truncate in (True, False) if l0 >= 1 else ():
-            probe = RopeConvention("yarn", theta, {"original_max_position_embeddings": int(l0), "factor": 2.0,
-                                                   "truncate": truncate})
-            low, high = probe.yarn_range(r)
+            ranged = RopeConvention("yarn", theta, {"original_max_position_embeddings": int(l0), "factor": 2.0,
+                                                    "truncate": truncate})  # the range depends on L0 alone
+            low, high = ranged.yarn_range(r)
             ramp = np.clip((np.arange(g.size) - low) / (high - low), 0.0, 1.0)
             if ramp[-1] <= 0 or np.any((ramp == 0) & (g < 1 - FLAT)):
                 continue
@@ -285,7 +286,7 @@ def _longrope(build, theta, theta_raw, ladder, shape, factor, max_positions):
                "determined" if ladder[0].length is None else "per-pair factors that do not change with the length")
         for values, raw in ((np.round(short, 4), 0), (short, 1)):
             build.add(6, "longrope", theta, {"short_factor": values.tolist(), "long_factor": values.tolist(),
-                                             "original_max_position_embeddings": ladder[-1].length or 4096,
+                                             "original_max_position_embeddings": ladder[-1].length or UNSEEN_L0,
                                              "factor": 1.0}, theta_raw + raw, True, why)
         return
     long = theta**-e / longs[-1].frequencies

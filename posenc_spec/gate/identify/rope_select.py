@@ -99,7 +99,10 @@ def distance(candidate, readings, stop=math.inf) -> float:
 def fit(fit_results, shape: CallShape, max_positions=None):
     """``(found, its ratio, nearest, its ratio, structure)`` from ``[(call, outcome, reading)]``."""
     readings = [reading for _, _, reading in fit_results if reading is not None]
-    found_candidates, structure = candidates(readings, max_positions) if readings else ([], None)
+    try:
+        found_candidates, structure = candidates(readings, max_positions) if readings else ([], None)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError):  # values no rotation makes: no candidate
+        found_candidates, structure = [], None
     usable = [(call, outcome) for call, outcome, reading in fit_results if reading is not None]
 
     def ratio(candidate):
