@@ -11,6 +11,8 @@ from posenc_spec.gate.declaration import (
     DEFAULT_TIMEOUT,
     MAX_T_MAX,
     MAX_TIMEOUT,
+    ROPE_APIS,
+    flag,
 )
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.loader import TargetError, absolute_target
@@ -18,13 +20,19 @@ from posenc_spec.gate.options import run_options
 from posenc_spec.gate.output import destination, json_report
 from posenc_spec.gate.values import choice, integer, number
 
-from .arguments import add_run_arguments, error
+from .arguments import ROPE_FLAGS, add_run_arguments, error
 
 EPILOG = """\
 exit status: 0 identified; 1 no member of the family fits (the answer is "none", with the
 nearest convention and its max error/tolerance ratio); 2 usage error, or a TARGET that
 cannot be imported.
+
+--api rope-freqs | rope-cache | rope-apply names the layout, theta, the rotary size, the
+rotated features and the scaling type with its parameters, where the calls determine them.
 """
+# The RoPE flags identify reads: how the target is called and what it returns (the rest it finds).
+ROPE_CALL_FLAGS = {"head_dim": None, "rope_layout": ("rope-apply",), "cache_layout": ("rope-cache",),
+                   "cache_form": ("rope-cache",), "cache_call": ("rope-cache",), "x_layout": ("rope-apply",)}
 
 
 def register(subparsers) -> None:
@@ -36,11 +44,55 @@ def register(subparsers) -> None:
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     parser.add_argument("--api", default=None, help="table (default) or timesteps")
     parser.add_argument("--t-max", dest="t_max", default=None, help="largest timestep for the timesteps API")
-    parser.add_argument("--max-positions", dest="max_positions", default=None, help="cap every length")
+    parser.add_argument("--max-positions", dest="max_positions", default=None,
+                        help="cap every length (rotary APIs: the model's max_position_embeddings; every position "
+                             "stays below it)")
     parser.add_argument("--timeout", default=None, help=f"seconds per import and call (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--json", metavar="FILE", help="write the answer as JSON (- for standard output)")
+    group = parser.add_argument_group("rotary embeddings (--api rope-freqs | rope-cache | rope-apply)")
+    for key in ROPE_CALL_FLAGS:
+        metavar, text = ROPE_FLAGS[key]
+        if key == "head_dim":
+            text = "the model's head size: identify calls only it (default: 64 and 128)"
+        elif key == "rope_layout":
+            text = "rope-apply: judge under this pairing (default: the pairing the calls show)"
+        elif key == "cache_layout":
+            text = "rope-cache: each of cos and sin: half, interleaved or compact (default: read from the columns)"
+        group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text)
     add_run_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def _call_shape(args, api: str):
+    """The RoPE call flags as a :class:`~posenc_spec.gate.identify.rope.CallShape`, and the head size."""
+    from posenc_spec.gate.identify.rope import CallShape
+    from posenc_spec.gate.rope.spec import (
+        CACHE_CALLS,
+        CACHE_FORMS,
+        CACHE_LAYOUTS,
+        MAX_HEAD_DIM,
+        ROPE_LAYOUTS,
+        X_LAYOUTS,
+    )
+
+    for key, apis in ROPE_CALL_FLAGS.items():
+        if getattr(args, key) is not None and apis is not None and api not in apis:
+            raise UsageError(f"{flag(key)} is read by --api {' and '.join(apis)}, not by --api {api}")
+    head_dim = None
+    if args.head_dim is not None:
+        head_dim = integer("--head-dim", args.head_dim, minimum=2, maximum=MAX_HEAD_DIM)
+        if head_dim % 2:
+            raise UsageError(f"--head-dim must be even, got {head_dim}")
+
+    def pick(key, choices, default):
+        value = getattr(args, key)
+        return default if value is None else choice(flag(key), value, choices)
+
+    return CallShape(api, cache_form=pick("cache_form", CACHE_FORMS, "cos-sin"),
+                     cache_layout=pick("cache_layout", CACHE_LAYOUTS, None),
+                     cache_call=pick("cache_call", CACHE_CALLS, "positions"),
+                     x_layout=pick("x_layout", X_LAYOUTS, "bshd"),
+                     rope_layout=pick("rope_layout", ROPE_LAYOUTS, None)), head_dim
 
 
 def run(args) -> int:
@@ -49,6 +101,15 @@ def run(args) -> int:
     try:
         target = absolute_target(args.target)
         api = choice("--api", args.api or "table", APIS)
+        if api in ROPE_APIS:
+            if args.t_max is not None:
+                raise UsageError("--t-max is read by --api timesteps, not by the rotary APIs")
+            shape, head_dim = _call_shape(args, api)
+        else:
+            given = [key for key in ROPE_CALL_FLAGS if getattr(args, key) is not None]
+            if given:
+                raise UsageError(f"{flag(given[0])} describes a rotary embedding: give --api rope-freqs, rope-cache "
+                                 "or rope-apply")
         t_max = number("--t-max", args.t_max if args.t_max is not None else DEFAULT_T_MAX, above=0, maximum=MAX_T_MAX)
         timeout = number("--timeout", args.timeout if args.timeout is not None else DEFAULT_TIMEOUT, above=0,
                          maximum=MAX_TIMEOUT)
@@ -56,8 +117,13 @@ def run(args) -> int:
         options = run_options(1, None, args.max_memory, args.max_processes)
         if args.json is not None:
             destination.check("--json", args.json)
-        result = identify_target(target, api=api, t_max=t_max, timeout=timeout, max_positions=max_positions,
-                                 options=options)
+        if api in ROPE_APIS:
+            from posenc_spec.gate.identify.rope import identify_many
+
+            result = identify_many([target], shape, head_dim, max_positions, timeout, options)[0]
+        else:
+            result = identify_target(target, api=api, t_max=t_max, timeout=timeout, max_positions=max_positions,
+                                     options=options)
     except (UsageError, TargetError) as problem:
         return error("identify", problem)
     except IdentifyError as problem:
