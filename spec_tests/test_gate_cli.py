@@ -127,6 +127,14 @@ def test_a_typo_gets_one_line_and_a_close_match(capsys):
     assert stopped.value.code == 2 and error.count("\n") == 1 and "(did you mean --convention?)" in error, error
 
 
+def test_an_option_of_another_command_is_not_suggested(capsys):
+    """``-j`` belongs to ``check``; ``identify`` refuses it without suggesting it back."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["identify", TORCH_REFERENCE, "-j", "2"])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and "unrecognized arguments: -j 2" in error and "did you mean" not in error, error
+
+
 def test_unimportable_target_exits_2_with_json(tmp_path, capsys):
     """A TARGET that cannot be imported: exit 2, the reason printed, the JSON still written."""
     out = tmp_path / "r.json"

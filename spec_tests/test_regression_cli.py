@@ -13,7 +13,7 @@ import pytest
 from posenc_spec.cli import main
 
 CHANGE = "POSENC_REGRESSION_CHANGE"
-SMALL = ["--max-positions", "64", "-j", "1"]
+SMALL = ["--max-positions", "64", "-j", "1"]  # the last two for check only
 
 
 def _table(n, d):

@@ -24,10 +24,14 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    def parse_args(self, args=None, namespace=None):
+        self._words = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
+
     def error(self, message: str):
         if "unrecognized arguments:" in message:
             unknown = message.split(":", 1)[1].split()
-            options = self._all_options()
+            options = self._options_of_command(getattr(self, "_words", []))
             for word in unknown:
                 if word.startswith("-"):
                     close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1)
@@ -36,16 +40,15 @@ class Parser(argparse.ArgumentParser):
                         break
         self.exit(USAGE_STATUS, f"{self.prog}: error: {message} (--help for usage)\n")
 
-    def _all_options(self) -> list[str]:
-        """Every option of this parser and of its subcommands (unknown options of a
-        subcommand are reported by the top-level parser)."""
-        options = []
+    def _options_of_command(self, words: list[str]) -> list[str]:
+        """The options of the subcommand named in ``words`` (its unknown options are reported by
+        the top-level parser), else of this parser."""
         for action in self._actions:
-            options += action.option_strings
-            for parser in getattr(action, "choices", None) or {}:
-                if isinstance(action.choices, dict) and isinstance(action.choices[parser], Parser):
-                    options += action.choices[parser]._all_options()
-        return options
+            if isinstance(action.choices, dict):
+                for word in words:
+                    if isinstance(action.choices.get(word), Parser):
+                        return action.choices[word]._options_of_command([])
+        return [option for action in self._actions for option in action.option_strings]
 
 
 def add_declaration_arguments(parser: argparse.ArgumentParser, api_choices=None) -> None:
@@ -109,9 +112,11 @@ def declaration_flags(args: argparse.Namespace) -> dict:
     return {key: getattr(args, key, None) for key in keys}
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-j", "--jobs", default=None, metavar="N",
-                        help="targets checked at once (default: the usable cores)")
+def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> None:
+    """The limits of each target's process; ``jobs``: also ``-j`` (only where several targets run)."""
+    if jobs:
+        parser.add_argument("-j", "--jobs", default=None, metavar="N",
+                            help="targets checked at once (default: the usable cores)")
     parser.add_argument("--max-memory", dest="max_memory", default=None, metavar="SIZE",
                         help="address space each target's process may add (e.g. 4GiB; default: half the "
                              "machine's memory shared by the jobs)")

@@ -71,7 +71,7 @@ def register(subparsers) -> None:
                        help="one ::error line per failing check, shown on the pull request "
                             "(default: github when GITHUB_ACTIONS=true, else none)")
     check.add_argument("--plots", metavar="DIR", help="write pictures of each target that does not conform")
-    add_run_arguments(check)
+    add_run_arguments(check, jobs=True)
     check.add_argument("--shard", metavar="K/N", help="check only every N-th target, starting with the K-th")
     check.add_argument("-v", "--verbose", action="store_true", help="list every check, not only the failures")
     check.set_defaults(run=run_check)

@@ -42,12 +42,14 @@ def register(subparsers) -> None:
                     "target from its tables; the answer is checked on sizes it was not fitted on.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
-    parser.add_argument("--api", default=None, help="table (default) or timesteps")
-    parser.add_argument("--t-max", dest="t_max", default=None, help="largest timestep for the timesteps API")
-    parser.add_argument("--max-positions", dest="max_positions", default=None,
+    parser.add_argument("--api", default=None, help="table (default), timesteps, rope-freqs, rope-cache or rope-apply")
+    parser.add_argument("--t-max", dest="t_max", default=None, metavar="T",
+                        help="largest timestep for the timesteps API")
+    parser.add_argument("--max-positions", dest="max_positions", default=None, metavar="N",
                         help="cap every length (rotary APIs: the model's max_position_embeddings; every position "
                              "stays below it)")
-    parser.add_argument("--timeout", default=None, help=f"seconds per import and call (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--timeout", default=None, metavar="SECONDS",
+                        help=f"seconds per import and call (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--json", metavar="FILE", help="write the answer as JSON (- for standard output)")
     group = parser.add_argument_group("rotary embeddings (--api rope-freqs | rope-cache | rope-apply)")
     for key in ROPE_CALL_FLAGS:

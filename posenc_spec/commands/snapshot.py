@@ -29,9 +29,12 @@ def register(subparsers) -> None:
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     parser.add_argument("--api", default=None,
                         help="table (default), timesteps, rope-freqs, rope-cache or rope-apply")
-    parser.add_argument("--max-positions", dest="max_positions", default=None, help="cap every length of the grid")
-    parser.add_argument("--t-max", dest="t_max", default=None, help="largest timestep for the timesteps API")
-    parser.add_argument("--timeout", default=None, help="seconds for the import and for each call (default 60)")
+    parser.add_argument("--max-positions", dest="max_positions", default=None, metavar="N",
+                        help="cap every length of the grid")
+    parser.add_argument("--t-max", dest="t_max", default=None, metavar="T",
+                        help="largest timestep for the timesteps API")
+    parser.add_argument("--timeout", default=None, metavar="SECONDS",
+                        help="seconds for the import and for each call (default 60)")
     parser.add_argument("--out", required=True, metavar="FILE.npz", help="the snapshot to write")
     parser.add_argument("--force", action="store_true", help="replace an existing file")
     add_rope_arguments(parser)
