@@ -22,9 +22,12 @@ import os
 
 import pytest
 
+from posenc_spec.gate.keys import DECLARATION_KEYS, flag
+
 # option destination -> declaration key
-_KEYS = {f"posenc_{key}": key for key in ("convention", "layout", "first", "freq_shift", "base", "offset", "scale",
-                                          "odd", "api", "t_max", "max_positions", "timeout", "against", "max_ulp")}
+_KEYS = {f"posenc_{key}": key for key in DECLARATION_KEYS}
+# --rope-param KEY=VALUE is the command line's name for rope_parameters, and it repeats
+_FLAGS = {"rope_parameters": "--rope-param"}
 
 
 def pytest_addoption(parser) -> None:
@@ -36,8 +39,10 @@ def pytest_addoption(parser) -> None:
     group.addoption("--posenc-config", metavar="FILE", default=None,
                     help="a TOML file of [[targets]] (or a pyproject.toml with [tool.posenc-spec]) to gate")
     for dest, key in _KEYS.items():
-        group.addoption("--" + dest.replace("_", "-"), dest=dest, default=None, metavar="VALUE",
-                        help=f"as posenc-spec check --{key.replace('_', '-')}")
+        command_flag = _FLAGS.get(key, flag(key))
+        group.addoption("--posenc-" + command_flag[2:], dest=dest, default=None, metavar="VALUE",
+                        action="append" if key == "rope_parameters" else "store",
+                        help=f"as posenc-spec check {command_flag}")
     group.addoption("--posenc-xfails", metavar="FILE", default=None, help="known deviations, one check id per line")
     group.addoption("--posenc-max-memory", metavar="SIZE", default=None, help="as posenc-spec check --max-memory")
     group.addoption("--posenc-max-processes", metavar="N", default=None, help="as posenc-spec check --max-processes")

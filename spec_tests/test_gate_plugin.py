@@ -92,3 +92,28 @@ def test_nearest_pyproject_under_xdist(tmp_path):
 def test_a_bad_option_is_a_usage_error(pytester):
     status, output = _pytest_here(pytester, "--posenc-target", "impl:vaswani", "--posenc-convention", "vaswan")
     assert status == 4 and "--posenc: convention must be one of" in output and "Traceback" not in output, output
+
+
+ROPE_TARGETS = """\
+import numpy as np
+
+def inv_freq(head_dim):
+    return 1.0 / 500000.0 ** (np.arange(0, head_dim, 2) / head_dim)
+
+def linear_inv_freq(head_dim):
+    return inv_freq(head_dim) / 4.0
+"""
+
+
+def test_rotary_keys_have_plugin_options(pytester):
+    """The RoPE flags have --posenc-* twins, --posenc-rope-param repeating as --rope-param does:
+    each target passes under what it computes and fails under the plain default."""
+    pytester.path.joinpath("rope_impl.py").write_text(ROPE_TARGETS)
+    rope = ["--posenc-api", "rope-freqs", "--posenc-rope-theta", "500000"]
+    status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:inv_freq", *rope)
+    assert status == 0 and _count(output, "passed") > 0, output
+    status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:linear_inv_freq", *rope,
+                                  "--posenc-rope-type", "linear", "--posenc-rope-param", "factor=4")
+    assert status == 0 and _count(output, "passed") > 0, output
+    status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:linear_inv_freq", *rope)
+    assert status == 1 and "formula[d=" in output and "Traceback" not in output, output

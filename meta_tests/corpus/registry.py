@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from posenc_spec.conventions import Convention, get_convention
-from posenc_spec.gate.declaration import APIS, ODD_CHOICES
+from posenc_spec.gate.declaration import ODD_CHOICES
+from posenc_spec.gate.keys import APIS
 
 # The bug classes of issue 6, each with the words the issue uses for it.
 BUG_CLASSES: dict[str, str] = {

@@ -11,7 +11,7 @@ import argparse
 import difflib
 import sys
 
-from posenc_spec.gate.declaration import CONVENTION_KEYS, flag
+from posenc_spec.gate.keys import CONVENTION_KEYS, DECLARATION_KEYS, flag
 
 USAGE_STATUS = 2
 
@@ -107,9 +107,8 @@ def add_against_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def declaration_flags(args: argparse.Namespace) -> dict:
-    keys = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout", "against", "max_ulp",
-            *ROPE_FLAGS, "rope_parameters")
-    return {key: getattr(args, key, None) for key in keys}
+    """The declaration keys the command's flags give (None where a flag is absent or not offered)."""
+    return {key: getattr(args, key, None) for key in DECLARATION_KEYS}
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> None:

@@ -5,16 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from posenc_spec.gate.declaration import (
-    APIS,
-    DEFAULT_T_MAX,
-    DEFAULT_TIMEOUT,
-    MAX_T_MAX,
-    MAX_TIMEOUT,
-    ROPE_APIS,
-    flag,
-)
+from posenc_spec.gate.declaration import DEFAULT_T_MAX, DEFAULT_TIMEOUT, MAX_T_MAX, MAX_TIMEOUT
 from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.keys import APIS, ROPE_APIS, flag
 from posenc_spec.gate.loader import TargetError, absolute_target
 from posenc_spec.gate.options import run_options
 from posenc_spec.gate.output import destination, json_report

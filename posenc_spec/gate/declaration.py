@@ -16,13 +16,17 @@ the value; the message is the same whichever way it came in. The keys::
     offset          finite
     scale           finite, != 0
     odd             "error" | "zero-pad" | "ceil" | "skip"     (default "error")
-    api             "table" | "timesteps"                      (default "table")
+    api             "table" | "timesteps" | "rope-freqs" | "rope-cache" | "rope-apply"  (default "table")
     t_max           largest timestep for the timesteps API     (default 1000; < 2**63)
     max_positions   cap on every length of the grid            (an int >= 1)
     xfails          a file of known deviations (:mod:`posenc_spec.gate.xfails`)
     timeout         seconds for the import and for each call   (default 60; at most MAX_TIMEOUT)
     against         a snapshot (``posenc-spec snapshot``): replay its calls and compare in ULPs
     max_ulp         the largest ULP distance ``against`` allows (default 0: bit for bit)
+
+The rotary APIs take the keys of :mod:`posenc_spec.gate.rope.spec` instead of the
+convention's (``rope_config``, ``rope_theta``, ``rope_type`` ...); the names of every key
+live in :mod:`posenc_spec.gate.keys`.
 
 With ``against`` and none of the keys that declare a convention (``convention``, its six
 fields, ``odd``), only the ``regression`` check runs: a snapshot judges any encoding, also
@@ -39,6 +43,7 @@ from typing import TYPE_CHECKING
 from posenc_spec.conventions import FUNCTIONS, LAYOUTS, ODD_BEHAVIOURS, PRESETS, Convention, get_convention
 
 from .errors import UsageError
+from .keys import APIS, CONVENTION_KEYS, DECLARING_KEYS, KEYS, ROPE_APIS, ROPE_KEYS, flag
 from .loader import TargetError, absolute_target
 from .values import choice, fail, integer, number
 from .xfails import Xfails, read_xfails
@@ -48,7 +53,6 @@ if TYPE_CHECKING:
 
     from .rope.spec import RopeSpec
 
-APIS = ("table", "timesteps", "rope-freqs", "rope-cache", "rope-apply")
 ODD_CHOICES = (*ODD_BEHAVIOURS, "skip")
 DEFAULT_PRESET = "vaswani"
 DEFAULT_TIMEOUT = 60.0
@@ -58,21 +62,7 @@ DEFAULT_T_MAX = 1000.0
 MAX_TIMEOUT = 1e6
 # Timesteps travel as int64 as well as float32: the largest one must be an int64.
 MAX_T_MAX = float(2**63 - 2**10)
-
-CONVENTION_KEYS = ("layout", "first", "freq_shift", "base", "offset", "scale")
-DECLARING_KEYS = ("convention", *CONVENTION_KEYS, "odd")
-ROPE_APIS = ("rope-freqs", "rope-cache", "rope-apply")
-ROPE_KEYS = ("rope_config", "rope_theta", "rope_type", "layer_type", "rope_parameters", "partial_rotary_factor",
-             "rotary_dim", "rotary_features", "attention_factor", "rope_layout", "cache_layout", "cache_form",
-             "cache_call", "x_layout", "head_dim")
-KEYS = ("target", "convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "xfails", "timeout",
-        "against", "max_ulp", *ROPE_KEYS)
 MAX_ULP = 2**62  # beyond any distance between two finite float64 values that matters
-
-
-def flag(key: str) -> str:
-    """The command-line flag of a key: ``t_max`` -> ``--t-max``."""
-    return "--" + key.replace("_", "-")
 
 
 # -- a target's declaration -----------------------------------------------------------------

@@ -1,0 +1,23 @@
+"""The names a declaration is made of: its keys, its APIs, the flag that spells each key.
+
+Imports nothing, so that the pytest plugin can name its options without loading the gate.
+What each key means and accepts: :mod:`posenc_spec.gate.declaration` (sinusoidal keys) and
+:mod:`posenc_spec.gate.rope.spec` (rotary keys).
+"""
+
+APIS = ("table", "timesteps", "rope-freqs", "rope-cache", "rope-apply")
+ROPE_APIS = ("rope-freqs", "rope-cache", "rope-apply")
+CONVENTION_KEYS = ("layout", "first", "freq_shift", "base", "offset", "scale")
+DECLARING_KEYS = ("convention", *CONVENTION_KEYS, "odd")
+ROPE_KEYS = ("rope_config", "rope_theta", "rope_type", "layer_type", "rope_parameters", "partial_rotary_factor",
+             "rotary_dim", "rotary_features", "attention_factor", "rope_layout", "cache_layout", "cache_form",
+             "cache_call", "x_layout", "head_dim")
+# What declares a target besides its name: everything but the target and its xfails file.
+DECLARATION_KEYS = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout",
+                    "against", "max_ulp", *ROPE_KEYS)
+KEYS = ("target", *DECLARATION_KEYS, "xfails")
+
+
+def flag(key: str) -> str:
+    """The command-line flag of a key: ``t_max`` -> ``--t-max``."""
+    return "--" + key.replace("_", "-")
