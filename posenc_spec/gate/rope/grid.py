@@ -15,9 +15,9 @@ length that scaling starts from, and caps nothing.
 The types whose frequencies follow the call's length (``dynamic``, ``longrope``) switch
 when ``L = max(positions) + 1`` passes ``L0``: each head size also gets a call of length
 ``L0`` and one of ``L0 + 1`` (``0..63`` and the last two positions below ``L``; a
-``length`` cache: those lengths), before the long call, and the ``L0 + 1`` call again after
-it, a history call: a state kept from the long call shows there even when a call below
-``L0`` resets it.
+``length`` cache: those lengths), before the long call, and the ``L0 + 1`` call again right
+after it, a history call: a state kept from the long call shows there even where a call
+below ``L0`` would reset it.
 
 Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes one):
 
@@ -222,8 +222,9 @@ def _head_probes(spec, api: str, head_dim: int, long_positions: np.ndarray, cap:
 
 
 def _again(calls):
-    """The calls made again after the long one: the short call, and the call just past ``L0``."""
-    return calls[:1] + calls[2:3]
+    """The calls made again after the long one: the call just past ``L0`` first (a short
+    call before it could reset a kept state), then the short call."""
+    return calls[2:3] + calls[:1]
 
 
 def _cache_probes(spec, head_dim, calls, long_positions, cap, switches) -> list[RopeProbe]:
