@@ -30,6 +30,7 @@ import pytest
 from posenc_spec.gate.declaration import declare, run_options
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.rope import grid
+from posenc_spec.rope.conventions import ROPE_TYPES
 from spec_tests.real_targets import target
 
 CONFIGS = Path(__file__).parent / "data" / "rope_configs"
@@ -204,3 +205,12 @@ def test_transformers_loses_a_per_layer_yarn_truncate(reports):
     assert report.result("attention-factor[d=128]").passed
     truncated = reports["per-layer-yarn-freqs", "truncated"]
     assert truncated.conforms, _failures(truncated)
+
+
+def test_every_rope_type_is_gated_through_transformers_init_functions():
+    """The rope-freqs targets above cover each type of the family (the types transformers'
+    ``ROPE_INIT_FUNCTIONS`` holds, and the default), so a type added to the family without a
+    real implementation gated here makes this fail."""
+    gated = {declare(keys).rope.convention.rope_type for keys in {**REAL, **DEVIATING}.values()
+             if keys["api"] == "rope-freqs"}
+    assert gated == set(ROPE_TYPES), sorted(set(ROPE_TYPES) - gated)
