@@ -6,6 +6,19 @@ Positions (int64): ``0..63``; powers of two and their neighbours from 128 to 131
 the largest. Head sizes 8, 64 and 128 (or ``--head-dim``). A ``cache_call = "length"``
 target builds its table for ``0..L-1``: lengths 64 and 8193.
 
+``--max-positions`` is the model's ``max_position_embeddings``: the longest sequence it
+takes, so every call stays below it (a cache built once for that many positions is
+correct code) and the long call reaches its last position, beyond 131072 when larger.
+Under ``dynamic`` without ``original_max_position_embeddings`` it is ``L0`` instead, the
+length that scaling starts from, and caps nothing.
+
+The types whose frequencies follow the call's length (``dynamic``, ``longrope``) switch
+when ``L = max(positions) + 1`` passes ``L0``: each head size also gets a call of length
+``L0`` and one of ``L0 + 1`` (``0..63`` and the last two positions below ``L``; a
+``length`` cache: those lengths), before the long call, and the ``L0 + 1`` call again right
+after it, a history call: a state kept from the long call shows there even where a call
+below ``L0`` would reset it.
+
 Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes one):
 
 ``call[d=D]``, ``finite[d=D]``, ``formula[d=D]``
@@ -15,14 +28,16 @@ Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes on
 ``call[d=D:S]``, ``finite[d=D:S]``, ``formula[d=D:S]``
     (rope-cache; ``S`` = ``long`` for every position of the grid, ``short`` for ``0..63``,
     with ``:T`` for an ``x-positions`` cache) cos and sin within their bounds;
-    ``identity[d=D:S]``: at position 0, cos = A and sin = 0; ``prefix[d=D]``: the cache of
-    ``0..32`` agrees with the first rows of the cache of ``0..99``; ``history[d=D]``: the
-    short call made again after the long one is still right.
+    ``identity[d=D:S]``: at position 0, cos = A and sin = 0 (``S`` also ``length-N`` for
+    the calls of length ``L0`` and ``L0 + 1``); ``prefix[d=D]``: the cache of ``0..32``
+    agrees with the first rows of the cache of ``0..99``; ``history[d=D]``: the short call
+    (and the ``L0 + 1`` one) made again after the long one is still right.
 ``call[d=D:T]``, ``finite[d=D:T]``, ``formula[d=D:T]``, ``passthrough[d=D:T]``, ``norm[d=D:T]``, ``identity[d=D:T]``
     (rope-apply) the rotated ``x`` within its bounds; the features beyond ``rotary_dim`` bit
     for bit; each rotated pair keeps its length times A; position 0 gives ``A x``;
-    ``relative[d=D]``: ``q(m) . k(n)`` equals ``q(m + S) . k(n + S)`` for ``S = 65536``;
-    ``history[d=D]``: the short call again after the long one.
+    ``relative[d=D]``: ``q(m) . k(n)`` equals ``q(m + S) . k(n + S)`` for ``S = 65536``
+    (less when ``--max-positions`` is smaller); ``history[d=D]``: the short call (and the
+    ``L0 + 1`` one) again after the long one; ``length-N`` slots as for caches, float32 x.
 ``determinism``, ``global-state``
     as for tables (:mod:`posenc_spec.gate.grid`).
 """
@@ -48,9 +63,32 @@ POSITION_SEED = 20240515
 X_SEED = 314159
 
 
+LENGTH_DEPENDENT = ("dynamic", "longrope")
+
+
+def longest_length(convention, max_positions=None) -> int | None:
+    """The longest call the grid makes: ``max_positions`` (None: no cap), except where it
+    is dynamic's ``L0`` (see the module docstring)."""
+    if convention.rope_type == "dynamic" and convention.param("original_max_position_embeddings") is None:
+        return None
+    return max_positions
+
+
+def switch_lengths(convention, max_positions=None) -> tuple[int, ...]:
+    """``(L0, L0 + 1)`` for a type whose frequencies follow the call's length, within the cap; else ``()``."""
+    if convention.rope_type not in LENGTH_DEPENDENT:
+        return ()
+    cap, l0 = longest_length(convention, max_positions), convention.original_length()
+    return tuple(length for length in (l0, l0 + 1) if length > SHORT and (cap is None or length <= cap))
+
+
 def grid_positions(convention, max_positions=None) -> np.ndarray:
     """Every position of the long calls, sorted (see the module docstring)."""
-    top = max(LONGEST, max_positions or 0)
+    cap = longest_length(convention, max_positions)
+    if cap is not None:
+        top = cap - 1
+    else:
+        top = max(LONGEST, max_positions or 0)
     found = set(range(SHORT))
     for power in range(7, 18):
         found |= {2**power - 1, 2**power, 2**power + 1}
@@ -59,6 +97,15 @@ def grid_positions(convention, max_positions=None) -> np.ndarray:
             found |= {value for value in range(anchor - 2, anchor + 3) if value >= 0}
     found |= set(np.random.default_rng(POSITION_SEED).integers(0, top, size=RANDOM_DRAWS, endpoint=True).tolist())
     return np.array(sorted(value for value in found if value <= top), dtype=np.int64)
+
+
+def capped(positions: np.ndarray, cap: int | None) -> np.ndarray:
+    return positions if cap is None else positions[positions < cap]
+
+
+def switch_positions(length: int) -> np.ndarray:
+    """A call of length ``length``: ``0..63`` and the two positions below it."""
+    return np.unique(np.concatenate([np.arange(SHORT), [length - 2, length - 1]])).astype(np.int64)
 
 
 def _round_to(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -146,50 +193,74 @@ class RopeProbe:
                            rng=self.rng)
 
 
-def _head_probes(spec, api: str, head_dim: int, long_positions: np.ndarray) -> list[RopeProbe]:
+def _head_probes(spec, api: str, head_dim: int, long_positions: np.ndarray, cap: int | None,
+                 switches: tuple[int, ...]) -> list[RopeProbe]:
     d = f"d={head_dim}"
     if api == "rope-freqs":
         return [RopeProbe(d, "freqs", "table", head_dim)]
-    short = np.arange(SHORT, dtype=np.int64)
+    short = capped(np.arange(SHORT, dtype=np.int64), cap)
+    calls = [("short", short)] + [(f"length-{length}", switch_positions(length)) for length in switches]
     if api == "rope-cache":
-        if spec.cache_call == "length":
-            long_positions = np.arange(LENGTHS[1], dtype=np.int64)
-        dtypes = X_DTYPES if spec.cache_call == "x-positions" else (None,)
-        probes = []
-        for dtype in dtypes:
-            suffix = f":{dtype}" if dtype else ""
-            for name, positions in (("short", short), ("long", long_positions)):
-                x = x_values(head_dim, positions.size, dtype or "float32")[None] if dtype else None
-                probes.append(RopeProbe(f"{d}:{name}{suffix}", "cache", "table", head_dim, positions, x, dtype,
-                                        call=spec.cache_call))
-        first = dtypes[0]
-        x_short = x_values(head_dim, SHORT, first)[None] if first else None
-        probes.append(RopeProbe(f"{d}:short-again", "cache", "history", head_dim, short, x_short, first,
-                                check_id=f"history[{d}]", call=spec.cache_call))
-        for length in PREFIX_LENGTHS:
-            x = x_values(head_dim, length, first)[None] if first else None
-            probes.append(RopeProbe(f"{d}:prefix-{length}", "cache", "prefix", head_dim,
-                                    np.arange(length, dtype=np.int64), x, first, check_id=f"prefix[{d}]",
-                                    call=spec.cache_call))
-        return probes
+        return _cache_probes(spec, head_dim, calls, long_positions, cap, switches)
     probes = [RopeProbe(f"{d}:{dtype}", "apply", "table", head_dim, long_positions,
                         x_values(head_dim, long_positions.size, dtype)[None], dtype, x_layout=spec.x_layout)
               for dtype in X_DTYPES]
-    rows = np.arange(RELATIVE_ROWS, dtype=np.int64)
-    x = x_values(head_dim, RELATIVE_ROWS, "float32", 1)[None]
+    probes[0:0] = [RopeProbe(f"{d}:{name}", "apply", "table", head_dim, positions,
+                             x_values(head_dim, positions.size, "float32")[None], "float32", x_layout=spec.x_layout)
+                   for name, positions in calls[1:]]
+    rows = np.arange(min(RELATIVE_ROWS, cap or RELATIVE_ROWS), dtype=np.int64)
+    shift = RELATIVE_SHIFT if cap is None else min(RELATIVE_SHIFT, cap - rows.size)
+    x = x_values(head_dim, rows.size, "float32", 1)[None]
     probes.append(RopeProbe(f"{d}:relative", "apply", "relative", head_dim,
-                            np.concatenate([rows, rows + RELATIVE_SHIFT]), np.concatenate([x, x], axis=2), "float32",
+                            np.concatenate([rows, rows + shift]), np.concatenate([x, x], axis=2), "float32",
                             check_id=f"relative[{d}]", x_layout=spec.x_layout))
-    probes.append(RopeProbe(f"{d}:short-again", "apply", "history", head_dim, short,
-                            x_values(head_dim, SHORT, "float32")[None], "float32", check_id=f"history[{d}]",
-                            x_layout=spec.x_layout))
+    for name, positions in _again(calls):
+        probes.append(RopeProbe(f"{d}:{name}-again", "apply", "history", head_dim, positions,
+                                x_values(head_dim, positions.size, "float32")[None], "float32",
+                                check_id=f"history[{d}]", x_layout=spec.x_layout))
+    return probes
+
+
+def _again(calls):
+    """The calls made again after the long one: the call just past ``L0`` first (a short
+    call before it could reset a kept state), then the short call."""
+    return calls[2:3] + calls[:1]
+
+
+def _cache_probes(spec, head_dim, calls, long_positions, cap, switches) -> list[RopeProbe]:
+    d = f"d={head_dim}"
+    if spec.cache_call == "length":
+        long_positions = capped(np.arange(LENGTHS[1], dtype=np.int64), cap)
+        calls = calls[:1] + [(name, np.arange(length, dtype=np.int64))
+                             for (name, _), length in zip(calls[1:], switches, strict=True)]
+    dtypes = X_DTYPES if spec.cache_call == "x-positions" else (None,)
+    first = dtypes[0]
+
+    def probe(slot, role, positions, dtype, check_id=None):
+        x = x_values(head_dim, positions.size, dtype or "float32")[None] if dtype else None
+        return RopeProbe(slot, "cache", role, head_dim, positions, x, dtype, check_id=check_id, call=spec.cache_call)
+
+    probes = []
+    for dtype in dtypes:
+        suffix = f":{dtype}" if dtype else ""
+        named = calls if dtype == first else calls[:1]
+        for name, positions in [*named, ("long", long_positions)]:
+            probes.append(probe(f"{d}:{name}{suffix}", "table", positions, dtype))
+    probes += [probe(f"{d}:{name}-again", "history", positions, first, f"history[{d}]") for name, positions in
+               _again(calls)]
+    for length in PREFIX_LENGTHS:
+        probes.append(probe(f"{d}:prefix-{length}", "prefix", capped(np.arange(length, dtype=np.int64), cap), first,
+                            f"prefix[{d}]"))
     return probes
 
 
 def probes_for(spec, api: str, max_positions=None) -> list[RopeProbe]:
     """Every call, in order: per head size its calls, then the determinism repeat."""
     long_positions = grid_positions(spec.convention, max_positions)
-    probes = [probe for head_dim in spec.head_dims for probe in _head_probes(spec, api, head_dim, long_positions)]
+    cap = longest_length(spec.convention, max_positions)
+    switches = switch_lengths(spec.convention, max_positions)
+    probes = [probe for head_dim in spec.head_dims
+              for probe in _head_probes(spec, api, head_dim, long_positions, cap, switches)]
     first = next(probe for probe in probes if probe.role == "table")
     probes.append(RopeProbe(first.slot, first.kind, "repeat", first.head_dim, first.positions, first.x, first.x_dtype,
                             check_id="determinism", repeats=first.slot, rng="b", call=first.call,

@@ -27,6 +27,9 @@ def _compare(name, what, pieces) -> CheckResult:
     return CheckResult(name, "passed" if worst.ok else "failed", f"{what}: {summary}", comparison_worst(worst))
 
 
+_RANK = {"passed": 0, "skipped": 1, "failed": 2}  # the worse verdict of two calls sharing a check id
+
+
 class RopeJudge:
     """Checks of one RoPE target, probe by probe (``results`` is the engine's)."""
 
@@ -47,8 +50,12 @@ class RopeJudge:
                 self.prefix = []
             return False
         if probe.role == "history":
-            result, _ = self._values(probe, outcome)
-            self.results.add(self._formula(probe, result, probe.check_id, "the same call after a longer one"))
+            values, problem = self._values(probe, outcome)
+            result = failed(probe.check_id, f"{probe.slot}: {problem}") if problem else \
+                self._formula(probe, values, probe.check_id, "the same call after a longer one")
+            earlier = self.results.by_id.get(probe.check_id)
+            if earlier is None or _RANK[result.status] > _RANK[earlier.status]:
+                self.results.add(result)  # several calls share the id: the first of the worst verdicts stands
             return False
         return self._table(probe, outcome)
 
@@ -206,7 +213,8 @@ class RopeJudge:
             return failed(probe.check_id, f"{probe.slot}: {problem}")
         result, dtype = values
         _, bound = self._apply_expectation(probe, dtype)
-        half = grid.RELATIVE_ROWS
+        half = probe.positions.size // 2
+        shift = int(probe.positions[half] - probe.positions[0])
         blocks = [slice(0, half), slice(half, 2 * half)]
         scores, limits = [], []
         for block in blocks:
@@ -214,7 +222,7 @@ class RopeJudge:
             tq, tk = bound[0, 0, block], bound[0, 1, block]
             scores.append(q @ k.T)
             limits.append(np.abs(q) @ tk.T + tq @ np.abs(k).T + tq @ tk.T)
-        return _compare(probe.check_id, f"q(m).k(n) against q(m+{grid.RELATIVE_SHIFT}).k(n+{grid.RELATIVE_SHIFT})",
+        return _compare(probe.check_id, f"q(m).k(n) against q(m+{shift}).k(n+{shift})",
                         [("score", scores[1], scores[0], limits[0] + limits[1])])
 
     def _prefix(self, name) -> CheckResult:

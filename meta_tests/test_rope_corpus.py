@@ -1,0 +1,147 @@
+"""The RoPE gate's power, measured on the RoPE corpus: every wrong rotary embedding is
+rejected through a failed check, every correct one conforms, each under the declaration its
+registration gives (``entry.config_table()``, read by :func:`declare` as a ``[[targets]]``
+table is).
+
+The whole corpus goes through one ``check_many`` call (each target in a sealed child, the
+two corpus modules imported once; about 8 s for the 52 targets); each entry is then its own test, so that a
+survivor or a false alarm is named in the test id. Below them, the grid and judge rules
+that the corpus depends on, each shown on the probes or verdicts themselves: calls stay
+below a declared ``max_positions`` (a cache built once for the model's length is correct
+code), the length-dependent types are called at ``L0`` and ``L0 + 1`` where they switch,
+and of two history calls the failing one decides.
+"""
+
+import pytest
+
+from meta_tests.corpus.rope_registry import ROPE_CORRECT, ROPE_ENTRIES, ROPE_WRONG
+from posenc_spec.gate.calls import Outcome
+from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.judge import Results
+from posenc_spec.gate.rope import grid
+from posenc_spec.gate.rope.judge import RopeJudge
+from posenc_spec.rope import oracle
+
+DYNAMIC_2X = {"factor": 2.0, "original_max_position_embeddings": 4096}
+LONGROPE_HEAD = 8
+LONGROPE = {"original_max_position_embeddings": 4096, "factor": 32.0, "short_factor": [1.0, 1.1, 1.2, 1.3],
+            "long_factor": [1.0, 2.0, 4.0, 8.0]}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    declarations = [declare(entry.config_table()) for entry in ROPE_ENTRIES]
+    # One lane: a second one gains nothing on two cores that pytest-xdist already keeps busy.
+    return dict(zip((entry.id for entry in ROPE_ENTRIES), check_many(declarations, run_options(jobs=1)),
+                    strict=True))
+
+
+def _summary(report, limit=3) -> str:
+    failures = report.failures()
+    shown = "; ".join(f"{check.name}: {check.message}" for check in failures[:limit])
+    return shown + (f" (+{len(failures) - limit} more)" if len(failures) > limit else "")
+
+
+@pytest.mark.parametrize("entry", ROPE_WRONG, ids=[entry.id for entry in ROPE_WRONG])
+def test_wrong_rotary_embedding_is_rejected(entry, reports):
+    """The gate rejects a wrong entry through a failed check of what it computes or does,
+    never because it could not import it."""
+    report = reports[entry.id]
+    assert report.status != "error", f"{entry.target} did not import: {_summary(report)}"
+    failed = [check.name for check in report.failures()]
+    assert failed and "import" not in failed, (
+        f"survivor: {entry.target} passed the gate under {entry.describe()}; its bug: {entry.description}")
+
+
+@pytest.mark.parametrize("entry", ROPE_CORRECT, ids=[entry.id for entry in ROPE_CORRECT])
+def test_correct_rotary_embedding_conforms(entry, reports):
+    """The gate accepts a correct entry written in another library's idiom."""
+    report = reports[entry.id]
+    assert report.conforms, (
+        f"false alarm: {entry.target} ({entry.describe()}; {entry.description}) was rejected: {_summary(report)}")
+
+
+# -- the grid and judge rules the corpus relies on ------------------------------------------------
+
+
+def _probes(api, max_positions=None, **keys):
+    declaration = declare({"target": "m:f", "api": api, "max_positions": max_positions, **keys})
+    return grid.probes_for(declaration.rope, api, max_positions), declaration
+
+
+@pytest.mark.parametrize("api", ["rope-cache", "rope-apply"])
+@pytest.mark.parametrize("max_positions", [2048, 131072, 163840])
+def test_calls_stay_below_the_declared_max_positions(api, max_positions):
+    """A model of ``max_positions`` takes positions ``0 .. max_positions - 1``: no call goes
+    past them (vLLM's cache of that many rows raises IndexError beyond), and the long call
+    reaches the last one, also beyond the default 131072."""
+    probes, _ = _probes(api, max_positions)
+    highest = [int(probe.positions.max()) for probe in probes]
+    assert max(highest) == max_positions - 1, f"{api}, max_positions {max_positions}: highest position {max(highest)}"
+
+
+def test_dynamic_max_positions_is_its_l0_not_a_cap():
+    """Without ``original_max_position_embeddings``, dynamic's ``max_positions`` is ``L0``
+    (transformers' reading), the length scaling starts from: the grid goes past it."""
+    probes, declaration = _probes("rope-cache", 4096, rope_type="dynamic", rope_parameters={"factor": 2.0})
+    assert declaration.rope.convention.original_length() == 4096
+    assert max(int(probe.positions.max()) for probe in probes) == grid.LONGEST
+
+
+@pytest.mark.parametrize("api", ["rope-cache", "rope-apply"])
+@pytest.mark.parametrize("rope_type, parameters, head_dim", [("dynamic", DYNAMIC_2X, None),
+                                                              ("longrope", LONGROPE, LONGROPE_HEAD)])
+def test_length_dependent_types_are_called_where_they_switch(api, rope_type, parameters, head_dim):
+    """dynamic and longrope change at ``L = L0 + 1``: per head size a fresh call of length
+    ``L0`` and one of ``L0 + 1`` come before the long call, and the ``L0 + 1`` call comes
+    again as the first call after it, a history call (the short call cannot show a state
+    that every call below ``L0`` resets, as transformers' dynamic update does)."""
+    probes, declaration = _probes(api, rope_type=rope_type, rope_parameters=parameters, head_dim=head_dim)
+    l0 = declaration.rope.convention.original_length()
+    head = declaration.rope.head_dims[0]
+    mine = [probe for probe in probes if probe.head_dim == head and probe.role in ("table", "history")]
+    lengths = [(probe.role, int(probe.positions.max()) + 1) for probe in mine]
+    long_call = max(length for _, length in lengths)
+    assert lengths.index(("table", l0)) < lengths.index(("table", l0 + 1)) < lengths.index(("table", long_call)), \
+        lengths
+    after_long = [entry for entry in lengths[lengths.index(("table", long_call)) + 1:] if entry[0] == "history"]
+    assert after_long[0] == ("history", l0 + 1), lengths
+
+
+def test_a_type_independent_of_length_gets_no_switch_calls():
+    """Types whose frequencies do not follow the call's length keep the grid they had."""
+    probes, _ = _probes("rope-cache", rope_type="yarn", rope_parameters=DYNAMIC_2X | {"factor": 4.0})
+    assert not any("length-" in probe.slot for probe in probes)
+
+
+def _cache_outcome(probe, conv, seq_len=None) -> Outcome:
+    cos, sin = oracle.cache(probe.positions, conv, probe.head_dim, seq_len)
+    return Outcome("ok", "float64 cos, sin", [oracle.expand(cos, "half"), oracle.expand(sin, "half")],
+                   ["float64", "float64"])
+
+
+def test_a_passing_history_call_does_not_hide_a_failing_one():
+    """Two history calls share ``history[d=D]``: the ``L0 + 1`` call again, wrong (still the
+    long call's frequencies, as transformers keeps them), then the short call again, right.
+    The check fails and names the ``L0 + 1`` call."""
+    probes, declaration = _probes("rope-cache", rope_type="dynamic", rope_parameters=DYNAMIC_2X, head_dim=8)
+    conv = declaration.rope.convention
+    history = [probe for probe in probes if probe.role == "history"]
+    assert [probe.slot for probe in history] == ["d=8:length-4097-again", "d=8:short-again"]
+    results = Results()
+    judge = RopeJudge(declaration.rope, "rope-cache", results)
+    judge.judge(history[0], _cache_outcome(history[0], conv, seq_len=grid.LONGEST + 1))
+    judge.judge(history[1], _cache_outcome(history[1], conv))
+    verdict = results.by_id["history[d=8]"]
+    assert verdict.status == "failed" and verdict.message.startswith("d=8:length-4097-again"), verdict.message
+
+
+def test_a_history_call_that_is_right_passes():
+    """The same two calls, both right: the check passes (the merge does not fail by itself)."""
+    probes, declaration = _probes("rope-cache", rope_type="dynamic", rope_parameters=DYNAMIC_2X, head_dim=8)
+    results = Results()
+    judge = RopeJudge(declaration.rope, "rope-cache", results)
+    for probe in (probe for probe in probes if probe.role == "history"):
+        judge.judge(probe, _cache_outcome(probe, declaration.rope.convention))
+    assert results.by_id["history[d=8]"].passed, results.by_id["history[d=8]"].message
