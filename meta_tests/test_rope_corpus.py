@@ -16,9 +16,10 @@ import pytest
 
 from meta_tests.corpus.rope_registry import ROPE_CORRECT, ROPE_ENTRIES, ROPE_WRONG
 from posenc_spec.gate.calls import Outcome
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.judge import Results
+from posenc_spec.gate.options import run_options
 from posenc_spec.gate.rope import grid
 from posenc_spec.gate.rope.judge import RopeJudge
 from posenc_spec.rope import oracle

@@ -27,8 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from posenc_spec.gate.declaration import declare, run_options
+from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.options import run_options
 from posenc_spec.gate.rope import grid
 from posenc_spec.rope.conventions import ROPE_TYPES
 from spec_tests.real_targets import target
