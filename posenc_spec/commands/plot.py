@@ -180,30 +180,19 @@ def _table(args, declaration, limits) -> int:
 
 def _rope_parts(judge, probe, values):
     """``(dtype text, {name: (actual, expected, bound)} as drawn, the same over the whole
-    call, the rows' positions, the columns' label)`` of one readable call."""
-    from posenc_spec import tolerance
+    call, the rows' positions, the columns' label)`` of one readable call: what the gate's
+    formula check compares (:meth:`~posenc_spec.gate.rope.judge.RopeJudge.expected_pieces`)."""
     from posenc_spec.figures.rope import COLUMN_LABELS
 
-    spec, conv = judge.spec, judge.conv
+    dtype, pieces = judge.expected_pieces(probe, values)
+    whole = {label.rstrip("'"): arrays for label, *arrays in pieces}
     if probe.kind == "freqs":
-        inv_freq, dtype, _ = values
-        expected, _ = conv.frequencies(probe.head_dim)
-        # The bound of the gate's formula check (RopeJudge._formula) for a frequencies call.
-        bound = tolerance.rope_frequency_tolerance(conv, probe.head_dim) + expected * tolerance.unit_roundoff(dtype)
-        parts = {"inv_freq": (inv_freq, expected, bound)}
-        return dtype, parts, parts, None, COLUMN_LABELS["inv_freq"]
+        return dtype, whole, whole, None, COLUMN_LABELS["inv_freq"]
     if probe.kind == "cache":
-        arrays, dtype = values
-        layout = "compact" if spec.cache_form in ("complex", "stacked") else spec.cache_layout
-        expected, bound = judge._cache_expectation(probe, dtype, layout)
-        names = ("angles",) if len(arrays) == 1 else ("cos", "sin")
-        parts = dict(zip(names, zip(arrays, expected, bound, strict=True), strict=True))
-        return dtype, parts, parts, probe.positions, f"{COLUMN_LABELS['cache']} ({layout} layout)"
-    result, dtype = values
-    expected, bound = judge._apply_expectation(probe, dtype)
-    whole = {"x": (result[0], expected[0], bound[0])}  # (heads, positions, features)
-    drawn = {"x": (result[0, 0], expected[0, 0], bound[0, 0])}
-    return f"{probe.x_dtype} x, {dtype} result", drawn, whole, probe.positions, COLUMN_LABELS["x"]
+        return dtype, whole, whole, probe.positions, f"{COLUMN_LABELS['cache']} ({judge.cache_layout} layout)"
+    whole = {"x": tuple(array[0] for array in whole["x"])}  # the first sequence: (heads, positions, features)
+    drawn = {"x": tuple(array[0] for array in whole["x"])}  # and its first head
+    return dtype, drawn, whole, probe.positions, COLUMN_LABELS["x"]
 
 
 def _rope(args, declaration, limits) -> int:
@@ -220,7 +209,7 @@ def _rope(args, declaration, limits) -> int:
     judge = RopeJudge(spec, api, None)  # only its reading and expectations: it records no results here
     calls, problems = [], []
     for probe, outcome in zip(probes, turn.outcomes, strict=True):
-        values, problem = judge._values(probe, outcome)
+        values, problem = judge.values(probe, outcome)
         if problem:
             problems.append(f"{probe.slot}: {problem}")
             continue

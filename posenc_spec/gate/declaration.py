@@ -217,7 +217,7 @@ def _rope(keys: dict, base_dir, name, max_positions, where):
     if misplaced:
         raise UsageError(f"{name(misplaced[0])} declares a sinusoidal table, not a rotary embedding "
                          "(RoPE keys: --rope-type, --rope-theta, --rope-param, --rope-layout, ...)")
-    spec = rope_spec(keys, base_dir, name, choice, integer, number, max_positions, where)
+    spec = rope_spec(keys, base_dir, name, max_positions, where)
     return spec.convention.rope_type, PRESETS[DEFAULT_PRESET], "skip", spec
 
 

@@ -43,12 +43,12 @@ def judged(call: Call, outcome, candidate, shape: CallShape) -> float:
     judge, probe = _judge(call, candidate, shape), call.probe
     try:
         with np.errstate(all="ignore"):
-            values, problem = judge._values(probe, outcome)
+            values, problem = judge.values(probe, outcome)
             if problem:
                 return math.inf
-            checks = [judge._formula(probe, values, "formula")]
+            checks = [judge.formula(probe, values, "formula")]
             if probe.kind == "freqs":
-                checks.append(judge._attention_factor(probe, values, "attention-factor"))
+                checks.append(judge.attention_factor(probe, values, "attention-factor"))
     except ValueError:  # the candidate has no value at this head size (longrope's lists)
         return math.inf
     return max(_ratio(check) for check in checks)
@@ -58,7 +58,7 @@ def unreadable(results, candidate, shape: CallShape) -> str | None:
     """Why the gate cannot read the first of ``[(call, outcome)]`` it cannot read under ``candidate``."""
     for call, outcome in results:
         try:
-            _, problem = _judge(call, candidate, shape)._values(call.probe, outcome)
+            _, problem = _judge(call, candidate, shape).values(call.probe, outcome)
         except ValueError as error:
             problem = str(error)
         if problem:

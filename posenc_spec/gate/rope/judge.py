@@ -50,9 +50,9 @@ class RopeJudge:
                 self.prefix = []
             return False
         if probe.role == "history":
-            values, problem = self._values(probe, outcome)
+            values, problem = self.values(probe, outcome)
             result = failed(probe.check_id, f"{probe.slot}: {problem}") if problem else \
-                self._formula(probe, values, probe.check_id, "the same call after a longer one")
+                self.formula(probe, values, probe.check_id, "the same call after a longer one")
             earlier = self.results.by_id.get(probe.check_id)
             if earlier is None or _RANK[result.status] > _RANK[earlier.status]:
                 self.results.add(result)  # several calls share the id: the first of the worst verdicts stands
@@ -61,7 +61,7 @@ class RopeJudge:
 
     # -- reading -----------------------------------------------------------------------
 
-    def _values(self, probe, outcome):
+    def values(self, probe, outcome):
         """``(read values, problem)``: the call's arrays as the declaration shapes them."""
         status = call_status(outcome)
         if status:
@@ -85,7 +85,7 @@ class RopeJudge:
 
     def _table(self, probe, outcome) -> bool:
         ids = probe.check_ids()
-        values, problem = self._values(probe, outcome)
+        values, problem = self.values(probe, outcome)
         if problem:
             if outcome.status == "not-run":
                 self.results.add(CheckResult(ids[0], "skipped", outcome.message))
@@ -100,9 +100,9 @@ class RopeJudge:
         if not finite.passed:
             self.results.not_run(ids[2:], ids[1], f"the {probe.slot} result holds NaN or Inf")
             return True
-        self.results.add(self._formula(probe, values, ids[2]))
+        self.results.add(self.formula(probe, values, ids[2]))
         if probe.kind == "freqs":
-            self.results.add(self._attention_factor(probe, values, ids[3]))
+            self.results.add(self.attention_factor(probe, values, ids[3]))
         elif probe.kind == "cache":
             self.results.add(self._cache_identity(probe, values, ids[3]))
         else:
@@ -110,48 +110,49 @@ class RopeJudge:
                 self.results.add(check)
         return True
 
-    def _formula(self, probe, values, name, note="") -> CheckResult:
+    def formula(self, probe, values, name, note="") -> CheckResult:
+        """The ``formula`` check of one call's read ``values``: every piece within its bound."""
         if values is None:
             return CheckResult(name, "skipped", f"not run: the call for {probe.slot} returned nothing to check")
         what = f"{probe.slot} under {self.spec.describe()}" + (f" ({note})" if note else "")
-        conv, head_dim = self.conv, probe.head_dim
+        dtype, pieces = self.expected_pieces(probe, values)
+        return _compare(name, f"{what}, {dtype}", pieces)
+
+    @property
+    def cache_layout(self) -> str:
+        """How each of cos and sin is laid out: a complex or stacked cache is compact by nature."""
+        return "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
+
+    def expected_pieces(self, probe, values) -> tuple[str, list[tuple]]:
+        """``(the dtypes in words, [(label, actual, expected, bound), ...])`` of one call's read
+        ``values``: what the formula check compares (and ``plot`` draws)."""
+        conv, head_dim, positions = self.conv, probe.head_dim, probe.positions
         if probe.kind == "freqs":
             inv_freq, dtype, _ = values
             expected, _ = conv.frequencies(head_dim)
-            bound = (tolerance.rope_frequency_tolerance(conv, head_dim)
-                     + expected * tolerance.unit_roundoff(dtype))
-            return _compare(name, f"{what}, {dtype}", [("inv_freq", inv_freq, expected, bound)])
-        if probe.kind == "cache":
-            parts, dtype = values
-            layout = "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
-            expected, bound = self._cache_expectation(probe, dtype, layout)
-            labels = ("angles",) if len(parts) == 1 else ("cos", "sin")
-            return _compare(name, f"{what}, {dtype}", list(zip(labels, parts, expected, bound, strict=True)))
-        result, dtype = values
-        expected, bound = self._apply_expectation(probe, dtype)
-        return _compare(name, f"{what}, {probe.x_dtype} x, {dtype} result", [("x'", result, expected, bound)])
-
-    def _cache_expectation(self, probe, dtype, layout):
-        conv, head_dim, positions = self.conv, probe.head_dim, probe.positions
+            bound = tolerance.rope_frequency_tolerance(conv, head_dim) + expected * tolerance.unit_roundoff(dtype)
+            return dtype, [("inv_freq", inv_freq, expected, bound)]
+        if probe.kind == "apply":
+            result, dtype = values
+            layout = self.spec.rope_layout
+            expected = oracle.apply(probe.x, positions, conv, head_dim, layout)
+            bound = tolerance.rope_apply_tolerance(probe.x, positions, conv, head_dim, layout, probe.x_dtype, dtype)
+            return f"{probe.x_dtype} x, {dtype} result", [("x'", result, expected, bound)]
+        parts, dtype = values
+        layout = self.cache_layout
 
         def shaped(compact):
             return compact if layout == "compact" else oracle.expand(compact, layout)
 
         if self.spec.cache_form == "angles":
             theta, _, _ = oracle.angles(positions, conv, head_dim)
-            return [shaped(theta)], [shaped(tolerance.rope_angle_tolerance(positions, conv, head_dim, dtype))]
+            bound = shaped(tolerance.rope_angle_tolerance(positions, conv, head_dim, dtype))
+            return dtype, [("angles", parts[0], shaped(theta), bound)]
         cos, sin = oracle.cache(positions, conv, head_dim)
         bound = shaped(tolerance.rope_cache_tolerance(positions, conv, head_dim, dtype))
-        return [shaped(cos), shaped(sin)], [bound, bound]
+        return dtype, [("cos", parts[0], shaped(cos), bound), ("sin", parts[1], shaped(sin), bound)]
 
-    def _apply_expectation(self, probe, dtype):
-        conv, layout = self.conv, self.spec.rope_layout
-        expected = oracle.apply(probe.x, probe.positions, conv, probe.head_dim, layout)
-        bound = tolerance.rope_apply_tolerance(probe.x, probe.positions, conv, probe.head_dim, layout, probe.x_dtype,
-                                               dtype)
-        return expected, bound
-
-    def _attention_factor(self, probe, values, name) -> CheckResult:
+    def attention_factor(self, probe, values, name) -> CheckResult:
         _, _, factor = values
         _, expected = self.conv.frequencies(probe.head_dim)
         if factor is None:
@@ -172,17 +173,14 @@ class RopeJudge:
         if rows.size == 0 or self.spec.cache_form == "angles":
             return CheckResult(name, "skipped", "no row stands for position 0" if rows.size == 0
                                else "an angles cache has no cos or sin to check at position 0")
-        parts, dtype = values
-        layout = "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
-        expected, bound = self._cache_expectation(probe, dtype, layout)
-        pieces = [(label, part[rows], want[rows], limit[rows])
-                  for label, part, want, limit in zip(("cos", "sin"), parts, expected, bound, strict=True)]
+        _, pieces = self.expected_pieces(probe, values)
+        pieces = [(label, part[rows], want[rows], limit[rows]) for label, part, want, limit in pieces]
         return _compare(name, "at position 0, cos = A and sin = 0", pieces)
 
     def _apply_properties(self, probe, values, names) -> list[CheckResult]:
-        result, dtype = values
+        result, _ = values
         columns = oracle.columns_for(self.conv, probe.head_dim, self.spec.rope_layout)
-        expected, bound = self._apply_expectation(probe, dtype)
+        [(_, _, expected, bound)] = self.expected_pieces(probe, values)[1]
         x = probe.x
         through = columns.passthrough
         changed = np.flatnonzero(np.any(result[..., through] != x[..., through], axis=tuple(range(x.ndim - 1))))
@@ -208,11 +206,11 @@ class RopeJudge:
 
     def _relative(self, probe, outcome) -> CheckResult:
         """``q(m) . k(n)`` against ``q(m + S) . k(n + S)`` (head 0 as q, head 1 as k)."""
-        values, problem = self._values(probe, outcome)
+        values, problem = self.values(probe, outcome)
         if problem:
             return failed(probe.check_id, f"{probe.slot}: {problem}")
-        result, dtype = values
-        _, bound = self._apply_expectation(probe, dtype)
+        result, _ = values
+        [(_, _, _, bound)] = self.expected_pieces(probe, values)[1]
         half = probe.positions.size // 2
         shift = int(probe.positions[half] - probe.positions[0])
         blocks = [slice(0, half), slice(half, 2 * half)]
@@ -227,17 +225,14 @@ class RopeJudge:
 
     def _prefix(self, name) -> CheckResult:
         (short_probe, short), (long_probe, long) = self.prefix
-        values = [self._values(short_probe, short), self._values(long_probe, long)]
+        values = [self.values(short_probe, short), self.values(long_probe, long)]
         problems = [problem for _, problem in values if problem]
         if problems:
             return failed(name, problems[0])
-        (short_parts, short_dtype), (long_parts, long_dtype) = values[0][0], values[1][0]
-        layout = "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
-        _, short_bound = self._cache_expectation(short_probe, short_dtype, layout)
-        _, long_bound = self._cache_expectation(long_probe, long_dtype, layout)
+        short_pieces = self.expected_pieces(short_probe, values[0][0])[1]
+        long_pieces = self.expected_pieces(long_probe, values[1][0])[1]
         rows = short_probe.positions.size
         pieces = [(f"{label} rows 0..{rows - 1}", a, b[:rows], ta + tb[:rows])
-                  for label, a, b, ta, tb in zip(("cos", "sin"), short_parts, long_parts, short_bound, long_bound,
-                                                 strict=False)]
+                  for (label, a, _, ta), (_, b, _, tb) in zip(short_pieces, long_pieces, strict=True)]
         return _compare(name, f"the cache of 0..{rows - 1} against the first rows of the cache of "
                               f"0..{long_probe.positions.size - 1}", pieces)

@@ -34,6 +34,7 @@ from posenc_spec.rope.config import RopeConfigError, parse_rope_param, read_conf
 from posenc_spec.rope.conventions import ROPE_TYPES, RopeConvention
 
 from ..errors import UsageError
+from ..values import choice, integer, number
 
 ROPE_LAYOUTS = ("half", "interleaved")
 CACHE_LAYOUTS = ("half", "interleaved", "compact")
@@ -84,42 +85,19 @@ def _rope_parameters(name, value) -> dict:
     raise UsageError(f"{name} must be a table of that type's parameters, got {value!r}")
 
 
-def rope_spec(keys: dict, base_dir, name, choice, integer, number, max_positions=None, where="") -> RopeSpec:
-    """The :class:`RopeSpec` of the RoPE keys in ``keys`` (validated with the declaration's
-    own ``choice``, ``integer`` and ``number``; ``name(key)`` names a key in messages,
-    ``where`` prefixes the others)."""
-    overrides = {}
-    if "rope_type" in keys:
-        overrides["rope_type"] = choice(name("rope_type"), keys["rope_type"], ROPE_TYPES)
-    if "rope_theta" in keys:
-        overrides["rope_theta"] = number(name("rope_theta"), keys["rope_theta"], above=0)
-    if "partial_rotary_factor" in keys:
-        overrides["partial_rotary_factor"] = number(name("partial_rotary_factor"), keys["partial_rotary_factor"],
-                                                    above=0, maximum=1)
-    if "rotary_dim" in keys:
-        overrides["rotary_dim"] = integer(name("rotary_dim"), keys["rotary_dim"], minimum=2, maximum=MAX_HEAD_DIM)
-    if "rotary_features" in keys:
-        overrides["rotary_features"] = choice(name("rotary_features"), keys["rotary_features"], ("first", "last"))
-    if "attention_factor" in keys:
-        overrides["attention_factor_placement"] = choice(name("attention_factor"), keys["attention_factor"],
-                                                         PLACEMENTS)
-    if max_positions is not None:
-        overrides["max_position_embeddings"] = max_positions
-    if "rope_parameters" in keys:
-        overrides.update(_rope_parameters(name("rope_parameters"), keys["rope_parameters"]))
+def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeSpec:
+    """The :class:`RopeSpec` of the RoPE keys in ``keys``; ``name(key)`` names a key in
+    messages, ``where`` prefixes the others."""
     head_dim = integer(name("head_dim"), keys["head_dim"], minimum=2, maximum=MAX_HEAD_DIM) \
         if "head_dim" in keys else None
     if head_dim is not None and head_dim % 2:
         raise UsageError(f"{name('head_dim')} must be even, got {head_dim}")
     layout = choice(name("rope_layout"), keys["rope_layout"], ROPE_LAYOUTS) if "rope_layout" in keys else None
     config_path = layer_type = None
+    overrides = _overrides(keys, name, max_positions)
     try:
         if "rope_config" in keys:
-            value = keys["rope_config"]
-            if not isinstance(value, (str, os.PathLike)) or not str(value):
-                raise UsageError(f"{name('rope_config')} must be a file path, got {value!r}")
-            path = Path(value) if Path(value).is_absolute() or base_dir is None else Path(base_dir) / value
-            config_path, layer_type = str(path), keys.get("layer_type")
+            config_path, layer_type = _path(keys["rope_config"], base_dir, name), keys.get("layer_type")
             if head_dim is not None:
                 overrides["head_dim"] = head_dim
             model = read_config(config_path, layer_type, overrides)
@@ -131,11 +109,9 @@ def rope_spec(keys: dict, base_dir, name, choice, integer, number, max_positions
             convention = _convention(overrides)
         for size in (head_dim,) if head_dim else GRID_HEAD_DIMS:
             convention.frequencies(size)  # refuses an odd head, an odd or zero rotary size, short lists
-    except UsageError:
-        raise
-    except (RopeConfigError, ValueError, TypeError) as error:
-        if "rope_config" in keys and isinstance(error, RopeConfigError):
-            raise UsageError(f"{name('rope_config')}: {error}") from None
+    except RopeConfigError as error:
+        raise UsageError(f"{name('rope_config')}: {error}") from None
+    except (ValueError, TypeError) as error:
         raise UsageError(f"{where}the rotary convention: {error}") from None
     spec = RopeSpec(convention, (head_dim,) if head_dim else GRID_HEAD_DIMS, layout or "half")
     return dataclasses.replace(
@@ -144,6 +120,32 @@ def rope_spec(keys: dict, base_dir, name, choice, integer, number, max_positions
         cache_form=choice(name("cache_form"), keys.get("cache_form", "cos-sin"), CACHE_FORMS),
         cache_call=choice(name("cache_call"), keys.get("cache_call", "positions"), CACHE_CALLS),
         x_layout=choice(name("x_layout"), keys.get("x_layout", "bshd"), X_LAYOUTS))
+
+
+def _overrides(keys: dict, name, max_positions) -> dict:
+    """The convention's fields the keys state, validated, under the names the config reader takes."""
+    validators = {
+        "rope_type": lambda key, value: choice(key, value, ROPE_TYPES),
+        "rope_theta": lambda key, value: number(key, value, above=0),
+        "partial_rotary_factor": lambda key, value: number(key, value, above=0, maximum=1),
+        "rotary_dim": lambda key, value: integer(key, value, minimum=2, maximum=MAX_HEAD_DIM),
+        "rotary_features": lambda key, value: choice(key, value, ("first", "last")),
+    }
+    overrides = {field: check(name(field), keys[field]) for field, check in validators.items() if field in keys}
+    if "attention_factor" in keys:
+        overrides["attention_factor_placement"] = choice(name("attention_factor"), keys["attention_factor"],
+                                                         PLACEMENTS)
+    if max_positions is not None:
+        overrides["max_position_embeddings"] = max_positions
+    if "rope_parameters" in keys:
+        overrides.update(_rope_parameters(name("rope_parameters"), keys["rope_parameters"]))
+    return overrides
+
+
+def _path(value, base_dir, name) -> str:
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise UsageError(f"{name('rope_config')} must be a file path, got {value!r}")
+    return str(Path(value) if Path(value).is_absolute() or base_dir is None else Path(base_dir) / value)
 
 
 def _convention(overrides: dict) -> RopeConvention:
