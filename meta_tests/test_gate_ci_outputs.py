@@ -262,7 +262,7 @@ def test_readme_ci_recipes_parse_and_define_every_variable():
     is defined in an env: or variables: mapping of the same block."""
     yaml = pytest.importorskip("yaml")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Gate your implementation in CI", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("## Reports, and CI", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
     assert len(blocks) >= 4, "composite action, plain GitHub job, GitLab job, pre-commit"
     for block in blocks:
