@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import GPT2ForSequenceClassification, T5ForConditionalGeneration
-from transformers.models.t5.modeling_t5 import T5Attention
 
 from posenc_spec import pretrained
 from spec_tests.t5_buckets import t5_bucket
@@ -22,14 +20,28 @@ OFFSETS = range(-130, 131)
 VOCAB_SIZE = 512  # token ids never meet a position module; T5's 32128 rows took 1.4 s of its 2.5 s build
 
 
+# transformers' model modules take seconds to import: they load with the first test that
+# needs them, not when every pytest-xdist worker collects this module.
+
+
+def _t5_bucket_function():
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    return T5Attention._relative_position_bucket
+
+
 @pytest.fixture(scope="module")
 def gpt2():
+    from transformers import GPT2ForSequenceClassification
+
     torch.manual_seed(0)
     return GPT2ForSequenceClassification(pretrained.model_config("gpt2", n_layer=1, vocab_size=VOCAB_SIZE)).eval()
 
 
 @pytest.fixture(scope="module")
 def t5():
+    from transformers import T5ForConditionalGeneration
+
     torch.manual_seed(0)
     return T5ForConditionalGeneration(pretrained.model_config("t5-small", vocab_size=VOCAB_SIZE)).eval()
 
@@ -152,8 +164,7 @@ BUCKET_STARTS = {
 def test_t5_bucket_of_every_offset(bidirectional):
     """T5's bucket function agrees with the paper's formula at every offset from -130 to 130."""
     offsets = torch.tensor(list(OFFSETS))
-    got = T5Attention._relative_position_bucket(offsets, bidirectional=bidirectional, num_buckets=32,
-                                                max_distance=128).tolist()
+    got = _t5_bucket_function()(offsets, bidirectional=bidirectional, num_buckets=32, max_distance=128).tolist()
     expected = [t5_bucket(offset, bidirectional) for offset in OFFSETS]
     wrong = [(offset, g, e) for offset, g, e in zip(OFFSETS, got, expected, strict=True) if g != e]
     assert not wrong, f"_relative_position_bucket(bidirectional={bidirectional}): (offset, got, expected) {wrong}"
@@ -164,8 +175,10 @@ def test_t5_buckets_exact_then_log_spaced_then_saturated(bidirectional):
     """Small distances get one bucket each, larger ones log-spaced bins that start where
     the formula says, and every distance from 113 (causal) or 91 (bidirectional) on shares
     the last bucket; causal attention puts all keys after the query in bucket 0."""
+    relative_position_bucket = _t5_bucket_function()
+
     def bucket(offset):
-        return int(T5Attention._relative_position_bucket(torch.tensor(offset), bidirectional=bidirectional))
+        return int(relative_position_bucket(torch.tensor(offset), bidirectional=bidirectional))
 
     exact = 8 if bidirectional else 16
     assert [bucket(-n) for n in range(exact)] == list(range(exact)), "one bucket per small distance"

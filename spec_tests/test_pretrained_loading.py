@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers  # its model classes load on first use, not when pytest-xdist workers collect
 from huggingface_hub import constants
 from huggingface_hub.errors import LocalEntryNotFoundError
-from transformers import GPT2Config, GPT2Model
 
 from posenc_spec import pretrained
 
@@ -30,7 +30,8 @@ def _fake_cache(root, repo_id: str):
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text(COMMIT)
     torch.manual_seed(0)
-    model = GPT2Model(GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10, n_positions=16))
+    config = transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10, n_positions=16)
+    model = transformers.GPT2Model(config)
     model.save_pretrained(repo / "snapshots" / COMMIT)
     return model
 
@@ -64,7 +65,7 @@ def test_cached_model_loads_through_from_pretrained(tmp_path):
     saved = _fake_cache(tmp_path, "example/tiny-gpt2")
     assert pretrained.is_cached("example/tiny-gpt2", cache_dir=tmp_path)
     assert pretrained.cached_weights_file("example/tiny-gpt2", cache_dir=tmp_path).name == "model.safetensors"
-    loaded = pretrained.load_pretrained("example/tiny-gpt2", GPT2Model, cache_dir=tmp_path)
+    loaded = pretrained.load_pretrained("example/tiny-gpt2", transformers.GPT2Model, cache_dir=tmp_path)
     for name, value in saved.state_dict().items():
         assert torch.equal(loaded.state_dict()[name], value), f"{name} differs after loading from the cache"
     assert (pretrained.position_table(loaded) == saved.wpe.weight.detach().numpy()).all()

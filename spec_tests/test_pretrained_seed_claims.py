@@ -11,7 +11,7 @@ the Marian model is tiny (its sinusoidal module is the same class at any size).
 from __future__ import annotations
 
 import torch
-from transformers import MarianConfig, MarianMTModel, T5EncoderModel
+import transformers  # its model classes load on first use, not when pytest-xdist workers collect
 
 from posenc_spec import checks, pretrained
 from posenc_spec.tolerance import unit_roundoff
@@ -25,7 +25,7 @@ VOCAB_SIZE = 512  # token ids never meet T5's relative bias; the hub's 32128 row
 def _t5_encoder(num_layers: int, dtype=torch.float32, **overrides):
     torch.manual_seed(0)
     config = pretrained.model_config("t5-small", num_layers=num_layers, vocab_size=VOCAB_SIZE, **overrides)
-    return T5EncoderModel(config).to(dtype).eval()
+    return transformers.T5EncoderModel(config).to(dtype).eval()
 
 
 def _encode(encoder, ids, added=None):
@@ -94,10 +94,11 @@ def test_seed002_frequencies_are_fixed_not_learned():
     training step that moves the other weights the table is bit for bit what it was and
     still the formula, with the angle step per position still ``base ** (-2k/d)``."""
     torch.manual_seed(0)
-    config = MarianConfig(vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-                          decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                          max_position_embeddings=64, pad_token_id=0, decoder_start_token_id=0)
-    model = MarianMTModel(config).train()
+    config = transformers.MarianConfig(vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
+                                       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                                       decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=0,
+                                       decoder_start_token_id=0)
+    model = transformers.MarianMTModel(config).train()
     table = model.model.encoder.embed_positions.weight
     before, tokens_before = table.detach().clone(), model.model.shared.weight.detach().clone()
     trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]

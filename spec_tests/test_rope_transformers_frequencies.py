@@ -16,17 +16,14 @@ frequencies ignore ``partial_rotary_factor``.
 
 from __future__ import annotations
 
+import functools
 import json
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from transformers import AutoConfig, LlamaConfig
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-from transformers.models.gemma4.modeling_gemma4 import Gemma4TextRotaryEmbedding
-from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
-from transformers.models.phi.modeling_phi import PhiRotaryEmbedding
 
 from posenc_spec.rope import oracle
 from posenc_spec.rope.config import read_config
@@ -43,15 +40,29 @@ SMALL_LLAMA = {"hidden_size": 1024, "num_attention_heads": 8, "max_position_embe
 QWEN_YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768, "rope_theta": 1e6}
 
 
-DEFAULT_INITS = {"phi": PhiRotaryEmbedding, "gemma4_text": Gemma4TextRotaryEmbedding}
+@functools.cache
+def hf() -> types.SimpleNamespace:
+    """transformers' RoPE code, imported with the first test that needs it (seconds: not
+    when every pytest-xdist worker collects this module)."""
+    from transformers import AutoConfig, LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    from transformers.models.gemma4.modeling_gemma4 import Gemma4TextRotaryEmbedding
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+    from transformers.models.phi.modeling_phi import PhiRotaryEmbedding
+
+    default_inits = {"phi": PhiRotaryEmbedding, "gemma4_text": Gemma4TextRotaryEmbedding}
+    return types.SimpleNamespace(AutoConfig=AutoConfig, LlamaConfig=LlamaConfig,
+                                 ROPE_INIT_FUNCTIONS=ROPE_INIT_FUNCTIONS,
+                                 LlamaRotaryEmbedding=LlamaRotaryEmbedding, apply_rotary_pos_emb=apply_rotary_pos_emb,
+                                 DEFAULT_INITS=default_inits)
 
 
 def transformers_config(source):
     """transformers' config for an example file (by its model_type) or a Llama-shaped dict."""
     if isinstance(source, dict):
-        return LlamaConfig(**source)
+        return hf().LlamaConfig(**source)
     data = json.loads((CONFIGS / source).read_text())
-    return AutoConfig.for_model(data.pop("model_type"), **data)
+    return hf().AutoConfig.for_model(data.pop("model_type"), **data)
 
 
 def spec(source, layer_type=None):
@@ -63,12 +74,12 @@ def transformers_frequencies(source, layer_type=None, seq_len=None):
     kind = spec(source, layer_type).convention.rope_type
     kwargs = {"layer_type": layer_type} if layer_type else {}
     if kind == "default":  # not in ROPE_INIT_FUNCTIONS: each model's rotary module has its own
-        rotary = DEFAULT_INITS.get(config.model_type, LlamaRotaryEmbedding)
+        rotary = hf().DEFAULT_INITS.get(config.model_type, hf().LlamaRotaryEmbedding)
         if layer_type:  # as Gemma 4's rotary module does: the layer type's own config (its head size)
             config = config.per_layer_config[layer_type]
         inv_freq, attention_factor = rotary.compute_default_rope_parameters(config, **kwargs)
     else:
-        inv_freq, attention_factor = ROPE_INIT_FUNCTIONS[kind](config, None, seq_len=seq_len, **kwargs)
+        inv_freq, attention_factor = hf().ROPE_INIT_FUNCTIONS[kind](config, None, seq_len=seq_len, **kwargs)
     return inv_freq.double().numpy(), attention_factor
 
 
@@ -116,7 +127,7 @@ def test_every_rope_type_is_covered():
     """The cases above reach each of transformers' init functions and the default (a type
     transformers adds later makes this fail until a case covers it)."""
     covered = {spec(source, layer_type).convention.rope_type for source, layer_type, _ in FREQUENCY_CASES}
-    assert covered == set(ROPE_INIT_FUNCTIONS) | {"default"}
+    assert covered == set(hf().ROPE_INIT_FUNCTIONS) | {"default"}
 
 
 def test_transformers_ignores_truncate_in_per_layer_yarn():
@@ -127,8 +138,8 @@ def test_transformers_ignores_truncate_in_per_layer_yarn():
               "layer_types": ["sliding_attention", "full_attention"],
               "rope_parameters": {"full_attention": {**QWEN_YARN, "truncate": False},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}
-    config = AutoConfig.for_model("gemma3_text", **nested)
-    inv_freq, _ = ROPE_INIT_FUNCTIONS["yarn"](config, None, layer_type="full_attention")
+    config = hf().AutoConfig.for_model("gemma3_text", **nested)
+    inv_freq, _ = hf().ROPE_INIT_FUNCTIONS["yarn"](config, None, layer_type="full_attention")
     declared = read_config(nested, "full_attention").convention
     truncated = declared.replace(params={**declared.params_dict(), "truncate": True})
     assert_within(inv_freq.double().numpy(), truncated.frequencies(128)[0],
@@ -143,7 +154,7 @@ def test_transformers_dynamic_takes_l0_from_max_position_embeddings():
     the convention uses the stated L0, so the two agree only when L0 is not stated."""
     stated = {**SMALL_LLAMA, "max_position_embeddings": 8192,
               "rope_scaling": {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4096}}
-    inv_freq, _ = ROPE_INIT_FUNCTIONS["dynamic"](LlamaConfig(**stated), None, seq_len=6000)
+    inv_freq, _ = hf().ROPE_INIT_FUNCTIONS["dynamic"](hf().LlamaConfig(**stated), None, seq_len=6000)
     declared = read_config(stated).convention
     as_transformers = declared.replace(params={"factor": 2.0})  # L0 falls back to max_position_embeddings
     assert_within(inv_freq.double().numpy(), as_transformers.frequencies(128, 6000)[0],
@@ -156,9 +167,9 @@ def test_transformers_dynamic_keeps_a_longer_calls_frequencies():
     """Deviation (bug 9's family): the rotary module recomputes dynamic frequencies only when
     a call grows past the longest one so far, or falls below L0; a 6000-position call after a
     10000-position one keeps theta' for L = 10000."""
-    config = LlamaConfig(**{**SMALL_LLAMA, "max_position_embeddings": 4096,
+    config = hf().LlamaConfig(**{**SMALL_LLAMA, "max_position_embeddings": 4096,
                             "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
-    rotary, x = LlamaRotaryEmbedding(config), torch.zeros(1)
+    rotary, x = hf().LlamaRotaryEmbedding(config), torch.zeros(1)
     conv = read_config(config.to_dict()).convention
     for length in (10000, 6000):
         rotary(x, torch.arange(length)[None])
@@ -172,9 +183,9 @@ def test_llama_default_frequencies_ignore_partial_rotary_factor():
     config states ``partial_rotary_factor`` (the scaling types honour it): a Llama-shaped config
     with factor 0.5 gets r = 128 under ``default`` but r = 64 under ``linear``."""
     config = {**SMALL_LLAMA, "partial_rotary_factor": 0.5}
-    inv_freq, _ = LlamaRotaryEmbedding.compute_default_rope_parameters(LlamaConfig(**config))
+    inv_freq, _ = hf().LlamaRotaryEmbedding.compute_default_rope_parameters(hf().LlamaConfig(**config))
     assert inv_freq.numel() == 64 and read_config(config).convention.num_pairs(128) == 32
-    linear, _ = ROPE_INIT_FUNCTIONS["linear"](LlamaConfig(**config, rope_scaling={"rope_type": "linear",
+    linear, _ = hf().ROPE_INIT_FUNCTIONS["linear"](hf().LlamaConfig(**config, rope_scaling={"rope_type": "linear",
                                                                                   "factor": 1.0}))
     assert linear.numel() == 32
 
@@ -183,7 +194,7 @@ POSITIONS = np.unique(np.r_[np.arange(1024), np.geomspace(1024, 131071, 200).ast
 
 
 def llama_cache(source, dtype, attention_factor_twice=False):
-    rotary = LlamaRotaryEmbedding(transformers_config(source))
+    rotary = hf().LlamaRotaryEmbedding(transformers_config(source))
     cos, sin = rotary(torch.zeros(1, dtype=dtype), torch.as_tensor(POSITIONS)[None])
     if attention_factor_twice:  # bug 19: mscale applied once more on top of the cache
         cos, sin = cos * rotary.attention_scaling, sin * rotary.attention_scaling
@@ -204,7 +215,7 @@ def test_transformers_llama_cache_and_apply_within_bound(source, dtype):
     assert_within(cos.double().numpy(), oracle.expand(expected_cos, "half"), tol, f"{conv.describe()} cos, {dtype}")
     assert_within(sin.double().numpy(), oracle.expand(expected_sin, "half"), tol, f"{conv.describe()} sin, {dtype}")
     q = torch.randn(1, 2, POSITIONS.size, head_dim, generator=torch.Generator().manual_seed(5)).to(dtype)
-    rotated, _ = apply_rotary_pos_emb(q, q, cos[None], sin[None])
+    rotated, _ = hf().apply_rotary_pos_emb(q, q, cos[None], sin[None])
     x = q.double().numpy()
     assert_within(rotated.double().numpy(), oracle.apply(x, POSITIONS, conv, head_dim, "half"),
                   rope_apply_tolerance(x, POSITIONS, conv, head_dim, "half", dtype, dtype, "float32", "float32"),
