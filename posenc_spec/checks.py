@@ -129,9 +129,10 @@ _bounds = _BoundedCache(CACHE_BYTES // 2)
 
 
 def expectation(positions, width: int, convention: str | Convention, out_dtype,
-                degenerate_limit: bool = False) -> Expectation:
+                degenerate_limit: bool = False, cached: bool = True) -> Expectation:
     """The expectation for one size, cached: the exact table once per size and
-    convention, its bound once per output dtype."""
+    convention, its bound once per output dtype. ``cached=False`` for a convention met
+    once (a fitted candidate): computed, never stored, so that it evicts nothing."""
     conv = get_convention(convention)
     key = positions if isinstance(positions, (int, np.integer)) else np.asarray(positions, np.float64).tobytes()
     dtype = dtype_name(out_dtype)
@@ -145,6 +146,10 @@ def expectation(positions, width: int, convention: str | Convention, out_dtype,
         return (conv.positions(values), table, columns, term), table.nbytes + term.nbytes
 
     base = (key, width, conv, degenerate_limit)
+    if not cached:
+        positions_used, table, columns, term = make_table()[0]
+        return Expectation(positions_used, width, conv, dtype, table, tolerance_from_term(term, dtype), columns,
+                           degenerate_limit)
     positions_used, table, columns, term = _tables.get(base, make_table)
 
     def make_expectation():

@@ -30,6 +30,8 @@ from posenc_spec.tolerance import compare
 UNALIASED = 1.5  # radians per row: below pi/2, so the step's sign and size are read unambiguously
 UNIT_MODULUS = 0.1  # |z| must be within this of 1 for columns to pair up into a rotating phase
 MAX_TURNS = 16  # whole turns searched for the lowest frequencies when every step aliases
+SCREEN_ROWS = 64  # rows a candidate is screened on before the whole sample: most fail there
+_PRESET_SET = frozenset(PRESETS.values())
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,16 +46,30 @@ class Sample:
 
 def ratio(sample: Sample, convention: Convention) -> float:
     """The largest error/tolerance ratio of ``sample`` against ``convention`` (inf when the
-    convention has no value at its width)."""
+    convention has no value at its width). Only the presets' tables are cached: a fitted
+    candidate is met once, and would push the gate's own tables out of the cache."""
     try:
-        exp = checks.expectation(sample.positions, sample.table.shape[1], convention, sample.dtype)
+        exp = checks.expectation(sample.positions, sample.table.shape[1], convention, sample.dtype,
+                                 cached=convention in _PRESET_SET)
     except ValueError:
         return math.inf
     return compare(sample.table, exp.table, exp.tolerance).max_ratio
 
 
-def max_ratio(samples, convention: Convention) -> float:
-    return max(ratio(sample, convention) for sample in samples)
+def max_ratio(samples, convention: Convention, stop_above: float = math.inf) -> float:
+    """The largest :func:`ratio` over ``samples``; once it exceeds ``stop_above`` the rest
+    are skipped (the value returned is then only a lower bound, above ``stop_above``)."""
+    largest = -math.inf
+    for sample in samples:
+        if math.isfinite(stop_above) and sample.table.shape[0] > SCREEN_ROWS:
+            rows = slice(None, None, sample.table.shape[0] // SCREEN_ROWS)  # a lower bound from a few rows
+            screened = ratio(Sample(sample.table[rows], sample.dtype, sample.positions[rows]), convention)
+            if screened > stop_above:
+                return screened
+        largest = max(largest, ratio(sample, convention))
+        if largest > stop_above:
+            break
+    return largest
 
 
 def _phases(sample: Sample, structure: Convention):
@@ -209,7 +225,8 @@ def best_member(samples) -> tuple[Convention | None, float, Convention | None, f
                 candidate = structure.replace(base=base, scale=scale, offset=offset)
             except ValueError:
                 continue
-            value = max_ratio(samples, candidate)
+            # Once above both 1 and the nearest ratio, a candidate is neither found nor nearest.
+            value = max_ratio(samples, candidate, stop_above=max(nearest_ratio, 1.0))
             if value < nearest_ratio:
                 nearest, nearest_ratio = candidate, value
             if value <= 1.0:
