@@ -5,6 +5,10 @@ import os
 # Before anything imports transformers or pyplot: no hub access, no screen.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Before numpy and torch load: one BLAS/OpenMP thread per process. The cores are shared by the
+# xdist workers and the gate's children; more threads per process only contend for them.
+for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
 from hypothesis import settings  # noqa: E402
 

@@ -1,7 +1,6 @@
-"""Cost per table element of each reference implementation, beside NumPy's own sin (the floor),
-and the default suite's wall time.
+"""Cost per table element of each reference implementation, beside NumPy's own sin (the floor).
 
-    python benchmarks/bench_reference.py [--size 4096x1024] [--repeats 7] [--suite]
+    python benchmarks/bench_reference.py [--size 4096x1024] [--repeats 7]
 
 Times are medians over the repeats; the machines are noisy, so read the ratios to the floor.
 """
@@ -9,10 +8,7 @@ Times are medians over the repeats; the machines are noisy, so read the ratios t
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,7 +22,6 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="4096x1024", help="table size LxD (default 4096x1024)")
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--suite", action="store_true", help="also time the default test suite (pytest)")
     args = parser.parse_args(argv)
     n, d = (int(part) for part in args.size.split("x"))
     elements = n * d
@@ -54,14 +49,6 @@ def main(argv=None) -> int:
         per_element = median_seconds(fn, args.repeats, warmup=True) / elements
         print(f"{name:<28} {per_element * 1e9:8.2f} ns/element  {per_element / floors[precision]:6.2f}x "
               f"the {precision} floor")
-    if args.suite:
-        root = Path(__file__).resolve().parents[1]
-        start = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
-                                capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "(no output)"
-        print(f"default suite: {wall:.1f} s wall, exit {result.returncode}: {summary}")
     return 0
 
 

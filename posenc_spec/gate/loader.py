@@ -3,7 +3,7 @@
 ``attr`` may be dotted (``Class.method``, ``module.Class.staticmethod``). A file target is
 imported under a private module name derived from its absolute path, with its folder put
 first on ``sys.path`` so that it can import its neighbours. The gate imports targets in
-its worker process only (:mod:`posenc_spec.gate.worker`); the parent merely parses them.
+its sealed children only (:mod:`posenc_spec.gate.child.serve`); the parent merely parses them.
 """
 
 from __future__ import annotations

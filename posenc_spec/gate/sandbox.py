@@ -1,10 +1,10 @@
 """The gate's side of its child processes: templates, sealed children, limits and clean-up.
 
 One *root* template is started per process (:func:`root_template`, in the background: it
-imports torch while the gate prepares) and kept for later runs. Each slot of a run (``-j N`` slots) forks a *slot*
-template from it; a slot template is a subreaper, so whatever a target leaves running,
-double-forked or in a new session, is re-parented to it and killed when the target's turn
-ends. Targets that share a module may share a *module* template, forked from the slot
+imports torch while the gate prepares) and kept for later runs. Each slot of a run (``-j
+N`` slots) forks a *slot* template from it; a slot template is a subreaper, so whatever a
+target leaves running, double-forked or in a new session, is re-parented to it and killed
+when the target's turn ends. Targets that share a module may share a *module* template, forked from the slot
 template, that has imported that module once; every target still runs in a sealed child
 of its own (:class:`Child`), forked for it and killed after it.
 

@@ -1,0 +1,71 @@
+"""The default test suite's cost: wall time, CPU time, and where it goes.
+
+    python benchmarks/bench_suite.py [--repeats 3] [--files 15]
+
+Runs the README's test command (``pytest`` with the repository's own options: pytest-xdist
+``-n auto``, CI=true) ``--repeats`` times and reports the median wall time and the CPU time
+of the run and everything it started (user + system, from the children's rusage): on a
+machine with N cores the wall time cannot fall below CPU / N, so the CPU time says what
+parallelism can still buy. Then one run's ``--durations`` summed per test file, and the
+time one process takes to collect the suite (every xdist worker pays it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+DURATION = re.compile(r"^\s*([\d.]+)s (setup|call|teardown)\s+([^:\s]+)::")
+
+
+def _run(arguments: list[str]) -> tuple[float, float, str]:
+    """``(wall seconds, CPU seconds of the process and its descendants, output)``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([*PYTEST, *arguments], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "CI": "true"})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode != 0:
+        sys.exit(f"pytest {' '.join(arguments)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return wall, cpu, done.stdout
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--files", type=int, default=15, help="test files listed by their summed durations")
+    args = parser.parse_args(argv)
+    runs = [_run([]) for _ in range(args.repeats)]
+    summary = runs[-1][2].strip().splitlines()[-1]
+    print(f"default suite ({summary}), {os.cpu_count()} cores, median of {args.repeats}:")
+    print(f"  wall {statistics.median(run[0] for run in runs):6.1f} s   (runs: "
+          f"{', '.join(f'{run[0]:.1f}' for run in runs)})")
+    print(f"  CPU  {statistics.median(run[1] for run in runs):6.1f} s   (user + system, every process)")
+    collect_wall, _, _ = _run(["-n", "0", "--collect-only"])
+    print(f"  one process collecting the suite: {collect_wall:.1f} s wall")
+    _, _, output = _run(["--durations=0"])
+    per_file: collections.Counter = collections.Counter()
+    for line in output.splitlines():
+        found = DURATION.match(line)
+        if found:
+            per_file[found.group(3)] += float(found.group(1))
+    print(f"  seconds per test file in its worker (setup + call + teardown), the {args.files} largest:")
+    for name, seconds in per_file.most_common(args.files):
+        print(f"    {seconds:6.1f}  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
