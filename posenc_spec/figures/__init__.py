@@ -10,7 +10,7 @@ target's ULP distances from a snapshot.
 
 from __future__ import annotations
 
-import importlib
+from posenc_spec.lazy import lazy_exports
 
 # Each public name and the submodule that defines it. The submodules import matplotlib;
 # they are imported on first use (PEP 562), so that importing this package (to register
@@ -43,16 +43,7 @@ _SOURCES = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_SOURCES))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _SOURCES)
 
 
 __all__ = [

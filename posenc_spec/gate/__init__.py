@@ -12,7 +12,7 @@ Names are imported on first use (PEP 562): a template process imports
 
 from __future__ import annotations
 
-import importlib
+from posenc_spec.lazy import lazy_exports
 
 _SOURCES = {
     "Declaration": "declaration",
@@ -29,16 +29,7 @@ _SOURCES = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_SOURCES))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _SOURCES)
 
 
 __all__ = sorted(_SOURCES)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .declaration import Declaration, declare
 from .errors import UsageError
+from .user_files import read_text
 
 MAX_CONFIG_BYTES = 1 << 22
 
@@ -39,18 +40,7 @@ MAX_CONFIG_BYTES = 1 << 22
 def load_toml(path: Path) -> dict:
     """A TOML file as a dict: a UTF-8 byte-order mark and CRLF line ends are accepted; every
     error names the file (and the line, for a syntax error)."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise UsageError(f"{path}: a configuration file of more than {MAX_CONFIG_BYTES} bytes")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise UsageError(f"{path}, line {line}: not UTF-8 text") from None
+    text = read_text(path, MAX_CONFIG_BYTES, "configuration file")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

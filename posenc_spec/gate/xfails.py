@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .user_files import read_text
 
 MAX_XFAILS_BYTES = 1 << 20
 _ID = re.compile(r"^[A-Za-z0-9_.*?=:\[\]!,x-]+$")
@@ -73,18 +74,7 @@ def parse_xfails(text: str, path: str = "<xfails>") -> Xfails:
 def read_xfails(path) -> Xfails:
     """The entries of the xfails file at ``path``."""
     path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_XFAILS_BYTES + 1)
-    except OSError as error:
-        raise UsageError(f"cannot read the xfails file {path}: {error.strerror or error}") from None
-    if len(data) > MAX_XFAILS_BYTES:
-        raise UsageError(f"{path}: an xfails file of more than {MAX_XFAILS_BYTES} bytes")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise UsageError(f"{path}, line {line}: not UTF-8 text") from None
+    text = read_text(path, MAX_XFAILS_BYTES, "xfails file")
     if "\x00" in text:
         raise UsageError(f"{path}, line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte (a binary file?)")
     return parse_xfails(text, str(path))

@@ -34,20 +34,31 @@ def _resolved(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+def _mode(path: Path) -> int | None:
+    """``path``'s file mode; None where nothing is there yet."""
+    try:
+        return path.stat().st_mode
+    except FileNotFoundError:
+        return None
+
+
+def _is_stream(mode: int | None) -> bool:
+    """A FIFO or a character device: written in place, never replaced."""
+    return mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode))
+
+
 def check(option: str, value: str) -> None:
     """:class:`UsageError` unless ``value`` can be written (see the module docstring)."""
     if value == "-":
         return
     path = _resolved(Path(value))
     try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        mode = None
+        mode = _mode(path)
     except OSError as error:
         raise UsageError(f"{option} {value}: {error.strerror or error}") from None
     if mode is not None and stat.S_ISDIR(mode):
         raise UsageError(f"{option} {value}: is a folder")
-    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+    if _is_stream(mode):
         if not os.access(path, os.W_OK):
             raise UsageError(f"{option} {value}: not writable")
         return
@@ -68,11 +79,8 @@ def write(value: str, text: str) -> None:
         emit(text, sys.stdout)
         return
     path = _resolved(Path(value))
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+    mode = _mode(path)
+    if _is_stream(mode):
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as stream:
             stream.write(text)
         return
