@@ -26,7 +26,6 @@ the answer is "none", with it as the nearest and its error/tolerance.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,7 +38,7 @@ from ..rope.read import Unreadable
 from ..runner import Slot
 from ..sandbox import Limits, root_template
 from . import IdentifyError
-from .rope_readings import read_apply_call, read_cache_call, read_frequencies, unit_rows
+from .rope_readings import Call, CallShape, read_apply_call, read_cache_call, read_frequencies, unit_rows
 from .rope_select import fit, judged, unreadable
 
 FIT_HEAD_DIMS = (64, 128)
@@ -54,26 +53,7 @@ VALIDATION_TOPS = (131072, 6000)
 VALIDATION_LENGTHS = (100, 6000)
 VALIDATION_DRAWS = 32
 MAX_NOTES = 3  # call problems named in a message; the rest are counted
-
-
-@dataclass(frozen=True)
-class CallShape:
-    """How the target is called and what it returns (the user's flags; None: read from the data)."""
-
-    api: str
-    cache_form: str = "cos-sin"
-    cache_layout: str | None = None
-    cache_call: str = "positions"
-    x_layout: str = "bshd"
-    rope_layout: str | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class Call:
-    """A probe and, for apply, the distinct positions of its unit-vector blocks."""
-
-    probe: grid.RopeProbe
-    positions: np.ndarray | None = None
+CACHE_SHAPE = CallShape("rope-cache")  # the default: a cache called as fn(positions, head_dim)
 
 
 def _cache_probe(shape, slot, d, positions):
@@ -200,7 +180,7 @@ def _determined(candidate, api: str) -> list[str]:
     return notes
 
 
-def answer(fit_results, validation_results=(), shape: CallShape = CallShape("rope-cache"), max_positions=None) -> dict:
+def answer(fit_results, validation_results=(), shape: CallShape = CACHE_SHAPE, max_positions=None) -> dict:
     """The identify answer from calls already made: ``fit_results`` as ``[(call, outcome,
     reading)]``, ``validation_results`` as ``[(call, outcome)]``."""
     heads = sorted({call.probe.head_dim for call, _, _ in fit_results})

@@ -30,9 +30,29 @@ import numpy as np
 from ..rope import grid
 from ..rope.read import Unreadable, read_apply, read_cache
 
-# Items per row of each cache form, in units of the width of one of cos and sin.
 AGREE = 1e-3  # relative: two calls within this of each other show the same frequencies
+# Items per row of each cache form, in units of the width of one of cos and sin.
 _ITEMS_PER_WIDTH = {"cos-sin": 1, "complex": 1, "angles": 1, "sin-cos-cat": 2, "cos-sin-cat": 2, "stacked": 2}
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """How the target is called and what it returns (the user's flags; None: read from the data)."""
+
+    api: str
+    cache_form: str = "cos-sin"
+    cache_layout: str | None = None
+    cache_call: str = "positions"
+    x_layout: str = "bshd"
+    rope_layout: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    """A probe and, for apply, the distinct positions of its unit-vector blocks."""
+
+    probe: grid.RopeProbe
+    positions: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)

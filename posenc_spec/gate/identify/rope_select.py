@@ -22,7 +22,7 @@ from ..rope.spec import RopeSpec
 from .rope_fit import Candidate, candidates
 
 if TYPE_CHECKING:
-    from .rope import Call, CallShape
+    from .rope_readings import Call, CallShape
 
 NEAREST_JUDGED = 3  # when no candidate comes near the frequencies, the closest few are judged for "nearest"
 
