@@ -190,3 +190,13 @@ def test_run_options():
     options = run_options(jobs="2", shard="2/3", max_memory="512MiB", max_processes="8")
     assert (options.jobs, options.shard, options.max_memory, options.max_processes) == (2, (2, 3), 2**29, 8)
     assert memory_size("--max-memory", "4G") == 4 * 2**30 and run_options().jobs >= 1
+
+
+def test_rotary_errors_name_the_flag_once():
+    """A bad rope parameter names --rope-param (the flag a user typed), and an error the
+    rotary keys raise themselves is not wrapped in a second prefix."""
+    base = {"target": "pkg.mod:fn", "api": "rope-freqs"}
+    with pytest.raises(UsageError, match=r"^--rope-param: rope parameter 'factor=abc'"):
+        declare({**base, "rope_type": "linear", "rope_parameters": ["factor=abc"]}, flags=True)
+    with pytest.raises(UsageError, match=r"^--layer-type goes with a rope config"):
+        declare({**base, "layer_type": "full_attention"}, flags=True)

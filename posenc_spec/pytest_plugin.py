@@ -26,8 +26,6 @@ from posenc_spec.gate.keys import DECLARATION_KEYS, flag
 
 # option destination -> declaration key
 _KEYS = {f"posenc_{key}": key for key in DECLARATION_KEYS}
-# --rope-param KEY=VALUE is the command line's name for rope_parameters, and it repeats
-_FLAGS = {"rope_parameters": "--rope-param"}
 
 
 def pytest_addoption(parser) -> None:
@@ -39,7 +37,7 @@ def pytest_addoption(parser) -> None:
     group.addoption("--posenc-config", metavar="FILE", default=None,
                     help="a TOML file of [[targets]] (or a pyproject.toml with [tool.posenc-spec]) to gate")
     for dest, key in _KEYS.items():
-        command_flag = _FLAGS.get(key, flag(key))
+        command_flag = flag(key)
         group.addoption("--posenc-" + command_flag[2:], dest=dest, default=None, metavar="VALUE",
                         action="append" if key == "rope_parameters" else "store",
                         help=f"as posenc-spec check {command_flag}")

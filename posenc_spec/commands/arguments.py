@@ -94,7 +94,8 @@ def add_rope_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("rotary embeddings (--api rope-freqs | rope-cache | rope-apply)")
     for key, (metavar, text) in ROPE_FLAGS.items():
         group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text)
-    group.add_argument("--rope-param", dest="rope_parameters", metavar="KEY=VALUE", action="append", default=None,
+    group.add_argument(flag("rope_parameters"), dest="rope_parameters", metavar="KEY=VALUE", action="append",
+                       default=None,
                        help="a parameter of the rope type, Hugging Face's name, VALUE in JSON (repeatable)")
 
 

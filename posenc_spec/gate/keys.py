@@ -18,6 +18,10 @@ DECLARATION_KEYS = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_
 KEYS = ("target", *DECLARATION_KEYS, "xfails")
 
 
+# A key whose flag is not its name: one --rope-param KEY=VALUE per parameter.
+_FLAGS = {"rope_parameters": "--rope-param"}
+
+
 def flag(key: str) -> str:
     """The command-line flag of a key: ``t_max`` -> ``--t-max``."""
-    return "--" + key.replace("_", "-")
+    return _FLAGS.get(key, "--" + key.replace("_", "-"))

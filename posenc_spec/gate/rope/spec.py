@@ -109,6 +109,8 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
             convention = _convention(overrides)
         for size in (head_dim,) if head_dim else GRID_HEAD_DIMS:
             convention.frequencies(size)  # refuses an odd head, an odd or zero rotary size, short lists
+    except UsageError:
+        raise
     except RopeConfigError as error:
         raise UsageError(f"{name('rope_config')}: {error}") from None
     except (ValueError, TypeError) as error:
