@@ -24,7 +24,9 @@ def target_header(report) -> str:
     declaration = report.declaration
     parts = [f"{declaration.api} API"]
     if declaration.formula:
-        parts += [declaration.convention_name(), f"odd={declaration.odd}"]
+        parts.append(declaration.convention_name())
+        if declaration.rope is None:  # a rotary head size is even by definition
+            parts.append(f"odd={declaration.odd}")
     if declaration.against is not None:
         parts.append(f"against {declaration.against_path} (max {declaration.max_ulp} ULP)")
     return f"{declaration.name}  [{', '.join(parts)}]"
