@@ -108,15 +108,21 @@ _UNIT_ROUNDOFF = {
 }
 
 
-def dtype_name(dtype) -> str:
-    """``'float32'`` for np.float32, torch.float32, 'float32', np.dtype('float32') alike."""
+def _name_among(dtype, names) -> str | None:
+    """The name in ``names`` of a numpy, torch or named dtype (None when it is none of them)."""
     name = str(dtype).removeprefix("torch.")
-    if name not in _UNIT_ROUNDOFF:
+    if name not in names:
         try:
             name = np.dtype(dtype).name
         except TypeError:
             pass
-    if name not in _UNIT_ROUNDOFF:
+    return name if name in names else None
+
+
+def dtype_name(dtype) -> str:
+    """``'float32'`` for np.float32, torch.float32, 'float32', np.dtype('float32') alike."""
+    name = _name_among(dtype, _UNIT_ROUNDOFF)
+    if name is None:
         raise ValueError(f"no tolerance is defined for dtype {dtype!r}; "
                          f"floating dtypes only: {', '.join(_UNIT_ROUNDOFF)}")
     return name
@@ -305,13 +311,8 @@ def rope_frequency_tolerance(conv, head_dim, seq_len=None, angle_dtype=DEFAULT_A
 
 def _position_error(positions, position_dtype, angle_dtype) -> np.ndarray:
     """R2: ``delta_p`` per position."""
-    position_name = str(position_dtype).removeprefix("torch.")
-    if position_name not in ROPE_POSITION_DTYPES:
-        try:
-            position_name = np.dtype(position_dtype).name
-        except TypeError:
-            pass
-    if position_name not in ROPE_POSITION_DTYPES:
+    position_name = _name_among(position_dtype, ROPE_POSITION_DTYPES)
+    if position_name is None:
         raise ValueError(f"position_dtype must be one of {', '.join(ROPE_POSITION_DTYPES)}, got {position_dtype!r}"
                          " (float16/bfloat16 positions collide above 2048/256: not correct code)")
     delta = np.zeros(positions.shape)
