@@ -15,6 +15,7 @@ import numpy as np
 
 from posenc_spec.regression import RecordedArray, RecordedCall, Snapshot, SnapshotError
 from posenc_spec.regression.compare import compare_call
+from posenc_spec.regression.ulp import bfloat16_bits, bfloat16_values
 
 from .calls import ArrayArg, CallRequest, Outcome
 from .judge import failed, passed
@@ -32,7 +33,7 @@ def snapshot_requests(probes) -> list[CallRequest]:
 def _bits(array: np.ndarray, dtype: str) -> np.ndarray:
     """The array as a snapshot holds it: bfloat16 (carried as float32) back to its uint16 bits."""
     if dtype == "bfloat16":
-        return (np.ascontiguousarray(array, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        return bfloat16_bits(array)
     return np.array(array, dtype=np.dtype(dtype), copy=True)
 
 
@@ -62,8 +63,8 @@ def _replayed_arg(arg):
     if not isinstance(arg, RecordedArray):
         return arg
     values = arg.values
-    if arg.dtype == "bfloat16":  # the top half of a float32's bits
-        values = (values.astype(np.uint32) << 16).view(np.float32)
+    if arg.dtype == "bfloat16":
+        values = bfloat16_values(values)
     return ArrayArg(values, arg.dtype, arg.container, "argument")
 
 

@@ -14,6 +14,9 @@ import math
 
 import numpy as np
 
+from posenc_spec.regression.ulp import bfloat16_bits, bfloat16_values
+from posenc_spec.text import one_line
+
 from .calls import RESULT_ITEMSIZE, ArrayArg, CallRequest, Outcome
 from .child.protocol import ChannelError
 
@@ -27,8 +30,8 @@ def encode_args(args) -> tuple[list, list]:
     for arg in args:
         if isinstance(arg, ArrayArg):
             carrier = arg.values
-            if arg.dtype == "bfloat16":  # bfloat16 is the top half of a float32's bits
-                carrier = (np.ascontiguousarray(arg.values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+            if arg.dtype == "bfloat16":
+                carrier = bfloat16_bits(arg.values)
             else:
                 carrier = np.ascontiguousarray(arg.values, dtype=np.dtype(arg.dtype).newbyteorder("="))
             specs.append({"array": len(payloads), "dtype": arg.dtype, "shape": list(arg.values.shape),
@@ -46,8 +49,8 @@ def request_bytes(request: CallRequest) -> int:
 
 
 def text(value, limit: int = MAX_MESSAGE) -> str:
-    text = " ".join(str(value).split()) if isinstance(value, str) else ""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """A text a child sent, on one line and at most ``limit`` characters; anything else is ""."""
+    return one_line(value, limit) if isinstance(value, str) else ""
 
 
 def _digests(value) -> dict:
@@ -102,8 +105,8 @@ def _add_array(outcome: Outcome, spec, data, allow_complex: bool) -> str | None:
         return f"returned {dtype} values, not real numbers"
     if len(data) != math.prod(shape) * RESULT_ITEMSIZE[dtype]:
         raise ChannelError("malformed reply (byte count does not match the shape)")
-    if dtype == "bfloat16":  # exact: a bfloat16 is the top half of a float32
-        array = (np.frombuffer(data, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if dtype == "bfloat16":
+        array = bfloat16_values(np.frombuffer(data, dtype=np.uint16))
     else:
         array = np.frombuffer(data, dtype=np.dtype(dtype))
     outcome.arrays.append(array.reshape(shape))

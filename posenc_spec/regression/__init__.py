@@ -28,8 +28,6 @@ class SnapshotExistsError(SnapshotError):
     """The path of a new snapshot already holds a file (and ``force`` was not given)."""
 
 
-def one_line(text) -> str:
-    return " ".join(str(text).split())
 
 
 @dataclass(frozen=True, eq=False)

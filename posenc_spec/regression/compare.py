@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import RecordedArray, RecordedCall, Snapshot, SnapshotError
-from .ulp import INFINITE_ULP, ulp_distance, ulp_histogram
+from .ulp import INFINITE_ULP, bfloat16_values, ulp_distance, ulp_histogram
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def _value(array: RecordedArray, flat_index: int):
     """The element as a Python number: exact (bfloat16 widened from its bits to float32)."""
     value = array.values.reshape(-1)[flat_index]
     if array.dtype == "bfloat16":
-        value = np.array(int(value) << 16, dtype=np.uint32).view(np.float32)[()]
+        value = bfloat16_values(value)[()]
     return value.item()
 
 

@@ -36,13 +36,13 @@ from pathlib import Path
 import numpy as np
 
 from posenc_spec.environment import environment
+from posenc_spec.text import one_line
 
 from . import (
     RecordedArray,
     Snapshot,
     SnapshotError,
     SnapshotExistsError,
-    one_line,
 )
 from .ulp import holding_dtype
 

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import numpy.lib.format as npy
 
+from posenc_spec.text import one_line
+
 from . import (
     CONTAINERS,
     MAX_DIMENSIONS,
@@ -29,7 +31,6 @@ from . import (
     Snapshot,
     SnapshotError,
     check_meta,
-    one_line,
 )
 from .snapshot import (
     FORMAT,

@@ -51,6 +51,17 @@ DTYPES = (*FLOAT_BITS, *COMPLEX_PARTS, *INTEGER_DTYPES)
 HISTOGRAM_BUCKETS = (("0", 0), ("1", 1), ("2-4", 4), ("5-16", 16), ("17-256", 256), (">256", None))
 
 
+def bfloat16_bits(values) -> np.ndarray:
+    """The uint16 bit patterns of bfloat16 values carried as float32 (exact: a bfloat16 is
+    the top half of a float32's bits)."""
+    return (np.ascontiguousarray(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def bfloat16_values(bits) -> np.ndarray:
+    """The float32 values of bfloat16 bit patterns (the inverse of :func:`bfloat16_bits`)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
 def holding_dtype(dtype: str) -> np.dtype:
     """The NumPy dtype that holds values of the recorded ``dtype`` (uint16 for bfloat16)."""
     if dtype not in DTYPES:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from posenc_spec.text import one_line
+
 try:
     import torch
 except ImportError:
@@ -29,17 +31,14 @@ class BadResult(Exception):
     """The call returned, but nothing the gate can check."""
 
 
-def one_line(text, limit: int = 300) -> str:
-    """``text`` on one line, shortened to ``limit`` characters."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+MESSAGE_LIMIT = 300  # characters of an exception's message a child reports
 
 
 def describe_exception(error: BaseException) -> str:
     if isinstance(error, SystemExit):
         return f"called sys.exit({one_line(repr(error.code), 60)})"
     try:
-        message = one_line(error)
+        message = one_line(error, MESSAGE_LIMIT)
     except Exception:  # an exception whose __str__ raises
         message = ""
     return f"raised {type(error).__name__}" + (f": {message}" if message else "")
