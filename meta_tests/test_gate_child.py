@@ -271,7 +271,7 @@ def test_module_templates_share_an_import_between_targets_only(root, tmp_path):
         "second = first\n")
     slot = Slot(root, Limits(2**30, 16, 10.0))
     try:
-        slot.share_module(f"{tmp_path / 'shared.py'}:first", 1)
+        slot.share_module(f"{tmp_path / 'shared.py'}:first")
         values = [slot.run(f"{tmp_path / 'shared.py'}:{name}", _requests((1, 2))).outcomes[0].table[0, 0]
                   for name in ("first", "second")]
         assert values == [11.0, 11.0]  # one import each saw, one call each made

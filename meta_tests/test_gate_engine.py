@@ -159,3 +159,35 @@ def test_xfail_excuses_the_checks_its_failure_stopped(reports):
     excused = {check.name for check in report.checks if check.status == "xfailed"}
     assert {"call[50x8]", "formula[50x8]"} <= excused
     assert not any(name.endswith("[50x4]") for name in excused)
+
+
+def test_a_rotary_declaration_is_not_judged_by_the_sinusoidal_vacuity_rule():
+    """One position is too few to tell sinusoidal shifts apart, and the gate refuses such a
+    table declaration; a rotary grid is fixed by head sizes and positions, so the same cap
+    on a RoPE target is no reason to refuse it."""
+    from posenc_spec.gate import vacuity
+    from posenc_spec.gate.errors import UsageError
+
+    with pytest.raises(UsageError, match="cannot be checked at these options"):
+        vacuity.assert_distinguishable(declare({"target": "a.b:c", "max_positions": 1}))
+    vacuity.assert_distinguishable(declare({"target": "a.b:c", "api": "rope-apply", "max_positions": 1}))
+
+
+def test_finished_slot_templates_are_collected(tmp_path):
+    """After runs with two lanes, no process below the root template is left a zombie."""
+    from posenc_spec.gate.child.limits import descendants
+    from posenc_spec.gate.sandbox import root_template_pid
+
+    target = tmp_path / "zero.py"
+    target.write_text("import numpy as np\n\ndef table(n, d):\n    return np.zeros((n, d))\n")
+    declarations = [declare({"target": f"{target}:table", "max_positions": 8, "odd": "skip"})] * 3
+    for _ in range(3):
+        check_many(declarations, run_options(jobs=2))
+    root = root_template_pid()
+    states = {}
+    for pid in descendants(root):
+        try:
+            states[pid] = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+    assert "Z" not in states.values(), f"zombies below the root template {root}: {states}"

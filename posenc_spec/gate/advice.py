@@ -15,9 +15,6 @@ import numpy as np
 
 from posenc_spec.conventions import PRESETS
 
-from .identify import answer
-from .identify.fit import Sample
-
 _SIZE_PREFIX = re.compile(r"^[^:]*?: ")
 # The sinusoidal grid's slots identify fits on, and those it is checked on afterwards.
 FIT_SLOTS = {"table": ("128x64", "50x8"), "timesteps": ("every-step-x128", "first-50x8")}
@@ -65,6 +62,8 @@ def common_cause(report) -> list[str]:
 def nearest(declaration, tables: dict) -> dict | None:
     """``identify``'s answer from the run's own tables (slot -> (positions, table, dtype)),
     or None when the run holds too few of them."""
+    from .identify import answer  # the fit and the sandbox it can run in: only for a failing target
+
     fit = [_sample(*tables[slot]) for slot in FIT_SLOTS.get(declaration.api, ()) if slot in tables]
     check = [_sample(*tables[slot]) for slot in CHECK_SLOTS.get(declaration.api, ()) if slot in tables]
     if len(fit) < len(FIT_SLOTS.get(declaration.api, ())) or not fit:
@@ -81,7 +80,9 @@ def nearest(declaration, tables: dict) -> dict | None:
                        f"{found['max_error_ratio']:.3g}): {hint}"}
 
 
-def _sample(positions, table, dtype) -> Sample:
+def _sample(positions, table, dtype):
+    from .identify.fit import Sample
+
     rows = np.arange(positions, dtype=np.float64) if np.ndim(positions) == 0 else np.asarray(positions, np.float64)
     return Sample(np.asarray(table, dtype=np.float64), dtype, rows)
 

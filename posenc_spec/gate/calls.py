@@ -14,7 +14,6 @@ import numpy as np
 
 # Item sizes of the dtypes a result may arrive in; bfloat16 travels as its uint16 bits.
 RESULT_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
-REAL_DTYPES = ("float16", "bfloat16", "float32", "float64")
 LARGEST_ITEMSIZE = 16
 
 
@@ -46,15 +45,6 @@ class CallRequest:
         """The largest reply the gate reads for this call: every item as large as the
         expected shape in the widest dtype (a complex128 table, or float64 cos and sin)."""
         return max(math.prod(self.shape), 1) * LARGEST_ITEMSIZE * self.max_items
-
-    def describe_args(self) -> str:
-        parts = []
-        for arg in self.args:
-            if isinstance(arg, ArrayArg):
-                parts.append(f"{arg.values.size} {arg.dtype} {arg.name}")
-            else:
-                parts.append(repr(arg))
-        return "(" + ", ".join(parts) + ")"
 
 
 @dataclass(eq=False)

@@ -49,9 +49,10 @@ def probes(declaration: Declaration) -> list:
     return sinusoidal.probes(declaration)
 
 
-def plan(declaration: Declaration) -> list[str]:
-    """Every check id the declaration's report holds, in order."""
-    calls = probes(declaration)
+def plan(declaration: Declaration, calls: list | None = None) -> list[str]:
+    """Every check id the declaration's report holds, in order (``calls``: its
+    :func:`probes`, when already built)."""
+    calls = probes(declaration) if calls is None else calls
     if not calls:
         ids = ["import"]
     elif _family(declaration) == "rope":
@@ -61,22 +62,32 @@ def plan(declaration: Declaration) -> list[str]:
     return ids + [against.CHECK_ID] if declaration.against is not None else ids
 
 
-def requests(declaration: Declaration) -> list:
-    """Every call a run of ``declaration`` makes: the grid's, then a snapshot's."""
-    replayed = against.replay_requests(declaration.against) if declaration.against is not None else []
-    return [probe.request() for probe in probes(declaration)] + replayed
+@dataclasses.dataclass(frozen=True)
+class Calls:
+    """What one run of a declaration asks: the grid's probes, then a snapshot's replayed calls."""
+
+    probes: list
+    replayed: list
+
+    @classmethod
+    def of(cls, declaration: Declaration) -> Calls:
+        replayed = against.replay_requests(declaration.against) if declaration.against is not None else []
+        return cls(probes(declaration), replayed)
+
+    def requests(self) -> list:
+        return [probe.request() for probe in self.probes] + self.replayed
 
 
-def judge_run(declaration: Declaration, run, keep_table: bool = False) -> GateReport:
-    """The report on one target from its turn (:class:`~posenc_spec.gate.runner.TargetRun`).
-    NaN and infinite values are verdicts, never warnings of the gate's own."""
+def judge_run(declaration: Declaration, calls: Calls, run, keep_table: bool = False) -> GateReport:
+    """The report on one target from its turn (:class:`~posenc_spec.gate.runner.TargetRun`)
+    through ``calls``. NaN and infinite values are verdicts, never warnings of the gate's own."""
     with np.errstate(all="ignore"):
-        return _judge_run(declaration, run, keep_table)
+        return _judge_run(declaration, calls, run, keep_table)
 
 
-def _judge_run(declaration: Declaration, run, keep_table: bool) -> GateReport:
-    calls = probes(declaration)
-    ids = plan(declaration)
+def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> GateReport:
+    calls = made.probes
+    ids = plan(declaration, calls)
     results = judge.Results()
     warnings = [f"importing the target changed {change}" for change in run.import_changes]
     if not run.imported:
@@ -86,8 +97,7 @@ def _judge_run(declaration: Declaration, run, keep_table: bool) -> GateReport:
     results.add(judge.passed("import", run.import_message))
     if declaration.against is not None:
         replayed = run.outcomes[len(calls):]
-        check, diffs = against.judge_regression(declaration.against, replayed,
-                                                against.replay_requests(declaration.against), declaration.max_ulp)
+        check, diffs = against.judge_regression(declaration.against, replayed, made.replayed, declaration.max_ulp)
         results.add(dataclasses.replace(check, details=tuple(diff.as_dict() for diff in diffs if diff is not None)))
     if not calls:
         return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
@@ -150,13 +160,13 @@ def _turn(slot: Slot, declaration: Declaration, shared: bool, options: RunOption
     """One target's turn in a lane: its calls in a sealed child, then its report."""
     started = time.perf_counter()
     slot.limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
-    calls = requests(declaration)
+    calls = Calls.of(declaration)
     if shared:
-        slot.share_module(declaration.target, len(calls), declaration.search_path)
+        slot.share_module(declaration.target, declaration.search_path)
     else:
         slot.end_module()
-    run = slot.run(declaration.target, calls, declaration.search_path)
-    report = judge_run(declaration, run, keep_table)
+    run = slot.run(declaration.target, calls.requests(), declaration.search_path)
+    report = judge_run(declaration, calls, run, keep_table)
     report.seconds, report.where = time.perf_counter() - started, run.where
     return report
 
@@ -212,8 +222,7 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
     if not declarations:
         return []
     for declaration in declarations:  # before anything starts: a usage error costs nothing
-        if declaration.formula:
-            vacuity.assert_distinguishable(declaration)
+        vacuity.assert_distinguishable(declaration)
     with root_template() as root:
         if declarations[0].formula and _family(declarations[0]) == "sinusoidal":
             sinusoidal.prepare(declarations[0])  # while the template imports torch

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from posenc_spec import checks
-from posenc_spec.checks import CheckResult, Worst
+from posenc_spec.checks import CheckResult, Worst, skipped
 
 from . import grid
 from .calls import Outcome, shape_problem
@@ -50,7 +50,7 @@ class Results:
 
     def not_run(self, names, cause: str, reason: str) -> None:
         for name in names:
-            self.add(CheckResult(name, "skipped", f"not run: {reason}"))
+            self.add(skipped(name, f"not run: {reason}"))
             self.causes[name] = cause
 
 
@@ -59,7 +59,7 @@ def judge_table(probe, outcome: Outcome, convention, results: Results) -> None:
     call_id = f"call[{probe.slot}]"
     names = [f"{name}[{probe.slot}]" for name in probe.table_check_names()]
     if outcome.status == "not-run":
-        results.add(CheckResult(call_id, "skipped", outcome.message))
+        results.add(skipped(call_id, outcome.message))
         results.not_run(names, call_id, f"the call for {probe.slot} was not made")
         return
     problem = call_problem(probe, outcome)
@@ -82,7 +82,7 @@ def judge_table(probe, outcome: Outcome, convention, results: Results) -> None:
 def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=False, note="") -> CheckResult:
     """One check for a whole call: its outcome, then finite, then the formula."""
     if outcome.status == "not-run":
-        return CheckResult(check_id, "skipped", outcome.message)
+        return skipped(check_id, outcome.message)
     problem = call_problem(probe, outcome)
     if problem:
         return failed(check_id, f"{probe.size}: {problem}{note}")
@@ -100,7 +100,7 @@ def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=Fals
 def judge_odd(probe, outcome: Outcome, convention) -> CheckResult:
     check_id = probe.check_id
     if outcome.status == "not-run":
-        return CheckResult(check_id, "skipped", outcome.message)
+        return skipped(check_id, outcome.message)
     if convention.odd != "error":
         return _formula_verdict(check_id, probe, outcome, convention,
                                 note=f" (odd='{convention.odd}' declares a {probe.length}x{probe.width} table)")
@@ -115,7 +115,7 @@ def judge_odd(probe, outcome: Outcome, convention) -> CheckResult:
 def judge_degenerate(probe, outcome: Outcome, convention) -> CheckResult:
     check_id = probe.check_id
     if outcome.status == "not-run":
-        return CheckResult(check_id, "skipped", outcome.message)
+        return skipped(check_id, outcome.message)
     undefined = probe.width == 2 and convention.freq_shift == 1
     if not undefined:
         return _formula_verdict(check_id, probe, outcome, convention)
@@ -137,9 +137,9 @@ def judge_determinism(slot: str, check_id: str, outcome: Outcome, first: Outcome
     """The repeat of call ``slot``, started from other generator states, against its first
     call: every array bit for bit."""
     if first is None:
-        return CheckResult(check_id, "skipped", f"not run: the first call for {slot} did not return a result")
+        return skipped(check_id, f"not run: the first call for {slot} did not return a result")
     if outcome.status == "not-run":
-        return CheckResult(check_id, "skipped", outcome.message)
+        return skipped(check_id, outcome.message)
     if not outcome.ok:
         return failed(check_id, f"the second call for {slot} {outcome.message}")
     if first.dtypes != outcome.dtypes or [a.shape for a in first.arrays] != [a.shape for a in outcome.arrays]:
@@ -202,6 +202,6 @@ def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], 
         more = f"; and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
         return CheckResult("global-state", "failed", "; ".join(shown) + more, details=tuple(problems))
     if not ran:
-        return CheckResult("global-state", "skipped", "not run: no call returned")
+        return skipped("global-state", "not run: no call returned")
     return passed("global-state", "no call changed global state, wrote into its arguments, or reseeded a global "
                                   "random number generator")

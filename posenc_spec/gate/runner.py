@@ -6,8 +6,8 @@ that imported that module once. :meth:`Slot.run` forks a sealed child for one ta
 imports it there, sends calls ahead of the replies within a byte budget (the child
 computes the next table while the gate judges this one) and reads the replies, each under
 the per-call timeout, through :mod:`posenc_spec.gate.wire`, which checks every reply
-against its request. A child that dies is replaced
-(the target is imported again) up to ``MAX_DEATHS`` times; after a hang, a broken reply or
+against its request. A child that dies is replaced (the target is imported again) until
+the ``MAX_DEATHS``-th death; after a hang, a broken reply or
 a resource limit the remaining calls are reported as not run. When the target's turn ends
 its child, and everything the child started, is killed.
 """
@@ -22,7 +22,7 @@ from .calls import CallRequest, Outcome
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
 from .loader import module_key
 from .sandbox import Limits, ProcessLimitExceeded, SandboxError, Template, describe_status, process_watch, root_template
-from .wire import encode_args, read_outcome, request_bytes, text
+from .wire import change_lines, encode_args, read_outcome, request_bytes, text
 
 MAX_DEATHS = 3
 # Calls sent ahead of the replies, so that the child computes the next while the gate judges
@@ -50,14 +50,13 @@ class _Child:
     def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=()):
         self.template = template
         self.sock, self.pid = template.spawn(limits, calls, search_path)
-        self.reader = Reader(self.sock, on_wait=process_watch(watch_root, limits.processes + 2))
+        self.reader = Reader(self.sock, on_wait=process_watch(watch_root, limits.processes))
         self.tokens: dict[int, str] = {}
 
     def load(self, target: str, deadline: float):
         send(self.sock, {"op": "load", "target": target})
         header, _, _ = self.reader.read(deadline, 0)
-        changes = header.get("import_changes", [])
-        changes = [text(line, 200) for line in changes[:20]] if isinstance(changes, list) else []
+        changes = change_lines(header.get("import_changes"))
         where = header.get("where")
         self.where = None
         if isinstance(where, dict) and isinstance(where.get("file"), str) and type(where.get("line")) is int:
@@ -130,7 +129,7 @@ class Slot:
 
     # -- module templates ------------------------------------------------------------------
 
-    def share_module(self, target: str, calls: int, search_path=()) -> None:
+    def share_module(self, target: str, search_path=()) -> None:
         """Import ``target``'s module once in a module template for the targets that follow
         (until :meth:`end_module` or another module)."""
         key = (module_key(target), tuple(search_path))
@@ -142,8 +141,7 @@ class Slot:
         try:
             reply = module.request({"op": "import", "target": target}, seconds=self.limits.timeout)
             imported = TargetRun(reply.get("ok") is True, text(reply.get("message", "")),
-                                 [text(line, 200) for line in reply.get("import_changes", [])[:20]]
-                                 if isinstance(reply.get("import_changes"), list) else [])
+                                 change_lines(reply.get("import_changes")))
         except SandboxError:
             late = time.monotonic() >= deadline
             imported = TargetRun(False, f"importing {target} did not finish within the {self.limits.timeout:g} s "

@@ -6,7 +6,7 @@ N`` slots) forks a *slot* template from it; a slot template is a subreaper, so w
 target leaves running, double-forked or in a new session, is re-parented to it and killed
 when the target's turn ends. Targets that share a module may share a *module* template, forked from the slot
 template, that has imported that module once; every target still runs in a sealed child
-of its own (:class:`Child`), forked for it and killed after it.
+of its own (:class:`~posenc_spec.gate.runner._Child`), forked for it and killed after it.
 
 A module template has run the target's import, so the gate trusts nothing it says beyond
 the protocol: it may only make its own targets fail. The root and slot templates run no
@@ -68,8 +68,8 @@ class Limits:
 class Template:
     """A handle on one template process (see :mod:`posenc_spec.gate.child.template`)."""
 
-    def __init__(self, sock: socket.socket, pid: int | None, popen=None, trusted: bool = True):
-        self.sock, self.pid, self.popen, self.trusted = sock, pid, popen, trusted
+    def __init__(self, sock: socket.socket, pid: int | None, popen=None):
+        self.sock, self.pid, self.popen = sock, pid, popen
         self.reader = Reader(sock)
         self._lock = threading.Lock()  # lanes share the root template: one request at a time
 
@@ -101,14 +101,14 @@ class Template:
             raise SandboxError(f"the gate's template process failed while {what}: {error}") from None
         return header
 
-    def request(self, header: dict, fds=(), seconds: float = TEMPLATE_REPLY_SECONDS, what: str = "") -> dict:
+    def request(self, header: dict, fds=(), seconds: float = TEMPLATE_REPLY_SECONDS) -> dict:
         with self._lock:
             self.ready()
             try:
                 send(self.sock, header, fds=fds)
             except OSError as error:
                 raise SandboxError(f"the gate's template process is gone ({error})") from None
-            return self._reply(time.monotonic() + seconds, what or header.get("op", "?"))
+            return self._reply(time.monotonic() + seconds, header.get("op", "?"))
 
     def _fork(self, header: dict) -> tuple[socket.socket, int]:
         parent_end, child_end = socket.socketpair()
@@ -176,14 +176,16 @@ def root_template_pid() -> int | None:
     return _root.popen.pid if _root is not None and _root.alive() else None
 
 
-def process_watch(root_pid: int, limit: int):
-    """A ``Reader.on_wait`` hook: raise :class:`ProcessLimitExceeded` when more than
-    ``limit`` processes live below ``root_pid`` (Linux; elsewhere a no-op)."""
+def process_watch(root_pid: int, processes: int):
+    """A ``Reader.on_wait`` hook: raise :class:`ProcessLimitExceeded` when the target below
+    the slot template ``root_pid`` has started more than ``processes`` processes (Linux;
+    elsewhere a no-op)."""
+    limit = processes + 2  # below the slot template also stand a module template and the sealed child
 
     def check():
         count = len(os_limits.descendants(root_pid))
         if count > limit:
-            raise ProcessLimitExceeded(f"started more than {limit - 2} processes (the --max-processes limit)")
+            raise ProcessLimitExceeded(f"started more than {processes} processes (the --max-processes limit)")
 
     return check
 

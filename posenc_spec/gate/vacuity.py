@@ -84,14 +84,17 @@ def _options(declaration) -> str:
 
 
 def assert_distinguishable(declaration) -> None:
-    """:class:`UsageError` when the grid cannot tell the declared convention from a neighbour."""
-    probes = _formula_probes(declaration)
+    """:class:`UsageError` when the grid cannot tell the declared sinusoidal convention from a
+    neighbour (a rotary grid is fixed by its head sizes and positions: nothing to refuse)."""
+    if declaration.rope is not None or not declaration.formula:
+        return
     key = (declaration.convention, declaration.api, declaration.t_max, declaration.max_positions)
     if key not in _verdicts:
-        _verdicts[key] = _indistinguishable(declaration.convention, probes)
+        _verdicts[key] = _indistinguishable(declaration.convention, _formula_probes(declaration))
     what = _verdicts[key]
     if what is None:
         return
+    probes = _formula_probes(declaration)
     convention = declaration.convention
     largest = max(float(np.max(np.abs(convention.scale * (convention.positions(probe.positions) + convention.offset)),
                                initial=0.0)) for probe in probes)

@@ -53,6 +53,15 @@ def text(value, limit: int = MAX_MESSAGE) -> str:
     return one_line(value, limit) if isinstance(value, str) else ""
 
 
+MAX_CHANGE_LINES = 20  # lines of global-state or import changes kept from one reply
+CHANGE_LINE = 200  # characters of each
+
+
+def change_lines(value) -> list[str]:
+    """The change lines a child reported (a list of texts), bounded; anything else is none."""
+    return [text(line, CHANGE_LINE) for line in value[:MAX_CHANGE_LINES]] if isinstance(value, list) else []
+
+
 def _digests(value) -> dict:
     if not isinstance(value, dict):
         return {}
@@ -69,7 +78,7 @@ def read_outcome(header: dict, payloads: list, request: CallRequest, call_id: in
     state, written = header.get("state", []), header.get("written", [])
     if not isinstance(state, list) or not isinstance(written, list):
         raise ChannelError("malformed reply (bad state list)")
-    outcome = Outcome(status, text(header.get("message", "")), state=[text(line, 200) for line in state[:20]],
+    outcome = Outcome(status, text(header.get("message", "")), state=change_lines(state),
                       written=[text(name, 40) for name in written[:8]],
                       rng_before=_digests(header.get("rng_before")), rng_after=_digests(header.get("rng_after")),
                       exception=text(header.get("exception", ""), 80) or None)

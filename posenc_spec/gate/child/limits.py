@@ -120,19 +120,18 @@ def user_processes() -> list[int]:
     return pids
 
 
-def descendants(root: int, exclude=()) -> list[int]:
-    """Every process below ``root`` (not ``root``), skipping the subtrees of ``exclude``."""
+def descendants(root: int) -> list[int]:
+    """Every process below ``root`` (not ``root``)."""
     if not IS_LINUX:
         return []
     children: dict[int, list[int]] = {}
     for pid, parent in _parents().items():
         children.setdefault(parent, []).append(pid)
-    found, stack, skip = [], [root], set(exclude)
+    found, stack = [], [root]
     while stack:
         for child in children.get(stack.pop(), ()):
-            if child not in skip:
-                found.append(child)
-                stack.append(child)
+            found.append(child)
+            stack.append(child)
     return found
 
 
@@ -145,28 +144,25 @@ def kill_group(pid: int) -> None:
             pass
 
 
-def sweep(keep=(), rounds: int = 200) -> int:
-    """Kill every descendant of this process outside ``keep``'s subtrees, and reap those
-    that are its children, until none is left (a fork bomb's survivors are re-parented
-    here by the subreaper flag and caught in the next round). Returns how many were killed."""
-    killed = 0
+def sweep(rounds: int = 200) -> None:
+    """Kill every descendant of this process, and reap those that are its children, until
+    none is left (a fork bomb's survivors are re-parented here by the subreaper flag and
+    caught in the next round)."""
     for _ in range(rounds):
-        victims = descendants(os.getpid(), keep)
+        victims = descendants(os.getpid())
         for pid in victims:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        killed += len(victims)
-        reap(keep)
+        reap()
         if not victims:
-            return killed
+            return
         time.sleep(0.001)
-    return killed
 
 
-def reap(keep=()) -> dict[int, int]:
-    """Collect every finished child (``keep``'s too, if they finished): pid -> wait status."""
+def reap() -> dict[int, int]:
+    """Collect every finished child: pid -> wait status."""
     statuses = {}
     while True:
         try:

@@ -23,6 +23,7 @@ control socket closes, the template kills everything below it and exits.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 
@@ -43,6 +44,7 @@ def _fork(fd: int, body, *arguments) -> int:
     try:
         from . import limits
 
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the root ignores it; its children need their statuses
         os.setsid()
         limits.die_with_parent()
         limits.close_other_fds({fd})
@@ -106,7 +108,7 @@ def loop(sock, subreaper: bool) -> None:
                 statuses[pid] = os.waitpid(pid, 0)[1]
             except ChildProcessError:
                 pass
-            reply["killed"] = limits.sweep()
+            limits.sweep()
             statuses.update(limits.reap())
             reply["status"] = statuses.pop(pid, None)
         else:
@@ -136,4 +138,7 @@ def main() -> None:
     from .protocol import send
 
     send(sock, {"ok": True, "pid": os.getpid()})
+    # The root template needs no child's exit status: the kernel collects each slot template
+    # as it exits, where waiting for it would leave a zombie until the next request.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     loop(sock, subreaper=False)

@@ -159,7 +159,7 @@ def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, tim
         try:
             for target in targets:
                 if shared[module_key(target)] > 1:  # import a module once for all its targets
-                    slot.share_module(target, len(calls))
+                    slot.share_module(target)
                 run = slot.run(target, [probe.request() for probe in calls])
                 if not run.imported:
                     raise IdentifyError(run.import_message)

@@ -22,14 +22,17 @@ from __future__ import annotations
 import json
 import math
 from importlib import resources
+from pathlib import Path
 
 from posenc_spec import __version__
 from posenc_spec.environment import environment
 
 from ..errors import UsageError
 from ..report import STATUS_CONFORMS, STATUS_ERROR, STATUS_FAILS
+from ..user_files import read_text
 
 SCHEMA_VERSION = 1
+MAX_REPORT_BYTES = 1 << 30  # a report of tens of thousands of targets stays far below
 SCHEMA_FILE = "report-v1.schema.json"
 EXIT_STATUS = {STATUS_CONFORMS: 0, STATUS_FAILS: 1, STATUS_ERROR: 2}
 
@@ -91,12 +94,10 @@ def run_report(entries: list[dict], total: int, shard=(1, 1), config: str | None
 
 def read_report(path: str) -> dict:
     """A report written by ``--json``: UsageError for anything that is not one."""
+    text = read_text(Path(path), MAX_REPORT_BYTES, "report")
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
-    except (UnicodeDecodeError, ValueError) as error:
+        data = json.loads(text)
+    except ValueError as error:
         raise UsageError(f"{path}: not a JSON report ({error})") from None
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
         raise UsageError(f"{path}: not a posenc-spec report of schema_version {SCHEMA_VERSION}")

@@ -15,7 +15,8 @@ passed, xpassed                                 none (xpassed: a ``<system-out>`
 
 ``FAMILY`` is the check id without its grid slot (``formula`` for ``formula[50x8]``); a
 failure's text adds the worst element. A suite counts ``tests``, ``failures``, ``errors``
-and ``skipped`` (skipped and xfailed); ``<testsuites>`` sums them. The checks of a target
+and ``skipped`` (skipped and xfailed); ``<testsuites>`` sums tests, failures and errors
+(the JUnit schema gives it no ``skipped``). The checks of a target
 are judged together after one run, so each ``<testcase>`` has ``time="0"`` and its suite
 the target's ``seconds``. A suite's ``<properties>`` hold the target's status, its resolved
 form and the line of its function; its ``<system-out>`` the target's warnings.
