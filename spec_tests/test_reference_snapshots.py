@@ -7,9 +7,8 @@ import pytest
 
 from posenc_spec.environment import environment
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.engine import check_many
-from posenc_spec.gate.options import run_options
 from posenc_spec.regression.snapshot_reader import read_snapshot
+from spec_tests.assertions import check_named
 from spec_tests.reference_snapshots import FOLDER, MAX_ULP, SNAPSHOTS
 
 
@@ -17,7 +16,7 @@ from spec_tests.reference_snapshots import FOLDER, MAX_ULP, SNAPSHOTS
 def reports():
     declarations = {name: declare({"target": target, "against": str(FOLDER / name), "max_ulp": MAX_ULP})
                     for name, (target, _) in SNAPSHOTS.items()}
-    return dict(zip(declarations, check_many(declarations.values(), run_options(jobs=1)), strict=True))
+    return check_named(declarations)
 
 
 @pytest.mark.parametrize("name", list(SNAPSHOTS))
