@@ -8,6 +8,7 @@ classes they belong to and, where one was found, a public place the same bug was
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 from posenc_spec.conventions import Convention, get_convention
@@ -64,6 +65,10 @@ class Entry:
     @property
     def target(self) -> str:
         return f"{self.module}:{self.id}"
+
+    def function(self):
+        """The registered function itself, imported from its module."""
+        return getattr(importlib.import_module(self.module), self.id)
 
     @property
     def skip_odd(self) -> bool:
