@@ -24,7 +24,7 @@ def test_wrong_implementation_is_rejected(entry, reports):
     report = reports[entry.id]
     assert report.status != "error", f"{entry.target} did not import: {failure_summary(report)}"
     assert not report.conforms, (
-        f"survivor: {entry.target} passed the gate under {entry.describe_convention()}; "
+        f"survivor: {entry.target} passed the gate under {entry.describe()}; "
         f"its bug: {entry.description}")
 
 
@@ -33,5 +33,5 @@ def test_correct_implementation_is_accepted(entry, reports):
     """The gate accepts a correct implementation written in another library's idiom."""
     report = reports[entry.id]
     assert report.conforms, (
-        f"false alarm: {entry.target} ({entry.describe_convention()}; {entry.description}) "
+        f"false alarm: {entry.target} ({entry.describe()}; {entry.description}) "
         f"was rejected: {failure_summary(report)}")

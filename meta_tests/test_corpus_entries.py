@@ -93,7 +93,7 @@ def test_correct_entry_matches_the_formula_at_a_small_size(entry):
     table, dtype, positions = _small_table(entry)
     expected = checks.expectation(positions, 8, entry.convention, dtype)
     result = checks.check_formula(table, expected)
-    assert result.passed, f"{entry.target}(50, 8) under {entry.describe_convention()}: {result.message}"
+    assert result.passed, f"{entry.target}(50, 8) under {entry.describe()}: {result.message}"
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[entry.id for entry in ENTRIES])

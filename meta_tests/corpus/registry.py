@@ -82,7 +82,8 @@ class Entry:
             fields["odd"] = self.odd
         return get_convention(self.preset, **fields)
 
-    def describe_convention(self) -> str:
+    def describe(self) -> str:
+        """The declaration in one line (the name RopeEntry.describe shares)."""
         parts = [self.preset] + [f"{key}={value}" for key, value in self.overrides]
         return ", ".join(parts) + f"; odd {self.odd}; api {self.api}"
 
