@@ -19,12 +19,8 @@ temporary folder, so that nothing of the repository can be imported. Inside it c
 3. ``pytest --posenc-target FILE.py:fn --posenc-convention vaswani`` passes for the correct
    function and fails for the wrong one;
 4. ``posenc-spec check`` in a subfolder finds ``[tool.posenc-spec]`` in a parent folder;
-5. ``posenc-spec check`` in an empty folder without configuration runs the built-in default
-   (the packaged reference implementations). Until ``posenc_spec.references`` exists this
-   step prints a note and is skipped: it switches itself on when that package ships.
-
-Until ``check`` has ``--junitxml`` the JUnit file is written from the JSON report by
-:func:`posenc_spec.gate.output.junit.junit_xml`, with a printed note.
+5. ``posenc-spec check`` in an empty folder without configuration runs the built-in default:
+   the targets of the installed ``posenc_spec.references.BUILT_IN_TARGETS``, all conforming.
 """
 
 from __future__ import annotations
@@ -142,10 +138,6 @@ def check_versions(version: str, folder: Path) -> None:
     expect(importlib.util.find_spec("reference_impls") is None, "reference_impls is not installed")
 
 
-def has_junitxml(folder: Path) -> bool:
-    return "--junitxml" in run(["posenc-spec", "check", "--help"], folder, expected=0).stdout
-
-
 def check_reports(folder: Path) -> None:
     import xml.etree.ElementTree as ET
     from importlib import resources
@@ -153,22 +145,15 @@ def check_reports(folder: Path) -> None:
     import jsonschema
 
     schema = json.loads(resources.files("posenc_spec").joinpath("data", "report-v1.schema.json").read_text("utf-8"))
-    wired = has_junitxml(folder)
-    if not wired:
-        print("note: check has no --junitxml yet; the JUnit files are written from the JSON reports", flush=True)
     for name, source, status, code in (("correct", CORRECT, "conforms", 0), ("buggy", BUGGY, "does-not-conform", 1)):
         (folder / f"{name}.py").write_text(source)
         json_path, junit_path = folder / f"{name}.json", folder / f"{name}.xml"
-        command = ["posenc-spec", "check", f"{name}.py:table", "--convention", "vaswani", "--json", str(json_path)]
-        run(command + (["--junitxml", str(junit_path)] if wired else []), folder, expected=code)
+        run(["posenc-spec", "check", f"{name}.py:table", "--convention", "vaswani", "--json", str(json_path),
+             "--junitxml", str(junit_path)], folder, expected=code)
         expect(True, f"posenc-spec check {name}.py:table exits {code}")
         report = json.loads(json_path.read_text("utf-8"))
         jsonschema.validate(report, schema)
         expect(report["status"] == status, f"{json_path.name} validates against the packaged schema: {status}")
-        if not wired:
-            from posenc_spec.gate.output.junit import junit_xml
-
-            junit_path.write_text(junit_xml(report), encoding="utf-8")
         root = ET.parse(junit_path).getroot()
         failed = sum(check["status"] == "failed" for check in report["targets"][0]["checks"])
         expect(root.tag == "testsuites" and len(root.findall("testsuite")) == 1
@@ -205,18 +190,19 @@ def check_config_discovery(folder: Path) -> None:
 
 
 def check_builtin_default(folder: Path) -> None:
-    import importlib.util
+    from posenc_spec.references import BUILT_IN_TARGETS
 
-    if importlib.util.find_spec("posenc_spec.references") is None:
-        print("note: SKIPPED the built-in default (posenc-spec check in an empty folder): posenc_spec.references "
-              "is not packaged yet; this step runs by itself once it is", flush=True)
-        return
+    expected = [declared["target"] for declared in BUILT_IN_TARGETS["targets"]]
     empty = folder / "empty"
     empty.mkdir()
     run(["posenc-spec", "check", "--json", "default.json"], empty, expected=0)
     report = json.loads((empty / "default.json").read_text("utf-8"))
-    expect(report["status"] == "conforms" and report["total_targets"] > 0,
-           f"posenc-spec check in an empty folder runs the built-in default ({report['total_targets']} targets)")
+    ran = [target["target"] for target in report["targets"]]
+    expect(len(expected) == 4 and ran == expected and report["total_targets"] == len(expected),
+           f"posenc-spec check in an empty folder runs the {len(expected)} targets of BUILT_IN_TARGETS "
+           f"(ran {ran}, total_targets {report['total_targets']})")
+    expect(report["status"] == "conforms" and all(target["status"] == "conforms" for target in report["targets"]),
+           f"the built-in default conforms: {[target['status'] for target in report['targets']]}")
 
 
 def inside(version: str) -> int:

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from meta_tests.corpus import BUG_CLASSES, ENTRIES, rope_correct, rope_wrong  # noqa: E402, F401
+from meta_tests.corpus import BUG_CLASSES, ENTRIES  # noqa: E402
 from meta_tests.corpus.rope_registry import ROPE_BUG_CLASSES, ROPE_ENTRIES  # noqa: E402
 from posenc_spec.gate.declaration import declare  # noqa: E402
 from posenc_spec.gate.engine import check_many  # noqa: E402
@@ -53,10 +53,6 @@ class Corpus:
 CORPORA = (Corpus("sinusoidal", tuple(ENTRIES), BUG_CLASSES), Corpus("rope", tuple(ROPE_ENTRIES), ROPE_BUG_CLASSES))
 
 
-def _describe(entry) -> str:
-    return entry.describe_convention() if hasattr(entry, "describe_convention") else entry.describe()
-
-
 def score(corpus: Corpus, reports: dict) -> dict:
     """Rates, survivors and false alarms of one corpus from the reports, keyed by entry id."""
     survivors = [entry for entry in corpus.wrong if reports[entry.id].status != "does-not-conform"]
@@ -79,7 +75,7 @@ def print_score(corpus: Corpus, result: dict, reports: dict, verbose: bool) -> N
     print(f"  false-alarm rate: {result['false_alarms']}/{result['correct']} = {100 * result['false_alarm_rate']:.1f}%")
     print(f"  survivors ({len(result['survivors'])}):" + ("" if result["survivors"] else " none"))
     for entry in result["survivors"]:
-        print(f"    {entry.id}  [{', '.join(entry.bug_classes)}]  {_describe(entry)}: {reports[entry.id].status}")
+        print(f"    {entry.id}  [{', '.join(entry.bug_classes)}]  {entry.describe()}: {reports[entry.id].status}")
         print(f"        bug: {entry.description}" + (f" (seen in {entry.seen_in})" if entry.seen_in else ""))
     alarms = result["false_alarm_entries"]
     print(f"  false alarms ({len(alarms)}):" + ("" if alarms else " none"))
@@ -100,7 +96,7 @@ def print_score(corpus: Corpus, result: dict, reports: dict, verbose: bool) -> N
 
 def as_json(result: dict) -> dict:
     def brief(entry):
-        return {"id": entry.id, "target": entry.target, "declared": _describe(entry), "description": entry.description,
+        return {"id": entry.id, "target": entry.target, "declared": entry.describe(), "description": entry.description,
                 "seen_in": entry.seen_in, "bug_classes": list(entry.bug_classes)}
 
     return {"wrong": result["wrong"], "correct": result["correct"], "kill_rate": result["kill_rate"],

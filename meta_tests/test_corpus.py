@@ -10,30 +10,21 @@ the test id.
 import pytest
 
 from meta_tests.corpus import CORRECT, ENTRIES, WRONG
-from posenc_spec.gate.engine import check_many
-from posenc_spec.gate.options import run_options
+from spec_tests.assertions import check_named, failure_summary
 
 
 @pytest.fixture(scope="module")
 def reports():
-    results = check_many([entry.declaration() for entry in ENTRIES], run_options())
-    return {entry.id: report for entry, report in zip(ENTRIES, results, strict=True)}
-
-
-def _summary(report, limit=3) -> str:
-    failures = report.failures()
-    shown = "; ".join(f"{check.name}: {check.message}" for check in failures[:limit])
-    more = f" (+{len(failures) - limit} more)" if len(failures) > limit else ""
-    return shown + more
+    return check_named({entry.id: entry.declaration() for entry in ENTRIES}, jobs=None)
 
 
 @pytest.mark.parametrize("entry", WRONG, ids=[entry.id for entry in WRONG])
 def test_wrong_implementation_is_rejected(entry, reports):
     """The gate rejects a wrong implementation, through a failed check rather than an import error."""
     report = reports[entry.id]
-    assert report.status != "error", f"{entry.target} did not import: {_summary(report)}"
+    assert report.status != "error", f"{entry.target} did not import: {failure_summary(report)}"
     assert not report.conforms, (
-        f"survivor: {entry.target} passed the gate under {entry.describe_convention()}; "
+        f"survivor: {entry.target} passed the gate under {entry.describe()}; "
         f"its bug: {entry.description}")
 
 
@@ -42,5 +33,5 @@ def test_correct_implementation_is_accepted(entry, reports):
     """The gate accepts a correct implementation written in another library's idiom."""
     report = reports[entry.id]
     assert report.conforms, (
-        f"false alarm: {entry.target} ({entry.describe_convention()}; {entry.description}) "
-        f"was rejected: {_summary(report)}")
+        f"false alarm: {entry.target} ({entry.describe()}; {entry.description}) "
+        f"was rejected: {failure_summary(report)}")

@@ -1,7 +1,6 @@
 """The corpus registry itself: big enough, every bug class of issue 6 present, every entry
 declared completely, and the correct entries really correct at a small size."""
 
-import importlib
 import re
 
 import numpy as np
@@ -17,19 +16,15 @@ MIN_WRONG, MIN_CORRECT = 40, 12
 REPOSITORY = re.compile(r"[\w.-]+/[\w.-]+")
 
 
-def _function(entry):
-    return getattr(importlib.import_module(entry.module), entry.id)
-
-
 def _small_table(entry, length=50, width=8):
     """The entry's output at a small even size, as (float64 values, dtype name, positions)."""
     if entry.api == "table":
-        result, positions = _function(entry)(length, width), length
+        result, positions = entry.function()(length, width), length
     else:
         steps = torch.arange(length, dtype=torch.int64)
         if entry.t_max < length:
             steps = torch.linspace(0, entry.t_max, length, dtype=torch.float32)
-        result, positions = _function(entry)(steps, width), steps.double().numpy()
+        result, positions = entry.function()(steps, width), steps.double().numpy()
     if isinstance(result, torch.Tensor):
         name = dtype_name(result.dtype)
         return result.detach().to(torch.float64).numpy(), name, positions
@@ -48,7 +43,7 @@ def test_ids_are_unique_and_name_callables():
     ids = [entry.id for entry in ENTRIES]
     duplicates = sorted({entry_id for entry_id in ids if ids.count(entry_id) > 1})
     assert not duplicates, f"duplicate corpus ids: {duplicates}"
-    not_callable = [entry.target for entry in ENTRIES if not callable(_function(entry))]
+    not_callable = [entry.target for entry in ENTRIES if not callable(entry.function())]
     assert not not_callable, f"targets that are not callable: {not_callable}"
 
 
@@ -98,7 +93,7 @@ def test_correct_entry_matches_the_formula_at_a_small_size(entry):
     table, dtype, positions = _small_table(entry)
     expected = checks.expectation(positions, 8, entry.convention, dtype)
     result = checks.check_formula(table, expected)
-    assert result.passed, f"{entry.target}(50, 8) under {entry.describe_convention()}: {result.message}"
+    assert result.passed, f"{entry.target}(50, 8) under {entry.describe()}: {result.message}"
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[entry.id for entry in ENTRIES])

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from meta_tests.hostile import report_json
+from meta_tests.reports import gate_report
 from posenc_spec.checks import CheckResult, Worst
-from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.output import json_report
 from posenc_spec.gate.output.annotations import MAX_LINES_PER_TARGET, github_annotations
 from posenc_spec.gate.output.junit import junit_xml
-from posenc_spec.gate.report import GateReport
 
 JUNIT_XSD = Path(__file__).resolve().parent.parent / "spec_tests" / "data" / "junit-10.xsd"
 WORST = Worst((3, 4), (50, 8), 0.5, 0.25, 0.25, 1e-7)
@@ -26,32 +25,22 @@ HOSTILE = 'said "no" & \'why\' <b>]]> \x00\x1b \udcff \ufffe\ttab\nnext line'
 HOSTILE_AS_XML = 'said "no" & \'why\' <b>]]> \\x00\\x1b \\udcff \\ufffe\ttab\nnext line'
 
 
-def _report(checks, target="pkg.mod:fn", **fields):
-    return GateReport(declare({"target": target, "odd": "skip"}), checks, **fields)
-
-
 def _every_status():
-    return _report([CheckResult("import", "passed", "imported"),
-                    CheckResult("formula[50x8]", "failed", "wrong values", WORST),
-                    CheckResult("range[50x8]", "failed", "out of [-1, 1]"),
-                    CheckResult("position-zero[50x8]", "skipped", "no row stands for position 0"),
-                    CheckResult("odd[7]", "xfailed", "known deviation: ceil"),
-                    CheckResult("determinism", "xpassed", "same twice"),
-                    CheckResult("global-state", "passed", "untouched")],
-                   target="pkg.mod:every", warnings=["posenc-xfails.txt, line 2: 'determinism' passed"],
-                   where=("/src/pkg/mod.py", 7), seconds=1.25)
+    return gate_report([CheckResult("import", "passed", "imported"),
+                        CheckResult("formula[50x8]", "failed", "wrong values", WORST),
+                        CheckResult("range[50x8]", "failed", "out of [-1, 1]"),
+                        CheckResult("position-zero[50x8]", "skipped", "no row stands for position 0"),
+                        CheckResult("odd[7]", "xfailed", "known deviation: ceil"),
+                        CheckResult("determinism", "xpassed", "same twice"),
+                        CheckResult("global-state", "passed", "untouched")],
+                       target="pkg.mod:every", warnings=["posenc-xfails.txt, line 2: 'determinism' passed"],
+                       where=("/src/pkg/mod.py", 7), seconds=1.25)
 
 
 def _unimportable():
-    return _report([CheckResult("import", "failed", "ModuleNotFoundError: No module named 'nowhere'"),
-                    CheckResult("formula[50x8]", "skipped", "not run: the target could not be imported")],
-                   target="nowhere.mod:fn", importable=False)
-
-
-def report_dict(reports) -> dict:
-    """The report as ``check --json`` writes it and a reader loads it back."""
-    entries = [json_report.target_entry(report, position) for position, report in enumerate(reports)]
-    return json.loads(json_report.to_text(json_report.run_report(entries, len(reports))))
+    return gate_report([CheckResult("import", "failed", "ModuleNotFoundError: No module named 'nowhere'"),
+                        CheckResult("formula[50x8]", "skipped", "not run: the target could not be imported")],
+                       target="nowhere.mod:fn", importable=False)
 
 
 def _suites(text):
@@ -61,16 +50,16 @@ def _suites(text):
 def test_junit_validates_against_jenkins_junit_schema():
     """Every status, warnings, an import error and a hostile reason give a file the schema accepts."""
     xmlschema = pytest.importorskip("xmlschema", reason="the test extra installs xmlschema")
-    hostile = _report([CheckResult("formula[50x8]", "failed", HOSTILE)], target="pkg.mod:hostile")
-    text = junit_xml(report_dict([_every_status(), _unimportable(), hostile]))
+    hostile = gate_report([CheckResult("formula[50x8]", "failed", HOSTILE)], target="pkg.mod:hostile")
+    text = junit_xml(report_json([_every_status(), _unimportable(), hostile]))
     xmlschema.XMLSchema(str(JUNIT_XSD)).validate(text)
 
 
 def test_junit_has_one_suite_per_target_and_counts_each_status():
     """Suites in report order, one testcase per check id; failures, errors and skipped (with
     xfailed) per suite agree with the report's own counts, and <testsuites> sums them."""
-    reports = [_every_status(), _unimportable(), _report([], target="pkg.mod:empty")]
-    root = ET.fromstring(junit_xml(report_dict(reports)).encode("utf-8"))
+    reports = [_every_status(), _unimportable(), gate_report([], target="pkg.mod:empty")]
+    root = ET.fromstring(junit_xml(report_json(reports)).encode("utf-8"))
     suites = root.findall("testsuite")
     assert [suite.get("name") for suite in suites] == [report.declaration.name for report in reports]
     for suite, report in zip(suites, reports, strict=True):
@@ -90,7 +79,7 @@ def test_junit_has_one_suite_per_target_and_counts_each_status():
 def test_junit_marks_each_status_as_reporters_expect():
     """failure with the check family and the worst element; skipped for skips and xfails
     (the message says xfail); nothing for passes; warnings in the suite's system-out."""
-    (suite,) = _suites(junit_xml(report_dict([_every_status()])))
+    (suite,) = _suites(junit_xml(report_json([_every_status()])))
     cases = {case.get("name"): case for case in suite.findall("testcase")}
     failure = cases["formula[50x8]"].find("failure")
     assert failure.get("message") == "wrong values" and failure.get("type") == "formula"
@@ -106,7 +95,7 @@ def test_junit_marks_each_status_as_reporters_expect():
 
 
 def test_junit_import_failure_is_an_error_not_a_failure():
-    (suite,) = _suites(junit_xml(report_dict([_unimportable()])))
+    (suite,) = _suites(junit_xml(report_json([_unimportable()])))
     cases = suite.findall("testcase")
     error = cases[0].find("error")
     assert error is not None and cases[0].find("failure") is None, ET.tostring(cases[0])
@@ -117,8 +106,8 @@ def test_junit_import_failure_is_an_error_not_a_failure():
 def test_junit_escapes_hostile_text_and_replaces_what_xml_forbids():
     """Markup, ]]> and quotes come back unchanged; NUL, ESC, a lone surrogate and U+FFFE come
     back as backslash escapes; the text encodes to UTF-8 and parses."""
-    report = _report([CheckResult(HOSTILE, "failed", HOSTILE)], target="pkg.mod:fn", warnings=[HOSTILE])
-    text = junit_xml(report_dict([report]))
+    report = gate_report([CheckResult(HOSTILE, "failed", HOSTILE)], target="pkg.mod:fn", warnings=[HOSTILE])
+    text = junit_xml(report_json([report]))
     (suite,) = _suites(text)
     case = suite.find("testcase")
     assert case.get("name") == HOSTILE_AS_XML and case.find("failure").get("message") == HOSTILE_AS_XML
@@ -129,7 +118,7 @@ def test_junit_escapes_hostile_text_and_replaces_what_xml_forbids():
 
 def test_junit_is_deterministic():
     """The same report gives the same text: no timestamp or host name is written."""
-    data = report_dict([_every_status(), _unimportable()])
+    data = report_json([_every_status(), _unimportable()])
     assert junit_xml(data) == junit_xml(json.loads(json.dumps(data)))
     assert not re.search(r"timestamp=|hostname=", junit_xml(data))
 
@@ -164,8 +153,9 @@ def test_annotations_escape_properties_and_message(tmp_path):
     back the exact path (relative to the root), line and reason, on one line each."""
     source = tmp_path / "my,dir:x" / "pe.py"
     reason = "100% wrong: %0A and %3A are text\r\nat 5:6, again"
-    report = _report([CheckResult("formula[50x8]", "failed", reason)], target=f"{source}:fn", where=(str(source), 12))
-    (line,) = github_annotations(report_dict([report]), root=tmp_path)
+    report = gate_report([CheckResult("formula[50x8]", "failed", reason)], target=f"{source}:fn",
+                         where=(str(source), 12))
+    (line,) = github_annotations(report_json([report]), root=tmp_path)
     assert line.startswith("::error file=my%2Cdir%3Ax/pe.py,line=12,title=posenc-spec formula[50x8]::"), line
     level, properties, message = _parse_command(line)
     assert level == "error" and properties == {"file": "my,dir:x/pe.py", "line": "12",
@@ -177,13 +167,13 @@ def test_annotations_locations_relative_outside_or_null(tmp_path):
     """Inside the root: file and line; outside: named in the message, no file; null: neither.
     A conforming target gives nothing; an import failure and a warning give one line each."""
     failed = [CheckResult("determinism", "failed", "differs")]
-    reports = [_report(failed, target="pkg.a:fn", where=(str(tmp_path / "src" / "a.py"), 3)),
-               _report(failed, target="pkg.b:fn", where=("/elsewhere/b.py", 4)),
-               _report(failed, target="pkg.c:fn"),
-               _report([CheckResult("determinism", "passed", "same")], target="pkg.ok:fn", where=("/x.py", 1)),
+    reports = [gate_report(failed, target="pkg.a:fn", where=(str(tmp_path / "src" / "a.py"), 3)),
+               gate_report(failed, target="pkg.b:fn", where=("/elsewhere/b.py", 4)),
+               gate_report(failed, target="pkg.c:fn"),
+               gate_report([CheckResult("determinism", "passed", "same")], target="pkg.ok:fn", where=("/x.py", 1)),
                _unimportable(),
-               _report([CheckResult("determinism", "xpassed", "same")], target="pkg.d:fn", warnings=["gone"])]
-    parsed = [_parse_command(line) for line in github_annotations(report_dict(reports), root=tmp_path)]
+               gate_report([CheckResult("determinism", "xpassed", "same")], target="pkg.d:fn", warnings=["gone"])]
+    parsed = [_parse_command(line) for line in github_annotations(report_json(reports), root=tmp_path)]
     assert [properties.get("file") for _, properties, _ in parsed] == ["src/a.py", None, None, None, None]
     assert parsed[0][1]["line"] == "3" and all("line" not in properties for _, properties, _ in parsed[1:])
     assert parsed[1][2] == "pkg.b:fn (defined at /elsewhere/b.py, line 4): differs"
@@ -195,17 +185,17 @@ def test_annotations_locations_relative_outside_or_null(tmp_path):
 def test_annotations_are_capped_per_target(tmp_path):
     """A target with 25 failures gives MAX_LINES_PER_TARGET lines and one that counts the rest;
     the next target still gets its own."""
-    many = _report([CheckResult(f"formula[{i}x8]", "failed", "wrong") for i in range(25)], target="pkg.many:fn")
-    one = _report([CheckResult("determinism", "failed", "differs")], target="pkg.one:fn")
-    lines = github_annotations(report_dict([many, one]), root=tmp_path)
+    many = gate_report([CheckResult(f"formula[{i}x8]", "failed", "wrong") for i in range(25)], target="pkg.many:fn")
+    one = gate_report([CheckResult("determinism", "failed", "differs")], target="pkg.one:fn")
+    lines = github_annotations(report_json([many, one]), root=tmp_path)
     assert len(lines) == MAX_LINES_PER_TARGET + 2, lines
     level, properties, message = _parse_command(lines[MAX_LINES_PER_TARGET])
     hidden = 25 - MAX_LINES_PER_TARGET
     assert level == "error" and message.startswith(f"pkg.many:fn: {hidden} more annotations not shown (25 failed")
     assert _parse_command(lines[-1])[2] == "pkg.one:fn: differs"
-    assert len(github_annotations(report_dict([many]), root=tmp_path, limit=3)) == 4
+    assert len(github_annotations(report_json([many]), root=tmp_path, limit=3)) == 4
     with pytest.raises(ValueError, match="limit must be a positive integer, got 0"):
-        github_annotations(report_dict([many]), limit=0)
+        github_annotations(report_json([many]), limit=0)
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,40 +12,32 @@ import threading
 import jsonschema
 import numpy as np
 import pytest
-from PIL import Image
 
+from meta_tests.hostile import report_json
+from meta_tests.reports import gate_report
 from posenc_spec import oracle
 from posenc_spec.checks import CheckResult, Worst
 from posenc_spec.conventions import PRESETS
 from posenc_spec.figures.gate_plots import MAX_FOLDER_NAME, figure_folder, figure_folders, write_figures
-from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.output import destination, json_report
 from posenc_spec.gate.output.text import MAX_FAILURE_LINES, summary_lines
-from posenc_spec.gate.report import GateReport, KeptTable
+from posenc_spec.gate.report import KeptTable
+from spec_tests.figure_compare import FIGURE_NAMES, assert_png
 
-FIGURE_NAMES = ("heatmap", "row_profiles", "similarity", "difference")
 WORST = Worst((3, 4), (50, 8), 0.5, 0.25, float("inf"), 1e-7)
 
 
-def _report(checks, target="pkg.mod:fn", **fields):
-    return GateReport(declare({"target": target, "odd": "skip"}), checks, **fields)
-
-
 def _failing():
-    return _report([CheckResult("formula[50x8]", "failed", "NaN", WORST), CheckResult("determinism", "passed", "same"),
-                    CheckResult("position-zero[4096x1024]", "skipped", "no row stands for position 0")])
-
-
-def report_dict(reports, **kwargs):
-    entries = [json_report.target_entry(report, position) for position, report in enumerate(reports)]
-    return json_report.run_report(entries, len(reports), **kwargs)
+    return gate_report([CheckResult("formula[50x8]", "failed", "NaN", WORST),
+                        CheckResult("determinism", "passed", "same"),
+                        CheckResult("position-zero[4096x1024]", "skipped", "no row stands for position 0")])
 
 
 def test_report_validates_against_the_shipped_schema():
     """One shape for one target and for many: versions, an overall status, and per check the
     stable id, the status, the reason and the worst element as fields (null for non-finite)."""
-    data = json.loads(json_report.to_text(report_dict([_failing(), _report([])])))
+    data = report_json([_failing(), gate_report([])])
     jsonschema.validate(data, json_report.schema())
     assert data["schema_version"] == 1 and data["status"] == "does-not-conform"
     assert set(data["environment"]) == {"posenc_spec", "python", "numpy", "torch", "platform"}
@@ -57,7 +49,7 @@ def test_report_validates_against_the_shipped_schema():
 
 
 def test_the_schema_refuses_what_is_not_a_report():
-    data = report_dict([_failing()])
+    data = report_json([_failing()])
     for broken in ({**data, "status": "passed"}, {**data, "schema_version": 2},
                    {**data, "targets": [{**data["targets"][0], "checks": [{"id": "x", "status": "ok"}]}]}):
         with pytest.raises(jsonschema.ValidationError):
@@ -75,8 +67,8 @@ def test_overall_status_and_exit_status():
 def test_shards_merge_back_into_the_whole_run():
     """Each shard holds every N-th target with its position; merged, they are the whole run
     in order, and a missing or repeated shard is a usage error."""
-    reports = [_report([], target=f"pkg.mod:f{i}") for i in range(5)]
-    whole = report_dict(reports)
+    reports = [gate_report([], target=f"pkg.mod:f{i}") for i in range(5)]
+    whole = report_json(reports)
     shards = []
     for index in (1, 2):
         entries = [json_report.target_entry(r, p) for p, r in enumerate(reports) if p % 2 == index - 1]
@@ -95,7 +87,7 @@ def test_summary_lists_failures_counts_the_rest_and_marks_statuses():
     checks = [CheckResult(f"formula[{i}x8]", "failed", f"wrong {i}") for i in range(20)]
     checks += [CheckResult("odd[7]", "xfailed", "known deviation: ceil"),
                CheckResult("range[50x8]", "skipped", "not run: the call for 50x8 did not return a table")]
-    report = _report(checks, warnings=["draws from torch's global random number generator"])
+    report = gate_report(checks, warnings=["draws from torch's global random number generator"])
     lines = summary_lines(report)
     assert lines[0] == "pkg.mod:fn  [table API, vaswani, odd=skip]"
     assert sum(line.startswith("  FAIL ") for line in lines) == MAX_FAILURE_LINES
@@ -157,7 +149,7 @@ def test_figure_folders_are_safe_readable_and_unique():
     long_b = os.path.join(os.getcwd(), *["deep folder"] * 30, "b.py") + ":fn"
     targets = ["pkg.mod:Class.fn", "pkg.mod:Class.fn", os.path.join(os.getcwd(), "my dir", "pe.py") + ":table",
                long_a, long_b]
-    names = figure_folders([_report([], target=target) for target in targets])
+    names = figure_folders([gate_report([], target=target) for target in targets])
     assert names[:3] == ["pkg.mod-Class.fn", "pkg.mod-Class.fn-2", "my_dir_pe.py-table"], names
     assert all(len(name) <= MAX_FOLDER_NAME for name in names) and names[3] != names[4], names
     assert all(os.sep not in name and not name.startswith(".") for name in names), names
@@ -173,18 +165,17 @@ def _kept_swapped(positions=20, width=8):
 def test_write_figures_draws_only_what_does_not_conform(tmp_path):
     """The four PNGs for a failing report with a kept table; none for a conforming one; a reason
     for a failing one without a table. The lines name every file; the JSON holds them."""
-    failing = _report([CheckResult("formula[20x8]", "failed", "wrong")], target="pkg.mod:swapped",
-                      kept=_kept_swapped())
-    good = _report([CheckResult("formula[20x8]", "passed", "ok")], target="pkg.mod:good")
-    empty = _report([CheckResult("call[20x8]", "failed", "raised RuntimeError")], target="pkg.mod:raises")
+    failing = gate_report([CheckResult("formula[20x8]", "failed", "wrong")], target="pkg.mod:swapped",
+                          kept=_kept_swapped())
+    good = gate_report([CheckResult("formula[20x8]", "passed", "ok")], target="pkg.mod:good")
+    empty = gate_report([CheckResult("call[20x8]", "failed", "raised RuntimeError")], target="pkg.mod:raises")
     figures = write_figures([failing, good, empty], tmp_path)
     assert figures[1] is None and figures[2].paths == {} and "no call returned a table" in figures[2].reason
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pkg.mod-swapped"], "pictures of a conforming target"
     assert tuple(figures[0].paths) == FIGURE_NAMES and figures[0].slot == "20x8"
     for name, path in figures[0].paths.items():
         assert path == tmp_path / "pkg.mod-swapped" / f"{name}.png"
-        with Image.open(path) as image:
-            assert image.format == "PNG" and min(image.size) > 100, f"{path}: {image.format} {image.size}"
+        assert_png(path)
     assert figures[0].lines()[0] == "figures of the 20x8 table:"
     assert figures[2].lines() == ["figures: none (no call returned a table to draw)"]
     assert figures[0].as_json() == {"figures": {name: str(path) for name, path in figures[0].paths.items()}}
@@ -193,8 +184,8 @@ def test_write_figures_draws_only_what_does_not_conform(tmp_path):
 def test_write_figures_reports_a_folder_it_cannot_write(tmp_path):
     """A file where the target's folder should be: a one-line reason instead of pictures, no exception."""
     (tmp_path / "pkg.mod-swapped").write_text("in the way")
-    report = _report([CheckResult("formula[20x8]", "failed", "wrong")], target="pkg.mod:swapped",
-                     kept=_kept_swapped())
+    report = gate_report([CheckResult("formula[20x8]", "failed", "wrong")], target="pkg.mod:swapped",
+                         kept=_kept_swapped())
     (figures,) = write_figures([report], tmp_path)
     assert figures.paths == {} and figures.reason.startswith(f"cannot write {tmp_path / 'pkg.mod-swapped'}"), figures
     assert np.all([line.count("\n") == 0 for line in figures.lines()])

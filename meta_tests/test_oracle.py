@@ -10,13 +10,7 @@ from hypothesis import strategies as st
 
 from posenc_spec import checks, oracle
 from posenc_spec.conventions import Convention, UndefinedWidthError
-from posenc_spec.tolerance import element_tolerance
-from spec_tests.assertions import assert_within
-
-
-def float64_bound(positions, width, convention):
-    theta, log_omega = oracle.angles(positions, width, convention)
-    return element_tolerance(theta, log_omega, "float64", "float64")
+from spec_tests.assertions import assert_within, float64_rounded_tolerance
 
 
 @pytest.mark.parametrize("num_positions, width", [(8192, 1024), (4096, 1024), (1024, 768)])
@@ -30,7 +24,7 @@ def test_float64_table_within_its_stated_bound_at_sampled_elements(num_positions
     # Row p of the n-row table is the same arithmetic on the same float64 p as this one-row
     # table of position p: only the sampled rows are formed (the whole 8192 x 1024 took 0.75 s).
     fast = oracle.table(positions, width)[:, cols]
-    assert_within(fast, exact, float64_bound(positions, width, "vaswani")[:, cols],
+    assert_within(fast, exact, float64_rounded_tolerance(positions, width, "vaswani", "float64", columns=cols),
                   f"float64 oracle at {num_positions}x{width}")
 
 
@@ -52,7 +46,8 @@ def test_float64_table_matches_mpmath_for_drawn_conventions(convention, width, n
         assert (width % 2 and convention.odd == "error") or h - convention.freq_shift <= 0
         return
     exact = oracle.exact_values(num_positions, width, convention)
-    assert_within(fast, exact, float64_bound(num_positions, width, convention), f"{convention}, width {width}")
+    assert_within(fast, exact, float64_rounded_tolerance(num_positions, width, convention, "float64"),
+                  f"{convention}, width {width}")
 
 
 def test_exact_values_are_correctly_rounded_at_known_points():
@@ -97,7 +92,7 @@ def test_exact_values_match_the_formula_written_out(preset, column, formula, pos
     exact = oracle.exact_values(np.array([position]), 8, preset, columns=[column])[0, 0]
     assert exact == by_hand, f"{preset} column {column} at {position}: exact_values {exact!r}, by hand {by_hand!r}"
     fast = oracle.table(np.array([position]), 8, preset)[0, column]
-    bound = float64_bound(np.array([position]), 8, preset)[0, column]
+    bound = float64_rounded_tolerance(np.array([position]), 8, preset, "float64")[0, column]
     assert abs(fast - by_hand) <= bound, f"{preset} column {column}: table {fast!r}, by hand {by_hand!r}"
 
 
@@ -107,7 +102,8 @@ def test_degenerate_limit_gives_omega_one():
     positions = np.arange(50.0)
     closed_form = np.stack([np.sin(positions), np.cos(positions)], axis=1)
     table = oracle.table(50, 2, "tensor2tensor", degenerate_limit=True)
-    assert_within(table, closed_form, 2 * float64_bound(50, 2, "concat"), "tensor2tensor at d = 2, omega = 1")
+    assert_within(table, closed_form, 2 * float64_rounded_tolerance(50, 2, "concat", "float64"),
+                  "tensor2tensor at d = 2, omega = 1")
     with pytest.raises(UndefinedWidthError):
         oracle.table(3, 2, "tensor2tensor")
 

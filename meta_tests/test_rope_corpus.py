@@ -23,6 +23,7 @@ from posenc_spec.gate.options import run_options
 from posenc_spec.gate.rope import grid
 from posenc_spec.gate.rope.judge import RopeJudge
 from posenc_spec.rope import oracle
+from spec_tests.assertions import failure_summary as _summary
 
 DYNAMIC_2X = {"factor": 2.0, "original_max_position_embeddings": 4096}
 LONGROPE_HEAD = 8
@@ -36,12 +37,6 @@ def reports():
     # One lane: a second one gains nothing on two cores that pytest-xdist already keeps busy.
     return dict(zip((entry.id for entry in ROPE_ENTRIES), check_many(declarations, run_options(jobs=1)),
                     strict=True))
-
-
-def _summary(report, limit=3) -> str:
-    failures = report.failures()
-    shown = "; ".join(f"{check.name}: {check.message}" for check in failures[:limit])
-    return shown + (f" (+{len(failures) - limit} more)" if len(failures) > limit else "")
 
 
 @pytest.mark.parametrize("entry", ROPE_WRONG, ids=[entry.id for entry in ROPE_WRONG])

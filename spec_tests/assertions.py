@@ -6,6 +6,8 @@ import numpy as np
 
 from posenc_spec import checks, oracle
 from posenc_spec.checks import CheckResult, Expectation
+from posenc_spec.gate.engine import check_many
+from posenc_spec.gate.options import run_options
 from posenc_spec.tolerance import element_tolerance
 
 
@@ -44,3 +46,20 @@ def float64_rounded_tolerance(positions, width: int, convention, dtype, rows=sli
     theta, log_omega = oracle.angles(positions, width, convention)
     return element_tolerance(theta[rows][:, columns], log_omega[columns], dtype, "float64")
 
+
+
+def check_named(declarations: dict, jobs=1) -> dict:
+    """The gate's reports of ``declarations`` (name -> declaration) in one ``check_many`` run,
+    under the same names. One lane by default: a module's targets share one module template
+    (transformers imported once), and pytest-xdist already keeps the cores busy; ``jobs=None``
+    takes the gate's default (the usable cores)."""
+    reports = check_many(declarations.values(), run_options(jobs=jobs))
+    return dict(zip(declarations, reports, strict=True))
+
+
+def failure_summary(report, limit: int = 3) -> str:
+    """The first ``limit`` failed checks of a gate report, ``name: message`` each, and how
+    many more there are: what an assertion on a verdict shows when it fails."""
+    failures = report.failures()
+    shown = "; ".join(f"{check.name}: {check.message}" for check in failures[:limit])
+    return shown + (f" (+{len(failures) - limit} more)" if len(failures) > limit else "")

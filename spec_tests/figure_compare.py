@@ -1,8 +1,17 @@
-"""How every figure test compares with its baseline: one tolerance, one style, no metadata."""
+"""How every figure test compares with its baseline: one tolerance, one style, no metadata;
+and what every written picture must be (:func:`assert_png`)."""
 
 import pytest
+from PIL import Image
 
 from posenc_spec import figures
+
+# The four pictures of a table (posenc_spec.figures.diagnostics.table_figures), by file stem,
+# in the order plot and check --plots write them.
+FIGURE_NAMES = ("heatmap", "row_profiles", "similarity", "difference")
+# A written figure is at least this many pixels on each side: a drawn picture, not an empty
+# or collapsed canvas (the smallest, plot's 40x16 table, is hundreds of pixels each way).
+MIN_PNG_SIDE = 100
 
 # How far a figure may differ from its baseline: pytest-mpl's RMS over all pixels and
 # channels, in 0-255 levels. One matplotlib build renders these figures bit for bit (RMS 0:
@@ -22,3 +31,10 @@ FIGURE_COMPARE = {
     "deterministic": True,
 }
 figure_comparison = pytest.mark.mpl_image_compare(**FIGURE_COMPARE)
+
+
+def assert_png(path) -> None:
+    """``path`` is a PNG file of a drawn figure: it opens as PNG, more than MIN_PNG_SIDE pixels each way."""
+    with Image.open(path) as image:
+        assert image.format == "PNG" and min(image.size) > MIN_PNG_SIDE, (
+            f"{path}: {image.format} {image.size}, expected a PNG over {MIN_PNG_SIDE} pixels each way")

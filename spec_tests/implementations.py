@@ -19,6 +19,11 @@ from reference_impls import numpy_loop, numpy_vectorized, timestep, torch_impl
 
 TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
                 "bfloat16": torch.bfloat16}
+# What reference_impls.family is tested at (test_agreement, test_bounds, test_formula): the
+# dtypes it offers, and a table long enough for angles near 1000 and wide enough for 32
+# frequencies.
+FAMILY_DTYPES = ("float64", "float32", "float16")
+FAMILY_SIZE = (1024, 64)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,9 @@ from posenc_spec import checks
 from posenc_spec.conventions import PRESETS, get_convention
 from reference_impls import family, timestep
 from spec_tests.assertions import assert_within, float64_rounded_tolerance
-from spec_tests.implementations import SEED_REFERENCES, seed_table
+from spec_tests.implementations import FAMILY_DTYPES, FAMILY_SIZE, SEED_REFERENCES, seed_table
 
 SIZES = [(50, 512), (300, 512), (1024, 768)]
-FAMILY_SIZE = (1024, 64)
-FAMILY_DTYPES = ("float64", "float32", "float16")
 SEED = 20261122
 
 

@@ -14,7 +14,7 @@ from posenc_spec.conventions import PRESETS, get_convention
 from posenc_spec.tolerance import element_tolerance
 from reference_impls import family
 from spec_tests.assertions import assert_check, assert_within, float64_rounded_tolerance
-from spec_tests.implementations import IMPLEMENTATIONS, by_dtype, ids
+from spec_tests.implementations import FAMILY_DTYPES, FAMILY_SIZE, IMPLEMENTATIONS, by_dtype, ids
 
 PAIRS = by_dtype(IMPLEMENTATIONS)
 SIZES = [(50, 512), (1024, 768), (4096, 64)]
@@ -62,8 +62,6 @@ def test_bound_checks_reject_a_table_with_swapped_functions(check):
     assert not check(scaled, exp).passed or check not in preserved, check(scaled, exp).message
 
 
-FAMILY_DTYPES = ("float64", "float32", "float16")
-FAMILY_SIZE = (1024, 64)
 # Written out per preset at width 8: the first row for position 0 (sin 0 = 0, cos 0 = 1)...
 POSITION_ZERO = {"vaswani": [0, 1, 0, 1, 0, 1, 0, 1], "concat": [0, 0, 0, 0, 1, 1, 1, 1],
                  "tensor2tensor": [0, 0, 0, 0, 1, 1, 1, 1], "fairseq": [0, 0, 0, 0, 1, 1, 1, 1],

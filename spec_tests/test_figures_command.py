@@ -6,11 +6,11 @@ import time
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from posenc_spec.cli import main
+from spec_tests.figure_compare import FIGURE_NAMES, assert_png
 
-PNG_NAMES = ("heatmap.png", "row_profiles.png", "similarity.png", "difference.png")
+PNG_NAMES = tuple(f"{name}.png" for name in FIGURE_NAMES)
 
 
 def plot(argv) -> int:
@@ -69,8 +69,7 @@ def test_plot_writes_four_readable_pngs(tmp_path, capsys):
     assert status == 0, f"plot numpy_vectorized: exit {status}\n{printed}"
     assert "every element within tolerance" in printed, printed
     for name in PNG_NAMES:
-        with Image.open(out / name) as image:
-            assert image.format == "PNG" and min(image.size) > 100, f"{name}: {image.format} {image.size}"
+        assert_png(out / name)
         assert str(out / name) in printed, f"{name} not named in the output:\n{printed}"
 
 

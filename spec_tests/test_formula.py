@@ -17,7 +17,15 @@ from posenc_spec import checks, oracle
 from posenc_spec.conventions import PRESETS, Convention, get_convention
 from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
 from spec_tests.assertions import assert_matches_formula, assert_within, float64_rounded_tolerance
-from spec_tests.implementations import IMPLEMENTATIONS, TORCH_DTYPES, by_dtype, ids, seed_table
+from spec_tests.implementations import (
+    FAMILY_DTYPES,
+    FAMILY_SIZE,
+    IMPLEMENTATIONS,
+    TORCH_DTYPES,
+    by_dtype,
+    ids,
+    seed_table,
+)
 
 # The seeds' sizes, GPT-2's and a long wide one, and the small widths where members coincide.
 GRID = [(50, 512), (300, 512), (1024, 768), (4096, 1024), (0, 8), (1, 2), (7, 2), (64, 4), (100, 6), (50, 8)]
@@ -65,8 +73,6 @@ FAMILY_MEMBERS = {name: (name, {}) for name in PRESETS} | {
     "overridden": ("vaswani", {"layout": "concat", "first": "cos", "freq_shift": 1, "base": 500.0, "offset": 3,
                                "scale": 0.5}),
 }
-FAMILY_DTYPES = ("float64", "float32", "float16")
-SAMPLE_SIZE = (1024, 64)  # long enough for angles near 1000, wide enough for 32 frequencies
 SAMPLED_ROWS = 40  # with every column: 2600 mpmath elements, about 0.03 s per member
 
 
@@ -75,7 +81,7 @@ def _mpmath_sample(member: str):
     """Seeded rows (the first and last included) of a 1024 x 64 table, every column, in mpmath."""
     name, overrides = FAMILY_MEMBERS[member]
     conv = get_convention(name, **overrides)
-    num_positions, width = SAMPLE_SIZE
+    num_positions, width = FAMILY_SIZE
     rng = np.random.default_rng(sum(map(ord, member)))
     rows = np.unique(np.concatenate([[0, num_positions - 1], rng.integers(0, num_positions, SAMPLED_ROWS)]))
     return conv, rows, oracle.exact_values(rows.astype(np.float64), width, conv)
@@ -88,7 +94,7 @@ def test_family_matches_mpmath_at_sampled_rows(member, dtype):
     of float64 arithmetic rounded once to the dtype, of the mpmath values."""
     name, overrides = FAMILY_MEMBERS[member]
     conv, rows, exact = _mpmath_sample(member)
-    num_positions, width = SAMPLE_SIZE
+    num_positions, width = FAMILY_SIZE
     table = family.sinusoidal_encoding(num_positions, width, name, np.dtype(dtype), **overrides)
     assert table.dtype == np.dtype(dtype), f"family {member}: dtype {table.dtype}, asked {dtype}"
     assert_within(table[rows], exact, float64_rounded_tolerance(num_positions, width, conv, dtype, rows),

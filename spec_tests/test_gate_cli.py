@@ -19,19 +19,17 @@ from posenc_spec.gate.output.json_report import schema
 HERE = Path(__file__).resolve()
 REPO = HERE.parent.parent
 
-# The [tool.posenc-spec] of this repository: the reference implementations gated in CI.
+# A [tool.posenc-spec] table as a user writes one: shared keys, then two targets, the second
+# with its own API and convention. (This repository has no such table: with none, check runs
+# posenc_spec.references.BUILT_IN_TARGETS, which test_the_built_in_default_runs_in_an_empty_folder
+# covers.)
 PYPROJECT_EXAMPLE = """\
 [tool.posenc-spec]
 convention = "vaswani"
-
-[[tool.posenc-spec.targets]]
-target = "reference_impls.numpy_loop:positional_encoding"
+max_positions = 64
 
 [[tool.posenc-spec.targets]]
 target = "reference_impls.numpy_vectorized:positional_encoding"
-
-[[tool.posenc-spec.targets]]
-target = "reference_impls.torch_impl:positional_encoding"
 
 [[tool.posenc-spec.targets]]
 target = "reference_impls.timestep:timestep_embedding"
@@ -63,7 +61,8 @@ def _report(path) -> dict:
 
 def test_pyproject_example_conforms(tmp_path, monkeypatch, capsys):
     """With no TARGET, check reads [tool.posenc-spec] (from a subfolder too): the reference
-    implementations conform (exit 0), one entry per target in order."""
+    implementations conform (exit 0), one entry per target in order, each under the keys
+    its table and the shared ones give."""
     (tmp_path / "pyproject.toml").write_text(PYPROJECT_EXAMPLE)
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "sub")
@@ -72,10 +71,14 @@ def test_pyproject_example_conforms(tmp_path, monkeypatch, capsys):
     output = capsys.readouterr().out
     assert status == 0, output
     report = _report(tmp_path / "sub" / "report.json")
-    assert report["status"] == "conforms" and len(report["targets"]) == 4, output
+    assert report["status"] == "conforms", output
+    assert [entry["target"] for entry in report["targets"]] == [
+        "reference_impls.numpy_vectorized:positional_encoding", "reference_impls.timestep:timestep_embedding"]
     assert report["config"] == str(tmp_path / "pyproject.toml") and f"config {tmp_path / 'pyproject.toml'}" in output
-    assert report["targets"][3]["declaration"]["layout"] == "concat"
-    assert "4 of 4 targets conform" in output
+    declared = [entry["declaration"] for entry in report["targets"]]
+    assert [(d["layout"], d["api"], d["max_positions"]) for d in declared] == [
+        ("interleaved", "table", 64), ("concat", "timesteps", 64)], declared
+    assert "2 of 2 targets conform" in output
 
 
 def test_wrong_convention_exits_1_and_writes_the_json(tmp_path, capsys):

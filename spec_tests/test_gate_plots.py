@@ -8,12 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from PIL import Image
-
 from posenc_spec.cli import main
+from spec_tests.figure_compare import FIGURE_NAMES, assert_png
 
 REPO = Path(__file__).resolve().parent.parent
-FIGURE_NAMES = ("heatmap", "row_profiles", "similarity", "difference")
 
 # A formula bug (as bad at every size: the first, 50x8, is drawn), a right table that
 # leaves torch's default dtype changed (no formula check fails: the 300x512 table is
@@ -56,8 +54,7 @@ def test_check_plots_draws_and_names_the_pictures_of_failing_targets(tmp_path, m
         assert f"  figures of the {size} table:" in block, f"{entry['target']}: no {size} figures in\n{printed}"
         for name, path in entry["figures"].items():
             assert f"    {name}: {path}" in block, f"{entry['target']}: {name} not named in\n{printed}"
-            with Image.open(path) as image:
-                assert image.format == "PNG" and min(image.size) > 100, f"{path}: {image.format} {image.size}"
+            assert_png(path)
     assert "figures" not in printed[printed.index("reference_impls.numpy_vectorized"):], printed
 
 

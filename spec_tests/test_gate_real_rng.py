@@ -29,8 +29,7 @@ from __future__ import annotations
 import pytest
 
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.engine import check_many
-from posenc_spec.gate.options import run_options
+from spec_tests.assertions import check_named
 from spec_tests.real_targets import target
 
 DRAW_WARNING = "draws from torch's global random number generator"
@@ -63,7 +62,7 @@ def reports():
     """One run for every adapter (the gate imports this file once for all of them)."""
     declarations = {(name, "declared"): _declaration(name, *spec) for name, spec in ADAPTERS.items()}
     declarations |= {(name, preset): _declaration(name, preset, "skip", SMALL) for name, preset in MISDECLARED.items()}
-    return dict(zip(declarations, check_many(declarations.values(), run_options(jobs=1)), strict=True))
+    return check_named(declarations)
 
 
 @pytest.mark.parametrize("name", list(ADAPTERS))

@@ -20,9 +20,8 @@ import pytest
 
 from posenc_spec.conventions import PRESETS
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.identify import identify_many
-from posenc_spec.gate.options import run_options
+from spec_tests.assertions import check_named, failure_summary
 from spec_tests.real_targets import target as real_target
 
 # DistilBERT and Marian fill their tables element by element in Python (half a second for
@@ -61,7 +60,7 @@ def _declarations():
 def reports():
     declarations = _declarations()
     # One lane: transformers is imported once, by the module template every target forks from.
-    return dict(zip(declarations, check_many(declarations.values(), run_options(jobs=1)), strict=True))
+    return check_named(declarations)
 
 
 @pytest.fixture(scope="module")
@@ -69,15 +68,11 @@ def identities():
     return dict(zip(REAL, identify_many([target(name) for name in REAL], max_positions=512), strict=True))
 
 
-def _failures(report) -> str:
-    return "; ".join(f"{check.name}: {check.message}" for check in report.failures()[:5])
-
-
 @pytest.mark.parametrize("name", REAL)
 def test_real_implementation_passes_its_convention(name, reports):
     """Each real implementation conforms to its preset, with its odd-width behaviour declared."""
     report = reports[name, "declared"]
-    assert report.conforms, f"{name} under {REAL[name][0]} (odd={REAL[name][1]}): {_failures(report)}"
+    assert report.conforms, f"{name} under {REAL[name][0]} (odd={REAL[name][1]}): {failure_summary(report, 5)}"
 
 
 @pytest.mark.parametrize("name", REAL)
@@ -97,7 +92,7 @@ def test_odd_widths_return_a_table_where_error_is_declared(name, reports):
     the preset's default odd='error' the gate reports odd[7] and odd[65], and nothing else."""
     report = reports[name, "odd-error"]
     failed = {check.name for check in report.failures()}
-    assert failed == {"odd[7]", "odd[65]"}, f"{name}: {_failures(report)}"
+    assert failed == {"odd[7]", "odd[65]"}, f"{name}: {failure_summary(report, 5)}"
     message = report.result("odd[7]").message
     assert message.startswith("returned a 50x7 table") and "odd='error' declares an exception" in message, message
 
@@ -105,7 +100,7 @@ def test_odd_widths_return_a_table_where_error_is_declared(name, reports):
 def test_whisper_raises_at_odd_widths(reports):
     """Whisper's sinusoids raises ValueError at odd widths, which is what odd='error' declares."""
     report = reports["whisper", "odd-error"]
-    assert report.conforms, _failures(report)
+    assert report.conforms, failure_summary(report, 5)
     assert report.result("odd[7]").message.startswith("raised ValueError"), report.result("odd[7]").message
 
 

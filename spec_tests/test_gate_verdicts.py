@@ -17,10 +17,9 @@ import pytest
 import torch
 
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.engine import check_many
-from posenc_spec.gate.options import run_options
 from reference_impls.family import sinusoidal_encoding
 from reference_impls.torch_impl import positional_encoding
+from spec_tests.assertions import check_named
 
 
 def _table(n, d):
@@ -167,7 +166,7 @@ def reports():
     # A correct target checked after the one that changes the default dtype, in the same lane.
     keys["after_state_change"] = {"target": target("with_grad"), "layout": "interleaved", "odd": "skip"}
     declarations = {name: declare({**value, "max_positions": SMALL}) for name, value in keys.items()}
-    return dict(zip(declarations, check_many(declarations.values(), run_options(jobs=1)), strict=True))
+    return check_named(declarations)
 
 
 @pytest.mark.parametrize("name", BAD)

@@ -15,13 +15,13 @@ import types
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from posenc_spec.cli import main
 from posenc_spec.figures import diagnostics
 from posenc_spec.figures.gate_plots import write_figures
 from posenc_spec.gate.declaration import declare
 from posenc_spec.regression.snapshot_reader import read_snapshot
+from spec_tests.figure_compare import assert_png
 
 CORRECT, WRONG = "meta_tests.corpus.rope_correct", "meta_tests.corpus.rope_wrong"
 HEAD = ["--head-dim", "64"]
@@ -64,11 +64,6 @@ def plot(argv, capsys) -> tuple[int, str, str]:
     status = main(["plot", *argv])
     captured = capsys.readouterr()
     return status, captured.out, captured.err
-
-
-def assert_png(path) -> None:
-    with Image.open(path) as image:
-        assert image.format == "PNG" and min(image.size) > 100, f"{path}: {image.format} {image.size}"
 
 
 @pytest.fixture(scope="module")

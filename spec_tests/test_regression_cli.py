@@ -13,7 +13,7 @@ import pytest
 from posenc_spec.cli import main
 
 CHANGE = "POSENC_REGRESSION_CHANGE"
-SMALL = ["--max-positions", "64", "-j", "1"]  # the last two for check only
+SMALL = ["--max-positions", "64"]
 
 
 def _table(n, d):
@@ -53,7 +53,7 @@ def learned(num_positions, dim):
 @pytest.fixture(scope="module")
 def snapshot(tmp_path_factory):
     path = tmp_path_factory.mktemp("snapshots") / "drifting.npz"
-    assert main(["snapshot", f"{__file__}:drifting", "--out", str(path), *SMALL[:2]]) == 0
+    assert main(["snapshot", f"{__file__}:drifting", "--out", str(path), *SMALL]) == 0
     return path
 
 
@@ -133,8 +133,8 @@ def test_diff_of_two_snapshots(snapshot, tmp_path, monkeypatch, capsys):
     assert main(["diff", str(snapshot), str(snapshot)]) == 0
     monkeypatch.setenv(CHANGE, "milli")
     changed = tmp_path / "changed.npz"
-    assert main(["snapshot", f"{__file__}:drifting", "--out", str(changed), *SMALL[:2]]) == 0
-    assert main(["snapshot", f"{__file__}:drifting", "--out", str(changed), *SMALL[:2]]) == 2  # exists
+    assert main(["snapshot", f"{__file__}:drifting", "--out", str(changed), *SMALL]) == 0
+    assert main(["snapshot", f"{__file__}:drifting", "--out", str(changed), *SMALL]) == 2  # exists
     report = tmp_path / "diff.json"
     assert main(["diff", str(snapshot), str(changed), "--json", str(report)]) == 1
     assert json.loads(report.read_text())["passed"] is False
@@ -144,6 +144,6 @@ def test_diff_of_two_snapshots(snapshot, tmp_path, monkeypatch, capsys):
 def test_a_learned_table_no_convention_describes(tmp_path, capsys):
     """A seeded random matrix: snapshotted, then checked against itself (regression only)."""
     path = tmp_path / "learned.npz"
-    assert main(["snapshot", f"{__file__}:learned", "--out", str(path), *SMALL[:2]]) == 0
+    assert main(["snapshot", f"{__file__}:learned", "--out", str(path), *SMALL]) == 0
     assert main(["check", f"{__file__}:learned", "--against", str(path), "-j", "1"]) == 0
     assert "2 checks, 0 failed: conforms" in capsys.readouterr().out

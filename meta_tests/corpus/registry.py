@@ -8,6 +8,7 @@ classes they belong to and, where one was found, a public place the same bug was
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 from posenc_spec.conventions import Convention, get_convention
@@ -65,6 +66,10 @@ class Entry:
     def target(self) -> str:
         return f"{self.module}:{self.id}"
 
+    def function(self):
+        """The registered function itself, imported from its module."""
+        return getattr(importlib.import_module(self.module), self.id)
+
     @property
     def skip_odd(self) -> bool:
         return self.odd == "skip"
@@ -77,7 +82,8 @@ class Entry:
             fields["odd"] = self.odd
         return get_convention(self.preset, **fields)
 
-    def describe_convention(self) -> str:
+    def describe(self) -> str:
+        """The declaration in one line (the name RopeEntry.describe shares)."""
         parts = [self.preset] + [f"{key}={value}" for key, value in self.overrides]
         return ", ".join(parts) + f"; odd {self.odd}; api {self.api}"
 
