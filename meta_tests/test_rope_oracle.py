@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from posenc_spec.rope import oracle
 from posenc_spec.rope.conventions import RopeConvention
 from posenc_spec.tolerance import (
+    rope_angle_bound,
     rope_apply_bound,
     rope_apply_tolerance,
     rope_attention_factor_error,
@@ -202,6 +203,18 @@ def test_float32_positions_past_2_to_the_24_round():
     assert ratio(angle.cos(), expected, tol) <= 1
     above, at = np.flatnonzero(positions == 2**24 + 1)[0], np.flatnonzero(positions == 2**24)[0]
     assert tol[above, 0] - tol[at, 0] >= unit_roundoff("float32") * 2**24  # R2's step, pair 0 (f = 1)
+
+
+@pytest.mark.parametrize("angle_dtype, exact_up_to", [("bfloat16", 256), ("float16", 2048), ("float32", 2**24)])
+def test_positions_are_exact_up_to_the_dtypes_integer_limit(angle_dtype, exact_up_to):
+    """R2 in numbers: a position held in the angle dtype is exact up to 256 (bfloat16), 2048
+    (float16), 2**24 (float32), and off by ``u`` from the next one on (pair 0, ``f = 1``:
+    the bound divided by the position steps by ``u`` there and nowhere else)."""
+    positions = np.array([exact_up_to - 1, exact_up_to, exact_up_to + 1, exact_up_to + 2])
+    relative = rope_angle_bound(positions, RopeConvention(), 8, "float32", angle_dtype)[:, 0] / positions
+    steps = np.diff(relative)
+    assert steps[0] == pytest.approx(0, abs=1e-12) and steps[2] == pytest.approx(0, abs=1e-12), steps
+    assert steps[1] == pytest.approx(unit_roundoff(angle_dtype), rel=1e-9), steps
 
 
 @pytest.mark.parametrize("bug, conv, head_dim, out_dtype, kwargs", [

@@ -55,10 +55,10 @@ R1. ``f'_i``, relative ``delta_i``. The base ``f_i = theta ** (-2i/r)``: the exp
     ``dw = (dn + |w| dD) / |D| + u_a |w|``. yarn: ``n = i - low``, ``D = high - low``; ``low`` and
     ``high`` are exact when truncated (the bound assumes the implementation finds the same
     integers, as it does unless ``r ln(L0 / (2 pi beta)) / (2 ln theta)`` lies within a few
-    ``u_a`` of one), else off by ``u_a (3r / (2 |ln theta|) + (7 + 1/|ln theta|) |low|)``: two
-    logs, three roundings of ``L0 / (2 pi beta)``, three more; ``dn`` and ``dD`` add one
-    rounding per operand. The clamp is exact outside ``[-dw, 1 + dw]``. llama3: ``w = sm``,
-    ``n = L0 / lambda_i - low_freq_factor`` with ``lambda_i = 2 pi / f_i`` off by
+    ``u_a`` of one), else each off by ``u_a (3r / (2 |ln theta|) + (7 + 1/|ln theta|) e)`` with
+    ``e = max(|low|, |high|)``: two logs, three roundings of ``L0 / (2 pi beta)``, three more;
+    ``dn`` and ``dD`` add one rounding per operand. The clamp is exact outside ``[-dw, 1 + dw]``.
+    llama3: ``w = sm``, ``n = L0 / lambda_i - low_freq_factor`` with ``lambda_i = 2 pi / f_i`` off by
     ``delta_f + 2 u_a``, ``D = high_freq_factor - low_freq_factor``; within ``dw`` of either
     end of the band an implementation may take the other branch, and as the formula is
     continuous there the blend's bound covers it.
@@ -238,7 +238,6 @@ def compare(actual, expected, tolerance) -> Comparison:
 
 # -- Rotary embeddings (RoPE): the R terms of the module docstring -----------------------
 
-_PRECISION_BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 ROPE_POSITION_DTYPES = ("int32", "int64", "float32", "float64")
 _DERIVED_A_ROUNDINGS = 14  # R5
 
@@ -316,8 +315,9 @@ def _position_error(positions, position_dtype, angle_dtype) -> np.ndarray:
         raise ValueError(f"position_dtype must be one of {', '.join(ROPE_POSITION_DTYPES)}, got {position_dtype!r}"
                          " (float16/bfloat16 positions collide above 2048/256: not correct code)")
     delta = np.zeros(positions.shape)
-    for name in {position_name, dtype_name(angle_dtype)} & set(_PRECISION_BITS):
-        delta += np.where(positions > 2.0 ** _PRECISION_BITS[name], unit_roundoff(name), 0.0)
+    for name in {position_name, dtype_name(angle_dtype)} & set(_UNIT_ROUNDOFF):
+        u = unit_roundoff(name)  # integers up to 1/u are exact: 2**24 in float32, 2**53 in float64
+        delta += np.where(positions > 1 / u, u, 0.0)
     return delta
 
 
