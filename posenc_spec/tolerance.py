@@ -75,6 +75,15 @@ R6. the output dtype: ``u_o |A|``.
 
     t_cache = |A| ((delta_i + delta_p + u_a) |theta| + 4 u_a + delta_A + u_o)
 
+Returned by themselves (``fn(d) -> inv_freq`` or ``(inv_freq, A)``), ``f'`` is off by R1 and,
+stored in a dtype ``u_o``, by R6's ``u_o`` more; ``A`` by R5 without the product: ``14 u_a``
+when derived from ``s`` (its last rounding among them), else the rounding of the declared
+``A`` (a float64, or 1) to the angle dtype, ``u_a``, nothing when that is float64:
+
+    t_freq = f'_i (delta_i + u_o)        t_A = |A| delta_A'
+
+Each adds the float64 oracle's own, ``f'_i delta_i`` and ``|A| delta_A'`` in float64.
+
 Applying it as transformers does (cos and sin cast to x's dtype ``u_x``, then ``x cos +
 rotate_half(x) sin`` in ``u_x``, stored in ``u_o``): with ``t`` the cache bound at
 ``u_o = u_x``, ``|cos|, |sin| <= |A| + t``, so each output of a pair ``(a, b)`` is off by
@@ -301,11 +310,30 @@ def rope_attention_factor_error(conv, dtype=DEFAULT_ANGLE_DTYPE) -> float:
     return _DERIVED_A_ROUNDINGS * unit_roundoff(dtype)
 
 
-def rope_frequency_tolerance(conv, head_dim, seq_len=None, angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
-    """Absolute bound on each ``f'_i`` computed in ``angle_dtype``, plus the float64 oracle's."""
+def rope_frequency_tolerance(conv, head_dim, seq_len=None, angle_dtype=DEFAULT_ANGLE_DTYPE,
+                             out_dtype=None) -> np.ndarray:
+    """``t_freq``: the absolute bound on each ``f'_i`` computed in ``angle_dtype`` and stored in
+    ``out_dtype`` (None: as computed), plus the float64 oracle's."""
     inv_freq, _ = conv.frequencies(head_dim, seq_len)
-    return inv_freq * (rope_frequency_error(conv, head_dim, seq_len, angle_dtype)
+    stored = 0.0 if out_dtype is None else unit_roundoff(out_dtype)
+    return inv_freq * (rope_frequency_error(conv, head_dim, seq_len, angle_dtype) + stored
                        + rope_frequency_error(conv, head_dim, seq_len, "float64"))
+
+
+def _returned_factor_error(conv, dtype) -> float:
+    """``delta_A'``: ``14 u`` when ``A`` is derived, else ``u`` for rounding the declared ``A`` to
+    ``dtype`` (0 in float64)."""
+    derived = rope_attention_factor_error(conv, dtype)
+    if derived or dtype_name(dtype) == "float64":
+        return derived
+    return unit_roundoff(dtype)
+
+
+def rope_attention_factor_tolerance(conv, angle_dtype=DEFAULT_ANGLE_DTYPE) -> float:
+    """``t_A``: the absolute bound on an ``A`` returned beside the frequencies, computed in
+    ``angle_dtype``, plus the float64 oracle's."""
+    return abs(conv.attention_factor()) * (_returned_factor_error(conv, angle_dtype)
+                                           + _returned_factor_error(conv, "float64"))
 
 
 def _position_error(positions, position_dtype, angle_dtype) -> np.ndarray:

@@ -130,7 +130,7 @@ class RopeJudge:
         if probe.kind == "freqs":
             inv_freq, dtype, _ = values
             expected, _ = conv.frequencies(head_dim)
-            bound = tolerance.rope_frequency_tolerance(conv, head_dim) + expected * tolerance.unit_roundoff(dtype)
+            bound = tolerance.rope_frequency_tolerance(conv, head_dim, out_dtype=dtype)
             return dtype, [("inv_freq", inv_freq, expected, bound)]
         if probe.kind == "apply":
             result, dtype = values
@@ -154,14 +154,13 @@ class RopeJudge:
 
     def attention_factor(self, probe, values, name) -> CheckResult:
         _, _, factor = values
-        _, expected = self.conv.frequencies(probe.head_dim)
+        expected = self.conv.attention_factor()
         if factor is None:
             if expected == 1:
                 return passed(name, "returned inv_freq alone, which declares A = 1, as the convention has")
             return failed(name, f"returned inv_freq alone, which declares A = 1; the convention's A is {expected:.9g} "
                                 "(return (inv_freq, attention_factor))")
-        bound = abs(expected) * (tolerance.rope_attention_factor_error(self.conv) + 2 * tolerance.unit_roundoff(
-            "float32"))
+        bound = tolerance.rope_attention_factor_tolerance(self.conv)
         error = abs(factor - expected)
         worst = Worst((), (), factor, expected, error, bound)
         verdict = passed if error <= bound else failed
