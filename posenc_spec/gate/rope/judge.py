@@ -11,7 +11,7 @@ from posenc_spec.rope import oracle
 
 from ..judge import call_status, failed, passed
 from . import grid
-from .read import WIDER, Unreadable, read_apply, read_cache, read_freqs
+from .read import WIDER, Unreadable, effective_layout, read_apply, read_cache, read_freqs
 
 
 def _compare(name, what, pieces) -> CheckResult:
@@ -120,8 +120,8 @@ class RopeJudge:
 
     @property
     def cache_layout(self) -> str:
-        """How each of cos and sin is laid out: a complex or stacked cache is compact by nature."""
-        return "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
+        """How each of cos and sin is laid out (:func:`~.read.effective_layout`)."""
+        return effective_layout(self.spec.cache_form, self.spec.cache_layout)
 
     def expected_pieces(self, probe, values) -> tuple[str, list[tuple]]:
         """``(the dtypes in words, [(label, actual, expected, bound), ...])`` of one call's read
