@@ -36,7 +36,7 @@ READ_BY: dict[str, tuple[str, ...]] = {
     "cache_form": ("rope-cache",),
     "cache_call": ("rope-cache",),
 }
-# The settings of READ_BY as the gate holds them: on the declaration's RopeSpec, or on its convention.
+# Keys the gate holds on the convention, under these names (the others of READ_BY on the RopeSpec).
 _ON_CONVENTION = {"rotary_features": "rotary_features", "attention_factor": "attention_factor_placement"}
 
 ROPE_BUG_CLASSES: dict[str, str] = {
