@@ -2,14 +2,13 @@
 found on the hub, overrides, and an error naming the file for every way a config can fail."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from posenc_spec.rope.config import RopeConfigError, parse_rope_param, read_config
 from posenc_spec.rope.conventions import ROPE_TYPES, RopeConvention
+from spec_tests.real_targets.rope_configs import CONFIGS
 
-CONFIGS = Path(__file__).parent.parent / "spec_tests" / "data" / "rope_configs"
 PHI3_SHORT = [round(1.0 + 0.02 * i, 2) for i in range(48)]
 PHI3_LONG = [round(1.0 + 0.9 * i + 0.01 * i * i, 2) for i in range(48)]
 

@@ -14,8 +14,7 @@ and of two history calls the failing one decides.
 
 import pytest
 
-from meta_tests.corpus.rope_registry import ROPE_CORRECT, ROPE_ENTRIES, ROPE_WRONG
-from posenc_spec.gate.calls import Outcome
+from meta_tests.corpus.rope_registry import ROPE_CORRECT, ROPE_ENTRIES, ROPE_WRONG, cache_outcome
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.judge import Results
@@ -111,12 +110,6 @@ def test_a_type_independent_of_length_gets_no_switch_calls():
     assert not any("length-" in probe.slot for probe in probes)
 
 
-def _cache_outcome(probe, conv, seq_len=None) -> Outcome:
-    cos, sin = oracle.cache(probe.positions, conv, probe.head_dim, seq_len)
-    return Outcome("ok", "float64 cos, sin", [oracle.expand(cos, "half"), oracle.expand(sin, "half")],
-                   ["float64", "float64"])
-
-
 def test_a_passing_history_call_does_not_hide_a_failing_one():
     """Two history calls share ``history[d=D]``: the ``L0 + 1`` call again, wrong (still the
     long call's frequencies, as transformers keeps them), then the short call again, right.
@@ -127,8 +120,10 @@ def test_a_passing_history_call_does_not_hide_a_failing_one():
     assert [probe.slot for probe in history] == ["d=8:length-4097-again", "d=8:short-again"]
     results = Results()
     judge = RopeJudge(declaration.rope, "rope-cache", results)
-    judge.judge(history[0], _cache_outcome(history[0], conv, seq_len=grid.LONGEST + 1))
-    judge.judge(history[1], _cache_outcome(history[1], conv))
+    again_long, again_short = history
+    judge.judge(again_long, cache_outcome(*oracle.cache(again_long.positions, conv, again_long.head_dim,
+                                                        seq_len=grid.LONGEST + 1)))
+    judge.judge(again_short, cache_outcome(*oracle.cache(again_short.positions, conv, again_short.head_dim)))
     verdict = results.by_id["history[d=8]"]
     assert verdict.status == "failed" and verdict.message.startswith("d=8:length-4097-again"), verdict.message
 
@@ -139,5 +134,5 @@ def test_a_history_call_that_is_right_passes():
     results = Results()
     judge = RopeJudge(declaration.rope, "rope-cache", results)
     for probe in (probe for probe in probes if probe.role == "history"):
-        judge.judge(probe, _cache_outcome(probe, declaration.rope.convention))
+        judge.judge(probe, cache_outcome(*oracle.cache(probe.positions, declaration.rope.convention, probe.head_dim)))
     assert results.by_id["history[d=8]"].passed, results.by_id["history[d=8]"].message

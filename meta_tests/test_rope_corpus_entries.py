@@ -12,7 +12,6 @@ and ``history`` entries are also called in the order 2 L0, 131072, 64, ``L0`` + 
 process, so that a result kept from an earlier call shows.
 """
 
-import importlib
 import re
 
 import numpy as np
@@ -21,19 +20,20 @@ import torch
 
 from meta_tests.corpus import rope_registry
 from meta_tests.corpus.rope_registry import (
-    DECLARATION_KEYS,
+    READ_BY,
     ROPE_APIS,
     ROPE_BUG_CLASSES,
     ROPE_CORRECT,
     ROPE_ENTRIES,
     ROPE_WRONG,
-    convention_from_table,
     rope_correct,
     rope_wrong,
 )
+from posenc_spec.gate.declaration import declare
+from posenc_spec.gate.rope.spec import CACHE_CALLS, CACHE_FORMS, CACHE_LAYOUTS, ROPE_LAYOUTS, X_LAYOUTS
 from posenc_spec.rope import oracle
-from posenc_spec.rope.conventions import ROPE_TYPES
-from posenc_spec.tolerance import dtype_name, rope_apply_tolerance, rope_cache_tolerance
+from posenc_spec.rope.conventions import ATTENTION_FACTOR_PLACEMENTS, ROPE_TYPES, ROTARY_FEATURES
+from posenc_spec.tolerance import compare, dtype_name, rope_apply_tolerance, rope_cache_tolerance
 
 MIN_WRONG, MIN_CORRECT = 25, 10
 # A wrong entry must miss by at least this multiple of its bound somewhere: a bug that only
@@ -45,10 +45,6 @@ X_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 HEADS = 2
 SEED = 20240613
 REPOSITORY = re.compile(r"[\w.-]+/[\w.-]+")
-
-
-def _function(entry):
-    return getattr(importlib.import_module(entry.module), entry.id)
 
 
 def _numpy(value) -> tuple[np.ndarray, str]:
@@ -99,18 +95,17 @@ def _expected_cache(conv, head_dim, positions, dtype, layout, seq_len=None):
 
 
 def worst_ratio(actual, expected, tol) -> tuple[float, tuple]:
-    """The largest ``|actual - expected| / tol`` and where; NaN or a wrong shape is infinite."""
+    """The largest error/tolerance ratio and where (:func:`~posenc_spec.tolerance.compare`'s
+    rules: NaN is infinite, a zero bound admits only a zero error); a wrong shape is infinite."""
     if actual.shape != expected.shape:
         return np.inf, ("shape", actual.shape, "expected", expected.shape)
-    error = np.abs(actual - expected)
-    ratio = np.where(np.isnan(error), np.inf, error / tol)
-    index = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-    return float(ratio[index]), tuple(int(i) for i in index)
+    result = compare(actual, expected, tol)
+    return result.max_ratio, result.worst_index
 
 
 def judge_cache(entry, conv, head_dim, positions, x_dtype=None):
     """One cache call, in the declared call shape and form, against the oracle."""
-    fn, call = _function(entry), entry.setting("cache_call")
+    fn, call = entry.function(), entry.setting("cache_call")
     if call == "length":
         result = fn(positions.size, head_dim)
     elif call == "batched":
@@ -129,7 +124,7 @@ def judge_cache(entry, conv, head_dim, positions, x_dtype=None):
 def judge_freqs(entry, conv, head_dim, positions):
     """``fn(head_dim)``'s frequencies (and factor) as a float64 cache at the positions, judged by
     the float32 cache bound at the length they stand for (``L0``: dynamic's and longrope's initial table)."""
-    result = _function(entry)(head_dim)
+    result = entry.function()(head_dim)
     inv_freq, factor = result if isinstance(result, tuple) else (result, 1.0)
     inv_freq = _numpy(inv_freq)[0]
     if conv.attention_factor_placement == "separate":
@@ -151,7 +146,7 @@ def judge_apply(entry, conv, head_dim, positions, x_dtype):
     shape = {"bshd": (1, positions.size, HEADS, head_dim), "bhsd": (1, HEADS, positions.size, head_dim),
              "sbhd": (positions.size, 1, HEADS, head_dim), "thd": (positions.size, HEADS, head_dim)}[layout]
     x = torch.as_tensor(np.random.default_rng(SEED).standard_normal(shape)).to(x_dtype)
-    result = _function(entry)(x, torch.as_tensor(positions))
+    result = entry.function()(x, torch.as_tensor(positions))
     if tuple(result.shape) != shape:
         return np.inf, ("shape", tuple(result.shape), "expected", shape)
     out, out_dtype = _numpy(result)
@@ -237,7 +232,7 @@ def test_ids_are_unique_and_name_callables():
     """Every id is unique and names a callable in its module."""
     ids = [entry.id for entry in ROPE_ENTRIES]
     assert len(ids) == len(set(ids)), f"duplicate ids: {sorted({i for i in ids if ids.count(i) > 1})}"
-    not_callable = [entry.target for entry in ROPE_ENTRIES if not callable(_function(entry))]
+    not_callable = [entry.target for entry in ROPE_ENTRIES if not callable(entry.function())]
     assert not not_callable, f"targets that are not callable: {not_callable}"
 
 
@@ -251,10 +246,29 @@ def test_every_bug_class_is_covered_and_most_bugs_are_cited():
     assert 3 * len(cited) >= 2 * len(ROPE_WRONG), f"only {len(cited)} of {len(ROPE_WRONG)} wrong entries cite a thread"
 
 
+# Where the gate's declaration holds each key a registration may state.
+READ_BACK = {
+    "rope_theta": lambda d: d.rope.convention.theta,
+    "rope_type": lambda d: d.rope.convention.rope_type,
+    "rope_parameters": lambda d: d.rope.convention.params_dict(),
+    "partial_rotary_factor": lambda d: d.rope.convention.partial_rotary_factor,
+    "rotary_dim": lambda d: d.rope.convention.rotary_dim,
+    "rotary_features": lambda d: d.rope.convention.rotary_features,
+    "attention_factor": lambda d: d.rope.convention.attention_factor_placement,
+    "max_positions": lambda d: (d.max_positions, d.rope.convention.max_position_embeddings),
+    "head_dim": lambda d: d.rope.head_dims,
+    **{key: (lambda d, key=key: getattr(d.rope, key)) for key in ("rope_layout", "x_layout", "cache_layout",
+                                                                  "cache_form", "cache_call")},
+}
+# A declared value as READ_BACK finds it, where the gate holds it in another form.
+AS_HELD = {"max_positions": lambda value: (value, value), "head_dim": lambda value: (value,)}
+
+
 @pytest.mark.parametrize("entry", ROPE_ENTRIES, ids=[entry.id for entry in ROPE_ENTRIES])
 def test_entry_is_described_and_its_table_reads_back(entry):
     """A one-line description, a sighting that names a repository, and a ``[[targets]]``
-    table of TOML values that reads back as the same api and convention."""
+    table of TOML values that the gate reads as the entry's api, with every declared key
+    held at the value declared (a key the gate dropped or read as another would fail)."""
     assert entry.description and len(entry.description) <= 300, f"{entry.id}: {len(entry.description)} characters"
     assert not entry.seen_in or REPOSITORY.search(entry.seen_in), f"{entry.id}: seen_in {entry.seen_in!r}"
     table = entry.config_table()
@@ -268,7 +282,12 @@ def test_entry_is_described_and_its_table_reads_back(entry):
         return isinstance(value, (str, int, float, bool))
 
     assert toml_value(table), f"{entry.id}: not every value of {table} is a TOML value"
-    assert convention_from_table(table) == (entry.api, entry.convention())
+    declaration = declare(table)
+    assert declaration.api == entry.api and declaration.target == entry.target
+    for key, value in table.items():
+        if key not in ("target", "api"):
+            held = READ_BACK[key](declaration)
+            assert held == AS_HELD.get(key, lambda v: v)(value), f"{entry.id}: {key} = {value!r} is held as {held!r}"
 
 
 _SIGN = {"bug": "b", "classes": ("sign",)}
@@ -283,10 +302,10 @@ def _register_probe(decorator, **keys):
 @pytest.mark.parametrize("decorator, keys, message", [
     (rope_wrong, {**_SIGN}, "needs an api"),
     (rope_wrong, {**_SIGN, "api": "rope-table"}, "api must be one of"),
-    (rope_wrong, {**_SIGN, "api": "rope-cache", "rope_scaling": {}}, "unknown declaration key"),
+    (rope_wrong, {**_SIGN, "api": "rope-cache", "rope_scaling": {}}, "unknown key"),
     (rope_wrong, {**_SIGN, "api": "rope-cache", "x_layout": "bshd"}, "read only by rope-apply"),
     (rope_wrong, {**_SIGN, "api": "rope-cache", "cache_form": "polar"}, "cache_form must be"),
-    (rope_wrong, {**_SIGN, "api": "rope-cache", "rope_type": "yarn"}, "not usable"),
+    (rope_wrong, {**_SIGN, "api": "rope-cache", "rope_type": "yarn"}, "yarn needs parameter"),
     (rope_wrong, {**_SIGN, "api": "rope-cache", "head_dim": 7}, "head_dim must be"),
     (rope_wrong, {"bug": "b", "classes": ("rounding",), "api": "rope-cache"}, "unknown bug classes"),
     (rope_wrong, {"bug": "b", "classes": "sign", "api": "rope-cache"}, "must be a tuple"),
@@ -304,12 +323,18 @@ def test_registration_rejects_bad_declarations(decorator, keys, message):
     assert len(rope_registry.ROPE_ENTRIES) == before
 
 
+# Each choice of the gate's interface, with what the gate accepts for it (its own tuples).
+INTERFACE = {"cache_layout": CACHE_LAYOUTS, "cache_form": CACHE_FORMS, "cache_call": CACHE_CALLS,
+             "x_layout": X_LAYOUTS, "rope_layout": ROPE_LAYOUTS, "rotary_features": ROTARY_FEATURES,
+             "attention_factor": ATTENTION_FACTOR_PLACEMENTS}
+
+
 def test_the_corpus_covers_the_interface():
-    """Correct entries exercise every api, cache layout, form and call, x layout, pairing,
-    rope type, the last-features placement and a separate attention factor; wrong ones every api."""
-    for key in ("cache_layout", "cache_form", "cache_call", "x_layout", "rope_layout", "rotary_features",
-                "attention_factor"):
-        apis, choices, _ = DECLARATION_KEYS[key]
+    """Correct entries exercise every choice the gate accepts: api, cache layout, form and
+    call, x layout, pairing, rope type, the last-features placement and a separate attention
+    factor (each among the entries of the apis that read it); wrong ones every api."""
+    for key, choices in INTERFACE.items():
+        apis = READ_BY.get(key, ROPE_APIS)
         used = {entry.setting(key) for entry in ROPE_CORRECT if entry.api in apis}
         assert used == set(choices), f"correct entries leave {key} = {sorted(set(choices) - used)} untested"
     assert {entry.convention().rope_type for entry in ROPE_CORRECT} == set(ROPE_TYPES)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from meta_tests.corpus.rope_registry import cache_outcome
 from posenc_spec.gate.calls import Outcome
 from posenc_spec.gate.identify.rope import CallShape, answer, probes, read
 from posenc_spec.gate.rope import grid
@@ -48,12 +49,9 @@ def _cache(conv, head_dim, positions, dtype):
     return (angles.cos() * held).numpy(), (angles.sin() * held).numpy()
 
 
-def cache_outcome(conv, dtype="float64", layout="half"):
+def cache_outcome_of(conv, dtype="float64", layout="half"):
     def call(probe):
-        cos, sin = _cache(conv, probe.head_dim, probe.positions, dtype)
-        if layout != "compact":
-            cos, sin = oracle.expand(cos, layout), oracle.expand(sin, layout)
-        return Outcome("ok", "", arrays=[cos.astype(dtype), sin.astype(dtype)], dtypes=[dtype, dtype])
+        return cache_outcome(*_cache(conv, probe.head_dim, probe.positions, dtype), layout, dtype)
     return call
 
 
@@ -86,7 +84,7 @@ def expected(conv, layout, heads=(64, 128)):
 def test_cache_of_every_type_is_recovered(name, dtype):
     """Type, theta, rotary size and every parameter come back exactly, and within bound."""
     conv, head_dim = TYPES[name]
-    found = identify(cache_outcome(conv, dtype), head_dim=head_dim, max_positions=conv.max_position_embeddings)
+    found = identify(cache_outcome_of(conv, dtype), head_dim=head_dim, max_positions=conv.max_position_embeddings)
     assert found["convention"] == expected(conv, "half", (head_dim,) if head_dim else (64, 128)), found["message"]
     assert found["name"] == conv.rope_type and found["max_error_ratio"] <= 1, found["message"]
 
@@ -94,7 +92,7 @@ def test_cache_of_every_type_is_recovered(name, dtype):
 @pytest.mark.parametrize("layout", ["interleaved", "compact"])
 def test_cache_layout_is_read_from_the_columns(layout):
     conv = RopeConvention("linear", params={"factor": 2.0})
-    found = identify(cache_outcome(conv, "float32", layout))
+    found = identify(cache_outcome_of(conv, "float32", layout))
     assert found["convention"] == expected(conv, layout), found["message"]
 
 
@@ -171,7 +169,7 @@ def test_a_pairing_other_than_the_declared_one_is_none():
 
 def test_a_cache_in_the_other_layout_than_declared_is_none():
     """Meta's pair order (c0 c0 c1 c1 ...) read as the declared half layout fits no convention."""
-    found = identify(cache_outcome(RopeConvention(), "float32", "interleaved"),
+    found = identify(cache_outcome_of(RopeConvention(), "float32", "interleaved"),
                      CallShape("rope-cache", cache_layout="half"))
     assert found["name"] == "none" and found["nearest"]["max_error_ratio"] > 1, found["message"]
 
@@ -179,7 +177,7 @@ def test_a_cache_in_the_other_layout_than_declared_is_none():
 def test_an_answer_that_fails_elsewhere_is_none_with_it_as_nearest():
     """Fit calls of theta 10000, validation calls of theta 10001: the fit is named only as the
     nearest, with its error/tolerance on the call it failed."""
-    found = identify(cache_outcome(RopeConvention()), validation_of=cache_outcome(RopeConvention(theta=10001.0)))
+    found = identify(cache_outcome_of(RopeConvention()), validation_of=cache_outcome_of(RopeConvention(theta=10001.0)))
     assert found["name"] == "none" and found["nearest"]["convention"]["theta"] == 10000, found["message"]
     assert found["nearest"]["max_error_ratio"] > 1
     assert "fails the gate's formula check on a call it was not fitted on" in found["message"]

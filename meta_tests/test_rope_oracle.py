@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from posenc_spec.rope import oracle
 from posenc_spec.rope.conventions import RopeConvention
 from posenc_spec.tolerance import (
+    compare,
+    rope_angle_bound,
     rope_apply_bound,
     rope_apply_tolerance,
     rope_attention_factor_error,
@@ -150,7 +152,7 @@ def test_scores_depend_only_on_the_offset(name):
         t_k = rope_apply_bound(k, [n], conv, head_dim, "half", "float64", "float64", "float64", seq_len=LONGEST)
         scores.append(float(np.sum(q_rot * k_rot)))
         bounds.append(float(np.sum(np.abs(q_rot) * t_k + np.abs(k_rot) * t_q + t_q * t_k)
-                            + head_dim * 2.0**-53 * np.sum(np.abs(q_rot * k_rot))))
+                            + head_dim * unit_roundoff("float64") * np.sum(np.abs(q_rot * k_rot))))
     assert_within(scores[1], scores[0], bounds[0] + bounds[1], f"{name}: q(m).k(n) shifted by 100000")
     assert abs(scores[2] - scores[0]) > bounds[0] + bounds[2]  # a different offset gives a different score
 
@@ -173,9 +175,11 @@ def torch_cache(conv, head_dim, out_dtype, position_dtype=torch.int64, freq_dtyp
 
 
 def ratio(actual, expected, tol) -> float:
-    """The largest error / bound; NaN (float16 positions overflow at 65520) counts as infinite."""
-    error = np.abs(torch.as_tensor(actual).double().numpy() - expected)
-    return float(np.max(np.where(np.isnan(error), np.inf, error) / tol))
+    """The largest error/tolerance ratio (:func:`~posenc_spec.tolerance.compare`: NaN, as
+    float16 positions overflowing at 65520 give, counts as infinite)."""
+    actual = torch.as_tensor(actual).double().numpy()
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    return compare(actual, expected, tol).max_ratio
 
 
 @pytest.mark.parametrize("conv, head_dim", [(RopeConvention(), 128), (PHI2, 80), (RopeConvention(theta=500000.0), 64)])
@@ -202,6 +206,18 @@ def test_float32_positions_past_2_to_the_24_round():
     assert ratio(angle.cos(), expected, tol) <= 1
     above, at = np.flatnonzero(positions == 2**24 + 1)[0], np.flatnonzero(positions == 2**24)[0]
     assert tol[above, 0] - tol[at, 0] >= unit_roundoff("float32") * 2**24  # R2's step, pair 0 (f = 1)
+
+
+@pytest.mark.parametrize("angle_dtype, exact_up_to", [("bfloat16", 256), ("float16", 2048), ("float32", 2**24)])
+def test_positions_are_exact_up_to_the_dtypes_integer_limit(angle_dtype, exact_up_to):
+    """R2 in numbers: a position held in the angle dtype is exact up to 256 (bfloat16), 2048
+    (float16), 2**24 (float32), and off by ``u`` from the next one on (pair 0, ``f = 1``:
+    the bound divided by the position steps by ``u`` there and nowhere else)."""
+    positions = np.array([exact_up_to - 1, exact_up_to, exact_up_to + 1, exact_up_to + 2])
+    relative = rope_angle_bound(positions, RopeConvention(), 8, "float32", angle_dtype)[:, 0] / positions
+    steps = np.diff(relative)
+    assert steps[0] == pytest.approx(0, abs=1e-12) and steps[2] == pytest.approx(0, abs=1e-12), steps
+    assert steps[1] == pytest.approx(unit_roundoff(angle_dtype), rel=1e-9), steps
 
 
 @pytest.mark.parametrize("bug, conv, head_dim, out_dtype, kwargs", [

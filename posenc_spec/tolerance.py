@@ -55,10 +55,10 @@ R1. ``f'_i``, relative ``delta_i``. The base ``f_i = theta ** (-2i/r)``: the exp
     ``dw = (dn + |w| dD) / |D| + u_a |w|``. yarn: ``n = i - low``, ``D = high - low``; ``low`` and
     ``high`` are exact when truncated (the bound assumes the implementation finds the same
     integers, as it does unless ``r ln(L0 / (2 pi beta)) / (2 ln theta)`` lies within a few
-    ``u_a`` of one), else off by ``u_a (3r / (2 |ln theta|) + (7 + 1/|ln theta|) |low|)``: two
-    logs, three roundings of ``L0 / (2 pi beta)``, three more; ``dn`` and ``dD`` add one
-    rounding per operand. The clamp is exact outside ``[-dw, 1 + dw]``. llama3: ``w = sm``,
-    ``n = L0 / lambda_i - low_freq_factor`` with ``lambda_i = 2 pi / f_i`` off by
+    ``u_a`` of one), else each off by ``u_a (3r / (2 |ln theta|) + (7 + 1/|ln theta|) e)`` with
+    ``e = max(|low|, |high|)``: two logs, three roundings of ``L0 / (2 pi beta)``, three more;
+    ``dn`` and ``dD`` add one rounding per operand. The clamp is exact outside ``[-dw, 1 + dw]``.
+    llama3: ``w = sm``, ``n = L0 / lambda_i - low_freq_factor`` with ``lambda_i = 2 pi / f_i`` off by
     ``delta_f + 2 u_a``, ``D = high_freq_factor - low_freq_factor``; within ``dw`` of either
     end of the band an implementation may take the other branch, and as the formula is
     continuous there the blend's bound covers it.
@@ -74,6 +74,15 @@ R5. ``* A`` when the cache holds an ``A != 1``: ``A`` rounded to the angle dtype
 R6. the output dtype: ``u_o |A|``.
 
     t_cache = |A| ((delta_i + delta_p + u_a) |theta| + 4 u_a + delta_A + u_o)
+
+Returned by themselves (``fn(d) -> inv_freq`` or ``(inv_freq, A)``), ``f'`` is off by R1 and,
+stored in a dtype ``u_o``, by R6's ``u_o`` more; ``A`` by R5 without the product: ``14 u_a``
+when derived from ``s`` (its last rounding among them), else the rounding of the declared
+``A`` (a float64, or 1) to the angle dtype, ``u_a``, nothing when that is float64:
+
+    t_freq = f'_i (delta_i + u_o)        t_A = |A| delta_A'
+
+Each adds the float64 oracle's own, ``f'_i delta_i`` and ``|A| delta_A'`` in float64.
 
 Applying it as transformers does (cos and sin cast to x's dtype ``u_x``, then ``x cos +
 rotate_half(x) sin`` in ``u_x``, stored in ``u_o``): with ``t`` the cache bound at
@@ -238,7 +247,6 @@ def compare(actual, expected, tolerance) -> Comparison:
 
 # -- Rotary embeddings (RoPE): the R terms of the module docstring -----------------------
 
-_PRECISION_BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 ROPE_POSITION_DTYPES = ("int32", "int64", "float32", "float64")
 _DERIVED_A_ROUNDINGS = 14  # R5
 
@@ -302,11 +310,30 @@ def rope_attention_factor_error(conv, dtype=DEFAULT_ANGLE_DTYPE) -> float:
     return _DERIVED_A_ROUNDINGS * unit_roundoff(dtype)
 
 
-def rope_frequency_tolerance(conv, head_dim, seq_len=None, angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
-    """Absolute bound on each ``f'_i`` computed in ``angle_dtype``, plus the float64 oracle's."""
+def rope_frequency_tolerance(conv, head_dim, seq_len=None, angle_dtype=DEFAULT_ANGLE_DTYPE,
+                             out_dtype=None) -> np.ndarray:
+    """``t_freq``: the absolute bound on each ``f'_i`` computed in ``angle_dtype`` and stored in
+    ``out_dtype`` (None: as computed), plus the float64 oracle's."""
     inv_freq, _ = conv.frequencies(head_dim, seq_len)
-    return inv_freq * (rope_frequency_error(conv, head_dim, seq_len, angle_dtype)
+    stored = 0.0 if out_dtype is None else unit_roundoff(out_dtype)
+    return inv_freq * (rope_frequency_error(conv, head_dim, seq_len, angle_dtype) + stored
                        + rope_frequency_error(conv, head_dim, seq_len, "float64"))
+
+
+def _returned_factor_error(conv, dtype) -> float:
+    """``delta_A'``: ``14 u`` when ``A`` is derived, else ``u`` for rounding the declared ``A`` to
+    ``dtype`` (0 in float64)."""
+    derived = rope_attention_factor_error(conv, dtype)
+    if derived or dtype_name(dtype) == "float64":
+        return derived
+    return unit_roundoff(dtype)
+
+
+def rope_attention_factor_tolerance(conv, angle_dtype=DEFAULT_ANGLE_DTYPE) -> float:
+    """``t_A``: the absolute bound on an ``A`` returned beside the frequencies, computed in
+    ``angle_dtype``, plus the float64 oracle's."""
+    return abs(conv.attention_factor()) * (_returned_factor_error(conv, angle_dtype)
+                                           + _returned_factor_error(conv, "float64"))
 
 
 def _position_error(positions, position_dtype, angle_dtype) -> np.ndarray:
@@ -316,8 +343,9 @@ def _position_error(positions, position_dtype, angle_dtype) -> np.ndarray:
         raise ValueError(f"position_dtype must be one of {', '.join(ROPE_POSITION_DTYPES)}, got {position_dtype!r}"
                          " (float16/bfloat16 positions collide above 2048/256: not correct code)")
     delta = np.zeros(positions.shape)
-    for name in {position_name, dtype_name(angle_dtype)} & set(_PRECISION_BITS):
-        delta += np.where(positions > 2.0 ** _PRECISION_BITS[name], unit_roundoff(name), 0.0)
+    for name in {position_name, dtype_name(angle_dtype)} & set(_UNIT_ROUNDOFF):
+        u = unit_roundoff(name)  # integers up to 1/u are exact: 2**24 in float32, 2**53 in float64
+        delta += np.where(positions > 1 / u, u, 0.0)
     return delta
 
 

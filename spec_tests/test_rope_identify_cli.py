@@ -8,15 +8,11 @@ import json
 
 import pytest
 
-from meta_tests.corpus.rope_registry import ROPE_CORRECT, ROPE_WRONG
+from meta_tests.corpus.rope_registry import rope_entry
 from posenc_spec.cli import main
 
 # The registry keys that say how a target is called: identify takes them as flags.
 CALL_KEYS = ("cache_form", "cache_layout", "cache_call", "x_layout", "rope_layout", "head_dim", "max_positions")
-
-
-def _entry(entries, name):
-    return next(entry for entry in entries if entry.id == name)
 
 
 def _flags(entry) -> list[str]:
@@ -30,7 +26,8 @@ def _flags(entry) -> list[str]:
 
 def test_a_correct_target_is_named_with_its_declared_parameters(tmp_path, capsys):
     """Meta's llama3 freqs_cis (a complex cache): llama3 with Llama 3.1's parameters."""
-    entry = _entry(ROPE_CORRECT, "meta_llama3_freqs_cis")
+    entry = rope_entry("meta_llama3_freqs_cis")
+    assert entry.kind == "correct"
     out = tmp_path / "answer.json"
     assert main(["identify", entry.target, *_flags(entry), "--json", str(out)]) == 0
     answer = json.loads(out.read_text())
@@ -44,7 +41,8 @@ def test_a_correct_target_is_named_with_its_declared_parameters(tmp_path, capsys
 
 def test_a_wrong_pairing_is_none_with_the_nearest(tmp_path, capsys):
     """rope_interleaved ignored: judged under its declared interleaved pairing, no convention fits."""
-    entry = _entry(ROPE_WRONG, "interleaved_flag_ignored")
+    entry = rope_entry("interleaved_flag_ignored")
+    assert entry.kind == "wrong"
     out = tmp_path / "answer.json"
     assert main(["identify", entry.target, *_flags(entry), "--json", str(out)]) == 1
     answer = json.loads(out.read_text())
@@ -61,11 +59,11 @@ def test_a_wrong_pairing_is_none_with_the_nearest(tmp_path, capsys):
     (["--api", "rope-cache", "--cache-layout", "halves"], "--cache-layout must be one of"),
 ])
 def test_bad_flags_are_usage_errors(flags, says, capsys):
-    assert main(["identify", _entry(ROPE_CORRECT, "numpy_float64_yarn").target, *flags]) == 2
+    assert main(["identify", rope_entry("numpy_float64_yarn").target, *flags]) == 2
     assert says in capsys.readouterr().err
 
 
 def test_a_target_that_cannot_be_imported_is_a_usage_error(capsys):
-    target = _entry(ROPE_CORRECT, "numpy_float64_yarn").module + ":no_such_function"
+    target = rope_entry("numpy_float64_yarn").module + ":no_such_function"
     assert main(["identify", target, "--api", "rope-cache"]) == 2
     assert f"cannot import {target}" in capsys.readouterr().err

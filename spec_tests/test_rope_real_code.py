@@ -23,21 +23,22 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+import torch
 
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.options import run_options
 from posenc_spec.gate.rope import grid
-from posenc_spec.rope.conventions import ROPE_TYPES
+from posenc_spec.gate.rope.spec import GRID_HEAD_DIMS
 from spec_tests.real_targets import target
+from spec_tests.real_targets.rope_configs import CONFIGS, PER_LAYER_YARN
 
-CONFIGS = Path(__file__).parent / "data" / "rope_configs"
-GRID_HEADS = (8, 64, 128)
-BFLOAT16_EXACT = 256  # the largest of the integers from 0 up that bfloat16 holds without a gap
-FLOAT16_MAX = 65504
+# The largest of the integers from 0 up that bfloat16 holds without a gap: 2**(mantissa bits + 1),
+# with eps = 2**-(mantissa bits).
+BFLOAT16_EXACT = round(2 / torch.finfo(torch.bfloat16).eps)
+FLOAT16_MAX = torch.finfo(torch.float16).max
 
 
 def hf(name: str) -> str:
@@ -54,9 +55,10 @@ def config(name: str) -> str:
 
 PHI3_LONG_FACTOR = json.loads((CONFIGS / "phi3_mini_128k_longrope.json").read_text())["rope_scaling"]["long_factor"]
 DYNAMIC = {"rope_type": "dynamic", "rope_parameters": {"factor": 2.0}, "max_positions": 4096}  # L0 = 4096
-# The same parameters as the adapter's PER_LAYER_YARN (the declaration with truncate on conforms only if they agree).
-PER_LAYER_YARN = {"rope_type": "yarn", "rope_theta": 1e6, "head_dim": 128,
-                  "rope_parameters": {"factor": 4.0, "original_max_position_embeddings": 32768, "truncate": False}}
+# The adapter's per-layer yarn, declared at its head size.
+PER_LAYER_YARN_KEYS = {"rope_type": PER_LAYER_YARN["rope_type"], "rope_theta": PER_LAYER_YARN["rope_theta"],
+                       "head_dim": 128, "rope_parameters": {key: value for key, value in PER_LAYER_YARN.items()
+                                                            if key not in ("rope_type", "rope_theta")}}
 X_POSITIONS = {"api": "rope-cache", "cache_call": "x-positions"}
 ANGLES = {"api": "rope-cache", "cache_form": "angles", "cache_layout": "interleaved"}
 
@@ -94,7 +96,7 @@ DEVIATING = {
     "llama-cache-dynamic": {"target": hf("llama_cache_dynamic"), **X_POSITIONS, **DYNAMIC},
     "lucidrains-rotate-queries": {"target": lucidrains("rotate_queries"), "api": "rope-apply",
                                   "rope_layout": "interleaved", "x_layout": "bhsd"},
-    "per-layer-yarn-freqs": {"target": hf("per_layer_yarn_freqs"), "api": "rope-freqs", **PER_LAYER_YARN},
+    "per-layer-yarn-freqs": {"target": hf("per_layer_yarn_freqs"), "api": "rope-freqs", **PER_LAYER_YARN_KEYS},
 }
 # name -> (the implementation, the keys that make its declaration wrong, the check that fails, words of its reason)
 WRONG = {
@@ -119,7 +121,7 @@ WRONG = {
                                       "formula[d=64:short]", "angles:"),
 }
 RIGHT_TRUNCATION = {**DEVIATING["per-layer-yarn-freqs"],
-                    "rope_parameters": {**PER_LAYER_YARN["rope_parameters"], "truncate": True}}
+                    "rope_parameters": {**PER_LAYER_YARN_KEYS["rope_parameters"], "truncate": True}}
 
 
 def _declarations() -> dict:
@@ -168,8 +170,9 @@ def test_transformers_dynamic_ntk_keeps_the_longest_calls_frequencies(reports):
     is right too (restored). So ``history[d=D]`` fails at the ``L0 + 1`` call, for every head
     size, and nothing else does."""
     report = reports["llama-cache-dynamic", "declared"]
-    assert {check.name for check in report.failures()} == {f"history[d={d}]" for d in GRID_HEADS}, _failures(report)
-    for d in GRID_HEADS:
+    assert {check.name for check in report.failures()} == {f"history[d={d}]" for d in GRID_HEAD_DIMS}, \
+        _failures(report)
+    for d in GRID_HEAD_DIMS:
         assert report.result(f"history[d={d}]").message.startswith(f"d={d}:length-4097-again"), _failures(report)
         assert report.result(f"formula[d={d}:length-4097:float32]").passed
 
@@ -183,10 +186,10 @@ def test_rotary_embedding_torch_forms_positions_in_the_dtype_of_q(reports):
     ``finite[d=D:float16]``, first at a position above 65504, and nothing else."""
     report = reports["lucidrains-rotate-queries", "declared"]
     positions = grid.grid_positions(report.declaration.rope.convention)  # the long calls, as the gate made them
-    expected = {f"{check}[d={d}:{dtype}]" for d in GRID_HEADS
+    expected = {f"{check}[d={d}:{dtype}]" for d in GRID_HEAD_DIMS
                 for check, dtype in (("formula", "bfloat16"), ("finite", "float16"))}
     assert {check.name for check in report.failures()} == expected, _failures(report)
-    for d in GRID_HEADS:
+    for d in GRID_HEAD_DIMS:
         _, _, row, _ = report.result(f"formula[d={d}:bfloat16]").worst.index  # x' is (1, heads, seq, d)
         assert positions[row] > BFLOAT16_EXACT, report.result(f"formula[d={d}:bfloat16]").message
         finite = report.result(f"finite[d={d}:float16]").message
@@ -206,12 +209,3 @@ def test_transformers_loses_a_per_layer_yarn_truncate(reports):
     assert report.result("attention-factor[d=128]").passed
     truncated = reports["per-layer-yarn-freqs", "truncated"]
     assert truncated.conforms, _failures(truncated)
-
-
-def test_every_rope_type_is_gated_through_transformers_init_functions():
-    """The rope-freqs targets above cover each type of the family (the types transformers'
-    ``ROPE_INIT_FUNCTIONS`` holds, and the default), so a type added to the family without a
-    real implementation gated here makes this fail."""
-    gated = {declare(keys).rope.convention.rope_type for keys in {**REAL, **DEVIATING}.values()
-             if keys["api"] == "rope-freqs"}
-    assert gated == set(ROPE_TYPES), sorted(set(ROPE_TYPES) - gated)

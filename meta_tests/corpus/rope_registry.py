@@ -1,13 +1,14 @@
 """The RoPE corpus registry: every rotary implementation in the corpus, with its declaration.
 
 Each function is registered by :func:`rope_wrong` or :func:`rope_correct` with the keys a
-``[[targets]]`` table gives the gate (Hugging Face names, see ``DECLARATION_KEYS``): its
-``api`` (``rope-freqs``, ``rope-cache`` or ``rope-apply``), the RoPE convention it claims
-(``rope_theta``, ``rope_type``, ``rope_parameters``, ...) and how it is called and what it
-returns (``cache_layout``, ``cache_form``, ``cache_call``, ``rope_layout``, ``x_layout``).
-Registration validates all of it at import: an unknown key, a key the api does not read,
-a value outside its choices, or a convention that :class:`RopeConvention` rejects on one
-of the head sizes the gate will use raises ``ValueError`` naming the function.
+``[[targets]]`` table gives the gate: its ``api`` (``rope-freqs``, ``rope-cache`` or
+``rope-apply``), the RoPE convention it claims (``rope_theta``, ``rope_type``,
+``rope_parameters``, ...) and how it is called and what it returns (``cache_layout``,
+``cache_form``, ``cache_call``, ``rope_layout``, ``x_layout``). Registration has the gate
+read them (:func:`~posenc_spec.gate.declaration.declare`, as ``check --config`` does), so an
+unknown key, a value outside its choices, or a convention the gate refuses on one of the
+head sizes it will use raises ``ValueError`` naming the function. The registry adds one
+rule of its own, ``READ_BY``: a key that only one api reads may not be given to another.
 
 ``ROPE_ENTRIES``, ``ROPE_WRONG`` and ``ROPE_CORRECT`` import the two corpus modules first,
 so they are complete whichever module is imported first.
@@ -19,30 +20,24 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from posenc_spec.rope.conventions import ROPE_TYPES, RopeConvention
+from posenc_spec.gate.calls import Outcome
+from posenc_spec.gate.declaration import Declaration, declare
+from posenc_spec.gate.keys import ROPE_APIS
+from posenc_spec.rope import oracle
+from posenc_spec.rope.conventions import RopeConvention
 
-ROPE_APIS = ("rope-freqs", "rope-cache", "rope-apply")
-GRID_HEAD_DIMS = (8, 64, 128)  # the gate's head sizes unless ``head_dim`` is declared
-
-# Key: (the apis that read it, its allowed values or None for "checked elsewhere", default).
-_ALL = ROPE_APIS
-DECLARATION_KEYS: dict[str, tuple[tuple[str, ...], tuple | None, object]] = {
-    "rope_theta": (_ALL, None, 10000.0),
-    "rope_type": (_ALL, ROPE_TYPES, "default"),
-    "rope_parameters": (_ALL, None, {}),
-    "partial_rotary_factor": (_ALL, None, 1.0),
-    "rotary_dim": (_ALL, None, None),
-    "attention_factor": (_ALL, ("in-cache", "separate"), "in-cache"),
-    "head_dim": (_ALL, None, None),
-    "max_positions": (_ALL, None, None),
-    "rotary_features": (("rope-apply",), ("first", "last"), "first"),
-    "rope_layout": (("rope-apply",), ("half", "interleaved"), "half"),
-    "x_layout": (("rope-apply",), ("bshd", "bhsd", "sbhd", "thd"), "bshd"),
-    "cache_layout": (("rope-cache",), ("half", "interleaved", "compact"), "half"),
-    "cache_form": (("rope-cache",), ("cos-sin", "complex", "angles", "sin-cos-cat", "cos-sin-cat", "stacked"),
-                   "cos-sin"),
-    "cache_call": (("rope-cache",), ("positions", "batched", "length", "x-positions"), "positions"),
+# The keys only some apis read (the gate takes every rotary key with every rotary api):
+# how the call is shaped, and which features rotate (a cache holds no features).
+READ_BY: dict[str, tuple[str, ...]] = {
+    "rotary_features": ("rope-apply",),
+    "rope_layout": ("rope-apply",),
+    "x_layout": ("rope-apply",),
+    "cache_layout": ("rope-cache",),
+    "cache_form": ("rope-cache",),
+    "cache_call": ("rope-cache",),
 }
+# Keys the gate holds on the convention, under these names (the others of READ_BY on the RopeSpec).
+_ON_CONVENTION = {"rotary_features": "rotary_features", "attention_factor": "attention_factor_placement"}
 
 ROPE_BUG_CLASSES: dict[str, str] = {
     "precision": "positions, frequencies or angles in a low-precision dtype (bfloat16/float16, autocast)",
@@ -70,7 +65,7 @@ class RopeEntry:
     module: str
     kind: str  # "wrong" or "correct"
     api: str
-    declaration: tuple  # sorted (key, value) pairs; rope_parameters as sorted pairs, lists as tuples
+    keys: tuple  # the declared keys as sorted (key, value) pairs; rope_parameters as sorted pairs, lists as tuples
     description: str
     seen_in: str = ""
     bug_classes: tuple[str, ...] = ()
@@ -79,47 +74,44 @@ class RopeEntry:
     def target(self) -> str:
         return f"{self.module}:{self.id}"
 
-    def setting(self, key: str):
-        """A declaration key's value, or the gate's default when the entry leaves it out."""
-        if key not in DECLARATION_KEYS:
-            raise ValueError(f"key must be one of {', '.join(DECLARATION_KEYS)}; got {key!r}")
-        declared = dict(self.declaration)
-        if key == "rope_parameters":
-            return {name: list(value) if isinstance(value, tuple) else value
-                    for name, value in declared.get(key, ())}
-        return declared.get(key, DECLARATION_KEYS[key][2])
+    def function(self):
+        """The registered callable itself."""
+        return getattr(importlib.import_module(self.module), self.id)
 
     def config_table(self) -> dict:
         """This entry as one ``[[targets]]`` table: ``target``, ``api`` and the declared keys."""
-        table = {"target": self.target, "api": self.api}
-        for key, _ in self.declaration:
-            table[key] = self.setting(key)
-        return table
+        return {"target": self.target, "api": self.api, **{key: _thawed(key, value) for key, value in self.keys}}
+
+    def declaration(self) -> Declaration:
+        """The gate's declaration of this entry, exactly as ``check --config`` reads it."""
+        return declare(self.config_table())
+
+    def setting(self, key: str):
+        """How the gate reads a key of ``READ_BY`` or ``attention_factor``: declared, or its default."""
+        rope = self.declaration().rope
+        if key in _ON_CONVENTION:
+            return getattr(rope.convention, _ON_CONVENTION[key])
+        if key not in READ_BY:
+            raise ValueError(f"key must be one of {', '.join([*READ_BY, *_ON_CONVENTION])}; got {key!r}")
+        return getattr(rope, key)
 
     def convention(self) -> RopeConvention:
-        """The RoPE convention the entry claims."""
-        return _convention(dict(self.declaration) | {"rope_parameters": self.setting("rope_parameters")})
+        """The RoPE convention the entry claims, as the gate reads it."""
+        return self.declaration().rope.convention
 
     def head_dims(self) -> tuple[int, ...]:
-        head_dim = self.setting("head_dim")
-        return GRID_HEAD_DIMS if head_dim is None else (head_dim,)
+        return self.declaration().rope.head_dims
 
     def describe(self) -> str:
-        return f"{self.api}: {self.convention().describe()}; " + ", ".join(
-            f"{key}={value}" for key, value in self.declaration if key not in _CONVENTION_KEYS)
+        return f"{self.api}: {self.declaration().rope.describe()}" + "".join(
+            f", {key}={value}" for key, value in self.keys if key in READ_BY)
 
 
-_CONVENTION_KEYS = ("rope_theta", "rope_type", "rope_parameters", "partial_rotary_factor", "rotary_dim",
-                    "max_positions", "rotary_features", "attention_factor")
-
-
-def _convention(declared: Mapping) -> RopeConvention:
-    defaults = {key: spec[2] for key, spec in DECLARATION_KEYS.items()}
-    value = {**defaults, **declared}.get
-    return RopeConvention(rope_type=value("rope_type"), theta=value("rope_theta"), params=value("rope_parameters"),
-                          partial_rotary_factor=value("partial_rotary_factor"), rotary_dim=value("rotary_dim"),
-                          max_position_embeddings=value("max_positions"), rotary_features=value("rotary_features"),
-                          attention_factor_placement=value("attention_factor"))
+def _thawed(key: str, value):
+    """A declared value back as TOML gives it: ``rope_parameters`` a table, its lists lists."""
+    if key == "rope_parameters":
+        return {name: list(item) if isinstance(item, tuple) else item for name, item in value}
+    return value
 
 
 def _frozen(value):
@@ -130,41 +122,21 @@ def _frozen(value):
     return value
 
 
-def _check_declaration(name: str, api: str, keys: dict) -> None:
-    if api not in ROPE_APIS:
-        raise ValueError(f"{name}: api must be one of {', '.join(ROPE_APIS)}; got {api!r}")
-    for key, value in keys.items():
-        if key not in DECLARATION_KEYS:
-            raise ValueError(f"{name}: unknown declaration key {key!r}; known: {', '.join(DECLARATION_KEYS)}")
-        apis, choices, _ = DECLARATION_KEYS[key]
-        if api not in apis:
-            raise ValueError(f"{name}: {key} is read only by {', '.join(apis)}, not by {api}")
-        if choices is not None and value not in choices:
-            raise ValueError(f"{name}: {key} must be one of {', '.join(choices)}; got {value!r}")
-    if "rope_parameters" in keys and not isinstance(keys["rope_parameters"], Mapping):
-        raise ValueError(f"{name}: rope_parameters must be a table, got {keys['rope_parameters']!r}")
-    head_dim = keys.get("head_dim")
-    if head_dim is not None and (isinstance(head_dim, bool) or not isinstance(head_dim, int)
-                                 or head_dim < 2 or head_dim % 2):
-        raise ValueError(f"{name}: head_dim must be an even int >= 2, got {head_dim!r}")
-    try:
-        conv = _convention(keys)
-        for size in (GRID_HEAD_DIMS if head_dim is None else (head_dim,)):
-            conv.frequencies(size)
-    except ValueError as error:
-        raise ValueError(f"{name}: the declared convention is not usable: {error}") from None
-
-
-def convention_from_table(table: Mapping) -> tuple[str, RopeConvention]:
-    """``(api, convention)`` of a ``[[targets]]`` table, validated as a registration is;
-    ``target`` is ignored, any other unknown key raises ``ValueError``."""
-    keys = {key: value for key, value in table.items() if key != "target"}
-    name = str(table.get("target", "<table>"))
+def _check_declaration(name: str, module: str, keys: dict) -> str:
+    """The api of a registration's keys, after the gate has read them (``ValueError`` naming
+    the function otherwise)."""
     if "api" not in keys:
         raise ValueError(f"{name}: the declaration needs an api, one of {', '.join(ROPE_APIS)}")
-    api = keys.pop("api")
-    _check_declaration(name, api, keys)
-    return api, _convention(keys)
+    api = keys["api"]
+    if api not in ROPE_APIS:
+        raise ValueError(f"{name}: api must be one of {', '.join(ROPE_APIS)}; got {api!r}")
+    for key in keys:
+        if key in READ_BY and api not in READ_BY[key]:
+            raise ValueError(f"{name}: {key} is read only by {', '.join(READ_BY[key])}, not by {api}")
+    if "rope_parameters" in keys and not isinstance(keys["rope_parameters"], Mapping):
+        raise ValueError(f"{name}: rope_parameters must be a table, got {keys['rope_parameters']!r}")
+    declare({"target": f"{module}:{name}", **keys}, where=f"{name}: ")
+    return api
 
 
 _ENTRIES: list[RopeEntry] = []
@@ -172,7 +144,7 @@ _ENTRIES: list[RopeEntry] = []
 
 def _register(function, kind: str, description: str, seen: str, classes: tuple, keys: dict):
     name = function.__name__
-    api, _ = convention_from_table({"target": name, **keys})
+    api = _check_declaration(name, function.__module__, keys)
     keys.pop("api")
     if isinstance(classes, str):
         raise ValueError(f"{name}: classes must be a tuple of class names, got the string {classes!r}")
@@ -184,7 +156,7 @@ def _register(function, kind: str, description: str, seen: str, classes: tuple, 
     if any(entry.id == name for entry in _ENTRIES):
         raise ValueError(f"{name}: registered twice")
     _ENTRIES.append(RopeEntry(id=name, module=function.__module__, kind=kind, api=api,
-                              declaration=tuple(sorted((key, _frozen(value)) for key, value in keys.items())),
+                              keys=tuple(sorted((key, _frozen(value)) for key, value in keys.items())),
                               description=" ".join(description.split()), seen_in=" ".join(seen.split()),
                               bug_classes=tuple(classes)))
     return function
@@ -203,6 +175,22 @@ def rope_correct(*, idiom: str, seen: str = "", **declaration_keys):
     def decorate(function):
         return _register(function, "correct", idiom, seen, (), dict(declaration_keys))
     return decorate
+
+
+def rope_entry(entry_id: str) -> RopeEntry:
+    """The entry registered under ``entry_id`` (``KeyError`` when none is)."""
+    for entry in __getattr__("ROPE_ENTRIES"):
+        if entry.id == entry_id:
+            return entry
+    raise KeyError(f"no RoPE corpus entry {entry_id!r}")
+
+
+def cache_outcome(cos, sin, layout: str = "half", dtype: str = "float64") -> Outcome:
+    """What a rope-cache target returning the compact ``(cos, sin)`` in ``layout`` and
+    ``dtype`` hands the gate (the RoPE tests build it from the oracle or from torch)."""
+    if layout != "compact":
+        cos, sin = oracle.expand(cos, layout), oracle.expand(sin, layout)
+    return Outcome("ok", f"{dtype} cos, sin", arrays=[cos.astype(dtype), sin.astype(dtype)], dtypes=[dtype, dtype])
 
 
 def __getattr__(name):

@@ -306,17 +306,9 @@ class RopeConvention:
         return self.theta * (s * longest / l0 - (s - 1)) ** (rotary_dim / (rotary_dim - 2))
 
     def yarn_range(self, rotary_dim: int) -> tuple[float, float]:
-        """YaRN's ``(low, high)`` pair indices, after truncation, clamping and the ``0.001`` guard."""
-        l0 = self.param("original_max_position_embeddings")
-
-        def correction(beta):
-            return rotary_dim * math.log(l0 / (2 * math.pi * beta)) / (2 * math.log(self.theta))
-
-        low, high = correction(self.param("beta_fast", 32.0)), correction(self.param("beta_slow", 1.0))
-        if self.param("truncate", True):
-            low, high = math.floor(low), math.ceil(high)
-        low, high = max(low, 0), min(high, rotary_dim - 1)
-        return (low, high + 0.001) if low == high else (low, high)
+        """YaRN's ``(low, high)`` pair indices under this convention (:func:`yarn_range`)."""
+        return yarn_range(self.theta, rotary_dim, self.param("original_max_position_embeddings"),
+                          self.param("beta_fast", 32.0), self.param("beta_slow", 1.0), self.param("truncate", True))
 
     def _llama3(self, f: np.ndarray, s: float) -> np.ndarray:
         l0, low_ff, high_ff = (self.param(name) for name in
@@ -357,3 +349,18 @@ class RopeConvention:
     def cache_factor(self, attention_factor: float) -> float:
         """What multiplies the cos/sin cache: ``A`` in-cache, 1 when it is applied separately."""
         return attention_factor if self.attention_factor_placement == "in-cache" else 1.0
+
+
+def yarn_range(theta: float, rotary_dim: int, original_length: int, beta_fast: float = 32.0, beta_slow: float = 1.0,
+               truncate: bool = True) -> tuple[float, float]:
+    """YaRN's ``(low, high)`` pair indices, after truncation, clamping and the ``0.001`` guard
+    (see the module docstring): they depend on ``theta``, ``r``, ``L0`` and the betas, not on ``s``."""
+
+    def correction(beta):
+        return rotary_dim * math.log(original_length / (2 * math.pi * beta)) / (2 * math.log(theta))
+
+    low, high = correction(beta_fast), correction(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, rotary_dim - 1)
+    return (low, high + 0.001) if low == high else (low, high)

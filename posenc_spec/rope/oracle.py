@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 
-from .conventions import RopeConvention
+from .conventions import ROTARY_FEATURES, RopeConvention
 
 EXACT_DIGITS = 40
 LAYOUTS = ("half", "interleaved")
@@ -51,8 +51,8 @@ def check_layout(layout) -> str:
 def pair_columns(head_dim: int, rotary_dim: int, layout: str = "half", rotary_features: str = "first") -> PairColumns:
     """The feature indices of every pair of a ``head_dim`` head rotating ``rotary_dim`` features."""
     check_layout(layout)
-    if rotary_features not in ("first", "last"):
-        raise ValueError(f"rotary_features must be first or last, got {rotary_features!r}")
+    if rotary_features not in ROTARY_FEATURES:
+        raise ValueError(f"rotary_features must be one of {', '.join(ROTARY_FEATURES)}; got {rotary_features!r}")
     if rotary_dim % 2 or not 2 <= rotary_dim <= head_dim:
         raise ValueError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {rotary_dim}")
     start = 0 if rotary_features == "first" else head_dim - rotary_dim
@@ -225,7 +225,7 @@ def exact_cache_values(positions, pair_indices, conv: RopeConvention, head_dim: 
     cos, sin = np.empty((p.size, pair_indices.size)), np.empty((p.size, pair_indices.size))
     with mpmath.workdps(EXACT_DIGITS):
         f, attention_factor = exact_frequencies_mp(conv, head_dim, call_length(p, seq_len))
-        factor = attention_factor if conv.attention_factor_placement == "in-cache" else mpmath.mpf(1)
+        factor = conv.cache_factor(attention_factor)  # A itself (an mpf, exact) in-cache, else 1
         for row, position in enumerate(p):
             for column, pair in enumerate(pair_indices):
                 angle = int(position) * f[pair]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 import torch
 from transformers import AutoConfig, GPTNeoXConfig, LlamaConfig
@@ -33,7 +32,8 @@ from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb as llama_apply_rotary_pos_emb
 from transformers.models.phi.modeling_phi import PhiRotaryEmbedding
 
-CONFIGS = Path(__file__).resolve().parent.parent / "data" / "rope_configs"
+from spec_tests.real_targets.rope_configs import CONFIGS, PER_LAYER_YARN
+
 HEADS = 4  # attention heads of the small configs: hidden_size = HEADS * head_dim
 DYNAMIC_L0 = 4096  # dynamic NTK's L0: transformers reads it from max_position_embeddings
 DYNAMIC_FACTOR = 2.0
@@ -103,17 +103,12 @@ def gemma4_proportional_freqs(head_dim):
     return _init("proportional", "gemma4_proportional.json", "full_attention")
 
 
-# Qwen-style yarn on the full-attention layers of a per-layer-type config, with truncate off
-# (spec_tests/test_rope_real_code.py declares the same parameters).
-PER_LAYER_YARN = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0, "original_max_position_embeddings": 32768,
-                  "truncate": False}
-
-
 def per_layer_yarn_freqs(head_dim):
+    """Qwen-style yarn with truncate off on the full-attention layers of a per-layer-type config."""
     config = AutoConfig.for_model(
         "gemma3_text", hidden_size=HEADS * head_dim, num_attention_heads=HEADS, num_key_value_heads=HEADS,
         head_dim=head_dim, num_hidden_layers=2, layer_types=["sliding_attention", "full_attention"],
-        rope_parameters={"full_attention": PER_LAYER_YARN,
+        rope_parameters={"full_attention": dict(PER_LAYER_YARN),
                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
     return ROPE_INIT_FUNCTIONS["yarn"](config, None, layer_type="full_attention")
 

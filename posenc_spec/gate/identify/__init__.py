@@ -144,12 +144,10 @@ def answer(fit_samples, validation_samples=(), odd_probe=None, odd_outcome=None)
                        + (f"; {note}" if note else "")}
 
 
-def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, timeout: float = DEFAULT_TIMEOUT,
-                  max_positions=None, options: RunOptions | None = None) -> list[dict]:
-    """The identify answer for each target (each imported and called in its own sealed
-    child). :class:`IdentifyError` when a target cannot be imported."""
-    fits, odd, validation = probes(api, t_max, max_positions)
-    calls = [*fits, odd, *validation]
+def answer_each(targets, requests, timeout: float, options: RunOptions | None, answer_of) -> list[dict]:
+    """``answer_of(target, outcomes)`` for each target, its ``requests`` made in its own sealed
+    child (a module shared by several targets imported once for them all).
+    :class:`IdentifyError` when a target cannot be imported."""
     options = options or RunOptions()
     results = []
     with root_template() as root:
@@ -160,21 +158,34 @@ def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, tim
             for target in targets:
                 if shared[module_key(target)] > 1:  # import a module once for all its targets
                     slot.share_module(target)
-                run = slot.run(target, [probe.request() for probe in calls])
+                run = slot.run(target, requests)
                 if not run.imported:
                     raise IdentifyError(run.import_message)
-                outcomes = dict(zip(calls, run.outcomes, strict=True))
-                fit_samples = [sample for probe in fits if (sample := _sample(probe, outcomes[probe])) is not None]
-                checks = [sample for probe in validation if (sample := _sample(probe, outcomes[probe])) is not None]
-                result = {"target": target, **answer(fit_samples, checks, odd, outcomes[odd])}
-                problems = [f"at {probe.slot} it {call_problem(probe, outcomes[probe])}" for probe in fits
-                            if call_problem(probe, outcomes[probe])]
-                if problems:
-                    result["message"] += "; " + "; ".join(problems)
-                results.append(result)
+                results.append(answer_of(target, run.outcomes))
         finally:
             slot.close()
     return results
+
+
+def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, timeout: float = DEFAULT_TIMEOUT,
+                  max_positions=None, options: RunOptions | None = None) -> list[dict]:
+    """The identify answer for each target (each imported and called in its own sealed
+    child). :class:`IdentifyError` when a target cannot be imported."""
+    fits, odd, validation = probes(api, t_max, max_positions)
+    calls = [*fits, odd, *validation]
+
+    def answer_of(target, run_outcomes) -> dict:
+        outcomes = dict(zip(calls, run_outcomes, strict=True))
+        fit_samples = [sample for probe in fits if (sample := _sample(probe, outcomes[probe])) is not None]
+        checks = [sample for probe in validation if (sample := _sample(probe, outcomes[probe])) is not None]
+        result = {"target": target, **answer(fit_samples, checks, odd, outcomes[odd])}
+        problems = [f"at {probe.slot} it {call_problem(probe, outcomes[probe])}" for probe in fits
+                    if call_problem(probe, outcomes[probe])]
+        if problems:
+            result["message"] += "; " + "; ".join(problems)
+        return result
+
+    return answer_each(targets, [probe.request() for probe in calls], timeout, options, answer_of)
 
 
 def identify_target(target: str, **options) -> dict:

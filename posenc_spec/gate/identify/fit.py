@@ -77,7 +77,7 @@ def _phases(sample: Sample, structure: Convention):
     width = sample.table.shape[1]
     if width // 2 - structure.freq_shift < 1:
         return None
-    columns = structure.columns(width - width % 2) if width % 2 else structure.columns(width)
+    columns = structure.columns(width - width % 2)
     first = np.flatnonzero(columns.is_first & (columns.partner >= 0))
     first = first[np.argsort(columns.pair[first])]
     second = columns.partner[first]
@@ -114,7 +114,7 @@ def _frequencies(z, positions):
         if abs(steps[k]) >= UNALIASED or steps[k] == 0:
             break
         clear.append(k)
-    if len(clear) >= 2 and h >= 2:
+    if len(clear) >= 2:
         clear = np.array(sorted(clear))
         sign = np.sign(np.median(steps[clear]))
         slope, intercept = _line(clear, steps[clear] / spacing)
@@ -162,7 +162,7 @@ def fit(sample: Sample, structure: Convention):
     h = z.shape[1]
     fits = []
     for omega in _frequencies(z, sample.positions):
-        if np.any(omega == 0) or h < 2:
+        if np.any(omega == 0):
             continue
         slope, intercept = _line(np.arange(h), omega)
         log_base = -slope * (h - structure.freq_shift)
@@ -173,7 +173,8 @@ def fit(sample: Sample, structure: Convention):
     return fits
 
 
-def _round_significant(value: float, digits: int) -> float:
+def round_significant(value: float, digits: int) -> float:
+    """``value`` rounded to ``digits`` significant digits (0, inf and NaN as they are)."""
     if value == 0 or not math.isfinite(value):
         return value
     return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
@@ -181,8 +182,8 @@ def _round_significant(value: float, digits: int) -> float:
 
 def candidates(base: float, scale: float, offset: float):
     """Rounded values first, the raw fit last."""
-    bases = [round(base), _round_significant(base, 3), _round_significant(base, 2), base]
-    scales = [round(scale), _round_significant(scale, 3), scale]
+    bases = [round(base), round_significant(base, 3), round_significant(base, 2), base]
+    scales = [round(scale), round_significant(scale, 3), scale]
     offsets = [round(offset), offset]
 
     def unique(values, valid):

@@ -35,9 +35,7 @@ from ..declaration import DEFAULT_TIMEOUT
 from ..options import RunOptions
 from ..rope import grid
 from ..rope.read import Unreadable
-from ..runner import Slot
-from ..sandbox import Limits, root_template
-from . import IdentifyError
+from . import answer_each
 from .rope_readings import Call, CallShape, read_apply_call, read_cache_call, read_frequencies, unit_rows
 from .rope_select import fit, judged, unreadable
 
@@ -82,12 +80,7 @@ def probes(shape: CallShape, head_dim=None, max_positions=None) -> tuple[list[Ca
             return Call(grid.RopeProbe(f"{name}:d={d}", "freqs", "table", d))
         return ([freqs(d, "fit") for d in heads], [] if head_dim else [freqs(d, "check") for d in VALIDATION_HEAD_DIMS])
     limit = max_positions or math.inf
-
-    def below(values):
-        values = np.asarray(values, dtype=np.int64)
-        return values[values < limit]
-
-    short = below(np.arange(grid.SHORT))
+    short = grid.capped(np.arange(grid.SHORT, dtype=np.int64), max_positions)
     tops = [top for top in (VALIDATION_LENGTHS if shape.cache_call == "length" and shape.api == "rope-cache"
                             else VALIDATION_TOPS) if top <= limit] or [int(limit)]
     rungs = [size for k in (LENGTH_LADDER if shape.cache_call == "length" else LADDER)
@@ -95,7 +88,8 @@ def probes(shape: CallShape, head_dim=None, max_positions=None) -> tuple[list[Ca
     fits, checks = [], []
     if shape.api == "rope-cache":
         length = shape.cache_call == "length"
-        long = below(np.arange(grid.LENGTHS[1]) if length else grid.grid_positions(RopeConvention(), max_positions))
+        long = grid.capped(np.arange(grid.LENGTHS[1], dtype=np.int64) if length
+                           else grid.grid_positions(RopeConvention(), max_positions), max_positions)
         for d in heads:
             fits += [_cache_probe(shape, f"fit:d={d}:short", d, short), _cache_probe(shape, f"fit:d={d}:long", d, long)]
             checks += [_cache_probe(shape, f"check:d={d}:{top}", d, np.arange(top) if length else _draws(top))
@@ -105,8 +99,8 @@ def probes(shape: CallShape, head_dim=None, max_positions=None) -> tuple[list[Ca
             fits.append(_cache_probe(shape, f"fit:d={heads[0]}:L={size}", heads[0], positions.astype(np.int64)))
         return fits, checks
     for d in heads:
-        fits += [_apply_probe(shape, f"fit:d={d}:short", d, below(APPLY_SHORT)),
-                 _apply_probe(shape, f"fit:d={d}:long", d, below(APPLY_LONG))]
+        fits += [_apply_probe(shape, f"fit:d={d}:{name}", d, grid.capped(np.array(positions), max_positions))
+                 for name, positions in (("short", APPLY_SHORT), ("long", APPLY_LONG))]
         for top in tops:
             positions = _draws(top)
             x = grid.x_values(d, positions.size, "float32", VALIDATION_SEED % 1000)[None]
@@ -129,8 +123,6 @@ def read(call: Call, outcome, shape: CallShape):
         return read_apply_call(outcome, call.probe, call.positions), None
     except Unreadable as problem:
         return None, str(problem)
-
-
 
 
 def _layout(candidate, shape: CallShape) -> str | None:
@@ -235,25 +227,16 @@ def identify_many(targets, shape: CallShape, head_dim=None, max_positions=None, 
     child. :class:`IdentifyError` when a target cannot be imported."""
     fits, checks = probes(shape, head_dim, max_positions)
     calls = [*fits, *checks]
-    options = options or RunOptions()
-    results = []
-    with root_template() as root:
-        slot = Slot(root, Limits(options.max_memory, options.max_processes, timeout))
-        try:
-            for target in targets:
-                run = slot.run(target, [call.probe.request() for call in calls])
-                if not run.imported:
-                    raise IdentifyError(run.import_message)
-                outcomes = run.outcomes
-                read_fits = [(call, outcome, *read(call, outcome, shape))
-                             for call, outcome in zip(fits, outcomes[: len(fits)], strict=True)]
-                with np.errstate(all="ignore"):
-                    result = answer([(call, outcome, reading) for call, outcome, reading, _ in read_fits],
-                                    list(zip(checks, outcomes[len(fits):], strict=True)), shape, max_positions)
-                problems = _problems([(call, outcome, problem) for call, outcome, _, problem in read_fits])
-                if problems:
-                    result["message"] += "; " + "; ".join(problems)
-                results.append({"target": target, **result})
-        finally:
-            slot.close()
-    return results
+
+    def answer_of(target, outcomes) -> dict:
+        read_fits = [(call, outcome, *read(call, outcome, shape))
+                     for call, outcome in zip(fits, outcomes[: len(fits)], strict=True)]
+        with np.errstate(all="ignore"):
+            result = answer([(call, outcome, reading) for call, outcome, reading, _ in read_fits],
+                            list(zip(checks, outcomes[len(fits):], strict=True)), shape, max_positions)
+        problems = _problems([(call, outcome, problem) for call, outcome, _, problem in read_fits])
+        if problems:
+            result["message"] += "; " + "; ".join(problems)
+        return {"target": target, **result}
+
+    return answer_each(targets, [call.probe.request() for call in calls], timeout, options, answer_of)

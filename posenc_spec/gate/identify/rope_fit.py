@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from posenc_spec.rope.conventions import RopeConvention
+from posenc_spec.rope.conventions import RopeConvention, yarn_range
 
+from .fit import round_significant
 from .rope_readings import agrees, reference
 
 LLAMA31 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
@@ -75,7 +76,7 @@ def rounded(value: float, digits=(1, 2, 3)) -> list[tuple[float, int]]:
         return []
     found = []
     for digit in digits:
-        option = float(round(value, digit - 1 - math.floor(math.log10(value))))
+        option = float(round_significant(value, digit))
         if option > 0 and all(option != seen for seen, _ in found):
             found.append((option, 0))
     if all(value != seen for seen, _ in found):
@@ -253,9 +254,7 @@ def _yarn(build, theta, theta_raw, g, r, factor):
                 2 * math.pi * 32 * math.exp(2 * low * math.log(theta) / r), (1, 2, 3, 4))]
     for l0, l0_raw in lengths:
         for truncate in (True, False) if l0 >= 1 else ():
-            ranged = RopeConvention("yarn", theta, {"original_max_position_embeddings": int(l0), "factor": 2.0,
-                                                    "truncate": truncate})  # the range depends on L0 alone
-            low, high = ranged.yarn_range(r)
+            low, high = yarn_range(theta, r, int(l0), truncate=truncate)
             ramp = np.clip((np.arange(g.size) - low) / (high - low), 0.0, 1.0)
             if ramp[-1] <= 0 or np.any((ramp == 0) & (g < 1 - FLAT)):
                 continue

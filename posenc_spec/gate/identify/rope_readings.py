@@ -3,10 +3,12 @@
 Each call becomes a :class:`Reading`: the frequency ``f_i`` of every pair, the factor ``A``
 that multiplies cos and sin, and the structure the call reveals.
 
-- rope-freqs: ``fn(d)`` returns the frequencies themselves (and ``A`` when a tuple).
+- rope-freqs: ``fn(d)`` returns the frequencies themselves (and ``A`` when a tuple; a bare
+  array declares ``A = 1``).
 - rope-cache: ``z_i(p) = cos + i sin`` per pair. The cache layout, when not declared, is
   read from the columns: ``[c | c]`` is ``half``, ``c0 c0 c1 c1 ...`` ``interleaved``, anything
-  else ``compact``. ``A`` is the cos at position 0 (an ``angles`` cache holds none: 1).
+  else ``compact``. ``A`` is the cos at position 0 (an ``angles`` cache holds none: the
+  reading leaves it unknown, None).
 - rope-apply: the rows of ``x`` are unit vectors ``e_j``, one set per position, so the
   result at position ``p`` is the matrix ``M_p`` whose row ``j`` is where ``e_j`` goes.
   Features ``j`` and ``k`` form a pair when ``M_p[j, k] != 0`` (a correct rotation of a unit
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..rope import grid
-from ..rope.read import Unreadable, read_apply, read_cache
+from ..rope.read import Unreadable, effective_layout, freqs_parts, read_apply, read_cache
 
 AGREE = 1e-3  # relative: two calls within this of each other show the same frequencies
 # Items per row of each cache form, in units of the width of one of cos and sin.
@@ -95,15 +97,13 @@ def phase_frequencies(z: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 
 def read_frequencies(outcome, head_dim: int) -> Reading:
-    """A rope-freqs call: ``inv_freq`` or ``(inv_freq, attention_factor)``."""
-    arrays = outcome.arrays
-    if not arrays or len(arrays) > 2 or (len(arrays) == 2 and np.asarray(arrays[1]).size != 1):
-        raise Unreadable(f"returned {len(arrays)} arrays; expected inv_freq or (inv_freq, attention_factor)")
-    inv_freq = np.asarray(arrays[0], dtype=np.float64).reshape(-1)
+    """A rope-freqs call: ``inv_freq`` or ``(inv_freq, attention_factor)``; a bare ``inv_freq``
+    declares ``A = 1`` (as the gate reads it)."""
+    inv_freq, factor = freqs_parts(outcome)
+    inv_freq = inv_freq.astype(np.float64).reshape(-1)
     if not 1 <= inv_freq.size <= head_dim // 2:
         raise Unreadable(f"returned {inv_freq.size} frequencies for head size {head_dim}")
-    factor = float(np.asarray(arrays[1], dtype=np.float64).reshape(())) if len(arrays) == 2 else 1.0
-    return Reading(head_dim, None, inv_freq, factor)
+    return Reading(head_dim, None, inv_freq, 1.0 if factor is None else factor)
 
 
 def cache_pairs(outcome, form: str, layout: str | None, rows: int) -> int:
@@ -111,7 +111,7 @@ def cache_pairs(outcome, form: str, layout: str | None, rows: int) -> int:
     if not outcome.arrays or rows < 1:
         raise Unreadable("returned nothing")
     width, rest = divmod(np.asarray(outcome.arrays[0]).size, rows * _ITEMS_PER_WIDTH[form])
-    compact = layout in (None, "compact") or form in ("complex", "stacked")
+    compact = effective_layout(form, layout) in (None, "compact")
     if rest or width < 1 or (not compact and width % 2):
         raise Unreadable(f"returned {np.asarray(outcome.arrays[0]).size} values for {rows} positions")
     return width if compact else width // 2
@@ -135,7 +135,7 @@ def _compact(part: np.ndarray, layout: str) -> np.ndarray:
 def read_cache_call(outcome, probe, form: str, layout: str | None) -> Reading:
     """A rope-cache call in the declared form; ``layout`` None reads it from the columns."""
     rows = probe.positions.size
-    fixed = "compact" if form in ("complex", "stacked") else layout
+    fixed = effective_layout(form, layout)
     pairs = cache_pairs(outcome, form, fixed, rows)
     parts, _ = read_cache(outcome, form, fixed or "compact", rows, pairs)
     found = fixed or _detect_layout(parts)

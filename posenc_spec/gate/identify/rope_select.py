@@ -105,14 +105,22 @@ def fit(fit_results, shape: CallShape, max_positions=None):
         found_candidates, structure = [], None
     usable = [(call, outcome) for call, outcome, reading in fit_results if reading is not None]
 
-    def ratio(candidate):
-        return max((judged(call, outcome, candidate, shape) for call, outcome in usable), default=math.inf)
+    def ratio(candidate, stop_above=math.inf):
+        """The largest ratio over the fit calls; once above ``stop_above`` the rest are skipped
+        (the value is then only a lower bound, above ``stop_above``)."""
+        largest = -math.inf if usable else math.inf
+        for call, outcome in usable:
+            largest = max(largest, judged(call, outcome, candidate, shape))
+            if largest > stop_above:
+                break
+        return largest
 
     readings.sort(key=lambda reading: -(reading.length or 0))  # the longest calls tell candidates apart first
     close = [candidate for candidate in found_candidates if distance(candidate, readings, stop=1.0) <= 1]
     nearest, nearest_ratio = None, math.inf
     for candidate in close:
-        value = ratio(candidate)
+        # Once above both 1 and the nearest ratio, a candidate is neither found nor nearest.
+        value = ratio(candidate, stop_above=max(1.0, nearest_ratio))
         if value <= 1 and not candidate.nearest_only:
             return candidate, value, candidate, value, structure
         if value < nearest_ratio and nearest_ratio > 1:  # within bound, the preferred one stays nearest
@@ -121,7 +129,7 @@ def fit(fit_results, shape: CallShape, max_positions=None):
         distances = [distance(candidate, readings) for candidate in found_candidates]
         order = np.argsort(distances, kind="stable")[:NEAREST_JUDGED]
         for index in order:
-            value = ratio(found_candidates[index])
+            value = ratio(found_candidates[index], stop_above=nearest_ratio)
             if value < nearest_ratio:
                 nearest, nearest_ratio = found_candidates[index], value
     answered = [(call, outcome) for call, outcome, _ in fit_results if outcome.ok]

@@ -237,7 +237,7 @@ def _cache_probes(spec, head_dim, calls, long_positions, cap, switches) -> list[
     first = dtypes[0]
 
     def probe(slot, role, positions, dtype, check_id=None):
-        x = x_values(head_dim, positions.size, dtype or "float32")[None] if dtype else None
+        x = x_values(head_dim, positions.size, dtype)[None] if dtype else None
         return RopeProbe(slot, "cache", role, head_dim, positions, x, dtype, check_id=check_id, call=spec.cache_call)
 
     probes = []

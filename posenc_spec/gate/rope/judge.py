@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_spec import tolerance
-from posenc_spec.checks import CheckResult, Worst, check_finite, comparison_worst
+from posenc_spec.checks import CheckResult, Worst, check_finite, comparison_worst, skipped
 from posenc_spec.rope import oracle
 
 from ..judge import call_status, failed, passed
 from . import grid
-from .read import WIDER, Unreadable, read_apply, read_cache, read_freqs
+from .read import WIDER, Unreadable, effective_layout, read_apply, read_cache, read_freqs
 
 
 def _compare(name, what, pieces) -> CheckResult:
@@ -22,7 +22,7 @@ def _compare(name, what, pieces) -> CheckResult:
         if worst is None or result.max_ratio > worst.max_ratio:
             worst_piece, worst = label, result
     if worst is None or worst.size == 0:
-        return CheckResult(name, "skipped", f"{what}: nothing to compare")
+        return skipped(name, f"{what}: nothing to compare")
     summary = f"max error/tolerance {worst.max_ratio:.3g}" if worst.ok else f"{worst_piece}: {worst.describe()}"
     return CheckResult(name, "passed" if worst.ok else "failed", f"{what}: {summary}", comparison_worst(worst))
 
@@ -88,40 +88,42 @@ class RopeJudge:
         values, problem = self.values(probe, outcome)
         if problem:
             if outcome.status == "not-run":
-                self.results.add(CheckResult(ids[0], "skipped", outcome.message))
+                self.results.add(skipped(ids[0], outcome.message))
             else:
                 self.results.add(failed(ids[0], f"{probe.slot}: {problem}"))
             self.results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")
             return False
-        arrays = [values[0]] if probe.kind == "freqs" else (list(values[0]) if probe.kind == "cache" else [values[0]])
+        arrays = list(values[0]) if probe.kind == "cache" else [values[0]]
         self.results.add(passed(ids[0], f"returned {outcome.message}"))
         finite = check_finite(np.concatenate([np.ravel(a) for a in arrays]), ids[1])
         self.results.add(finite)
         if not finite.passed:
             self.results.not_run(ids[2:], ids[1], f"the {probe.slot} result holds NaN or Inf")
             return True
-        self.results.add(self.formula(probe, values, ids[2]))
+        expected = self.expected_pieces(probe, values)  # once: every check of the call compares with it
+        self.results.add(self.formula(probe, values, ids[2], expected=expected))
         if probe.kind == "freqs":
             self.results.add(self.attention_factor(probe, values, ids[3]))
         elif probe.kind == "cache":
-            self.results.add(self._cache_identity(probe, values, ids[3]))
+            self.results.add(self._cache_identity(probe, expected[1], ids[3]))
         else:
-            for check in self._apply_properties(probe, values, ids[3:]):
+            for check in self._apply_properties(probe, values, expected[1], ids[3:]):
                 self.results.add(check)
         return True
 
-    def formula(self, probe, values, name, note="") -> CheckResult:
-        """The ``formula`` check of one call's read ``values``: every piece within its bound."""
+    def formula(self, probe, values, name, note="", expected=None) -> CheckResult:
+        """The ``formula`` check of one call's read ``values``: every piece within its bound
+        (``expected``: :meth:`expected_pieces` of them, when already in hand)."""
         if values is None:
-            return CheckResult(name, "skipped", f"not run: the call for {probe.slot} returned nothing to check")
+            return skipped(name, f"not run: the call for {probe.slot} returned nothing to check")
         what = f"{probe.slot} under {self.spec.describe()}" + (f" ({note})" if note else "")
-        dtype, pieces = self.expected_pieces(probe, values)
+        dtype, pieces = expected or self.expected_pieces(probe, values)
         return _compare(name, f"{what}, {dtype}", pieces)
 
     @property
     def cache_layout(self) -> str:
-        """How each of cos and sin is laid out: a complex or stacked cache is compact by nature."""
-        return "compact" if self.spec.cache_form in ("complex", "stacked") else self.spec.cache_layout
+        """How each of cos and sin is laid out (:func:`~.read.effective_layout`)."""
+        return effective_layout(self.spec.cache_form, self.spec.cache_layout)
 
     def expected_pieces(self, probe, values) -> tuple[str, list[tuple]]:
         """``(the dtypes in words, [(label, actual, expected, bound), ...])`` of one call's read
@@ -130,7 +132,7 @@ class RopeJudge:
         if probe.kind == "freqs":
             inv_freq, dtype, _ = values
             expected, _ = conv.frequencies(head_dim)
-            bound = tolerance.rope_frequency_tolerance(conv, head_dim) + expected * tolerance.unit_roundoff(dtype)
+            bound = tolerance.rope_frequency_tolerance(conv, head_dim, out_dtype=dtype)
             return dtype, [("inv_freq", inv_freq, expected, bound)]
         if probe.kind == "apply":
             result, dtype = values
@@ -154,46 +156,43 @@ class RopeJudge:
 
     def attention_factor(self, probe, values, name) -> CheckResult:
         _, _, factor = values
-        _, expected = self.conv.frequencies(probe.head_dim)
+        expected = self.conv.attention_factor()
         if factor is None:
             if expected == 1:
                 return passed(name, "returned inv_freq alone, which declares A = 1, as the convention has")
             return failed(name, f"returned inv_freq alone, which declares A = 1; the convention's A is {expected:.9g} "
                                 "(return (inv_freq, attention_factor))")
-        bound = abs(expected) * (tolerance.rope_attention_factor_error(self.conv) + 2 * tolerance.unit_roundoff(
-            "float32"))
+        bound = tolerance.rope_attention_factor_tolerance(self.conv)
         error = abs(factor - expected)
         worst = Worst((), (), factor, expected, error, bound)
         verdict = passed if error <= bound else failed
         return verdict(name, f"attention factor {factor:.9g}, expected {expected:.9g} (error {error:.3g} vs "
                              f"tolerance {bound:.3g})", worst)
 
-    def _cache_identity(self, probe, values, name) -> CheckResult:
+    def _cache_identity(self, probe, pieces, name) -> CheckResult:
         rows = np.flatnonzero(probe.positions == 0)
         if rows.size == 0 or self.spec.cache_form == "angles":
-            return CheckResult(name, "skipped", "no row stands for position 0" if rows.size == 0
-                               else "an angles cache has no cos or sin to check at position 0")
-        _, pieces = self.expected_pieces(probe, values)
+            return skipped(name, "no row stands for position 0" if rows.size == 0
+                           else "an angles cache has no cos or sin to check at position 0")
         pieces = [(label, part[rows], want[rows], limit[rows]) for label, part, want, limit in pieces]
         return _compare(name, "at position 0, cos = A and sin = 0", pieces)
 
-    def _apply_properties(self, probe, values, names) -> list[CheckResult]:
+    def _apply_properties(self, probe, values, pieces, names) -> list[CheckResult]:
         result, _ = values
         columns = oracle.columns_for(self.conv, probe.head_dim, self.spec.rope_layout)
-        [(_, _, expected, bound)] = self.expected_pieces(probe, values)[1]
+        [(_, _, expected, bound)] = pieces
         x = probe.x
         through = columns.passthrough
         changed = np.flatnonzero(np.any(result[..., through] != x[..., through], axis=tuple(range(x.ndim - 1))))
         if through.size == 0:
-            passthrough = CheckResult(names[0], "skipped", "every feature is rotated")
+            passthrough = skipped(names[0], "every feature is rotated")
         elif changed.size:
             passthrough = failed(names[0], f"{changed.size} of {through.size} features beyond the rotated ones "
                                            f"changed, first feature {int(through[changed[0]])}: they must come back "
                                            "bit for bit")
         else:
             passthrough = passed(names[0], f"the {through.size} features beyond the rotated ones came back bit for bit")
-        factor = abs(self.conv.cache_factor(self.conv.frequencies(probe.head_dim,
-                                                                  oracle.call_length(probe.positions))[1]))
+        factor = abs(self.conv.cache_factor(self.conv.attention_factor()))  # A follows no call length
         measured = np.hypot(result[..., columns.a], result[..., columns.b])
         exact = factor * np.hypot(x[..., columns.a], x[..., columns.b])
         norm = _compare(names[1], "each pair's length is A times x's", [
@@ -201,7 +200,7 @@ class RopeJudge:
         rows = np.flatnonzero(probe.positions == 0)
         identity = _compare(names[2], "at position 0 the result is A x", [
             ("x'", result[..., rows, :], expected[..., rows, :], bound[..., rows, :])]) if rows.size else \
-            CheckResult(names[2], "skipped", "no row stands for position 0")
+            skipped(names[2], "no row stands for position 0")
         return [passthrough, norm, identity]
 
     def _relative(self, probe, outcome) -> CheckResult:

@@ -29,19 +29,32 @@ def _shape(shape) -> str:
     return "x".join(map(str, shape)) or "a scalar"
 
 
+def effective_layout(form: str, layout: str | None) -> str | None:
+    """How each of cos and sin is laid out: a ``complex`` or ``stacked`` cache is compact by
+    nature, whatever ``layout`` says (None: not declared)."""
+    return "compact" if form in ("complex", "stacked") else layout
+
+
+def freqs_parts(outcome) -> tuple[np.ndarray, float | None]:
+    """A rope-freqs call's ``inv_freq`` as returned, and the factor a tuple returned (None for
+    a bare array). The child lets through one or two arrays (the request's ``max_items``)."""
+    arrays = outcome.arrays
+    if len(arrays) == 2 and np.asarray(arrays[1]).size != 1:
+        raise Unreadable("returned 2 arrays; expected inv_freq or (inv_freq, attention_factor)")
+    factor = float(np.asarray(arrays[1], dtype=np.float64).reshape(())) if len(arrays) == 2 else None
+    return np.asarray(arrays[0]), factor
+
+
 def read_freqs(outcome, pairs: int):
     """``(inv_freq, its dtype, the factor a tuple returned or None)``."""
-    arrays, dtypes = outcome.arrays, outcome.dtypes
-    if len(arrays) > 2 or (len(arrays) == 2 and arrays[1].size != 1):
-        raise Unreadable(f"returned {len(arrays)} arrays; expected inv_freq or (inv_freq, attention_factor)")
-    inv_freq = _squeezed(np.asarray(arrays[0]), 1)
+    inv_freq, factor = freqs_parts(outcome)
+    inv_freq, dtype = _squeezed(inv_freq, 1), outcome.dtypes[0]
     if inv_freq.shape != (pairs,):
         raise Unreadable(f"returned inv_freq of shape {_shape(inv_freq.shape)}, expected ({pairs},)")
-    if dtypes[0] not in ("float32", "float64"):
-        raise Unreadable(f"returned {dtypes[0]} frequencies: rounded to {dtypes[0]}, an angle at position 8192 "
+    if dtype not in ("float32", "float64"):
+        raise Unreadable(f"returned {dtype} frequencies: rounded to {dtype}, an angle at position 8192 "
                          "moves by radians (compute and keep inv_freq in float32 or float64)")
-    factor = float(np.asarray(arrays[1], dtype=np.float64).reshape(())) if len(arrays) == 2 else None
-    return inv_freq.astype(np.float64), dtypes[0], factor
+    return inv_freq.astype(np.float64), dtype, factor
 
 
 def _parts(outcome, form: str):
@@ -74,7 +87,7 @@ def _parts(outcome, form: str):
 def read_cache(outcome, form: str, layout: str, rows: int, pairs: int) -> tuple:
     """``(cos, sin)`` (or ``(angles,)``), each ``(rows, width)`` in the declared layout, and the dtype."""
     parts = _parts(outcome, form)
-    width = pairs if layout == "compact" or form in ("complex", "stacked") else 2 * pairs
+    width = pairs if effective_layout(form, layout) == "compact" else 2 * pairs
     read = []
     for part in parts:
         part = _squeezed(part, 2)

@@ -25,23 +25,21 @@ a ``complex`` or ``stacked`` cache is compact by nature.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from posenc_spec.rope.config import RopeConfigError, parse_rope_param, read_config
-from posenc_spec.rope.conventions import ROPE_TYPES, RopeConvention
+from posenc_spec.rope.conventions import ATTENTION_FACTOR_PLACEMENTS, ROPE_TYPES, ROTARY_FEATURES, RopeConvention
+from posenc_spec.rope.oracle import LAYOUTS as ROPE_LAYOUTS
 
 from ..errors import UsageError
 from ..values import choice, integer, number
 
-ROPE_LAYOUTS = ("half", "interleaved")
 CACHE_LAYOUTS = ("half", "interleaved", "compact")
 CACHE_FORMS = ("cos-sin", "complex", "angles", "sin-cos-cat", "cos-sin-cat", "stacked")
 CACHE_CALLS = ("positions", "batched", "length", "x-positions")
 X_LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
-PLACEMENTS = ("in-cache", "separate")
 GRID_HEAD_DIMS = (8, 64, 128)
 MAX_HEAD_DIM = 4096
 
@@ -107,7 +105,8 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
             if "layer_type" in keys:
                 raise UsageError(f"{name('layer_type')} goes with a rope config (it picks one of its layer types)")
             convention = _convention(overrides)
-        for size in (head_dim,) if head_dim else GRID_HEAD_DIMS:
+        head_dims = (head_dim,) if head_dim else GRID_HEAD_DIMS
+        for size in head_dims:
             convention.frequencies(size)  # refuses an odd head, an odd or zero rotary size, short lists
     except UsageError:
         raise
@@ -115,13 +114,13 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
         raise UsageError(f"{name('rope_config')}: {error}") from None
     except (ValueError, TypeError) as error:
         raise UsageError(f"{where}the rotary convention: {error}") from None
-    spec = RopeSpec(convention, (head_dim,) if head_dim else GRID_HEAD_DIMS, layout or "half")
-    return dataclasses.replace(
-        spec, config=config_path, layer_type=layer_type,
+    return RopeSpec(
+        convention, head_dims, layout or "half",
         cache_layout=choice(name("cache_layout"), keys.get("cache_layout", "half"), CACHE_LAYOUTS),
         cache_form=choice(name("cache_form"), keys.get("cache_form", "cos-sin"), CACHE_FORMS),
         cache_call=choice(name("cache_call"), keys.get("cache_call", "positions"), CACHE_CALLS),
-        x_layout=choice(name("x_layout"), keys.get("x_layout", "bshd"), X_LAYOUTS))
+        x_layout=choice(name("x_layout"), keys.get("x_layout", "bshd"), X_LAYOUTS),
+        config=config_path, layer_type=layer_type)
 
 
 def _overrides(keys: dict, name, max_positions) -> dict:
@@ -131,12 +130,12 @@ def _overrides(keys: dict, name, max_positions) -> dict:
         "rope_theta": lambda key, value: number(key, value, above=0),
         "partial_rotary_factor": lambda key, value: number(key, value, above=0, maximum=1),
         "rotary_dim": lambda key, value: integer(key, value, minimum=2, maximum=MAX_HEAD_DIM),
-        "rotary_features": lambda key, value: choice(key, value, ("first", "last")),
+        "rotary_features": lambda key, value: choice(key, value, ROTARY_FEATURES),
     }
     overrides = {field: check(name(field), keys[field]) for field, check in validators.items() if field in keys}
     if "attention_factor" in keys:
         overrides["attention_factor_placement"] = choice(name("attention_factor"), keys["attention_factor"],
-                                                         PLACEMENTS)
+                                                         ATTENTION_FACTOR_PLACEMENTS)
     if max_positions is not None:
         overrides["max_position_embeddings"] = max_positions
     if "rope_parameters" in keys:
