@@ -13,7 +13,6 @@ quantity by the first-order rule written beside the check.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import threading
 from dataclasses import dataclass
 
@@ -65,9 +64,6 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
-
-    def renamed(self, name: str) -> CheckResult:
-        return dataclasses.replace(self, name=name)
 
 
 @dataclass(frozen=True, eq=False)

@@ -51,7 +51,7 @@ class Parser(argparse.ArgumentParser):
         return [option for action in self._actions for option in action.option_strings]
 
 
-def add_declaration_arguments(parser: argparse.ArgumentParser, api_choices=None) -> None:
+def add_declaration_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that declare a target's convention, API and grid (all default None)."""
     text = {"metavar": "VALUE", "default": None}
     parser.add_argument("--convention", metavar="NAME", default=None,
