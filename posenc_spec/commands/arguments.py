@@ -11,7 +11,7 @@ import argparse
 import difflib
 import sys
 
-from posenc_spec.gate.keys import CONVENTION_KEYS, DECLARATION_KEYS, flag
+from posenc_spec.gate.keys import CONVENTION_KEYS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, flag
 
 USAGE_STATUS = 2
 
@@ -63,12 +63,22 @@ def add_declaration_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag(key), dest=key, help=f"override the preset's {key}: {helps[key]}", **text)
     parser.add_argument("--odd", **text, help="odd widths: error (expect an exception; default), zero-pad, ceil, "
                                              "or skip (test none)")
-    parser.add_argument("--api", **text, help="table: fn(num_positions, dim) (default); timesteps: fn(timesteps, dim); "
-                                             "rope-freqs, rope-cache, rope-apply: rotary embeddings")
-    parser.add_argument("--t-max", dest="t_max", **text, help="largest timestep for the timesteps API (default 1000)")
-    parser.add_argument("--max-positions", dest="max_positions", **text,
-                        help="cap every length of the grid (a model's longest sequence)")
-    parser.add_argument("--timeout", **text, help="seconds for the import and for each call (default 60)")
+    add_call_arguments(parser)
+
+
+def add_call_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that say how a target is called: its API, the timesteps, the lengths and the
+    time it gets (all default None)."""
+    parser.add_argument("--api", metavar="API", default=None,
+                        help="table: fn(num_positions, dim) (default); timesteps: fn(timesteps, dim); "
+                             "rope-freqs, rope-cache, rope-apply: rotary embeddings")
+    parser.add_argument("--t-max", dest="t_max", metavar="T", default=None,
+                        help=f"largest timestep for the timesteps API (default {DEFAULT_T_MAX:g})")
+    parser.add_argument("--max-positions", dest="max_positions", metavar="N", default=None,
+                        help="cap every length of the grid (a model's longest sequence; rotary APIs: its "
+                             "max_position_embeddings, every position stays below it)")
+    parser.add_argument("--timeout", metavar="SECONDS", default=None,
+                        help=f"seconds for the import and for each call (default {DEFAULT_TIMEOUT:g})")
 
 
 ROPE_FLAGS = {

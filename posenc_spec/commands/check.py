@@ -13,12 +13,6 @@ import os
 import sys
 from pathlib import Path
 
-from posenc_spec.gate import config as config_files
-from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.options import run_options
-from posenc_spec.gate.output import destination, json_report, text
-
 from .arguments import (
     add_against_arguments,
     add_declaration_arguments,
@@ -88,6 +82,10 @@ def register(subparsers) -> None:
 
 
 def _declarations(args) -> tuple[list, str | None]:
+    from posenc_spec.gate import config as config_files
+    from posenc_spec.gate.declaration import declare
+    from posenc_spec.gate.errors import UsageError
+
     flags = declaration_flags(args)
     if args.target and args.config:
         raise UsageError("give either TARGET or --config, not both")
@@ -103,6 +101,10 @@ def _declarations(args) -> tuple[list, str | None]:
 
 
 def run_check(args) -> int:
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.options import run_options
+    from posenc_spec.gate.output import destination, json_report, text
+
     try:
         declarations, config = _declarations(args)
         options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes)
@@ -148,7 +150,7 @@ def annotations_wanted(value) -> bool:
 
 def write_outputs(command: str, data: dict, json_path, junit_path, annotate: bool, out) -> int:
     """The report's files and annotations; the run's exit status (2 when a file cannot be written)."""
-    from posenc_spec.gate.output import annotations, junit
+    from posenc_spec.gate.output import annotations, destination, json_report, junit
 
     if annotate:
         destination.emit("".join(line + "\n" for line in annotations.github_annotations(data)), out)
@@ -171,6 +173,9 @@ def _figures(reports, folder):
 
 
 def run_merge(args) -> int:
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.output import destination, json_report
+
     try:
         for option, value in (("--json", args.json), ("--junitxml", args.junitxml)):
             if value is not None:

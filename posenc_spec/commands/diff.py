@@ -7,11 +7,6 @@ snapshot, or two snapshots of different calls or APIs.
 
 from __future__ import annotations
 
-from posenc_spec.gate.declaration import MAX_ULP
-from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.output import destination, json_report
-from posenc_spec.gate.values import integer
-
 from .arguments import error
 
 
@@ -30,6 +25,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import sys
 
+    from posenc_spec.gate.declaration import MAX_ULP
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.output import destination, json_report
+    from posenc_spec.gate.values import integer
     from posenc_spec.regression import SnapshotError
     from posenc_spec.regression.compare import compare_snapshots
     from posenc_spec.regression.snapshot_reader import read_snapshot

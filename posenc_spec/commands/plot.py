@@ -46,14 +46,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.options import run_options
-from posenc_spec.gate.output.destination import emit
-from posenc_spec.gate.values import integer
-
 from .arguments import (
     add_against_arguments,
     add_declaration_arguments,
@@ -92,6 +84,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from posenc_spec.gate.declaration import declare
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.options import run_options
     from posenc_spec.gate.sandbox import Limits
 
     try:
@@ -119,11 +114,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _nothing_to_draw(what: str, problem: str) -> int:
+    from posenc_spec.gate.output.destination import emit
+
     emit(f"posenc-spec plot: {what} gave nothing to draw: {problem}\n", sys.stderr)
     return 1
 
 
 def _written(title: str, verdict: str, paths: dict, *notes: str) -> int:
+    from posenc_spec.gate.output.destination import emit
+
     emit(f"{title}: {verdict}\n")
     for note in notes:
         emit(f"  {note}\n")
@@ -136,10 +135,13 @@ def _written(title: str, verdict: str, paths: dict, *notes: str) -> int:
 
 
 def _table(args, declaration, limits) -> int:
+    import numpy as np
+
     from posenc_spec.checks import expectation
     from posenc_spec.gate.grid import Probe
     from posenc_spec.gate.judge import call_problem
     from posenc_spec.gate.runner import run_target
+    from posenc_spec.gate.values import integer
     from posenc_spec.tolerance import compare
 
     try:
