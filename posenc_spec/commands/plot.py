@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--against draws the ULP distances alone: drop the convention and RoPE flags")
         if declaration.against is None and args.out.exists() and not args.out.is_dir():
             raise UsageError(f"--out {args.out} exists and is not a folder")
-    except (ValueError, TypeError) as problem:  # UsageError (a bad snapshot among them)
+    except UsageError as problem:  # a bad snapshot among them (declare reads it)
         return error("plot", problem)
     limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
     if declaration.against is not None:
@@ -138,6 +138,8 @@ def _table(args, declaration, limits) -> int:
     import numpy as np
 
     from posenc_spec.checks import expectation
+    from posenc_spec.conventions import UndefinedWidthError
+    from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.grid import Probe
     from posenc_spec.gate.judge import call_problem
     from posenc_spec.gate.runner import run_target
@@ -148,7 +150,7 @@ def _table(args, declaration, limits) -> int:
         num_positions = integer("--num-positions", args.num_positions or DEFAULT_NUM_POSITIONS, maximum=2**20)
         dim = integer("--dim", args.dim or DEFAULT_DIM, minimum=2, maximum=2**16)
         declaration.convention.check_odd(dim)
-    except (ValueError, TypeError) as problem:  # UsageError and the convention's own errors
+    except (UsageError, UndefinedWidthError) as problem:  # an odd --dim the convention has no value at
         return error("plot", problem)
     if declaration.api == "timesteps":
         steps = np.round(np.linspace(0.0, declaration.t_max, num_positions)).astype(np.int64)
