@@ -260,7 +260,6 @@ def _against(args, declaration, limits) -> int:
     from posenc_spec.gate import against
     from posenc_spec.gate.runner import run_target
     from posenc_spec.regression import SnapshotError
-    from posenc_spec.regression.compare import compare_call
     from posenc_spec.regression.ulp import ulp_distance
 
     snapshot, max_ulp = declaration.against, declaration.max_ulp
@@ -270,16 +269,14 @@ def _against(args, declaration, limits) -> int:
     if not turn.imported:
         return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
     diffs, worst = [], None
-    for call, request, outcome in zip(snapshot.calls, requests, turn.outcomes, strict=True):
-        replayed = against.record(request, outcome)
-        try:
-            diff = compare_call(call, replayed, max_ulp)
-        except SnapshotError as problem:  # the replay is not the recorded call: a fault of the replay
-            return error("plot", problem)
-        diffs.append(diff)
-        for output in diff.outputs if not (diff.problem or diff.raised) else ():
-            if output.problem is None and (worst is None or output.max_ulp > worst[0].max_ulp):
-                worst = (output, call, replayed)
+    try:
+        for call, replayed, diff in against.replay_diffs(snapshot, requests, turn.outcomes, max_ulp):
+            diffs.append(diff)
+            for output in diff.outputs if not (diff.problem or diff.raised) else ():
+                if output.problem is None and (worst is None or output.max_ulp > worst[0].max_ulp):
+                    worst = (output, call, replayed)
+    except SnapshotError as problem:  # a fault of the replay
+        return error("plot", problem)
     if worst is None:
         first = next((diff.describe() for diff in diffs), "the snapshot records no call")
         return _nothing_to_draw(f"{declaration.name} against {declaration.against_path}",
@@ -300,7 +297,5 @@ def _against(args, declaration, limits) -> int:
         save_png(ulp_figure(distances, title=title, dtype=old.dtype), out)
     except OSError as problem:
         return error("plot", f"cannot write {out}: {problem.strerror or problem}")
-    within = sum(diff.passed for diff in diffs)
-    verdict = (f"{within} of {len(diffs)} recorded calls within {max_ulp} ULP; worst {call.label}{which} "
-               f"({old.dtype}): {output.describe()}")
+    verdict = f"{against.calls_within(diffs, max_ulp)}; worst {call.label}{which} ({old.dtype}): {output.describe()}"
     return _written(f"{declaration.name} against {declaration.against_path}", verdict, {"ulp": out})
