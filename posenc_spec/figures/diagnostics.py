@@ -29,48 +29,13 @@ from ..checks import Expectation
 from ..tolerance import compare
 from .arrays import as_table, check_rows, cosine_similarity
 from .sinusoidal import SEED000_ROWS
-from .style import DPI, figure_style, new_figure, save_png
+from .style import DPI, HEADING_SIZE, figure_style, heading, new_figure, save_png
 
 # Ratios below this are drawn as this: an exact element would otherwise be log10(0).
 SMALLEST_SHOWN_RATIO = 1e-4
 
-HEADING_SIZE = 10  # points
-# Lower-case names and paths in DejaVu Sans take about 0.55 em a character (digits 0.64,
-# capitals up to 0.8): at 0.6 em, a title line of this many characters per inch of figure
-# width fits its figure unless it is mostly digits or capitals.
-HEADING_CHARS_PER_INCH = 72 / (0.6 * HEADING_SIZE)
-
 ROW_KINDS = ("position", "timestep")
 PROFILE_PANEL_HEIGHT = 1.0  # inches, seed 000's row panels
-
-
-def heading(title: str, description: str, width: float) -> str:
-    """``title`` over ``description`` for a figure ``width`` inches wide. A title longer than
-    a line becomes two: what stands before its last ``" under "`` (the target, its size)
-    keeps its end, where the function's name is; the convention and dtype go on the second
-    line. A line still too long keeps its two ends."""
-    if not isinstance(title, str):
-        raise TypeError(f"title must be a str, got {type(title).__name__}")
-    limit = int(width * HEADING_CHARS_PER_INCH)
-    target, under, convention = title.rpartition(" under ")
-    if len(title) <= limit:
-        lines = [title]
-    elif under:
-        lines = [_keep_end(target, limit), _keep_ends(f"under {convention}", limit)]
-    else:
-        lines = [_keep_ends(title, limit)]
-    return "\n".join([*lines, description])
-
-
-def _keep_end(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "\N{HORIZONTAL ELLIPSIS}" + text[len(text) - limit + 1:]
-
-
-def _keep_ends(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    start = (limit - 1) // 2
-    return text[:start] + "\N{HORIZONTAL ELLIPSIS}" + text[len(text) - (limit - 1 - start):]
 
 
 @dataclass(frozen=True, eq=False)
