@@ -375,7 +375,7 @@ def _deviation_result(name, measured, exact, bound, what) -> CheckResult:
     if measured.size == 0:
         return skipped(name, f"{what}: nothing to measure")
     deviation = np.abs(measured - exact)
-    ratio = ratios(deviation.copy(), bound)
+    ratio = ratios(deviation, bound)  # a NaN deviation becomes infinite, in deviation too
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     passed = ratio[worst] <= 1.0
     element = Worst(tuple(int(i) for i in worst), measured.shape, float(measured[worst]), float(exact[worst]),
