@@ -134,6 +134,28 @@ def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> No
                         help="processes a target may start (default 64)")
 
 
+def check_outputs(*options: tuple[str, str | None]) -> None:
+    """Before any work: :class:`~posenc_spec.gate.errors.UsageError` unless the file of each
+    ``(flag, path)`` given (not None) can be written (``-`` is standard output)."""
+    from posenc_spec.gate.output import destination
+
+    for option, path in options:
+        if path is not None:
+            destination.check(option, path)
+
+
+def write_output(command: str, path: str, text: str) -> int | None:
+    """Write ``text`` to ``path`` (``-`` for standard output): None, or the usage exit status
+    after one line saying why the file cannot be written."""
+    from posenc_spec.gate.output import destination
+
+    try:
+        destination.write(path, text)
+    except OSError as problem:
+        return error(command, f"cannot write {path}: {problem.strerror or problem}")
+    return None
+
+
 def error(command: str, message) -> int:
     """Say a usage error in one line on stderr; the usage exit status."""
     from posenc_spec.gate.output.destination import emit

@@ -18,8 +18,10 @@ from .arguments import (
     add_declaration_arguments,
     add_rope_arguments,
     add_run_arguments,
+    check_outputs,
     declaration_flags,
     error,
+    write_output,
 )
 
 CHECK_EPILOG = """\
@@ -88,9 +90,7 @@ def run_check(args) -> int:
         declarations, config = select_declarations(Front("TARGET", "--config", "--xfails"), args.target, args.config,
                                                    args.xfails, declaration_flags(args))
         options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes)
-        for option, value in (("--json", args.json), ("--junitxml", args.junitxml)):
-            if value is not None:
-                destination.check(option, value)
+        check_outputs(("--json", args.json), ("--junitxml", args.junitxml))
         annotate = annotations_wanted(args.annotations)
         if args.plots is not None and Path(args.plots).exists() and not Path(args.plots).is_dir():
             raise UsageError(f"--plots {args.plots} exists and is not a folder")
@@ -137,12 +137,8 @@ def write_outputs(command: str, data: dict, json_path, junit_path, annotate: boo
     if annotate:
         destination.emit("".join(line + "\n" for line in annotations.github_annotations(data)), out)
     for path, render in ((json_path, json_report.to_text), (junit_path, junit.junit_xml)):
-        if path is None:
-            continue
-        try:
-            destination.write(path, render(data))
-        except OSError as problem:
-            return error(command, f"cannot write {path}: {problem.strerror or problem}")
+        if path is not None and (failed := write_output(command, path, render(data))) is not None:
+            return failed
     return json_report.EXIT_STATUS[data["status"]]
 
 
@@ -156,12 +152,10 @@ def _figures(reports, folder):
 
 def run_merge(args) -> int:
     from posenc_spec.gate.errors import UsageError
-    from posenc_spec.gate.output import destination, json_report
+    from posenc_spec.gate.output import json_report
 
     try:
-        for option, value in (("--json", args.json), ("--junitxml", args.junitxml)):
-            if value is not None:
-                destination.check(option, value)
+        check_outputs(("--json", args.json), ("--junitxml", args.junitxml))
         annotate = annotations_wanted(args.annotations)
         data = json_report.merge([json_report.read_report(path) for path in args.reports], args.reports)
     except UsageError as problem:

@@ -7,7 +7,7 @@ snapshot, or two snapshots of different calls or APIs.
 
 from __future__ import annotations
 
-from .arguments import error
+from .arguments import check_outputs, error, write_output
 
 
 def register(subparsers) -> None:
@@ -35,8 +35,7 @@ def run(args) -> int:
 
     try:
         max_ulp = integer("--max-ulp", args.max_ulp if args.max_ulp is not None else 0, minimum=0, maximum=MAX_ULP)
-        if args.json is not None:
-            destination.check("--json", args.json)
+        check_outputs(("--json", args.json))
         old = read_snapshot(args.old)
         new = read_snapshot(args.new, expect_api=old.api)
         diffs = compare_snapshots(old, new, max_ulp)
@@ -52,8 +51,6 @@ def run(args) -> int:
     if args.json is not None:
         data = {"old": args.old, "new": args.new, "max_ulp": max_ulp, "passed": not failing,
                 "calls": [diff.as_dict() for diff in diffs]}
-        try:
-            destination.write(args.json, json_report.to_text(data))
-        except OSError as problem:
-            return error("diff", f"cannot write {args.json}: {problem.strerror or problem}")
+        if (failed := write_output("diff", args.json, json_report.to_text(data))) is not None:
+            return failed
     return 1 if failing else 0

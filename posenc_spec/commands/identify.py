@@ -7,7 +7,7 @@ import sys
 
 from posenc_spec.gate.keys import ROPE_APIS, flag
 
-from .arguments import ROPE_FLAGS, add_call_arguments, add_run_arguments, error
+from .arguments import ROPE_FLAGS, add_call_arguments, add_run_arguments, check_outputs, error, write_output
 
 EPILOG = """\
 exit status: 0 identified; 1 no member of the family fits (the answer is "none", with the
@@ -91,8 +91,7 @@ def run(args) -> int:
                 raise UsageError(f"{flag(given[0])} describes a rotary embedding: give --api rope-freqs, rope-cache "
                                  "or rope-apply")
         options = run_options(1, None, args.max_memory, args.max_processes)
-        if args.json is not None:
-            destination.check("--json", args.json)
+        check_outputs(("--json", args.json))
         if api in ROPE_APIS:
             from posenc_spec.gate.identify.rope import identify_many
 
@@ -107,8 +106,6 @@ def run(args) -> int:
     result["target"] = args.target
     destination.emit(f"{args.target}: {result['message']}\n", sys.stderr if args.json == "-" else sys.stdout)
     if args.json is not None:
-        try:
-            destination.write(args.json, json_report.to_text(result))
-        except OSError as problem:
-            return error("identify", f"cannot write {args.json}: {problem.strerror or problem}")
+        if (failed := write_output("identify", args.json, json_report.to_text(result))) is not None:
+            return failed
     return 0 if result["convention"] is not None else 1
