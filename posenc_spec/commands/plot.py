@@ -166,16 +166,16 @@ def _table(args, declaration, limits) -> int:
         return _nothing_to_draw(f"{args.target} at {probe.size}", problem)
 
     from posenc_spec.figures.diagnostics import write_table_figures  # matplotlib: only once there is something to draw
+    from posenc_spec.figures.gate_plots import table_labels
 
     exp = expectation(probe.positions, dim, declaration.convention, outcome.dtype)
     table = np.asarray(outcome.table, dtype=np.float64)
-    title = f"{declaration.name} under {declaration.convention_name()}, {outcome.dtype}"
-    row_kind = "timestep" if declaration.api == "timesteps" else "position"
+    title, row_kind = table_labels(declaration, outcome.dtype)
+    summary = compare(table, exp.table, exp.tolerance)
     try:
-        paths = write_table_figures(table, exp, args.out, title=title, row_kind=row_kind)
+        paths = write_table_figures(table, exp, args.out, title=title, row_kind=row_kind, comparison=summary)
     except OSError as problem:
         return error("plot", f"cannot write the pictures into {args.out}: {problem.strerror or problem}")
-    summary = compare(table, exp.table, exp.tolerance)
     return _written(title, "every element within tolerance" if summary.ok else summary.describe(), paths)
 
 
