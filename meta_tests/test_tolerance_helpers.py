@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from posenc_spec import checks
 from posenc_spec.tolerance import compare, dtype_name, unit_roundoff
 from spec_tests.assertions import assert_within
 
@@ -35,6 +36,16 @@ def test_compare_counts_nan_as_infinite_error():
     """NaN never hides inside a comparison."""
     result = compare(np.array([np.nan]), np.array([0.0]), 1.0)
     assert not result.ok and result.max_error == np.inf
+
+
+def test_a_nan_deviation_reports_an_infinite_ratio():
+    """A derived check reads NaN as compare does: an infinite error, so an infinite ratio."""
+    exp = checks.expectation(4, 4, "vaswani", "float64")
+    table = exp.table.copy()
+    table[1, 0] = np.nan
+    result = checks.check_pair_norms(table, exp)
+    assert result.status == "failed" and result.worst.error == np.inf and result.worst.ratio == np.inf, result
+    assert result.worst.ratio == compare(table, exp.table, exp.tolerance).max_ratio
 
 
 def test_compare_refuses_mismatched_shapes():

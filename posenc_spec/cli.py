@@ -15,8 +15,7 @@ def build_parser():
     from posenc_spec.commands import check, diff, identify, plot, snapshot
     from posenc_spec.commands.arguments import Parser
 
-    parser = Parser(prog="posenc-spec", allow_abbrev=False,
-                    description="Verify position encodings against a declared convention.")
+    parser = Parser(prog="posenc-spec", description="Verify position encodings against a declared convention.")
     parser.add_argument("--version", action="version", version=f"posenc-spec {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     check.register(subparsers)

@@ -70,6 +70,10 @@ class Convention:
     odd: str = "error"
 
     def __post_init__(self):
+        for name in ("base", "offset", "scale"):  # a NumPy scalar as the Python number it holds
+            value = getattr(self, name)
+            if isinstance(value, (np.integer, np.floating)):
+                object.__setattr__(self, name, value.item())
         _check_choice("layout", self.layout, LAYOUTS)
         _check_choice("first", self.first, FUNCTIONS)
         _check_choice("odd", self.odd, ODD_BEHAVIOURS)

@@ -5,7 +5,8 @@ float64, so its results are the correctly rounded values (for |values| far from 
 float64 spacing, 2**-53 relative, is the only error). It is slow: a few thousand
 elements a second.
 
-:func:`table` is the same formula in float64 NumPy. Its error against the exact values is
+:func:`table` is the same formula in float64 NumPy (:func:`table_from_angles` of
+:func:`angles`, for a caller that needs the angles too). Its error against the exact values is
 at most :func:`posenc_spec.tolerance.element_tolerance` with ``angle_dtype=float64``
 and ``out_dtype=float64`` (``meta_tests/test_oracle.py`` measures it against mpmath); at
 L = 8192 that is a few 1e-12, far below any tolerance a float32 table is held to.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from .conventions import Convention, get_convention
+from .conventions import Columns, Convention, get_convention
 
 EXACT_DIGITS = 40
 
@@ -44,8 +45,14 @@ def table(positions, width: int, convention: str | Convention = "vaswani", degen
     """
     conv = get_convention(convention)
     theta, _ = angles(positions, width, conv, degenerate_limit)
-    columns = conv.columns(width)
-    sin_columns = (columns.is_first == (conv.first == "sin")) & ~columns.is_zero
+    return table_from_angles(theta, conv.columns(width), conv.first)
+
+
+def table_from_angles(theta: np.ndarray, columns: Columns, first: str) -> np.ndarray:
+    """The table of the angles ``theta`` (:func:`angles`): ``first(theta)`` in the columns
+    ``columns`` says hold it, the other function in their partners, 0 in a zero-padded
+    column. ``theta`` is only read, so that it can serve the tolerance as well."""
+    sin_columns = (columns.is_first == (first == "sin")) & ~columns.is_zero
     cos_columns = ~sin_columns & ~columns.is_zero
     values = np.zeros_like(theta)
     for function, chosen in ((np.sin, sin_columns), (np.cos, cos_columns)):

@@ -18,8 +18,6 @@ Under pytest-xdist each item carries an ``xdist_group`` mark naming its target, 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from posenc_spec.gate.keys import DECLARATION_KEYS, flag
@@ -48,8 +46,7 @@ def pytest_addoption(parser) -> None:
 
 def declarations(config) -> list:
     """The declarations the options name (empty when no ``--posenc*`` option is given)."""
-    from posenc_spec.gate import config as config_files
-    from posenc_spec.gate.declaration import declare
+    from posenc_spec.gate.config import Front, select_declarations
     from posenc_spec.gate.errors import UsageError
 
     target = config.getoption("posenc_target", default=None)
@@ -58,19 +55,13 @@ def declarations(config) -> list:
     if target is None and config_file is None and not nearest:
         return []
     flags = {key: config.getoption(dest, default=None) for dest, key in _KEYS.items()}
-    xfails = config.getoption("posenc_xfails", default=None)
+    front = Front("--posenc-target", "--posenc-config", "--posenc-xfails", where="--posenc: ", flags=False,
+                  missing="--posenc: no pyproject.toml with a [tool.posenc-spec] table here or above")
     try:
         if sum(map(bool, (target, config_file, nearest))) > 1:
             raise UsageError("give one of --posenc-target, --posenc-config and --posenc")
-        if target is not None:
-            keys = {"target": target, **flags, "xfails": xfails and os.path.abspath(xfails)}
-            return [declare(keys, where="--posenc: ")]
-        if xfails is not None:
-            raise UsageError("--posenc-xfails goes with --posenc-target; in a config file use an `xfails` key")
-        path = config_file or config_files.find_pyproject(config.invocation_params.dir)
-        if path is None:
-            raise UsageError("--posenc: no pyproject.toml with a [tool.posenc-spec] table here or above")
-        return config_files.read_config(path, flags)
+        return select_declarations(front, target, config_file, config.getoption("posenc_xfails", default=None),
+                                   flags, base_dir=config.invocation_params.dir)[0]
     except UsageError as error:
         raise pytest.UsageError(f"posenc-spec: {error}") from None
 

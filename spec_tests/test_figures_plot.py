@@ -18,9 +18,7 @@ from matplotlib.colors import LogNorm, same_color
 from posenc_spec.checks import expectation
 from posenc_spec.figures.arrays import cosine_similarity
 from posenc_spec.figures.diagnostics import (
-    HEADING_CHARS_PER_INCH,
     error_ratio,
-    heading,
     profile_rows,
     table_figures,
     table_heatmap_figure,
@@ -29,6 +27,7 @@ from posenc_spec.figures.diagnostics import (
     write_table_figures,
 )
 from posenc_spec.figures.regression import IDENTICAL_COLOUR, INFINITE_COLOUR, MAX_SHOWN, block_maxima, ulp_figure
+from posenc_spec.figures.style import HEADING_CHARS_PER_INCH, heading
 from posenc_spec.regression.ulp import INFINITE_ULP
 from reference_impls import family
 from spec_tests.figure_compare import figure_comparison

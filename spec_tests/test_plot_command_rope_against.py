@@ -194,7 +194,7 @@ def test_timestep_tables_are_drawn_with_timestep_rows(table_figure_calls, tmp_pa
     (table, exp, options), = table_figure_calls
     np.testing.assert_array_equal(exp.positions, np.arange(num_steps), err_msg="timesteps 0..49")
     assert options["row_kind"] == "timestep", options
-    heatmap = diagnostics.table_heatmap_figure(table, exp, **options)
+    heatmap = diagnostics.table_heatmap_figure(table, exp, title=options["title"], row_kind=options["row_kind"])
     assert heatmap.axes[0].get_ylabel() == "Timestep", heatmap.axes[0].get_ylabel()
 
     declaration = declare({"target": "reference_impls.timestep:timestep_embedding", "api": "timesteps",

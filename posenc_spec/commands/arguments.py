@@ -11,7 +11,7 @@ import argparse
 import difflib
 import sys
 
-from posenc_spec.gate.keys import CONVENTION_KEYS, DECLARATION_KEYS, flag
+from posenc_spec.gate.keys import CONVENTION_KEYS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, flag
 
 USAGE_STATUS = 2
 
@@ -51,7 +51,7 @@ class Parser(argparse.ArgumentParser):
         return [option for action in self._actions for option in action.option_strings]
 
 
-def add_declaration_arguments(parser: argparse.ArgumentParser, api_choices=None) -> None:
+def add_declaration_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that declare a target's convention, API and grid (all default None)."""
     text = {"metavar": "VALUE", "default": None}
     parser.add_argument("--convention", metavar="NAME", default=None,
@@ -63,12 +63,22 @@ def add_declaration_arguments(parser: argparse.ArgumentParser, api_choices=None)
         parser.add_argument(flag(key), dest=key, help=f"override the preset's {key}: {helps[key]}", **text)
     parser.add_argument("--odd", **text, help="odd widths: error (expect an exception; default), zero-pad, ceil, "
                                              "or skip (test none)")
-    parser.add_argument("--api", **text, help="table: fn(num_positions, dim) (default); timesteps: fn(timesteps, dim); "
-                                             "rope-freqs, rope-cache, rope-apply: rotary embeddings")
-    parser.add_argument("--t-max", dest="t_max", **text, help="largest timestep for the timesteps API (default 1000)")
-    parser.add_argument("--max-positions", dest="max_positions", **text,
-                        help="cap every length of the grid (a model's longest sequence)")
-    parser.add_argument("--timeout", **text, help="seconds for the import and for each call (default 60)")
+    add_call_arguments(parser)
+
+
+def add_call_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that say how a target is called: its API, the timesteps, the lengths and the
+    time it gets (all default None)."""
+    parser.add_argument("--api", metavar="API", default=None,
+                        help="table: fn(num_positions, dim) (default); timesteps: fn(timesteps, dim); "
+                             "rope-freqs, rope-cache, rope-apply: rotary embeddings")
+    parser.add_argument("--t-max", dest="t_max", metavar="T", default=None,
+                        help=f"largest timestep for the timesteps API (default {DEFAULT_T_MAX:g})")
+    parser.add_argument("--max-positions", dest="max_positions", metavar="N", default=None,
+                        help="cap every length of the grid (a model's longest sequence; rotary APIs: its "
+                             "max_position_embeddings, every position stays below it)")
+    parser.add_argument("--timeout", metavar="SECONDS", default=None,
+                        help=f"seconds for the import and for each call (default {DEFAULT_TIMEOUT:g})")
 
 
 ROPE_FLAGS = {
@@ -122,6 +132,28 @@ def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> No
                              "machine's memory shared by the jobs)")
     parser.add_argument("--max-processes", dest="max_processes", default=None, metavar="N",
                         help="processes a target may start (default 64)")
+
+
+def check_outputs(*options: tuple[str, str | None]) -> None:
+    """Before any work: :class:`~posenc_spec.gate.errors.UsageError` unless the file of each
+    ``(flag, path)`` given (not None) can be written (``-`` is standard output)."""
+    from posenc_spec.gate.output import destination
+
+    for option, path in options:
+        if path is not None:
+            destination.check(option, path)
+
+
+def write_output(command: str, path: str, text: str) -> int | None:
+    """Write ``text`` to ``path`` (``-`` for standard output): None, or the usage exit status
+    after one line saying why the file cannot be written."""
+    from posenc_spec.gate.output import destination
+
+    try:
+        destination.write(path, text)
+    except OSError as problem:
+        return error(command, f"cannot write {path}: {problem.strerror or problem}")
+    return None
 
 
 def error(command: str, message) -> int:

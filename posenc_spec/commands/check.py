@@ -13,19 +13,15 @@ import os
 import sys
 from pathlib import Path
 
-from posenc_spec.gate import config as config_files
-from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.options import run_options
-from posenc_spec.gate.output import destination, json_report, text
-
 from .arguments import (
     add_against_arguments,
     add_declaration_arguments,
     add_rope_arguments,
     add_run_arguments,
+    check_outputs,
     declaration_flags,
     error,
+    write_output,
 )
 
 CHECK_EPILOG = """\
@@ -48,9 +44,6 @@ Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml
 the built-in default: the reference implementations posenc-spec ships. Flags given with
 them override every target's keys.
 """
-
-
-BUILT_IN = "built-in default (the packaged reference implementations)"
 
 
 def register(subparsers) -> None:
@@ -87,28 +80,17 @@ def register(subparsers) -> None:
     merge.set_defaults(run=run_merge)
 
 
-def _declarations(args) -> tuple[list, str | None]:
-    flags = declaration_flags(args)
-    if args.target and args.config:
-        raise UsageError("give either TARGET or --config, not both")
-    if args.target:
-        keys = {"target": args.target, **flags, "xfails": args.xfails}
-        return [declare(keys, where="", flags=True)], None
-    if args.xfails is not None:
-        raise UsageError("--xfails goes with a TARGET; in a config file give each target an `xfails` key")
-    path = Path(args.config) if args.config else config_files.find_pyproject()
-    if path is None:
-        return config_files.built_in_declarations(flags), BUILT_IN
-    return config_files.read_config(path, flags), str(path)
-
-
 def run_check(args) -> int:
+    from posenc_spec.gate.config import Front, select_declarations
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.options import run_options
+    from posenc_spec.gate.output import destination, json_report, text
+
     try:
-        declarations, config = _declarations(args)
+        declarations, config = select_declarations(Front("TARGET", "--config", "--xfails"), args.target, args.config,
+                                                   args.xfails, declaration_flags(args))
         options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes)
-        for option, value in (("--json", args.json), ("--junitxml", args.junitxml)):
-            if value is not None:
-                destination.check(option, value)
+        check_outputs(("--json", args.json), ("--junitxml", args.junitxml))
         annotate = annotations_wanted(args.annotations)
         if args.plots is not None and Path(args.plots).exists() and not Path(args.plots).is_dir():
             raise UsageError(f"--plots {args.plots} exists and is not a folder")
@@ -117,7 +99,9 @@ def run_check(args) -> int:
 
         positions = shard(list(range(len(declarations))), *options.shard)
         selected = [declarations[position] for position in positions]
-        for declaration in selected:  # before the header: a usage error is the only line
+        # Before the header, so that a usage error is the only line; check_many asks again
+        # (its guard for every caller), which vacuity answers from its cache.
+        for declaration in selected:
             if declaration.formula:
                 assert_distinguishable(declaration)
         out = sys.stderr if args.json == "-" else sys.stdout
@@ -148,17 +132,13 @@ def annotations_wanted(value) -> bool:
 
 def write_outputs(command: str, data: dict, json_path, junit_path, annotate: bool, out) -> int:
     """The report's files and annotations; the run's exit status (2 when a file cannot be written)."""
-    from posenc_spec.gate.output import annotations, junit
+    from posenc_spec.gate.output import annotations, destination, json_report, junit
 
     if annotate:
         destination.emit("".join(line + "\n" for line in annotations.github_annotations(data)), out)
     for path, render in ((json_path, json_report.to_text), (junit_path, junit.junit_xml)):
-        if path is None:
-            continue
-        try:
-            destination.write(path, render(data))
-        except OSError as problem:
-            return error(command, f"cannot write {path}: {problem.strerror or problem}")
+        if path is not None and (failed := write_output(command, path, render(data))) is not None:
+            return failed
     return json_report.EXIT_STATUS[data["status"]]
 
 
@@ -171,10 +151,11 @@ def _figures(reports, folder):
 
 
 def run_merge(args) -> int:
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.output import json_report
+
     try:
-        for option, value in (("--json", args.json), ("--junitxml", args.junitxml)):
-            if value is not None:
-                destination.check(option, value)
+        check_outputs(("--json", args.json), ("--junitxml", args.junitxml))
         annotate = annotations_wanted(args.annotations)
         data = json_report.merge([json_report.read_report(path) for path in args.reports], args.reports)
     except UsageError as problem:

@@ -7,12 +7,7 @@ snapshot, or two snapshots of different calls or APIs.
 
 from __future__ import annotations
 
-from posenc_spec.gate.declaration import MAX_ULP
-from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.output import destination, json_report
-from posenc_spec.gate.values import integer
-
-from .arguments import error
+from .arguments import check_outputs, error, write_output
 
 
 def register(subparsers) -> None:
@@ -30,14 +25,17 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import sys
 
+    from posenc_spec.gate.declaration import MAX_ULP
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.output import destination, json_report
+    from posenc_spec.gate.values import integer
     from posenc_spec.regression import SnapshotError
     from posenc_spec.regression.compare import compare_snapshots
     from posenc_spec.regression.snapshot_reader import read_snapshot
 
     try:
         max_ulp = integer("--max-ulp", args.max_ulp if args.max_ulp is not None else 0, minimum=0, maximum=MAX_ULP)
-        if args.json is not None:
-            destination.check("--json", args.json)
+        check_outputs(("--json", args.json))
         old = read_snapshot(args.old)
         new = read_snapshot(args.new, expect_api=old.api)
         diffs = compare_snapshots(old, new, max_ulp)
@@ -45,7 +43,7 @@ def run(args) -> int:
         return error("diff", problem)
     failing = [diff for diff in diffs if not diff.passed]
     out = sys.stderr if args.json == "-" else sys.stdout
-    for diff in failing or diffs[:0]:
+    for diff in failing:
         destination.emit(f"  {diff.describe()}\n", out)
     verdict = "within" if not failing else "beyond"
     destination.emit(f"{args.old} -> {args.new}: {len(diffs) - len(failing)} of {len(diffs)} calls within {max_ulp} "
@@ -53,8 +51,6 @@ def run(args) -> int:
     if args.json is not None:
         data = {"old": args.old, "new": args.new, "max_ulp": max_ulp, "passed": not failing,
                 "calls": [diff.as_dict() for diff in diffs]}
-        try:
-            destination.write(args.json, json_report.to_text(data))
-        except OSError as problem:
-            return error("diff", f"cannot write {args.json}: {problem.strerror or problem}")
+        if (failed := write_output("diff", args.json, json_report.to_text(data))) is not None:
+            return failed
     return 1 if failing else 0

@@ -5,15 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from posenc_spec.gate.declaration import DEFAULT_T_MAX, DEFAULT_TIMEOUT, MAX_T_MAX, MAX_TIMEOUT
-from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.keys import APIS, ROPE_APIS, flag
-from posenc_spec.gate.loader import TargetError, absolute_target
-from posenc_spec.gate.options import run_options
-from posenc_spec.gate.output import destination, json_report
-from posenc_spec.gate.values import choice, integer, number
+from posenc_spec.gate.keys import ROPE_APIS, flag
 
-from .arguments import ROPE_FLAGS, add_run_arguments, error
+from .arguments import ROPE_FLAGS, add_call_arguments, add_run_arguments, check_outputs, error, write_output
 
 EPILOG = """\
 exit status: 0 identified; 1 no member of the family fits (the answer is "none", with the
@@ -35,14 +29,7 @@ def register(subparsers) -> None:
                     "target from its tables; the answer is checked on sizes it was not fitted on.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
-    parser.add_argument("--api", default=None, help="table (default), timesteps, rope-freqs, rope-cache or rope-apply")
-    parser.add_argument("--t-max", dest="t_max", default=None, metavar="T",
-                        help="largest timestep for the timesteps API")
-    parser.add_argument("--max-positions", dest="max_positions", default=None, metavar="N",
-                        help="cap every length (rotary APIs: the model's max_position_embeddings; every position "
-                             "stays below it)")
-    parser.add_argument("--timeout", default=None, metavar="SECONDS",
-                        help=f"seconds per import and call (default {DEFAULT_TIMEOUT:g})")
+    add_call_arguments(parser)
     parser.add_argument("--json", metavar="FILE", help="write the answer as JSON (- for standard output)")
     group = parser.add_argument_group("rotary embeddings (--api rope-freqs | rope-cache | rope-apply)")
     for key in ROPE_CALL_FLAGS:
@@ -60,24 +47,16 @@ def register(subparsers) -> None:
 
 def _call_shape(args, api: str):
     """The RoPE call flags as a :class:`~posenc_spec.gate.identify.rope.CallShape`, and the head size."""
+    from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.identify.rope import CallShape
-    from posenc_spec.gate.rope.spec import (
-        CACHE_CALLS,
-        CACHE_FORMS,
-        CACHE_LAYOUTS,
-        MAX_HEAD_DIM,
-        ROPE_LAYOUTS,
-        X_LAYOUTS,
-    )
+    from posenc_spec.gate.rope.spec import CACHE_CALLS, CACHE_FORMS, CACHE_LAYOUTS, ROPE_LAYOUTS, X_LAYOUTS
+    from posenc_spec.gate.rope.spec import head_dim as valid_head_dim
+    from posenc_spec.gate.values import choice
 
     for key, apis in ROPE_CALL_FLAGS.items():
         if getattr(args, key) is not None and apis is not None and api not in apis:
             raise UsageError(f"{flag(key)} is read by --api {' and '.join(apis)}, not by --api {api}")
-    head_dim = None
-    if args.head_dim is not None:
-        head_dim = integer("--head-dim", args.head_dim, minimum=2, maximum=MAX_HEAD_DIM)
-        if head_dim % 2:
-            raise UsageError(f"--head-dim must be even, got {head_dim}")
+    head_dim = None if args.head_dim is None else valid_head_dim(flag("head_dim"), args.head_dim)
 
     def pick(key, choices, default):
         value = getattr(args, key)
@@ -91,11 +70,17 @@ def _call_shape(args, api: str):
 
 
 def run(args) -> int:
+    from posenc_spec.gate.declaration import declare
+    from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.identify import IdentifyError, identify_target
+    from posenc_spec.gate.options import run_options
+    from posenc_spec.gate.output import destination, json_report
 
     try:
-        target = absolute_target(args.target)
-        api = choice("--api", args.api or "table", APIS)
+        # The keys a call is made with, validated as check validates them.
+        call = declare({"target": args.target, "api": args.api, "t_max": args.t_max,
+                        "max_positions": args.max_positions, "timeout": args.timeout}, flags=True)
+        api = call.api
         if api in ROPE_APIS:
             if args.t_max is not None:
                 raise UsageError("--t-max is read by --api timesteps, not by the rotary APIs")
@@ -105,29 +90,22 @@ def run(args) -> int:
             if given:
                 raise UsageError(f"{flag(given[0])} describes a rotary embedding: give --api rope-freqs, rope-cache "
                                  "or rope-apply")
-        t_max = number("--t-max", args.t_max if args.t_max is not None else DEFAULT_T_MAX, above=0, maximum=MAX_T_MAX)
-        timeout = number("--timeout", args.timeout if args.timeout is not None else DEFAULT_TIMEOUT, above=0,
-                         maximum=MAX_TIMEOUT)
-        max_positions = None if args.max_positions is None else integer("--max-positions", args.max_positions)
         options = run_options(1, None, args.max_memory, args.max_processes)
-        if args.json is not None:
-            destination.check("--json", args.json)
+        check_outputs(("--json", args.json))
         if api in ROPE_APIS:
             from posenc_spec.gate.identify.rope import identify_many
 
-            result = identify_many([target], shape, head_dim, max_positions, timeout, options)[0]
+            result = identify_many([call.target], shape, head_dim, call.max_positions, call.timeout, options)[0]
         else:
-            result = identify_target(target, api=api, t_max=t_max, timeout=timeout, max_positions=max_positions,
-                                     options=options)
-    except (UsageError, TargetError) as problem:
+            result = identify_target(call.target, api=api, t_max=call.t_max, timeout=call.timeout,
+                                     max_positions=call.max_positions, options=options)
+    except UsageError as problem:
         return error("identify", problem)
     except IdentifyError as problem:
         return error("identify", f"cannot import {args.target}: {problem}")
     result["target"] = args.target
     destination.emit(f"{args.target}: {result['message']}\n", sys.stderr if args.json == "-" else sys.stdout)
     if args.json is not None:
-        try:
-            destination.write(args.json, json_report.to_text(result))
-        except OSError as problem:
-            return error("identify", f"cannot write {args.json}: {problem.strerror or problem}")
+        if (failed := write_output("identify", args.json, json_report.to_text(result))) is not None:
+            return failed
     return 0 if result["convention"] is not None else 1

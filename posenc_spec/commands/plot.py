@@ -46,14 +46,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.options import run_options
-from posenc_spec.gate.output.destination import emit
-from posenc_spec.gate.values import integer
-
 from .arguments import (
     add_against_arguments,
     add_declaration_arguments,
@@ -92,6 +84,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from posenc_spec.gate.declaration import declare
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.options import run_options
     from posenc_spec.gate.sandbox import Limits
 
     try:
@@ -108,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--against draws the ULP distances alone: drop the convention and RoPE flags")
         if declaration.against is None and args.out.exists() and not args.out.is_dir():
             raise UsageError(f"--out {args.out} exists and is not a folder")
-    except (ValueError, TypeError) as problem:  # UsageError (a bad snapshot among them)
+    except UsageError as problem:  # a bad snapshot among them (declare reads it)
         return error("plot", problem)
     limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
     if declaration.against is not None:
@@ -119,11 +114,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _nothing_to_draw(what: str, problem: str) -> int:
+    from posenc_spec.gate.output.destination import emit
+
     emit(f"posenc-spec plot: {what} gave nothing to draw: {problem}\n", sys.stderr)
     return 1
 
 
 def _written(title: str, verdict: str, paths: dict, *notes: str) -> int:
+    from posenc_spec.gate.output.destination import emit
+
     emit(f"{title}: {verdict}\n")
     for note in notes:
         emit(f"  {note}\n")
@@ -136,17 +135,22 @@ def _written(title: str, verdict: str, paths: dict, *notes: str) -> int:
 
 
 def _table(args, declaration, limits) -> int:
+    import numpy as np
+
     from posenc_spec.checks import expectation
+    from posenc_spec.conventions import UndefinedWidthError
+    from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.grid import Probe
     from posenc_spec.gate.judge import call_problem
     from posenc_spec.gate.runner import run_target
+    from posenc_spec.gate.values import integer
     from posenc_spec.tolerance import compare
 
     try:
         num_positions = integer("--num-positions", args.num_positions or DEFAULT_NUM_POSITIONS, maximum=2**20)
         dim = integer("--dim", args.dim or DEFAULT_DIM, minimum=2, maximum=2**16)
         declaration.convention.check_odd(dim)
-    except (ValueError, TypeError) as problem:  # UsageError and the convention's own errors
+    except (UsageError, UndefinedWidthError) as problem:  # an odd --dim the convention has no value at
         return error("plot", problem)
     if declaration.api == "timesteps":
         steps = np.round(np.linspace(0.0, declaration.t_max, num_positions)).astype(np.int64)
@@ -162,16 +166,16 @@ def _table(args, declaration, limits) -> int:
         return _nothing_to_draw(f"{args.target} at {probe.size}", problem)
 
     from posenc_spec.figures.diagnostics import write_table_figures  # matplotlib: only once there is something to draw
+    from posenc_spec.figures.gate_plots import table_labels
 
     exp = expectation(probe.positions, dim, declaration.convention, outcome.dtype)
     table = np.asarray(outcome.table, dtype=np.float64)
-    title = f"{declaration.name} under {declaration.convention_name()}, {outcome.dtype}"
-    row_kind = "timestep" if declaration.api == "timesteps" else "position"
+    title, row_kind = table_labels(declaration, outcome.dtype)
+    summary = compare(table, exp.table, exp.tolerance)
     try:
-        paths = write_table_figures(table, exp, args.out, title=title, row_kind=row_kind)
+        paths = write_table_figures(table, exp, args.out, title=title, row_kind=row_kind, comparison=summary)
     except OSError as problem:
         return error("plot", f"cannot write the pictures into {args.out}: {problem.strerror or problem}")
-    summary = compare(table, exp.table, exp.tolerance)
     return _written(title, "every element within tolerance" if summary.ok else summary.describe(), paths)
 
 
@@ -256,7 +260,6 @@ def _against(args, declaration, limits) -> int:
     from posenc_spec.gate import against
     from posenc_spec.gate.runner import run_target
     from posenc_spec.regression import SnapshotError
-    from posenc_spec.regression.compare import compare_call
     from posenc_spec.regression.ulp import ulp_distance
 
     snapshot, max_ulp = declaration.against, declaration.max_ulp
@@ -266,16 +269,14 @@ def _against(args, declaration, limits) -> int:
     if not turn.imported:
         return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
     diffs, worst = [], None
-    for call, request, outcome in zip(snapshot.calls, requests, turn.outcomes, strict=True):
-        replayed = against.record(request, outcome)
-        try:
-            diff = compare_call(call, replayed, max_ulp)
-        except SnapshotError as problem:  # the replay is not the recorded call: a fault of the replay
-            return error("plot", problem)
-        diffs.append(diff)
-        for output in diff.outputs if not (diff.problem or diff.raised) else ():
-            if output.problem is None and (worst is None or output.max_ulp > worst[0].max_ulp):
-                worst = (output, call, replayed)
+    try:
+        for call, replayed, diff in against.replay_diffs(snapshot, requests, turn.outcomes, max_ulp):
+            diffs.append(diff)
+            for output in diff.outputs if not (diff.problem or diff.raised) else ():
+                if output.problem is None and (worst is None or output.max_ulp > worst[0].max_ulp):
+                    worst = (output, call, replayed)
+    except SnapshotError as problem:  # a fault of the replay
+        return error("plot", problem)
     if worst is None:
         first = next((diff.describe() for diff in diffs), "the snapshot records no call")
         return _nothing_to_draw(f"{declaration.name} against {declaration.against_path}",
@@ -296,7 +297,5 @@ def _against(args, declaration, limits) -> int:
         save_png(ulp_figure(distances, title=title, dtype=old.dtype), out)
     except OSError as problem:
         return error("plot", f"cannot write {out}: {problem.strerror or problem}")
-    within = sum(diff.passed for diff in diffs)
-    verdict = (f"{within} of {len(diffs)} recorded calls within {max_ulp} ULP; worst {call.label}{which} "
-               f"({old.dtype}): {output.describe()}")
+    verdict = f"{against.calls_within(diffs, max_ulp)}; worst {call.label}{which} ({old.dtype}): {output.describe()}"
     return _written(f"{declaration.name} against {declaration.against_path}", verdict, {"ulp": out})

@@ -14,12 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.options import run_options
-from posenc_spec.gate.output.destination import emit
-
-from .arguments import add_rope_arguments, add_run_arguments, declaration_flags, error
+from .arguments import add_call_arguments, add_rope_arguments, add_run_arguments, declaration_flags, error
 
 
 def register(subparsers) -> None:
@@ -27,14 +22,7 @@ def register(subparsers) -> None:
         "snapshot", help="record what a target returns on the gate's grid, for check --against",
         description="Record every output of TARGET on the gate's default grid (with its exact inputs) in FILE.npz.")
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
-    parser.add_argument("--api", default=None,
-                        help="table (default), timesteps, rope-freqs, rope-cache or rope-apply")
-    parser.add_argument("--max-positions", dest="max_positions", default=None, metavar="N",
-                        help="cap every length of the grid")
-    parser.add_argument("--t-max", dest="t_max", default=None, metavar="T",
-                        help="largest timestep for the timesteps API")
-    parser.add_argument("--timeout", default=None, metavar="SECONDS",
-                        help="seconds for the import and for each call (default 60)")
+    add_call_arguments(parser)
     parser.add_argument("--out", required=True, metavar="FILE.npz", help="the snapshot to write")
     parser.add_argument("--force", action="store_true", help="replace an existing file")
     add_rope_arguments(parser)
@@ -44,6 +32,10 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from posenc_spec.gate import against, engine
+    from posenc_spec.gate.declaration import declare
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.options import run_options
+    from posenc_spec.gate.output.destination import emit
     from posenc_spec.gate.runner import run_target
     from posenc_spec.gate.sandbox import Limits
     from posenc_spec.regression import Snapshot, SnapshotError

@@ -26,51 +26,16 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from ..checks import Expectation
-from ..tolerance import compare
+from ..tolerance import Comparison, compare
 from .arrays import as_table, check_rows, cosine_similarity
 from .sinusoidal import SEED000_ROWS
-from .style import DPI, figure_style, new_figure, save_png
+from .style import DPI, HEADING_SIZE, figure_style, heading, new_figure, save_png
 
 # Ratios below this are drawn as this: an exact element would otherwise be log10(0).
 SMALLEST_SHOWN_RATIO = 1e-4
 
-HEADING_SIZE = 10  # points
-# Lower-case names and paths in DejaVu Sans take about 0.55 em a character (digits 0.64,
-# capitals up to 0.8): at 0.6 em, a title line of this many characters per inch of figure
-# width fits its figure unless it is mostly digits or capitals.
-HEADING_CHARS_PER_INCH = 72 / (0.6 * HEADING_SIZE)
-
 ROW_KINDS = ("position", "timestep")
 PROFILE_PANEL_HEIGHT = 1.0  # inches, seed 000's row panels
-
-
-def heading(title: str, description: str, width: float) -> str:
-    """``title`` over ``description`` for a figure ``width`` inches wide. A title longer than
-    a line becomes two: what stands before its last ``" under "`` (the target, its size)
-    keeps its end, where the function's name is; the convention and dtype go on the second
-    line. A line still too long keeps its two ends."""
-    if not isinstance(title, str):
-        raise TypeError(f"title must be a str, got {type(title).__name__}")
-    limit = int(width * HEADING_CHARS_PER_INCH)
-    target, under, convention = title.rpartition(" under ")
-    if len(title) <= limit:
-        lines = [title]
-    elif under:
-        lines = [_keep_end(target, limit), _keep_ends(f"under {convention}", limit)]
-    else:
-        lines = [_keep_ends(title, limit)]
-    return "\n".join([*lines, description])
-
-
-def _keep_end(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "\N{HORIZONTAL ELLIPSIS}" + text[len(text) - limit + 1:]
-
-
-def _keep_ends(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    start = (limit - 1) // 2
-    return text[:start] + "\N{HORIZONTAL ELLIPSIS}" + text[len(text) - (limit - 1 - start):]
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,7 +104,12 @@ def difference_figure(table, expected, tolerance, *, title: str | None = None, p
     table = as_table(table)
     rows = Rows.of(positions, table.shape[0], row_kind)
     ratio = error_ratio(table, expected, tolerance)
-    summary = compare(table, expected, tolerance)
+    return _difference_figure(table, expected, ratio, compare(table, expected, tolerance), rows, title, dpi)
+
+
+def _difference_figure(table: np.ndarray, expected, ratio: np.ndarray, summary, rows: Rows, title: str | None,
+                       dpi: float) -> Figure:
+    """:func:`difference_figure` of a checked table, its :func:`error_ratio` and its comparison."""
     difference = table - as_table(expected, "expected")
     finite = np.isfinite(difference)
     limit = float(np.max(np.abs(difference[finite]), initial=0.0)) or 1.0
@@ -193,7 +163,10 @@ def table_heatmap_figure(table, exp: Expectation, *, title: str | None = None, r
                          dpi: float = DPI) -> Figure:
     """The table's values on 7 x 5 inches in ``viridis`` from -1 to 1 (wider when the
     values are), with a colorbar of values. NaN elements are left blank."""
-    table, rows, title = _checked(table, exp, title, row_kind)
+    return _heatmap_figure(*_checked(table, exp, title, row_kind), dpi)
+
+
+def _heatmap_figure(table: np.ndarray, rows: Rows, title: str, dpi: float) -> Figure:
     low, high = _value_limits(table, -1.0, 1.0)
     with figure_style():
         figure = new_figure((7, 5), dpi)
@@ -221,9 +194,14 @@ def table_row_profiles_figure(table, exp: Expectation, rows=None, *, title: str 
     each element out of its bound a red dot (at the expected value where the table has
     NaN). Each panel's legend names its row and says how many elements are out of bound."""
     table, row_axis, title = _checked(table, exp, title, row_kind)
+    return _row_profiles_figure(table, exp, error_ratio(table, exp.table, exp.tolerance), rows, row_axis, title, dpi)
+
+
+def _row_profiles_figure(table: np.ndarray, exp: Expectation, ratio: np.ndarray, rows, row_axis: Rows, title: str,
+                         dpi: float) -> Figure:
     num_rows, width = table.shape
     rows = check_rows(profile_rows(num_rows) if rows is None else rows, num_rows)
-    out_of_bound = error_ratio(table, exp.table, exp.tolerance) > 1
+    out_of_bound = ratio > 1
     low, high = _value_limits(table, -1.5, 1.5)
     columns = np.arange(width)
     with figure_style():
@@ -252,6 +230,10 @@ def table_similarity_figure(table, exp: Expectation, *, title: str | None = None
     """The cosine similarity of every pair of rows of the table (NaN read as 0) beside the
     expected table's, on 11 x 5 inches, both in ``RdBu_r`` from -1 to 1 on one colorbar."""
     table, rows, title = _checked(table, exp, title, row_kind)
+    return _similarity_figure(table, exp, rows, title, dpi)
+
+
+def _similarity_figure(table: np.ndarray, exp: Expectation, rows: Rows, title: str, dpi: float) -> Figure:
     panels = ((np.nan_to_num(table), "this table"), (exp.table, f"expected ({exp.convention.name()})"))
     with figure_style():
         figure = new_figure((11, 5), dpi)
@@ -269,27 +251,31 @@ def table_similarity_figure(table, exp: Expectation, *, title: str | None = None
 
 
 def table_figures(table, exp: Expectation, *, title: str | None = None, row_kind: str | None = None,
-                  dpi: float = DPI) -> dict[str, Figure]:
+                  dpi: float = DPI, comparison: Comparison | None = None) -> dict[str, Figure]:
     """The four pictures of ``table`` under ``exp`` by file stem: ``heatmap``,
     ``row_profiles``, ``similarity`` and ``difference``. ``title`` is "TARGET under
     CONVENTION, DTYPE"; ``row_kind`` says whether the rows are positions or timesteps
-    (None: timesteps when ``exp``'s positions are not ``0 .. n - 1``)."""
-    table, _, title = _checked(table, exp, title, row_kind)
+    (None: timesteps when ``exp``'s positions are not ``0 .. n - 1``); ``comparison`` is
+    :func:`~posenc_spec.tolerance.compare` of the table with ``exp``, when the caller has it.
+    The table is checked, and its error ratios computed, once for the four."""
+    table, rows, title = _checked(table, exp, title, row_kind)
+    ratio = error_ratio(table, exp.table, exp.tolerance)
+    summary = compare(table, exp.table, exp.tolerance) if comparison is None else comparison
     return {
-        "heatmap": table_heatmap_figure(table, exp, title=title, row_kind=row_kind, dpi=dpi),
-        "row_profiles": table_row_profiles_figure(table, exp, title=title, row_kind=row_kind, dpi=dpi),
-        "similarity": table_similarity_figure(table, exp, title=title, row_kind=row_kind, dpi=dpi),
-        "difference": difference_figure(table, exp.table, exp.tolerance, title=title, positions=exp.positions,
-                                         row_kind=row_kind, dpi=dpi),
+        "heatmap": _heatmap_figure(table, rows, title, dpi),
+        "row_profiles": _row_profiles_figure(table, exp, ratio, None, rows, title, dpi),
+        "similarity": _similarity_figure(table, exp, rows, title, dpi),
+        "difference": _difference_figure(table, exp.table, ratio, summary, rows, title, dpi),
     }
 
 
 def write_table_figures(table, exp: Expectation, out_dir, *, title: str | None = None,
-                        row_kind: str | None = None, dpi: float = DPI) -> dict[str, Path]:
+                        row_kind: str | None = None, dpi: float = DPI,
+                        comparison: Comparison | None = None) -> dict[str, Path]:
     """Write the PNGs of :func:`table_figures` (``heatmap.png``, ``row_profiles.png``,
     ``similarity.png``, ``difference.png``) into ``out_dir`` (created if needed); returns
     the paths by name. Tables with NaN still get pictures: those elements are left blank."""
-    figures = table_figures(table, exp, title=title, row_kind=row_kind, dpi=dpi)
+    figures = table_figures(table, exp, title=title, row_kind=row_kind, dpi=dpi, comparison=comparison)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return {name: save_png(figure, out_dir / f"{name}.png") for name, figure in figures.items()}

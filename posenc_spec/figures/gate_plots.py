@@ -65,6 +65,15 @@ def figure_folders(reports) -> list[str]:
     return names
 
 
+def table_labels(declaration, dtype: str, slot: str | None = None) -> tuple[str, str]:
+    """The title of the pictures of a declared target's table ("TARGET at SLOT under
+    CONVENTION, DTYPE", without " at SLOT" when None) and what its rows are: timesteps for
+    the timesteps API, else positions."""
+    where = f" at {slot}" if slot is not None else ""
+    title = f"{declaration.name}{where} under {declaration.convention_name()}, {dtype}"
+    return title, "timestep" if declaration.api == "timesteps" else "position"
+
+
 def write_figures(reports, out_dir) -> list[TargetFigures | None]:
     """One :class:`TargetFigures` per report that does not conform (None for one that does)."""
     out_dir = Path(out_dir)
@@ -85,10 +94,9 @@ def _draw(report, folder: Path) -> TargetFigures:
     from .diagnostics import write_table_figures
 
     kept, declaration = report.kept, report.declaration
-    title = f"{declaration.name} at {kept.slot} under {declaration.convention_name()}, {kept.dtype}"
+    title, row_kind = table_labels(declaration, kept.dtype, kept.slot)
     try:
         exp = expectation(kept.positions, kept.table.shape[1], declaration.convention, kept.dtype)
-        row_kind = "timestep" if declaration.api == "timesteps" else "position"
         paths = write_table_figures(kept.table, exp, folder, title=title, row_kind=row_kind)
     except OSError as error:
         return TargetFigures(slot=kept.slot, reason=f"cannot write {folder}: {error.strerror or error}")

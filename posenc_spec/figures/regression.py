@@ -21,8 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..regression.ulp import DTYPES, INFINITE_ULP, format_ulp
-from .diagnostics import HEADING_SIZE, heading
-from .style import DPI, figure_style, new_figure
+from .style import DPI, HEADING_SIZE, figure_style, heading, new_figure
 
 # The most rows and columns of cells drawn: fewer than the heatmap has pixels on a 9 x 5
 # inch figure at the default dpi, so that every cell keeps at least a pixel.

@@ -25,8 +25,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .arrays import as_table
-from .diagnostics import HEADING_SIZE, difference_figure, heading
-from .style import DPI, figure_style, new_figure, save_png
+from .diagnostics import difference_figure
+from .style import DPI, HEADING_SIZE, figure_style, heading, new_figure, save_png
 
 WAVELENGTH_FIGSIZE = (10, 5.5)
 SCORE_FIGSIZE = (7, 6)

@@ -1,4 +1,5 @@
-"""One rendering setup for every figure: matplotlib's default style, DejaVu Sans, a fixed dpi.
+"""One rendering setup for every figure: matplotlib's default style, DejaVu Sans, a fixed dpi,
+and one way to head a figure (:func:`heading`, at :data:`HEADING_SIZE`).
 
 Every plotting function builds its figure inside :func:`figure_style`, and everything
 that saves a figure (the ``plot`` command, the figure tests through pytest-mpl's
@@ -36,6 +37,12 @@ STYLE = [
 # keeps a 512-column row profile one pixel per value while the PNGs stay small.
 DPI = 72
 
+HEADING_SIZE = 10  # points
+# Lower-case names and paths in DejaVu Sans take about 0.55 em a character (digits 0.64,
+# capitals up to 0.8): at 0.6 em, a title line of this many characters per inch of figure
+# width fits its figure unless it is mostly digits or capitals.
+HEADING_CHARS_PER_INCH = 72 / (0.6 * HEADING_SIZE)
+
 # No "Software" entry (it names the matplotlib version), so a PNG depends on its pixels only.
 SAVEFIG_KWARGS = {"metadata": {"Software": None}}
 
@@ -60,3 +67,32 @@ def save_png(figure: Figure, path) -> Path:
     with figure_style():
         figure.savefig(path, format="png", **SAVEFIG_KWARGS)
     return path
+
+
+def heading(title: str, description: str, width: float) -> str:
+    """``title`` over ``description`` for a figure ``width`` inches wide. A title longer than
+    a line becomes two: what stands before its last ``" under "`` (the target, its size)
+    keeps its end, where the function's name is; the convention and dtype go on the second
+    line. A line still too long keeps its two ends."""
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {type(title).__name__}")
+    limit = int(width * HEADING_CHARS_PER_INCH)
+    target, under, convention = title.rpartition(" under ")
+    if len(title) <= limit:
+        lines = [title]
+    elif under:
+        lines = [_keep_end(target, limit), _keep_ends(f"under {convention}", limit)]
+    else:
+        lines = [_keep_ends(title, limit)]
+    return "\n".join([*lines, description])
+
+
+def _keep_end(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "\N{HORIZONTAL ELLIPSIS}" + text[len(text) - limit + 1:]
+
+
+def _keep_ends(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    start = (limit - 1) // 2
+    return text[:start] + "\N{HORIZONTAL ELLIPSIS}" + text[len(text) - (limit - 1 - start):]

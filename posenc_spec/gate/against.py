@@ -6,7 +6,9 @@ knows nothing of the gate. :func:`snapshot_requests` is the grid a snapshot reco
 gate's default grid for the API: every size, the odd widths and the degenerate ones, the
 float and int64 timesteps); :func:`record` turns an outcome into a
 :class:`~posenc_spec.regression.RecordedCall`; :func:`replay_requests` rebuilds the exact
-calls of a snapshot; :func:`judge_regression` is the ``regression`` check.
+calls of a snapshot; :func:`replay_diffs` compares their replies with the record, and
+:func:`judge_regression` is the ``regression`` check (``plot --against`` draws what
+:func:`replay_diffs` found).
 """
 
 from __future__ import annotations
@@ -83,18 +85,38 @@ def replay_requests(snapshot: Snapshot) -> list[CallRequest]:
     return requests
 
 
-def judge_regression(snapshot: Snapshot, outcomes: list[Outcome], requests: list[CallRequest], max_ulp: int):
-    """The ``regression`` check and the per-call comparisons (for the JSON report)."""
-    diffs = []
+def replay_diffs(snapshot: Snapshot, requests: list[CallRequest], outcomes: list[Outcome], max_ulp: int):
+    """Each recorded call, its replay recorded as :func:`record` records it, and the two
+    compared in ULPs: ``(call, replayed, diff)`` in the snapshot's order, one at a time.
+    :class:`SnapshotError` when a replay is not its recorded call (it cannot be, unless
+    :func:`replay_requests` rebuilt it wrongly)."""
     for call, request, outcome in zip(snapshot.calls, requests, outcomes, strict=True):
+        replayed = record(request, outcome)
         try:
-            diffs.append(compare_call(call, record(request, outcome), max_ulp))
-        except SnapshotError as error:  # cannot happen unless the replay differs from the record
-            diffs.append(None)
-            return failed(CHECK_ID, f"the replay of {call.label} is not the recorded call: {error}"), diffs
+            diff = compare_call(call, replayed, max_ulp)
+        except SnapshotError as error:
+            raise SnapshotError(f"the replay of {call.label} is not the recorded call: {error}") from None
+        yield call, replayed, diff
+
+
+def calls_within(diffs, max_ulp: int) -> str:
+    """``"N of M recorded calls within K ULP"``."""
+    within = sum(diff.passed for diff in diffs)
+    return f"{within} of {len(diffs)} recorded calls within {max_ulp} ULP"
+
+
+def judge_regression(snapshot: Snapshot, outcomes: list[Outcome], requests: list[CallRequest], max_ulp: int):
+    """The ``regression`` check and the per-call comparisons (for the JSON report; None
+    after the last one when a replay is not its recorded call)."""
+    diffs = []
+    try:
+        for _, _, diff in replay_diffs(snapshot, requests, outcomes, max_ulp):
+            diffs.append(diff)
+    except SnapshotError as error:
+        return failed(CHECK_ID, str(error)), [*diffs, None]
     failing = [diff for diff in diffs if not diff.passed]
     shown = failing[0] if failing else max(diffs, key=lambda diff: diff.max_ulp, default=None)
-    summary = f"{len(diffs) - len(failing)} of {len(diffs)} recorded calls within {max_ulp} ULP"
+    summary = calls_within(diffs, max_ulp)
     detail = f"; worst: {shown.describe()}" if shown is not None else ""
     if failing:
         return failed(CHECK_ID, summary + detail), diffs

@@ -28,6 +28,7 @@ ruff find their configuration. Example::
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from .declaration import Declaration, declare
@@ -35,6 +36,7 @@ from .errors import UsageError
 from .user_files import read_text
 
 MAX_CONFIG_BYTES = 1 << 22
+BUILT_IN = "built-in default (the packaged reference implementations)"
 
 
 def load_toml(path: Path) -> dict:
@@ -100,3 +102,44 @@ def find_pyproject(start=None) -> Path | None:
         if (candidate / ".git").exists():
             return None
     return None
+
+
+@dataclass(frozen=True)
+class Front:
+    """How a front end (``posenc-spec check``, the pytest plugin) names the options that
+    choose its declarations, for its messages: ``target``, ``config`` and ``xfails`` as the
+    user types them; ``where`` prefixes a target's errors and ``flags`` names its keys as
+    command-line flags (see :func:`~posenc_spec.gate.declaration.declare`); ``missing`` is
+    the error when no configuration is found (None: the built-in default is checked)."""
+
+    target: str
+    config: str
+    xfails: str
+    where: str = ""
+    flags: bool = True
+    missing: str | None = None
+
+
+def select_declarations(front: Front, target, config_file, xfails, overrides: dict,
+                        base_dir=None) -> tuple[list[Declaration], str | None]:
+    """The declarations a front end's options name, and where they come from (None for a
+    target, else the configuration file or :data:`BUILT_IN`): ``target`` with its
+    ``xfails`` file, else the ``config_file``, else the nearest ``pyproject.toml`` with a
+    ``[tool.posenc-spec]`` table, else ``front.missing``. ``overrides`` (the flags) override
+    every target's keys; relative paths are taken from ``base_dir`` (the working directory)."""
+    if target is not None and config_file is not None:
+        raise UsageError(f"give either {front.target} or {front.config}, not both")
+    if target is not None:
+        keys = {"target": target, **overrides, "xfails": xfails}
+        return [declare(keys, base_dir, front.where, flags=front.flags)], None
+    if xfails is not None:
+        raise UsageError(f"{front.xfails} goes with {front.target}; in a config file give each target an `xfails` key")
+    if config_file is not None:
+        path = Path(config_file) if base_dir is None else Path(base_dir, config_file)
+    else:
+        path = find_pyproject(base_dir)
+    if path is not None:
+        return read_config(path, overrides), str(path)
+    if front.missing is not None:
+        raise UsageError(front.missing)
+    return built_in_declarations(overrides), BUILT_IN

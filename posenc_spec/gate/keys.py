@@ -1,6 +1,8 @@
-"""The names a declaration is made of: its keys, its APIs, the flag that spells each key.
+"""The names a declaration is made of: its keys, its APIs, the flag that spells each key,
+and the defaults the flags' help states.
 
-Imports nothing, so that the pytest plugin can name its options without loading the gate.
+Imports nothing, so that the pytest plugin can name its options, and ``posenc-spec --help``
+describe its flags, without loading the gate (or NumPy).
 What each key means and accepts: :mod:`posenc_spec.gate.declaration` (sinusoidal keys) and
 :mod:`posenc_spec.gate.rope.spec` (rotary keys).
 """
@@ -16,6 +18,11 @@ ROPE_KEYS = ("rope_config", "rope_theta", "rope_type", "layer_type", "rope_param
 DECLARATION_KEYS = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout",
                     "against", "max_ulp", *ROPE_KEYS)
 KEYS = ("target", *DECLARATION_KEYS, "xfails")
+
+# The defaults of the keys a call is made with, for the help to state: the values
+# posenc_spec.gate.declaration applies (its DEFAULT_T_MAX and DEFAULT_TIMEOUT) must equal them.
+DEFAULT_T_MAX = 1000.0
+DEFAULT_TIMEOUT = 60.0
 
 
 # A key whose flag is not its name: one --rope-param KEY=VALUE per parameter.

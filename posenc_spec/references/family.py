@@ -12,7 +12,6 @@ from posenc_spec import oracle
 from posenc_spec.conventions import (
     Convention,
     UndefinedWidthError,
-    check_base,
     check_float_dtype,
     check_length,
     get_convention,
@@ -37,8 +36,6 @@ def sinusoidal_encoding(positions, width: int, convention: str | Convention = "v
     """
     if np.ndim(positions) == 0:  # a length: refuse bool, floats and huge NumPy integers by name
         check_length(positions, "positions")
-    if overrides.get("base") is not None:  # None leaves the convention's base, as in get_convention
-        overrides["base"] = check_base(overrides["base"])  # a Python float: Convention refuses NumPy scalars
     check_float_dtype(dtype)
     conv = get_convention(convention, **overrides)
     return oracle.table(positions, width, conv).astype(dtype)

@@ -118,6 +118,11 @@ def compare_call(old: RecordedCall, new: RecordedCall, max_ulp: int = 0) -> Call
     difference = input_difference(old, new)
     if difference:
         raise SnapshotError(f"cannot compare call {old.label!r}: {difference}")
+    return _compare_outputs(old, new, allowed)
+
+
+def _compare_outputs(old: RecordedCall, new: RecordedCall, allowed: int) -> CallDiff:
+    """:func:`compare_call` once the inputs are known to be the same."""
 
     def fail(problem: str) -> CallDiff:
         return CallDiff(old.label, False, allowed, problem=problem)
@@ -136,7 +141,7 @@ def compare_call(old: RecordedCall, new: RecordedCall, max_ulp: int = 0) -> Call
 def compare_snapshots(old: Snapshot, new: Snapshot, max_ulp: int = 0) -> list[CallDiff]:
     """Every call of ``old`` against the call of the same label in ``new``, in ``old``'s order."""
     _check_types(old, new, Snapshot)
-    _check_max_ulp(max_ulp)
+    allowed = _check_max_ulp(max_ulp)
     new_calls = {call.label: call for call in new.calls}
     old_labels = {call.label for call in old.calls}
     for call in old.calls:
@@ -149,7 +154,7 @@ def compare_snapshots(old: Snapshot, new: Snapshot, max_ulp: int = 0) -> list[Ca
         difference = input_difference(call, new_calls[call.label])
         if difference:
             raise SnapshotError(f"cannot compare the snapshots: call {call.label!r}: {difference}")
-    return [compare_call(call, new_calls[call.label], max_ulp) for call in old.calls]
+    return [_compare_outputs(call, new_calls[call.label], allowed) for call in old.calls]
 
 
 def input_difference(old: RecordedCall, new: RecordedCall) -> str | None:

@@ -83,6 +83,14 @@ def _rope_parameters(name, value) -> dict:
     raise UsageError(f"{name} must be a table of that type's parameters, got {value!r}")
 
 
+def head_dim(name: str, value) -> int:
+    """A head size as ``name`` (a key or flag) gives it: an even integer from 2 to :data:`MAX_HEAD_DIM`."""
+    size = integer(name, value, minimum=2, maximum=MAX_HEAD_DIM)
+    if size % 2:
+        raise UsageError(f"{name} must be even, got {size}")
+    return size
+
+
 def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeSpec:
     """The :class:`RopeSpec` of the RoPE keys in ``keys``; ``name(key)`` names a key in
     messages, ``where`` prefixes the others."""
