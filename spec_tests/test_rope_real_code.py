@@ -28,10 +28,9 @@ import pytest
 import torch
 
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.engine import check_many
-from posenc_spec.gate.options import run_options
 from posenc_spec.gate.rope import grid
 from posenc_spec.gate.rope.spec import GRID_HEAD_DIMS
+from spec_tests.assertions import check_named, failure_summary
 from spec_tests.real_targets import target
 from spec_tests.real_targets.rope_configs import CONFIGS, PER_LAYER_YARN
 
@@ -134,20 +133,14 @@ def _declarations() -> dict:
 
 @pytest.fixture(scope="module")
 def reports():
-    declarations = _declarations()
-    # One lane: transformers is imported once, by the module template every target forks from.
-    return dict(zip(declarations, check_many(declarations.values(), run_options(jobs=1)), strict=True))
-
-
-def _failures(report) -> str:
-    return "; ".join(f"{check.name}: {check.message}" for check in report.failures()[:4])
+    return check_named(_declarations())
 
 
 @pytest.mark.parametrize("name", REAL)
 def test_real_rotary_code_conforms_to_its_convention(name, reports):
     """Each implementation conforms to the convention it implements, on the whole grid."""
     report = reports[name, "declared"]
-    assert report.conforms, f"{name} under {report.declaration.convention_name()}: {_failures(report)}"
+    assert report.conforms, f"{name} under {report.declaration.convention_name()}: {failure_summary(report)}"
 
 
 @pytest.mark.parametrize("name", WRONG)
@@ -171,9 +164,9 @@ def test_transformers_dynamic_ntk_keeps_the_longest_calls_frequencies(reports):
     size, and nothing else does."""
     report = reports["llama-cache-dynamic", "declared"]
     assert {check.name for check in report.failures()} == {f"history[d={d}]" for d in GRID_HEAD_DIMS}, \
-        _failures(report)
+        failure_summary(report)
     for d in GRID_HEAD_DIMS:
-        assert report.result(f"history[d={d}]").message.startswith(f"d={d}:length-4097-again"), _failures(report)
+        assert report.result(f"history[d={d}]").message.startswith(f"d={d}:length-4097-again"), failure_summary(report)
         assert report.result(f"formula[d={d}:length-4097:float32]").passed
 
 
@@ -188,7 +181,7 @@ def test_rotary_embedding_torch_forms_positions_in_the_dtype_of_q(reports):
     positions = grid.grid_positions(report.declaration.rope.convention)  # the long calls, as the gate made them
     expected = {f"{check}[d={d}:{dtype}]" for d in GRID_HEAD_DIMS
                 for check, dtype in (("formula", "bfloat16"), ("finite", "float16"))}
-    assert {check.name for check in report.failures()} == expected, _failures(report)
+    assert {check.name for check in report.failures()} == expected, failure_summary(report)
     for d in GRID_HEAD_DIMS:
         _, _, row, _ = report.result(f"formula[d={d}:bfloat16]").worst.index  # x' is (1, heads, seq, d)
         assert positions[row] > BFLOAT16_EXACT, report.result(f"formula[d={d}:bfloat16]").message
@@ -205,7 +198,7 @@ def test_transformers_loses_a_per_layer_yarn_truncate(reports):
     gate fails the declared convention on the frequencies alone and accepts the same parameters
     with ``truncate`` on."""
     report = reports["per-layer-yarn-freqs", "declared"]
-    assert [check.name for check in report.failures()] == ["formula[d=128]"], _failures(report)
+    assert [check.name for check in report.failures()] == ["formula[d=128]"], failure_summary(report)
     assert report.result("attention-factor[d=128]").passed
     truncated = reports["per-layer-yarn-freqs", "truncated"]
-    assert truncated.conforms, _failures(truncated)
+    assert truncated.conforms, failure_summary(truncated)

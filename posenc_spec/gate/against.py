@@ -76,10 +76,11 @@ def replay_requests(snapshot: Snapshot) -> list[CallRequest]:
     only up to that size."""
     outputs = [output for call in snapshot.calls for output in call.outputs or ()]
     overall = max((output.values.size for output in outputs), default=1)
+    most_items = max((len(call.outputs or ()) for call in snapshot.calls), default=1)
     requests = []
     for call in snapshot.calls:
         largest = max((output.values.size for output in call.outputs), default=1) if call.outputs else overall
-        items = len(call.outputs) if call.outputs else max((len(c.outputs or ()) for c in snapshot.calls), default=1)
+        items = len(call.outputs) if call.outputs else most_items
         requests.append(CallRequest(call.label, tuple(_replayed_arg(arg) for arg in call.args), (largest,),
                                     max_items=max(items, 1), allow_complex=True))
     return requests
