@@ -81,7 +81,9 @@ class Convention:
             raise ValueError(f"freq_shift must be 0 or 1, got {self.freq_shift!r}")
         for name in ("base", "offset", "scale"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a real number, got {value!r}")
+            if not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
         if not self.base > 1:
             raise ValueError(f"base must be greater than 1, got {self.base!r}")
