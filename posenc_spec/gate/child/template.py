@@ -22,6 +22,7 @@ control socket closes, the template kills everything below it and exits.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -100,6 +101,7 @@ def loop(sock, subreaper: bool) -> None:
                 reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
         elif op == "import":
             function, message, changes = import_target(request["target"], module_only=True)
+            gc.freeze()
             reply = {"ok": function is not None, "message": message, "import_changes": changes}
         elif op == "finish":
             pid = request["pid"]
@@ -137,6 +139,7 @@ def main() -> None:
     sock = socket.socket(fileno=fd)
     from .protocol import send
 
+    gc.freeze()
     send(sock, {"ok": True, "pid": os.getpid()})
     # The root template needs no child's exit status: the kernel collects each slot template
     # as it exits, where waiting for it would leave a zombie until the next request.
