@@ -16,7 +16,7 @@ import torch
 
 from posenc_spec.gate.calls import CallRequest
 from posenc_spec.gate.child import state
-from posenc_spec.gate.child.convert import BadResult, describe_exception, to_arrays
+from posenc_spec.gate.child.convert import BadResult, to_arrays
 from posenc_spec.gate.child.protocol import (
     MAX_HEADER_BYTES,
     PREFIX,
@@ -30,6 +30,7 @@ from posenc_spec.gate.child.protocol import (
 from posenc_spec.gate.runner import Slot
 from posenc_spec.gate.sandbox import Limits, root_template
 from posenc_spec.gate.wire import read_outcome
+from posenc_spec.text import describe_exception
 
 HERE = Path(__file__).resolve()
 TIMEOUT = 1.0

@@ -179,6 +179,9 @@ def test_nearest_pyproject_is_found_from_a_subfolder_and_stops_at_the_repository
     ({"max_memory": "1"}, "--max-memory must be a size from 64MiB"),
     ({"max_memory": "lots"}, "--max-memory must be a size such as 4GiB"),
     ({"max_processes": "-3"}, "--max-processes must be an integer from 1"),
+    ({"preload": ["ok", "os.path."]}, "--preload must be module names"),
+    ({"preload": [3]}, "--preload must be module names"),
+    ({"preload": "a;b"}, "--preload must be module names"),
 ])
 def test_bad_run_options_are_usage_errors(kwargs, words):
     with pytest.raises(UsageError, match=words.replace("[", r"\[")):
@@ -186,10 +189,11 @@ def test_bad_run_options_are_usage_errors(kwargs, words):
 
 
 def test_run_options():
-    """Sizes with units; shards as K/N; jobs default to the usable cores."""
+    """Sizes with units; shards as K/N; jobs default to the usable cores; preloads in order, once each."""
     options = run_options(jobs="2", shard="2/3", max_memory="512MiB", max_processes="8")
     assert (options.jobs, options.shard, options.max_memory, options.max_processes) == (2, (2, 3), 2**29, 8)
     assert memory_size("--max-memory", "4G") == 4 * 2**30 and run_options().jobs >= 1
+    assert run_options(preload=["a.b, c", "a.b"]).preload == ("a.b", "c") and run_options().preload == ()
 
 
 def test_rotary_errors_name_the_flag_once():

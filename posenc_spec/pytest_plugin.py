@@ -42,6 +42,8 @@ def pytest_addoption(parser) -> None:
     group.addoption("--posenc-xfails", metavar="FILE", default=None, help="known deviations, one check id per line")
     group.addoption("--posenc-max-memory", metavar="SIZE", default=None, help="as posenc-spec check --max-memory")
     group.addoption("--posenc-max-processes", metavar="N", default=None, help="as posenc-spec check --max-processes")
+    group.addoption("--posenc-preload", metavar="MODULE", action="append", default=None,
+                    help="as posenc-spec check --preload")
 
 
 def declarations(config) -> list:
@@ -66,6 +68,22 @@ def declarations(config) -> list:
         raise pytest.UsageError(f"posenc-spec: {error}") from None
 
 
+def run_options_of(config):
+    """The run options the ``--posenc-max-*`` and ``--posenc-preload`` options give, validated
+    (the preloaded modules imported) before any item runs."""
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.options import run_options
+    from posenc_spec.gate.sandbox import check_preload
+
+    try:
+        options = run_options(1, None, config.getoption("posenc_max_memory"), config.getoption("posenc_max_processes"),
+                              preload=config.getoption("posenc_preload"))
+        check_preload(options.preload)
+    except UsageError as error:
+        raise pytest.UsageError(f"posenc-spec: {error}") from None
+    return options
+
+
 class GateFailure(Exception):
     """A failed check: its one-line reason is the whole failure report."""
 
@@ -73,20 +91,17 @@ class GateFailure(Exception):
 class GateItem(pytest.Item):
     """One check of one target."""
 
-    def __init__(self, *, declaration, check_id: str, runs: dict, **kwargs):
+    def __init__(self, *, declaration, check_id: str, runs: dict, options, **kwargs):
         super().__init__(**kwargs)
-        self.declaration, self.check_id, self.runs = declaration, check_id, runs
+        self.declaration, self.check_id, self.runs, self.options = declaration, check_id, runs, options
         self.add_marker(pytest.mark.xdist_group(declaration.name))
 
     def _report(self):
         key = id(self.declaration)
         if key not in self.runs:
             from posenc_spec.gate.engine import check_many
-            from posenc_spec.gate.options import run_options
 
-            options = run_options(1, None, self.config.getoption("posenc_max_memory"),
-                                  self.config.getoption("posenc_max_processes"))
-            self.runs[key] = check_many([self.declaration], options)[0]
+            self.runs[key] = check_many([self.declaration], self.options)[0]
         return self.runs[key]
 
     def runtest(self) -> None:
@@ -114,8 +129,10 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
     runs: dict = {}
     found = declarations(config)
+    options = run_options_of(config) if found else None
     for declaration in found:
         prefix = declaration.name if len(found) == 1 else f"{declaration.name}@{declaration.convention_name()}"
         for check_id in plan(declaration):
             items.append(GateItem.from_parent(session, name=f"posenc::{prefix}::{check_id}",
-                                              declaration=declaration, check_id=check_id, runs=runs))
+                                              declaration=declaration, check_id=check_id, runs=runs,
+                                              options=options))

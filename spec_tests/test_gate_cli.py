@@ -298,3 +298,54 @@ def test_failures_say_what_to_do(tmp_path, capsys):
     nearest = _report(out)["targets"][0]["nearest"]
     assert nearest["name"] == "vaswani" and "declare --convention vaswani" in nearest["message"], nearest
     assert "nearest: the tables are vaswani" in capsys.readouterr().out
+
+
+# A target that conforms only where a module was imported before it: what --preload promises.
+PRELOADED_TARGET = '''
+import sys
+
+def table(n, d):
+    from reference_impls.numpy_vectorized import positional_encoding
+    table = positional_encoding(n, d)
+    return table if "posenc_preloaded_marker" in sys.modules else table + 1.0
+'''
+
+
+@pytest.fixture
+def preload_folder(tmp_path, monkeypatch):
+    """A working folder with the marker module (importable from it) and the target file."""
+    (tmp_path / "posenc_preloaded_marker.py").write_text("LOADED = True\n")
+    (tmp_path / "preloaded.py").write_text(PRELOADED_TARGET)
+    (tmp_path / "dies.py").write_text("import os\nos._exit(3)\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_preloaded_modules_are_there_before_the_target(preload_folder, capsys):
+    """``--preload`` imports a module in the process every target's child is forked from: the
+    target sees it without importing it; without ``--preload`` (another root) it does not."""
+    argv = ["check", f"{preload_folder / 'preloaded.py'}:table", "--max-positions", "64"]
+    assert main([*argv, "--preload", "posenc_preloaded_marker"]) == 0, capsys.readouterr().out
+    assert main(argv) == 1, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("preload", "words"), [
+    ("no_such_module_here", "--preload no_such_module_here: raised ModuleNotFoundError"),
+    ("dies", "--preload dies: the gate's template process failed while starting"),
+])
+def test_a_preload_that_cannot_be_imported_is_a_usage_error(preload_folder, capsys, preload, words):
+    """A missing module, or one that kills the process importing it: exit 2 and one line
+    naming it, before any target runs."""
+    assert main(["check", TORCH_REFERENCE, "--preload", preload]) == 2
+    error = capsys.readouterr().err
+    assert words in error and error.count("\n") == 1 and "Traceback" not in error, error
+
+
+@pytest.mark.parametrize("argv", [["check"], ["identify"], ["plot", "--out", "out"]])
+@pytest.mark.parametrize("preload", ["not a module", "json,,os", "2fast"])
+def test_a_preload_that_is_no_module_name_is_a_usage_error(argv, preload, capsys):
+    """Every command that runs targets refuses a --preload that is no module name, by name."""
+    assert main([argv[0], TORCH_REFERENCE, "--preload", preload, *argv[1:]]) == 2
+    error = capsys.readouterr().err
+    assert f"--preload must be module names such as transformers.modeling_utils, got {preload!r}" in error, error
+    assert error.count("\n") == 1, error

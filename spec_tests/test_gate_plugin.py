@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import plan
 
@@ -89,9 +91,15 @@ def test_nearest_pyproject_under_xdist(tmp_path):
     assert status == 0 and _count(output, "passed") == planned, output
 
 
-def test_a_bad_option_is_a_usage_error(pytester):
-    status, output = _pytest_here(pytester, "--posenc-target", "impl:vaswani", "--posenc-convention", "vaswan")
-    assert status == 4 and "--posenc: convention must be one of" in output and "Traceback" not in output, output
+@pytest.mark.parametrize(("option", "words"), [
+    (["--posenc-convention", "vaswan"], "--posenc: convention must be one of"),
+    (["--posenc-preload", "no_such_module_here"], "--preload no_such_module_here: raised ModuleNotFoundError"),
+])
+def test_a_bad_option_is_a_usage_error(pytester, option, words):
+    """A bad declaration key or a module that cannot be preloaded: pytest's usage error (exit
+    4), one line, before any item runs."""
+    status, output = _pytest_here(pytester, "--posenc-target", "impl:vaswani", *option)
+    assert status == 4 and words in output and "Traceback" not in output, output
 
 
 ROPE_TARGETS = """\

@@ -30,7 +30,7 @@ import pytest
 
 from posenc_spec.gate.declaration import declare
 from spec_tests.assertions import check_named
-from spec_tests.real_targets import target
+from spec_tests.real_targets import TRANSFORMERS_PRELOAD, target
 
 DRAW_WARNING = "draws from torch's global random number generator"
 SMALL = 64
@@ -62,7 +62,7 @@ def reports():
     """One run for every adapter (the gate imports this file once for all of them)."""
     declarations = {(name, "declared"): _declaration(name, *spec) for name, spec in ADAPTERS.items()}
     declarations |= {(name, preset): _declaration(name, preset, "skip", SMALL) for name, preset in MISDECLARED.items()}
-    return check_named(declarations)
+    return check_named(declarations, preload=TRANSFORMERS_PRELOAD)
 
 
 @pytest.mark.parametrize("name", list(ADAPTERS))

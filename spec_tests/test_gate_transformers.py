@@ -9,9 +9,10 @@
 - Whisper ``sinusoids``: tensor2tensor; odd widths raise.
 
 DistilBERT and Marian build their tables in Python loops (about 8 s for 4096 x 1024), so
-they are gated up to their models' 512 positions. The adapters below only put each
-function behind the gate's ``fn(num_positions, dim)``; the gate imports this file (and
-transformers) once per lane, in a module template, and forks each target's child from it.
+they are gated up to ``PYTHON_LOOP_POSITIONS``. The adapters only put each function behind
+the gate's ``fn(num_positions, dim)``; the gate preloads transformers' shared modules in its
+root template, imports the adapters' file once, in a module template, and forks each
+target's child from it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import pytest
 from posenc_spec.conventions import PRESETS
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.identify import identify_many
+from posenc_spec.gate.options import run_options
 from spec_tests.assertions import check_named, failure_summary
+from spec_tests.real_targets import TRANSFORMERS_PRELOAD
 from spec_tests.real_targets import target as real_target
 
 # DistilBERT and Marian fill their tables element by element in Python (half a second for
@@ -59,13 +62,14 @@ def _declarations():
 @pytest.fixture(scope="module")
 def reports():
     declarations = _declarations()
-    # One lane: transformers is imported once, by the module template every target forks from.
-    return check_named(declarations)
+    return check_named(declarations, preload=TRANSFORMERS_PRELOAD)
 
 
 @pytest.fixture(scope="module")
 def identities():
-    return dict(zip(REAL, identify_many([target(name) for name in REAL], max_positions=512), strict=True))
+    answers = identify_many([target(name) for name in REAL], max_positions=512,
+                            options=run_options(1, preload=TRANSFORMERS_PRELOAD))
+    return dict(zip(REAL, answers, strict=True))
 
 
 @pytest.mark.parametrize("name", REAL)

@@ -15,8 +15,8 @@ catches it. Where a real implementation departs from ROPE.md, the test asserts w
 reports and its docstring says why: a deviation the gate finds is a result.
 
 The adapters live in ``spec_tests/real_targets/`` and only the gate's child imports them;
-one ``check_many`` on one lane imports transformers once, in the module template every
-target forks from.
+one ``check_many`` on one lane, with transformers' shared modules preloaded, imports each
+adapter module once, in the module template every target forks from.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.rope import grid
 from posenc_spec.gate.rope.spec import GRID_HEAD_DIMS
 from spec_tests.assertions import check_named, failure_summary
-from spec_tests.real_targets import target
+from spec_tests.real_targets import TRANSFORMERS_PRELOAD, target
 from spec_tests.real_targets.rope_configs import CONFIGS, PER_LAYER_YARN
 
 # The largest of the integers from 0 up that bfloat16 holds without a gap: 2**(mantissa bits + 1),
@@ -133,7 +133,7 @@ def _declarations() -> dict:
 
 @pytest.fixture(scope="module")
 def reports():
-    return check_named(_declarations())
+    return check_named(_declarations(), preload=TRANSFORMERS_PRELOAD)
 
 
 @pytest.mark.parametrize("name", REAL)

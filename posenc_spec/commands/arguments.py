@@ -132,6 +132,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> No
                              "machine's memory shared by the jobs)")
     parser.add_argument("--max-processes", dest="max_processes", default=None, metavar="N",
                         help="processes a target may start (default 64)")
+    parser.add_argument("--preload", action="append", default=None, metavar="MODULE[,MODULE...]",
+                        help="trusted libraries to import once, before any target, in the process every "
+                             "target's process is forked from (e.g. transformers.modeling_utils)")
 
 
 def check_outputs(*options: tuple[str, str | None]) -> None:

@@ -85,11 +85,12 @@ def run_check(args) -> int:
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.options import run_options
     from posenc_spec.gate.output import destination, json_report, text
+    from posenc_spec.gate.sandbox import check_preload
 
     try:
         declarations, config = select_declarations(Front("TARGET", "--config", "--xfails"), args.target, args.config,
                                                    args.xfails, declaration_flags(args))
-        options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes)
+        options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes, preload=args.preload)
         check_outputs(("--json", args.json), ("--junitxml", args.junitxml))
         annotate = annotations_wanted(args.annotations)
         if args.plots is not None and Path(args.plots).exists() and not Path(args.plots).is_dir():
@@ -104,6 +105,7 @@ def run_check(args) -> int:
         for declaration in selected:
             if declaration.formula:
                 assert_distinguishable(declaration)
+        check_preload(options.preload)
         out = sys.stderr if args.json == "-" else sys.stdout
         destination.emit(text.run_header(len(selected), config, options.jobs, options.shard) + "\n", out)
         reports = check_many(selected, options, keep_table=args.plots is not None)

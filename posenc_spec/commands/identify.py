@@ -75,6 +75,7 @@ def run(args) -> int:
     from posenc_spec.gate.identify import IdentifyError, identify_target
     from posenc_spec.gate.options import run_options
     from posenc_spec.gate.output import destination, json_report
+    from posenc_spec.gate.sandbox import check_preload
 
     try:
         # The keys a call is made with, validated as check validates them.
@@ -90,8 +91,9 @@ def run(args) -> int:
             if given:
                 raise UsageError(f"{flag(given[0])} describes a rotary embedding: give --api rope-freqs, rope-cache "
                                  "or rope-apply")
-        options = run_options(1, None, args.max_memory, args.max_processes)
+        options = run_options(1, None, args.max_memory, args.max_processes, preload=args.preload)
         check_outputs(("--json", args.json))
+        check_preload(options.preload)
         if api in ROPE_APIS:
             from posenc_spec.gate.identify.rope import identify_many
 

@@ -43,12 +43,12 @@ def run(args) -> int:
 
     try:
         declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
-        options = run_options(1, None, args.max_memory, args.max_processes)
+        options = run_options(1, None, args.max_memory, args.max_processes, preload=args.preload)
         if Path(args.out).exists() and not args.force:
             raise UsageError(f"--out {args.out} exists (give --force to replace it)")
         requests = against.snapshot_requests(engine.probes(declaration))
         limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
-        turn = run_target(declaration.target, requests, limits)
+        turn = run_target(declaration.target, requests, limits, preload=options.preload)
     except UsageError as problem:
         return error("snapshot", problem)
     if not turn.imported:

@@ -223,10 +223,11 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
         return []
     for declaration in declarations:  # before anything starts: a usage error costs nothing
         vacuity.assert_distinguishable(declaration)
-    with root_template() as root:
+    options = options or RunOptions()
+    with root_template(options.preload) as root:
         if declarations[0].formula and _family(declarations[0]) == "sinusoidal":
             sinusoidal.prepare(declarations[0])  # while the template imports torch
-        return _Lanes(root, declarations, options or RunOptions(), keep_table).run()
+        return _Lanes(root, declarations, options, keep_table).run()
 
 
 def check_target(declaration: Declaration, options: RunOptions | None = None) -> GateReport:

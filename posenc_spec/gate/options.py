@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from .values import fail, integer, number
@@ -55,11 +56,36 @@ class RunOptions:
     shard: tuple[int, int] = (1, 1)
     max_memory: int = FALLBACK_MEMORY
     max_processes: int = DEFAULT_MAX_PROCESSES
+    preload: tuple[str, ...] = ()
 
 
-def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, where: str = "") -> RunOptions:
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def preload_modules(name: str, values) -> tuple[str, ...]:
+    """Module names from a list of names, each possibly comma-separated (``--preload a,b
+    --preload c``), in order, each once."""
+    if values is None:
+        return ()
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        values = [values]
+    modules = []
+    for value in values:
+        if not isinstance(value, str):
+            fail(name, "module names such as transformers.modeling_utils", value)
+        for module in (part.strip() for part in value.split(",")):
+            if not _MODULE_NAME.fullmatch(module):
+                fail(name, "module names such as transformers.modeling_utils", value)
+            if module not in modules:
+                modules.append(module)
+    return tuple(modules)
+
+
+def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, where: str = "",
+                preload=None) -> RunOptions:
     """Validated run options; None takes the default (``jobs``: the usable cores;
-    ``max_memory``: half the machine's memory shared by the ``jobs`` children)."""
+    ``max_memory``: half the machine's memory shared by the ``jobs`` children; ``preload``:
+    nothing beyond NumPy and torch)."""
     jobs = usable_cores() if jobs is None else integer(f"{where}--jobs", jobs, maximum=MAX_JOBS)
     shard_index, shard_count = 1, 1
     if shard is not None:
@@ -75,4 +101,5 @@ def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, wher
         memory = memory_size(f"{where}--max-memory", max_memory)
     processes = DEFAULT_MAX_PROCESSES if max_processes is None else integer(
         f"{where}--max-processes", max_processes, maximum=4096)
-    return RunOptions(jobs, (shard_index, shard_count), memory, processes)
+    preload = preload_modules(f"{where}--preload", preload)
+    return RunOptions(jobs, (shard_index, shard_count), memory, processes, preload)

@@ -279,9 +279,10 @@ class _Turn:
             return Outcome("malformed", f"{what}: {error}"), f"the reply channel of {what} was corrupted"
 
 
-def run_target(target: str, requests: list[CallRequest], limits: Limits, search_path=()) -> TargetRun:
-    """One target's calls in a run of its own (``plot`` and ``snapshot`` make one)."""
-    with root_template() as root:
+def run_target(target: str, requests: list[CallRequest], limits: Limits, search_path=(), preload=()) -> TargetRun:
+    """One target's calls in a run of its own (``plot`` and ``snapshot`` make one), below the
+    root template that has imported ``preload``."""
+    with root_template(preload) as root:
         slot = Slot(root, limits)
         try:
             return slot.run(target, requests, search_path)

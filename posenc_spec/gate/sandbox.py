@@ -1,7 +1,8 @@
 """The gate's side of its child processes: templates, sealed children, limits and clean-up.
 
 One *root* template is started per process (:func:`root_template`, in the background: it
-imports torch while the gate prepares) and kept for later runs. Each slot of a run (``-j
+imports torch while the gate prepares) and kept for later runs; a run that preloads modules
+(``--preload``) gets a root of its own that has imported them too, kept as well. Each slot of a run (``-j
 N`` slots) forks a *slot* template from it; a slot template is a subreaper, so whatever a
 target leaves running, double-forked or in a new session, is re-parented to it and killed
 when the target's turn ends. Targets that share a module may share a *module* template, forked from the slot
@@ -26,9 +27,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from posenc_spec.text import one_line
+
 from .child import limits as os_limits
 from .child.protocol import ChannelError, Reader, send
 from .child.template import command
+from .errors import UsageError
 
 TEMPLATE_START_SECONDS = 300.0  # a cold `import torch` on a loaded CI runner takes tens of seconds
 TEMPLATE_REPLY_SECONDS = 30.0  # fork, kill and reap: milliseconds unless the machine is starved
@@ -36,6 +40,10 @@ TEMPLATE_REPLY_SECONDS = 30.0  # fork, kill and reap: milliseconds unless the ma
 
 class SandboxError(RuntimeError):
     """A template process failed: the gate cannot run targets (an internal error)."""
+
+
+class PreloadError(UsageError, SandboxError):
+    """A module named by ``--preload`` could not be imported."""
 
 
 class ProcessLimitExceeded(Exception):
@@ -74,11 +82,13 @@ class Template:
         self._lock = threading.Lock()  # lanes share the root template: one request at a time
 
     @classmethod
-    def start(cls) -> Template:
-        """Start the root template; it announces itself when its imports are done."""
+    def start(cls, preload: tuple[str, ...] = ()) -> Template:
+        """Start a root template that imports ``preload`` after NumPy and torch; it announces
+        itself when its imports are done."""
         parent_end, child_end = socket.socketpair()
         package_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "POSENC_SPEC_TEMPLATE_FD": str(child_end.fileno())}
+        env = {**os.environ, "POSENC_SPEC_TEMPLATE_FD": str(child_end.fileno()),
+               "POSENC_SPEC_PRELOAD": ",".join(preload)}
         stderr = None if os.environ.get("POSENC_SPEC_DEBUG") else subprocess.DEVNULL
         popen = subprocess.Popen(command(package_root), pass_fds=[child_end.fileno()], env=env,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
@@ -90,8 +100,14 @@ class Template:
         return self.popen is None or self.popen.poll() is None
 
     def ready(self) -> None:
+        """Wait until the template has started; :class:`PreloadError` when it could not import
+        a module it was asked to preload."""
         if self.pid is None:
             reply = self._reply(time.monotonic() + TEMPLATE_START_SECONDS, "starting")
+            if reply.get("ok") is False:
+                self.close()
+                message = reply.get("message") or "a --preload module could not be imported"
+                raise PreloadError(one_line(str(message), 300))
             self.pid = reply.get("pid") if type(reply.get("pid")) is int else -1
 
     def _reply(self, deadline, what: str) -> dict:
@@ -153,27 +169,48 @@ class Template:
                 self.popen.wait()
 
 
-_root: Template | None = None
+_roots: dict[tuple[str, ...], Template] = {}
 _root_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def root_template():
-    """The process's root template, started on first use (it imports torch in the
-    background) and kept for later runs: it runs no target code, so runs share it safely.
-    It stops, and takes everything below it along, when this process exits."""
-    global _root
+def root_template(preload: tuple[str, ...] = ()):
+    """The process's root template for ``preload``, started on first use (it imports torch,
+    then ``preload``, in the background) and kept for later runs: it runs no target code, so
+    runs share it safely. ``preload`` is the user's own choice of trusted libraries (every
+    child forks from what they left behind); one that cannot be imported is a
+    :class:`PreloadError`, raised here, before any target runs. Every root stops, and takes
+    everything below it along, when this process exits."""
+    preload = tuple(preload)
     with _root_lock:
-        if _root is None or not _root.alive():
-            _root = Template.start()
-            atexit.register(_root.close)
-        root = _root
+        root = _roots.get(preload)
+        if root is None or not root.alive():
+            root = _roots[preload] = Template.start(preload)
+            atexit.register(root.close)
+    if preload:
+        try:
+            root.ready()
+        except SandboxError as error:  # the import killed the process, or never finished
+            with _root_lock:
+                _roots.pop(preload, None)
+            if isinstance(error, PreloadError):
+                raise
+            raise PreloadError(f"--preload {','.join(preload)}: {error}") from None
     yield root
 
 
-def root_template_pid() -> int | None:
-    """The process id of this process's root template, when one is running."""
-    return _root.popen.pid if _root is not None and _root.alive() else None
+def check_preload(preload: tuple[str, ...]) -> None:
+    """Start the root template for ``preload`` now (nothing to do without one):
+    :class:`PreloadError` before any target runs when a module cannot be imported."""
+    if preload:
+        with root_template(preload):
+            pass
+
+
+def root_template_pid(preload: tuple[str, ...] = ()) -> int | None:
+    """The process id of this process's root template for ``preload``, when one is running."""
+    root = _roots.get(tuple(preload))
+    return root.popen.pid if root is not None and root.alive() else None
 
 
 def process_watch(root_pid: int, processes: int):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec.text import one_line
+from posenc_spec.text import describe_exception, one_line
 
 try:
     import torch
@@ -29,19 +29,6 @@ COMPLEX = ("complex64", "complex128")
 
 class BadResult(Exception):
     """The call returned, but nothing the gate can check."""
-
-
-MESSAGE_LIMIT = 300  # characters of an exception's message a child reports
-
-
-def describe_exception(error: BaseException) -> str:
-    if isinstance(error, SystemExit):
-        return f"called sys.exit({one_line(repr(error.code), 60)})"
-    try:
-        message = one_line(error, MESSAGE_LIMIT)
-    except Exception:  # an exception whose __str__ raises
-        message = ""
-    return f"raised {type(error).__name__}" + (f": {message}" if message else "")
 
 
 def _tensor(value, allow_complex: bool):

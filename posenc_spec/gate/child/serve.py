@@ -37,10 +37,10 @@ import sys
 
 import numpy as np
 
-from posenc_spec.text import one_line
+from posenc_spec.text import describe_exception, one_line
 
 from . import limits, state
-from .convert import BadResult, describe_exception, to_arrays
+from .convert import BadResult, to_arrays
 from .protocol import ChannelError, Reader, send
 
 try:

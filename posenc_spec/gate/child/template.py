@@ -1,7 +1,7 @@
 """The template: a clean process that forks sealed children for the gate.
 
 The gate starts one template with ``python -c`` (see :func:`command`); it imports NumPy,
-torch and this package and runs nothing else, so forking it costs milliseconds and every
+torch, this package and the modules the user preloads, and runs nothing else, so forking it costs milliseconds and every
 child starts from the same clean state. Requests arrive on its control socket, with the
 child's own socket passed along (SCM_RIGHTS)::
 
@@ -125,19 +125,38 @@ def loop(sock, subreaper: bool) -> None:
     os._exit(0)
 
 
+def _preload(names) -> str | None:
+    """Import the modules the user asked to preload; why one could not be, else None."""
+    import importlib
+
+    from posenc_spec.text import describe_exception
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException as error:  # SystemExit at import time too
+            return f"--preload {name}: {describe_exception(error)}"
+    return None
+
+
 def main() -> None:
     import socket
 
     fd = int(os.environ.pop("POSENC_SPEC_TEMPLATE_FD"))
+    sock = socket.socket(fileno=fd)
+    from .protocol import send
+
+    # The user's modules first: one that cannot be imported is said at once, not after torch.
+    failure = _preload([name for name in os.environ.pop("POSENC_SPEC_PRELOAD", "").split(",") if name])
+    if failure is not None:
+        send(sock, {"ok": False, "message": failure})
+        os._exit(0)
     try:
         import numpy  # noqa: F401  -- what every child needs, imported once here
         import torch  # noqa: F401
     except ImportError:
         pass
     from . import convert, serve, state  # noqa: F401
-
-    sock = socket.socket(fileno=fd)
-    from .protocol import send
 
     gc.freeze()
     send(sock, {"ok": True, "pid": os.getpid()})

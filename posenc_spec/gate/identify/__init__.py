@@ -150,7 +150,7 @@ def answer_each(targets, requests, timeout: float, options: RunOptions | None, a
     :class:`IdentifyError` when a target cannot be imported."""
     options = options or RunOptions()
     results = []
-    with root_template() as root:
+    with root_template(options.preload) as root:
         slot = Slot(root, Limits(options.max_memory, options.max_processes, timeout))
         targets = list(targets)
         shared = collections.Counter(module_key(target) for target in targets)
