@@ -3,8 +3,10 @@ correct one accepted, each under the convention it declares.
 
 The whole corpus goes through one ``check_many`` call (each target in a sealed child of its
 own, the corpus modules imported once; expected tables shared between targets of the same
-convention); each entry is then its own test, so a survivor or a false alarm is named in
-the test id.
+convention) under ``--fail-fast``: a target fails if and only if one of its checks fails, so
+stopping a wrong one at its first failure gives the verdict of the full run at a fraction of
+its calls (:func:`test_fail_fast_gives_the_full_runs_verdicts` holds a sample to that). Each
+entry is then its own test, so a survivor or a false alarm is named in the test id.
 """
 
 import pytest
@@ -15,7 +17,19 @@ from spec_tests.assertions import check_named, failure_summary
 
 @pytest.fixture(scope="module")
 def reports():
-    return check_named({entry.id: entry.declaration() for entry in ENTRIES}, jobs=None)
+    return check_named({entry.id: entry.declaration() for entry in ENTRIES}, jobs=None, fail_fast=True)
+
+
+def test_fail_fast_gives_the_full_runs_verdicts(reports):
+    """A sample of wrong and correct entries, run in full: the same verdicts, and every check
+    the fail-fast run failed fails in the full run too."""
+    sample = [*WRONG[::20], *CORRECT[::10]]
+    full = check_named({entry.id: entry.declaration() for entry in sample})
+    for entry in sample:
+        fast = reports[entry.id]
+        assert full[entry.id].conforms == fast.conforms, entry.id
+        assert {check.name for check in fast.failures()} <= {check.name for check in full[entry.id].failures()}, \
+            entry.id
 
 
 @pytest.mark.parametrize("entry", WRONG, ids=[entry.id for entry in WRONG])

@@ -4,8 +4,9 @@ registration gives (``entry.config_table()``, read by :func:`declare` as a ``[[t
 table is).
 
 The whole corpus goes through one ``check_many`` call (each target in a sealed child, the
-two corpus modules imported once; about 8 s for the 52 targets); each entry is then its own test, so that a
-survivor or a false alarm is named in the test id. Below them, the grid and judge rules
+two corpus modules imported once) under ``--fail-fast``, which gives the full run's verdicts
+(see ``meta_tests/test_corpus.py``; a sample is held to it here too); each entry is then its
+own test, so that a survivor or a false alarm is named in the test id. Below them, the grid and judge rules
 that the corpus depends on, each shown on the probes or verdicts themselves: calls stay
 below a declared ``max_positions`` (a cache built once for the model's length is correct
 code), the length-dependent types are called at ``L0`` and ``L0 + 1`` where they switch,
@@ -16,12 +17,11 @@ import pytest
 
 from meta_tests.corpus.rope_registry import ROPE_CORRECT, ROPE_ENTRIES, ROPE_WRONG, cache_outcome
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.judge import Results
-from posenc_spec.gate.options import run_options
 from posenc_spec.gate.rope import grid
 from posenc_spec.gate.rope.judge import RopeJudge
 from posenc_spec.rope import oracle
+from spec_tests.assertions import check_named
 from spec_tests.assertions import failure_summary as _summary
 
 DYNAMIC_2X = {"factor": 2.0, "original_max_position_embeddings": 4096}
@@ -30,12 +30,25 @@ LONGROPE = {"original_max_position_embeddings": 4096, "factor": 32.0, "short_fac
             "long_factor": [1.0, 2.0, 4.0, 8.0]}
 
 
+def _declarations(entries) -> dict:
+    return {entry.id: declare(entry.config_table()) for entry in entries}
+
+
 @pytest.fixture(scope="module")
 def reports():
-    declarations = [declare(entry.config_table()) for entry in ROPE_ENTRIES]
-    # One lane: a second one gains nothing on two cores that pytest-xdist already keeps busy.
-    return dict(zip((entry.id for entry in ROPE_ENTRIES), check_many(declarations, run_options(jobs=1)),
-                    strict=True))
+    return check_named(_declarations(ROPE_ENTRIES), fail_fast=True)
+
+
+def test_fail_fast_gives_the_full_runs_verdicts(reports):
+    """A sample of wrong and correct entries, run in full: the same verdicts, and every check
+    the fail-fast run failed fails in the full run too."""
+    sample = [*ROPE_WRONG[::12], *ROPE_CORRECT[::8]]
+    full = check_named(_declarations(sample))
+    for entry in sample:
+        fast = reports[entry.id]
+        assert full[entry.id].conforms == fast.conforms, entry.id
+        assert {check.name for check in fast.failures()} <= {check.name for check in full[entry.id].failures()}, \
+            entry.id
 
 
 @pytest.mark.parametrize("entry", ROPE_WRONG, ids=[entry.id for entry in ROPE_WRONG])

@@ -44,6 +44,8 @@ def pytest_addoption(parser) -> None:
     group.addoption("--posenc-max-processes", metavar="N", default=None, help="as posenc-spec check --max-processes")
     group.addoption("--posenc-preload", metavar="MODULE", action="append", default=None,
                     help="as posenc-spec check --preload")
+    group.addoption("--posenc-fail-fast", action="store_true", default=False,
+                    help="as posenc-spec check --fail-fast")
 
 
 def declarations(config) -> list:
@@ -77,7 +79,8 @@ def run_options_of(config):
 
     try:
         options = run_options(1, None, config.getoption("posenc_max_memory"), config.getoption("posenc_max_processes"),
-                              preload=config.getoption("posenc_preload"))
+                              preload=config.getoption("posenc_preload"),
+                              fail_fast=config.getoption("posenc_fail_fast"))
         check_preload(options.preload)
     except UsageError as error:
         raise pytest.UsageError(f"posenc-spec: {error}") from None

@@ -48,12 +48,12 @@ def float64_rounded_tolerance(positions, width: int, convention, dtype, rows=sli
 
 
 
-def check_named(declarations: dict, jobs=1, preload=()) -> dict:
+def check_named(declarations: dict, jobs=1, preload=(), fail_fast=False) -> dict:
     """The gate's reports of ``declarations`` (name -> declaration) in one ``check_many`` run,
     under the same names. One lane by default: a module's targets share one module template,
     and pytest-xdist already keeps the cores busy; ``jobs=None`` takes the gate's default (the
-    usable cores). ``preload`` as ``--preload``."""
-    reports = check_many(declarations.values(), run_options(jobs=jobs, preload=preload))
+    usable cores). ``preload`` and ``fail_fast`` as ``--preload`` and ``--fail-fast``."""
+    reports = check_many(declarations.values(), run_options(jobs=jobs, preload=preload, fail_fast=fail_fast))
     return dict(zip(declarations, reports, strict=True))
 
 

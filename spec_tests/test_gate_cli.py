@@ -349,3 +349,29 @@ def test_a_preload_that_is_no_module_name_is_a_usage_error(argv, preload, capsys
     error = capsys.readouterr().err
     assert f"--preload must be module names such as transformers.modeling_utils, got {preload!r}" in error, error
     assert error.count("\n") == 1, error
+
+
+def test_fail_fast_stops_a_target_at_its_first_failed_check(tmp_path, capsys):
+    """An interleaved table declared 'concat' under --fail-fast: exit 1; the 50x8 call is judged
+    whole (its formula fails), every later call is not made and its checks say why."""
+    out = tmp_path / "r.json"
+    assert main(["check", TORCH_REFERENCE, "--convention", "concat", "--fail-fast", "--json", str(out)]) == 1
+    checks = {check["id"]: check for check in _report(out)["targets"][0]["checks"]}
+    assert checks["formula[50x8]"]["status"] == "failed" and checks["call[50x8]"]["status"] == "passed"
+    # global-state judges the calls that were made; every other check belongs to one call.
+    later = [check for name, check in checks.items() if not name.endswith("[50x8]")
+             and name not in ("import", "global-state")]
+    assert later and all(check["status"] == "skipped" for check in later), later
+    stopped = "--fail-fast stopped this target at its first failed check, formula[50x8]"
+    assert stopped in checks["call[4096x1024]"]["reason"], checks["call[4096x1024]"]
+
+
+def test_fail_fast_changes_nothing_for_a_conforming_target(tmp_path, capsys):
+    """A conforming target: the same checks, statuses and reasons with or without --fail-fast."""
+    reports = []
+    for extra in ([], ["--fail-fast"]):
+        out = tmp_path / f"r{len(extra)}.json"
+        assert main(["check", TORCH_REFERENCE, "--max-positions", "64", "--json", str(out), *extra]) == 0
+        checks = _report(out)["targets"][0]["checks"]
+        reports.append([(check["id"], check["status"], check["reason"]) for check in checks])
+    assert reports[0] == reports[1]

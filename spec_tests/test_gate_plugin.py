@@ -91,6 +91,16 @@ def test_nearest_pyproject_under_xdist(tmp_path):
     assert status == 0 and _count(output, "passed") == planned, output
 
 
+def test_fail_fast_skips_the_checks_after_the_first_failure(pytester):
+    """--posenc-fail-fast: the swapped table fails at 50x8 and the items of the calls after it
+    are skipped, with the reason."""
+    (pytester.path / "impl.py").write_text(TARGETS)
+    status, output = _pytest_here(pytester, "--posenc-target", "impl:swapped", "--posenc-max-positions", "64",
+                                  "--posenc-fail-fast")
+    assert status == 1 and _count(output, "skipped") > _count(output, "failed") > 0, output
+    assert "--fail-fast stopped this target at its first failed check, formula[50x8]" in output, output
+
+
 @pytest.mark.parametrize(("option", "words"), [
     (["--posenc-convention", "vaswan"], "--posenc: convention must be one of"),
     (["--posenc-preload", "no_such_module_here"], "--preload no_such_module_here: raised ModuleNotFoundError"),

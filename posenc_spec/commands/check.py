@@ -65,6 +65,9 @@ def register(subparsers) -> None:
                             "(default: github when GITHUB_ACTIONS=true, else none)")
     check.add_argument("--plots", metavar="DIR", help="write pictures of each target that does not conform")
     add_run_arguments(check, jobs=True)
+    check.add_argument("--fail-fast", action="store_true",
+                       help="stop each target's calls at its first failed check (a quicker verdict; the checks "
+                            "after it are reported as not run)")
     check.add_argument("--shard", metavar="K/N", help="check only every N-th target, starting with the K-th")
     check.add_argument("-v", "--verbose", action="store_true", help="list every check, not only the failures")
     check.set_defaults(run=run_check)
@@ -90,7 +93,8 @@ def run_check(args) -> int:
     try:
         declarations, config = select_declarations(Front("TARGET", "--config", "--xfails"), args.target, args.config,
                                                    args.xfails, declaration_flags(args))
-        options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes, preload=args.preload)
+        options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes, preload=args.preload,
+                              fail_fast=args.fail_fast)
         check_outputs(("--json", args.json), ("--junitxml", args.junitxml))
         annotate = annotations_wanted(args.annotations)
         if args.plots is not None and Path(args.plots).exists() and not Path(args.plots).is_dir():

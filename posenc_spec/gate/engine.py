@@ -5,8 +5,9 @@ that each declaration can be told from its neighbours on the grid
 (:mod:`posenc_spec.gate.vacuity`), starts the root template in the background, then gives
 each target a turn in a :class:`~posenc_spec.gate.runner.Slot` (``jobs`` slots take turns
 in parallel, targets of one module one after another so that a slot imports the module
-once) and judges each outcome as it arrives (:mod:`posenc_spec.gate.judge`). Reports come
-back in the declarations' order, the same for any number of jobs.
+once) and judges its outcomes (:mod:`posenc_spec.gate.judge`); under ``fail_fast``
+(:func:`first_failure`) a target's calls stop at its first failed check. Reports come back
+in the declarations' order, the same for any number of jobs.
 
 Example::
 
@@ -135,6 +136,29 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
     return report
 
 
+def first_failure(declaration: Declaration, calls: Calls):
+    """For ``--fail-fast``: a ``stop_after`` for :meth:`~posenc_spec.gate.runner.Slot.run`
+    that judges each probe's outcome as it arrives and, once a check has failed (one the
+    xfails do not name), gives the reason to make no more calls. The report is still judged
+    afresh from the outcomes: this only decides when to stop."""
+    results = judge.Results()
+    if _family(declaration) == "rope":
+        family = RopeJudge(declaration.rope, declaration.api, results)
+    else:
+        family = sinusoidal.SinusoidalJudge(declaration, results, keep_table=False)
+
+    def stop_after(index: int, outcome) -> str | None:
+        if index >= len(calls.probes) or calls.probes[index].role == "repeat":
+            return None
+        with np.errstate(all="ignore"):
+            family.judge(calls.probes[index], outcome)
+        failed = next((name for name, result in results.by_id.items()
+                       if result.status == "failed" and declaration.xfails.match(name) is None), None)
+        return None if failed is None else f"--fail-fast stopped this target at its first failed check, {failed}"
+
+    return stop_after
+
+
 def _turns(declarations: list[Declaration]):
     """The order of turns: targets of one module together, so that a slot imports it once,
     and within a module by API and convention, so that expected tables are reused;
@@ -165,7 +189,8 @@ def _turn(slot: Slot, declaration: Declaration, shared: bool, options: RunOption
         slot.share_module(declaration.target, declaration.search_path)
     else:
         slot.end_module()
-    run = slot.run(declaration.target, calls.requests(), declaration.search_path)
+    stop_after = first_failure(declaration, calls) if options.fail_fast else None
+    run = slot.run(declaration.target, calls.requests(), declaration.search_path, stop_after)
     report = judge_run(declaration, calls, run, keep_table)
     report.seconds, report.where = time.perf_counter() - started, run.where
     return report

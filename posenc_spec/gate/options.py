@@ -50,13 +50,15 @@ def memory_size(name: str, value) -> int:
 @dataclass(frozen=True)
 class RunOptions:
     """How a run goes, whatever its targets: ``jobs`` targets at once, the ``shard`` (K, N)
-    of the targets this run takes, and what each target's child may take."""
+    of the targets this run takes, what each target's child may take, the modules every child
+    is forked with (``preload``), and whether a target's calls stop at its first failure."""
 
     jobs: int = 1
     shard: tuple[int, int] = (1, 1)
     max_memory: int = FALLBACK_MEMORY
     max_processes: int = DEFAULT_MAX_PROCESSES
     preload: tuple[str, ...] = ()
+    fail_fast: bool = False
 
 
 _MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -82,10 +84,11 @@ def preload_modules(name: str, values) -> tuple[str, ...]:
 
 
 def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, where: str = "",
-                preload=None) -> RunOptions:
+                preload=None, fail_fast: bool = False) -> RunOptions:
     """Validated run options; None takes the default (``jobs``: the usable cores;
     ``max_memory``: half the machine's memory shared by the ``jobs`` children; ``preload``:
-    nothing beyond NumPy and torch)."""
+    nothing beyond NumPy and torch). ``fail_fast``: each target's calls stop at its first
+    failed check."""
     jobs = usable_cores() if jobs is None else integer(f"{where}--jobs", jobs, maximum=MAX_JOBS)
     shard_index, shard_count = 1, 1
     if shard is not None:
@@ -102,4 +105,4 @@ def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, wher
     processes = DEFAULT_MAX_PROCESSES if max_processes is None else integer(
         f"{where}--max-processes", max_processes, maximum=4096)
     preload = preload_modules(f"{where}--preload", preload)
-    return RunOptions(jobs, (shard_index, shard_count), memory, processes, preload)
+    return RunOptions(jobs, (shard_index, shard_count), memory, processes, preload, bool(fail_fast))

@@ -4,11 +4,11 @@ A :class:`Slot` is one lane of a run: a slot template (forked from the run's roo
 template) and, while several targets of one module take their turns, a module template
 that imported that module once. :meth:`Slot.run` forks a sealed child for one target,
 imports it there, sends calls ahead of the replies within a byte budget (the child
-computes the next table while the gate judges this one) and reads the replies, each under
+computes the next table while the gate reads this one) and reads the replies, each under
 the per-call timeout, through :mod:`posenc_spec.gate.wire`, which checks every reply
 against its request. A child that dies is replaced (the target is imported again) until
-the ``MAX_DEATHS``-th death; after a hang, a broken reply or
-a resource limit the remaining calls are reported as not run. When the target's turn ends
+the ``MAX_DEATHS``-th death; after a hang, a broken reply, a resource limit or a reason
+to stop (``--fail-fast``) the remaining calls are reported as not run. When the target's turn ends
 its child, and everything the child started, is killed.
 """
 
@@ -25,7 +25,7 @@ from .sandbox import Limits, ProcessLimitExceeded, SandboxError, Template, descr
 from .wire import change_lines, encode_args, read_outcome, request_bytes, text
 
 MAX_DEATHS = 3
-# Calls sent ahead of the replies, so that the child computes the next while the gate judges
+# Calls sent ahead of the replies, so that the child computes the next while the gate reads
 # this one; only as many bytes as a socket buffer surely holds, or both sides could block
 # sending at once (the gate its next request, the child its reply).
 SEND_AHEAD_BYTES = 64 * 1024
@@ -164,18 +164,20 @@ class Slot:
 
     # -- one target -----------------------------------------------------------------------
 
-    def run(self, target: str, requests: list[CallRequest], search_path=()) -> TargetRun:
+    def run(self, target: str, requests: list[CallRequest], search_path=(), stop_after=None) -> TargetRun:
         """Import ``target`` in a fresh sealed child and make every call of ``requests``;
-        ``search_path`` goes first on the child's import path."""
+        ``search_path`` goes first on the child's import path. ``stop_after(index, outcome)``,
+        when given, may return a reason to make no more calls after this one: the rest are
+        not run, with that reason, and the child is killed at once."""
         if self._module is not None and self._module[0] == (module_key(target), tuple(search_path)):
             _, module, imported = self._module
             if module is None:
                 return TargetRun(False, imported.import_message)
             try:
-                return _Turn(self, module, target, requests, imported.import_changes, search_path).run()
+                return _Turn(self, module, target, requests, imported.import_changes, search_path, stop_after).run()
             except SandboxError:  # the module template died (its import left something fatal behind)
                 self.end_module()  # this target and the module's next ones import in their own children
-        return _Turn(self, self.template, target, requests, [], search_path).run()
+        return _Turn(self, self.template, target, requests, [], search_path, stop_after).run()
 
     def close(self) -> None:
         self.end_module()
@@ -187,9 +189,10 @@ class Slot:
 class _Turn:
     """One target's calls through one or more children (a death starts another)."""
 
-    def __init__(self, slot: Slot, template: Template, target: str, requests, import_changes, search_path=()):
+    def __init__(self, slot: Slot, template: Template, target: str, requests, import_changes, search_path=(),
+                 stop_after=None):
         self.slot, self.template, self.target, self.requests = slot, template, target, requests
-        self.limits, self.search_path = slot.limits, search_path
+        self.limits, self.search_path, self.stop_after = slot.limits, search_path, stop_after
         self.import_changes = import_changes
         self.child: _Child | None = None
 
@@ -236,6 +239,11 @@ class _Turn:
                     self._after_death(bool(pending))
                 elif restart:
                     self.stop = f"not run: {restart}"
+                if not self.stop and self.stop_after is not None and (reason := self.stop_after(call_id, outcome)):
+                    # The calls sent ahead are still being answered: no end-of-turn sync can
+                    # follow them. The target has failed already; no frame of its own can change that.
+                    self.stop = f"not run: {reason}"
+                    self._finish()
             if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
                 for index in answered:  # every reply this child gave is suspect
                     turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "

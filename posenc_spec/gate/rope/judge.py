@@ -39,9 +39,11 @@ class RopeJudge:
         self.prefix: list = []
 
     def judge(self, probe, outcome) -> bool:
-        """Judge one call; whether it returned something readable (for determinism)."""
+        """Judge one call; whether it returned something readable (for determinism). A call
+        that was not made leaves the checks that read it skipped, with the reason."""
         if probe.role == "relative":
-            self.results.add(self._relative(probe, outcome))
+            self.results.add(skipped(probe.check_id, outcome.message) if outcome.status == "not-run"
+                             else self._relative(probe, outcome))
             return False
         if probe.role == "prefix":
             self.prefix.append((probe, outcome))
@@ -51,8 +53,12 @@ class RopeJudge:
             return False
         if probe.role == "history":
             values, problem = self.values(probe, outcome)
-            result = failed(probe.check_id, f"{probe.slot}: {problem}") if problem else \
-                self.formula(probe, values, probe.check_id, "the same call after a longer one")
+            if outcome.status == "not-run":
+                result = skipped(probe.check_id, f"{probe.slot}: {outcome.message}")
+            elif problem:
+                result = failed(probe.check_id, f"{probe.slot}: {problem}")
+            else:
+                result = self.formula(probe, values, probe.check_id, "the same call after a longer one")
             earlier = self.results.by_id.get(probe.check_id)
             if earlier is None or _RANK[result.status] > _RANK[earlier.status]:
                 self.results.add(result)  # several calls share the id: the first of the worst verdicts stands
@@ -224,6 +230,9 @@ class RopeJudge:
 
     def _prefix(self, name) -> CheckResult:
         (short_probe, short), (long_probe, long) = self.prefix
+        not_made = next((outcome for outcome in (short, long) if outcome.status == "not-run"), None)
+        if not_made is not None:
+            return skipped(name, not_made.message)
         values = [self.values(short_probe, short), self.values(long_probe, long)]
         problems = [problem for _, problem in values if problem]
         if problems:
