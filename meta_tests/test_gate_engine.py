@@ -5,12 +5,13 @@ warn about the rest; the order of turns and the shards."""
 from __future__ import annotations
 
 import itertools
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from posenc_spec import oracle
+from posenc_spec import checks, oracle
 from posenc_spec.conventions import PRESETS
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import _turns, check_many, plan, shard
@@ -19,6 +20,7 @@ from posenc_spec.gate.options import run_options
 from posenc_spec.gate.xfails import parse_xfails
 from posenc_spec.tolerance import compare, table_tolerance
 from reference_impls.family import sinusoidal_encoding
+from spec_tests.assertions import assert_fail_fast_agrees, check_named
 
 HERE = Path(__file__).resolve()
 SMALL = 64
@@ -191,3 +193,17 @@ def test_finished_slot_templates_are_collected(tmp_path):
         except OSError:
             continue
     assert "Z" not in states.values(), f"zombies below the root template {root}: {states}"
+
+
+def test_assert_fail_fast_agrees_fails_on_a_verdict_or_a_failure_the_full_run_lacks():
+    """The corpora's fail-fast helper can fail: a claimed pass of a wrong target, and a
+    failure the full run does not have, are each an AssertionError naming the target."""
+    wrong = {"wrong": declare({"target": "reference_impls.numpy_vectorized:positional_encoding",
+                               "convention": "concat", "max_positions": 64})}
+    full = check_named(wrong)["wrong"]
+    claimed_pass = types.SimpleNamespace(conforms=True, failures=list)
+    extra = types.SimpleNamespace(conforms=False, failures=lambda: [*full.failures(), checks.skipped("made-up", "")])
+    for fast, words in ((claimed_pass, "conforms=False in full, True"), (extra, "made-up")):
+        with pytest.raises(AssertionError, match=words):
+            assert_fail_fast_agrees({"wrong": fast}, wrong)
+    assert_fail_fast_agrees({"wrong": full}, wrong)

@@ -57,6 +57,17 @@ def check_named(declarations: dict, jobs=1, preload=(), fail_fast=False) -> dict
     return dict(zip(declarations, reports, strict=True))
 
 
+def assert_fail_fast_agrees(fast: dict, declarations: dict) -> None:
+    """The reports of a ``--fail-fast`` run (name -> report) against a full run of
+    ``declarations`` (name -> declaration): the same verdict for each, and every check the
+    fail-fast run failed fails in the full run too."""
+    for name, full in check_named(declarations).items():
+        assert full.conforms == fast[name].conforms, (
+            f"{name}: conforms={full.conforms} in full, {fast[name].conforms} under --fail-fast")
+        only_fast = {check.name for check in fast[name].failures()} - {check.name for check in full.failures()}
+        assert not only_fast, f"{name}: failed under --fail-fast only: {sorted(only_fast)}"
+
+
 def failure_summary(report, limit: int = 3) -> str:
     """The first ``limit`` failed checks of a gate report, ``name: message`` each, and how
     many more there are: what an assertion on a verdict shows when it fails."""
