@@ -24,13 +24,18 @@ def _flags(entry) -> list[str]:
     return flags
 
 
+def _identify(entry, tmp_path, status: int) -> dict:
+    """``identify`` of a corpus entry with its call flags: its exit status checked, its JSON answer."""
+    out = tmp_path / "answer.json"
+    assert main(["identify", entry.target, *_flags(entry), "--json", str(out)]) == status
+    return json.loads(out.read_text())
+
+
 def test_a_correct_target_is_named_with_its_declared_parameters(tmp_path, capsys):
     """Meta's llama3 freqs_cis (a complex cache): llama3 with Llama 3.1's parameters."""
     entry = rope_entry("meta_llama3_freqs_cis")
     assert entry.kind == "correct"
-    out = tmp_path / "answer.json"
-    assert main(["identify", entry.target, *_flags(entry), "--json", str(out)]) == 0
-    answer = json.loads(out.read_text())
+    answer = _identify(entry, tmp_path, 0)
     declared = entry.convention()
     assert answer["name"] == declared.rope_type and answer["target"] == entry.target
     assert answer["convention"]["theta"] == declared.theta
@@ -43,9 +48,7 @@ def test_a_wrong_pairing_is_none_with_the_nearest(tmp_path, capsys):
     """rope_interleaved ignored: judged under its declared interleaved pairing, no convention fits."""
     entry = rope_entry("interleaved_flag_ignored")
     assert entry.kind == "wrong"
-    out = tmp_path / "answer.json"
-    assert main(["identify", entry.target, *_flags(entry), "--json", str(out)]) == 1
-    answer = json.loads(out.read_text())
+    answer = _identify(entry, tmp_path, 1)
     assert answer["name"] == "none" and answer["convention"] is None
     assert answer["nearest"]["convention"]["layout"] == "interleaved" and answer["nearest"]["max_error_ratio"] > 1
     assert "the calls pair the features as half" in capsys.readouterr().out

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.options import run_options
-    from posenc_spec.gate.sandbox import Limits, check_preload
+    from posenc_spec.gate.sandbox import check_preload
 
     try:
         declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
@@ -106,12 +106,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--out {args.out} exists and is not a folder")
     except UsageError as problem:  # a bad snapshot among them (declare reads it)
         return error("plot", problem)
-    limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
     if declaration.against is not None:
-        return _against(args, declaration, limits, options.preload)
+        return _against(args, declaration, options)
     if declaration.rope is not None:
-        return _rope(args, declaration, limits, options.preload)
-    return _table(args, declaration, limits, options.preload)
+        return _rope(args, declaration, options)
+    return _table(args, declaration, options)
 
 
 def _nothing_to_draw(what: str, problem: str) -> int:
@@ -135,7 +134,7 @@ def _written(title: str, verdict: str, paths: dict, *notes: str) -> int:
 # -- tables ---------------------------------------------------------------------------------
 
 
-def _table(args, declaration, limits, preload) -> int:
+def _table(args, declaration, options) -> int:
     import numpy as np
 
     from posenc_spec.checks import expectation
@@ -158,7 +157,7 @@ def _table(args, declaration, limits, preload) -> int:
         probe = Probe(f"plot-int64:{num_positions}x{dim}", "table", num_positions, dim, steps)
     else:
         probe = Probe(f"plot-{num_positions}x{dim}", "table", num_positions, dim)
-    turn = run_target(declaration.target, [probe.request()], limits, preload=preload)
+    turn = run_target(declaration, [probe.request()], options)
     if not turn.imported:
         return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
     outcome = turn.outcomes[0]
@@ -200,7 +199,7 @@ def _rope_parts(judge, probe, values):
     return dtype, drawn, whole, probe.positions, COLUMN_LABELS["x"]
 
 
-def _rope(args, declaration, limits, preload) -> int:
+def _rope(args, declaration, options) -> int:
     from posenc_spec.gate.rope import grid as rope_grid
     from posenc_spec.gate.rope.judge import RopeJudge
     from posenc_spec.gate.runner import run_target
@@ -208,7 +207,7 @@ def _rope(args, declaration, limits, preload) -> int:
 
     spec, api = declaration.rope, declaration.api
     probes = [probe for probe in rope_grid.probes_for(spec, api, declaration.max_positions) if probe.role == "table"]
-    turn = run_target(declaration.target, [probe.request() for probe in probes], limits, preload=preload)
+    turn = run_target(declaration, [probe.request() for probe in probes], options)
     if not turn.imported:
         return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
     judge = RopeJudge(spec, api, None)  # only its reading and expectations: it records no results here
@@ -257,7 +256,7 @@ def _ulp_path(out: Path | None, snapshot_path: str) -> Path:
     return out / f"{snapshot.stem}.png" if out.is_dir() else out
 
 
-def _against(args, declaration, limits, preload) -> int:
+def _against(args, declaration, options) -> int:
     from posenc_spec.gate import against
     from posenc_spec.gate.runner import run_target
     from posenc_spec.regression import SnapshotError
@@ -266,7 +265,7 @@ def _against(args, declaration, limits, preload) -> int:
     snapshot, max_ulp = declaration.against, declaration.max_ulp
     out = _ulp_path(args.out, declaration.against_path)
     requests = against.replay_requests(snapshot)
-    turn = run_target(declaration.target, requests, limits, preload=preload)
+    turn = run_target(declaration, requests, options)
     if not turn.imported:
         return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
     diffs, worst = [], None

@@ -37,7 +37,6 @@ def run(args) -> int:
     from posenc_spec.gate.options import run_options
     from posenc_spec.gate.output.destination import emit
     from posenc_spec.gate.runner import run_target
-    from posenc_spec.gate.sandbox import Limits
     from posenc_spec.regression import Snapshot, SnapshotError
     from posenc_spec.regression.snapshot import snapshot_meta, write_snapshot
 
@@ -47,8 +46,7 @@ def run(args) -> int:
         if Path(args.out).exists() and not args.force:
             raise UsageError(f"--out {args.out} exists (give --force to replace it)")
         requests = against.snapshot_requests(engine.probes(declaration))
-        limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
-        turn = run_target(declaration.target, requests, limits, preload=options.preload)
+        turn = run_target(declaration, requests, options)
     except UsageError as problem:
         return error("snapshot", problem)
     if not turn.imported:

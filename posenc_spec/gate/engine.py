@@ -183,7 +183,7 @@ def shard(declarations: list, index: int, count: int) -> list:
 def _turn(slot: Slot, declaration: Declaration, shared: bool, options: RunOptions, keep_table: bool) -> GateReport:
     """One target's turn in a lane: its calls in a sealed child, then its report."""
     started = time.perf_counter()
-    slot.limits = Limits(options.max_memory, options.max_processes, declaration.timeout)
+    slot.limits = Limits.of_run(options, declaration.timeout)
     calls = Calls.of(declaration)
     if shared:
         slot.share_module(declaration.target, declaration.search_path)

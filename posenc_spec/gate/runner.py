@@ -287,12 +287,12 @@ class _Turn:
             return Outcome("malformed", f"{what}: {error}"), f"the reply channel of {what} was corrupted"
 
 
-def run_target(target: str, requests: list[CallRequest], limits: Limits, search_path=(), preload=()) -> TargetRun:
-    """One target's calls in a run of its own (``plot`` and ``snapshot`` make one), below the
-    root template that has imported ``preload``."""
-    with root_template(preload) as root:
-        slot = Slot(root, limits)
+def run_target(declaration, requests: list[CallRequest], options) -> TargetRun:
+    """A declared target's calls in a run of its own (``plot`` and ``snapshot`` make one),
+    under the limits and preloads of the run's ``options``."""
+    with root_template(options.preload) as root:
+        slot = Slot(root, Limits.of_run(options, declaration.timeout))
         try:
-            return slot.run(target, requests, search_path)
+            return slot.run(declaration.target, requests, declaration.search_path)
         finally:
             slot.close()

@@ -42,7 +42,7 @@ class SandboxError(RuntimeError):
     """A template process failed: the gate cannot run targets (an internal error)."""
 
 
-class PreloadError(UsageError, SandboxError):
+class PreloadError(UsageError):
     """A module named by ``--preload`` could not be imported."""
 
 
@@ -59,6 +59,12 @@ class Limits:
     memory: int
     processes: int
     timeout: float
+
+    @classmethod
+    def of_run(cls, options, timeout: float) -> Limits:
+        """The limits a run's options (:class:`~posenc_spec.gate.options.RunOptions`) give a
+        target declared with ``timeout``."""
+        return cls(options.max_memory, options.max_processes, timeout)
 
     def init(self, calls: int | None, search_path=()) -> dict:
         """The start-up record a child applies to itself (see ``child.serve.setup``): for a
@@ -190,12 +196,12 @@ def root_template(preload: tuple[str, ...] = ()):
     if preload:
         try:
             root.ready()
-        except SandboxError as error:  # the import killed the process, or never finished
+        except (PreloadError, SandboxError) as error:  # SandboxError: the import killed the process
             with _root_lock:
                 _roots.pop(preload, None)
-            if isinstance(error, PreloadError):
-                raise
-            raise PreloadError(f"--preload {','.join(preload)}: {error}") from None
+            if isinstance(error, SandboxError):
+                raise PreloadError(f"--preload {','.join(preload)}: {error}") from None
+            raise
     yield root
 
 

@@ -151,7 +151,7 @@ def answer_each(targets, requests, timeout: float, options: RunOptions | None, a
     options = options or RunOptions()
     results = []
     with root_template(options.preload) as root:
-        slot = Slot(root, Limits(options.max_memory, options.max_processes, timeout))
+        slot = Slot(root, Limits.of_run(options, timeout))
         targets = list(targets)
         shared = collections.Counter(module_key(target) for target in targets)
         try:
