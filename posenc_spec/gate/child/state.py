@@ -21,6 +21,7 @@ import sys
 import warnings
 
 import numpy as np
+import numpy.random  # noqa: F401 -- NumPy imports it lazily: here it is in the template, not in each child
 
 try:
     import torch
@@ -39,7 +40,20 @@ def seed_generators(start: str) -> None:
     random.seed(seed)
     np.random.seed(seed)
     if torch is not None:
-        torch.manual_seed(seed)
+        torch.random.default_generator.manual_seed(seed)
+        _seed_started_accelerators(seed)
+
+
+def _seed_started_accelerators(seed: int) -> None:
+    # torch.manual_seed also seeds every accelerator, and queues the seed (recording a stack
+    # trace) for one not started yet: a few ms per call. A device a call starts takes
+    # torch's fixed initial seed, so that each call still starts from a known state.
+    for name in ("cuda", "xpu", "mtia"):
+        device = getattr(torch, name, None)
+        if device is not None and device.is_initialized():
+            device.manual_seed_all(seed)
+    if torch.backends.mps.is_available():
+        torch.mps.manual_seed(seed)
 
 
 def _digest(data: bytes) -> str:
