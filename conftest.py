@@ -1,6 +1,9 @@
-"""Shared test set-up: offline Hugging Face, a headless matplotlib, hypothesis profiles."""
+"""Shared test set-up: offline Hugging Face, a headless matplotlib, hypothesis profiles, and
+which files pytest-xdist keeps on one worker."""
 
 import os
+
+import pytest
 
 # Before anything imports transformers or pyplot: no hub access, no screen.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -19,3 +22,25 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 
 # pytester runs the plugin's own pytest sessions in this process (spec_tests/test_gate_plugin.py).
 pytest_plugins = ["pytester"]
+
+
+# These files import transformers' model code: 2-4 s of CPU in each process that does (the
+# xdist worker itself, or the gate's template preloading it). One worker runs them all and
+# pays that once; every other file is still a unit of its own (``--dist loadfile``).
+TRANSFORMERS_FILES = frozenset(f"spec_tests/test_{name}.py" for name in (
+    "gate_real_rng", "gate_transformers", "rope_real_code", "rope_transformers_frequencies",
+    "pretrained_architecture", "pretrained_configs", "pretrained_loading", "pretrained_seed_claims"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneWorkerForTransformers(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "transformers" if scope in TRANSFORMERS_FILES else scope
+
+    return OneWorkerForTransformers(config, log)

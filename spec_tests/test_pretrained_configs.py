@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from transformers import GPT2Config, T5Config
+import transformers  # its config classes load on first use, not when pytest-xdist workers collect
 
 from posenc_spec import pretrained
 
@@ -27,7 +27,7 @@ KNOWN_DIFFERENCES = {
         "task_specific_params": "generation settings per task: prefixes, beams and max_length",
     },
 }
-DEFAULT_CONFIGS = {"gpt2": GPT2Config, "t5-small": T5Config}
+DEFAULT_CONFIGS = {"gpt2": "GPT2Config", "t5-small": "T5Config"}
 
 # The hub files as recorded with the tests (see the README.md there for their provenance).
 FACTS = Path(__file__).resolve().parent / "data" / "facts"
@@ -52,13 +52,13 @@ def test_config_matches_the_recorded_facts(name):
 @pytest.mark.parametrize("name", sorted(pretrained.CONFIG_FILES))
 def test_config_differs_from_transformers_defaults_only_where_known(name):
     """Every field of the hub file equals the transformers default, except the known ones."""
-    default = DEFAULT_CONFIGS[name]()
+    default = getattr(transformers, DEFAULT_CONFIGS[name])()
     missing = object()
     differing = {key: (value, getattr(default, key, missing)) for key, value in pretrained.config_dict(name).items()
                  if getattr(default, key, missing) != value}
     unexplained = {key: pair for key, pair in differing.items() if key not in KNOWN_DIFFERENCES[name]}
     assert not unexplained, \
-        f"{name}: fields (file value, default) differing from {DEFAULT_CONFIGS[name].__name__}(): {unexplained}"
+        f"{name}: fields (file value, default) differing from {DEFAULT_CONFIGS[name]}(): {unexplained}"
     assert set(differing) == set(KNOWN_DIFFERENCES[name]), \
         f"{name}: expected differences {sorted(KNOWN_DIFFERENCES[name])}, found {sorted(differing)}"
 
@@ -66,7 +66,7 @@ def test_config_differs_from_transformers_defaults_only_where_known(name):
 def test_gpt2_config_position_facts():
     """gpt2: 1024 learned positions of width 768, 12 layers of 12 heads; n_ctx repeats n_positions."""
     config = pretrained.model_config("gpt2")
-    assert isinstance(config, GPT2Config)
+    assert isinstance(config, transformers.GPT2Config)
     facts = (config.n_positions, config.max_position_embeddings, config.n_embd, config.hidden_size,
              config.n_layer, config.n_head)
     assert facts == (1024, 1024, 768, 768, 12, 12), f"gpt2 config: {facts}"
@@ -76,7 +76,7 @@ def test_gpt2_config_position_facts():
 def test_t5_small_config_position_facts():
     """t5-small: width 512, 6 layers of 8 heads, 32 relative-position buckets up to distance 128."""
     config = pretrained.model_config("t5-small")
-    assert isinstance(config, T5Config)
+    assert isinstance(config, transformers.T5Config)
     facts = (config.d_model, config.num_layers, config.num_decoder_layers, config.num_heads,
              config.relative_attention_num_buckets, config.relative_attention_max_distance)
     assert facts == (512, 6, 6, 8, 32, 128), f"t5-small config: {facts}"
@@ -91,7 +91,7 @@ def test_t5_small_300_is_a_generation_length():
     assert translation["max_length"] == 300, f"translation_en_to_de: {translation}"
     assert {"num_beams", "early_stopping", "prefix"} <= set(translation), f"translation_en_to_de: {translation}"
     assert translation["prefix"] == "translate English to German: "
-    assert not hasattr(T5Config(), "max_position_embeddings"), "T5Config() has a max_position_embeddings"
+    assert not hasattr(transformers.T5Config(), "max_position_embeddings"), "T5Config() has a max_position_embeddings"
     # The other generation lengths differ by task: they are per-task output limits.
     lengths = {task: params["max_length"] for task, params in config.task_specific_params.items()}
     assert lengths == {"summarization": 200, "translation_en_to_de": 300, "translation_en_to_fr": 300,
