@@ -289,15 +289,22 @@ def rotation(offset, width: int, convention: str | Convention, degenerate_limit:
     convention's layout: ``sin(t + a) = sin t cos a + cos t sin a``,
     ``cos(t + a) = cos t cos a - sin t sin a``, ``a = scale * k * omega``.
     Unpaired and zero columns get a 1 on the diagonal."""
+    rows, diagonal, off_diagonal = rotation_entries(offset, width, convention, degenerate_limit)
+    matrix = np.eye(width)
+    matrix[rows, rows] = diagonal
+    matrix[rows, get_convention(convention).columns(width).partner[rows]] = off_diagonal
+    return matrix
+
+
+def rotation_entries(offset, width: int, convention: str | Convention, degenerate_limit: bool = False):
+    """The two entries of each paired row ``j`` of :func:`rotation`'s ``M(offset)``:
+    ``(rows j, M[j, j] = cos a, M[j, partner(j)] = +-sin a)``."""
     conv = get_convention(convention)
     columns = conv.columns(width)
     rows = np.flatnonzero(columns.partner >= 0)
     a = conv.scale * offset * conv.frequencies(width, degenerate_limit)[columns.pair[rows]]
     is_sin = columns.is_first[rows] == (conv.first == "sin")
-    matrix = np.eye(width)
-    matrix[rows, rows] = np.cos(a)
-    matrix[rows, columns.partner[rows]] = np.where(is_sin, np.sin(a), -np.sin(a))
-    return matrix
+    return rows, np.cos(a), np.where(is_sin, np.sin(a), -np.sin(a))
 
 
 def _offsets_present(exp: Expectation, offsets):
@@ -321,17 +328,22 @@ def check_relative_offset(table, exp: Expectation, offsets=(1, 7, 50), name="rel
         return skipped(name, _no_offset_reason(exp, offsets))
     paired = exp.paired
     partner = exp.columns.partner[paired]
-    # M(k) PE(p) without the dense product: each paired row of M has two entries.
     value, value_partner = table[:, paired], table[:, partner]
     tol, tol_partner = exp.tolerance[:, paired], exp.tolerance[:, partner]
-    measured, exact, bounds = [], [], []
+    # One block of rows per offset, written in place: the gate runs this on every target.
+    length = value.shape[0]
+    measured, exact, bounds = (np.empty((sum(length - k for k in used), paired.size)) for _ in range(3))
+    start = 0
     for k in used:
-        matrix = rotation(k, exp.width, exp.convention, exp.degenerate_limit)
-        measured.append(value[:-k] * matrix[paired, paired] + value_partner[:-k] * matrix[paired, partner])
-        exact.append(value[k:])
-        bounds.append(tol[:-k] + tol_partner[:-k] + tol[k:])
-    return _deviation_result(name, np.concatenate(measured), np.concatenate(exact), np.concatenate(bounds),
-                             f"|M(k) PE(p) - PE(p+k)| for k in {used}")
+        block, start = slice(start, start + length - k), start + length - k
+        # M(k) PE(p) without the dense product: each paired row of M has two entries.
+        _, diagonal, off_diagonal = rotation_entries(k, exp.width, exp.convention, exp.degenerate_limit)
+        np.multiply(value[:-k], diagonal, out=measured[block])
+        measured[block] += value_partner[:-k] * off_diagonal
+        exact[block] = value[k:]
+        np.add(tol[:-k], tol_partner[:-k], out=bounds[block])
+        bounds[block] += tol[k:]
+    return _deviation_result(name, measured, exact, bounds, f"|M(k) PE(p) - PE(p+k)| for k in {used}")
 
 
 def check_dot_products(table, exp: Expectation, offsets=(1, 7, 50), name="dot-product") -> CheckResult:
@@ -374,12 +386,14 @@ def _deviation_result(name, measured, exact, bound, what) -> CheckResult:
     bound = np.broadcast_to(bound, measured.shape)
     if measured.size == 0:
         return skipped(name, f"{what}: nothing to measure")
-    deviation = np.abs(measured - exact)
-    ratio = ratios(deviation, bound)  # a NaN deviation becomes infinite, in deviation too
+    ratio = np.subtract(measured, exact)
+    np.abs(ratio, out=ratio)
+    ratio = ratios(ratio, bound, out=ratio)  # in place: the deviations become their ratios
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     passed = ratio[worst] <= 1.0
+    deviation = abs(float(measured[worst]) - float(exact[worst]))
     element = Worst(tuple(int(i) for i in worst), measured.shape, float(measured[worst]), float(exact[worst]),
-                    float(deviation[worst]), float(bound[worst]))
+                    np.inf if np.isnan(deviation) else deviation, float(bound[worst]))  # a NaN is infinitely off
     message = (f"{what}: max {element.error:.3g} vs bound {element.tolerance:.3g}"
                + ("" if passed else f" at {list(element.index)} ({int((ratio > 1).sum())} out of bound)"))
     return _result(name, passed, message, element)

@@ -236,15 +236,16 @@ def compare(actual, expected, tolerance) -> Comparison:
     ratio = ratios(error, tolerance, out=error)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     worst_error = abs(float(actual[worst]) - float(expected[worst]))
+    max_ratio = float(ratio[worst])
     return Comparison(
-        max_ratio=float(ratio[worst]),
+        max_ratio=max_ratio,
         worst_index=tuple(int(i) for i in worst),
         worst_actual=float(actual[worst]),
         worst_expected=float(expected[worst]),
         worst_error=np.inf if np.isnan(worst_error) else worst_error,
         worst_tolerance=float(tolerance[worst]),
         max_error=max_error,
-        num_failing=int(np.count_nonzero(ratio > 1.0)),
+        num_failing=int(np.count_nonzero(ratio > 1.0)) if max_ratio > 1.0 else 0,  # no pass over a passing table
         shape=tuple(actual.shape),
     )
 
