@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 import numpy as np
 
@@ -98,7 +99,9 @@ def _where(function) -> dict | None:
     try:
         function = inspect.unwrap(function)
         path = inspect.getsourcefile(function)
-        line = inspect.getsourcelines(function)[1]
+        code = getattr(function, "__code__", None)
+        # A function's first line is what getsourcelines gives, without tokenizing its file.
+        line = code.co_firstlineno if isinstance(code, types.CodeType) else inspect.getsourcelines(function)[1]
     except (TypeError, OSError, ValueError, AttributeError):
         return None
     return {"file": str(path), "line": int(line)} if path else None

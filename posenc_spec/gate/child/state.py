@@ -13,6 +13,7 @@ it, the gate tells from the digests of two calls started from different states.
 
 from __future__ import annotations
 
+import array
 import hashlib
 import os
 import random
@@ -63,8 +64,10 @@ def _digest(data: bytes) -> str:
 def generator_digests() -> dict[str, str]:
     """A digest of each global generator's state, by name."""
     name, keys, position, has_gauss, cached = np.random.get_state()
+    version, words, gauss = random.getstate()
     digests = {  # by the owner's name: "NumPy's global random number generator"
-        "Python's": _digest(repr(random.getstate()).encode()),
+        # The 625 words as bytes, not repr'd: this runs twice a call.
+        "Python's": _digest(array.array("Q", words).tobytes() + repr((version, gauss)).encode()),
         "NumPy's": _digest(keys.tobytes() + repr((name, position, has_gauss, cached)).encode()),
     }
     if torch is not None:
