@@ -1,0 +1,24 @@
+"""The suite's own set-up in conftest.py stays true of the test files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import conftest
+
+ROOT = Path(__file__).resolve().parents[1]
+# What makes a file pay for transformers' model code: importing it, or preloading it in the gate.
+USES_TRANSFORMERS = re.compile(r"^\s*(import transformers|from transformers)|TRANSFORMERS_PRELOAD", re.MULTILINE)
+
+
+def test_the_files_kept_on_one_worker_are_those_that_import_transformers():
+    """conftest.TRANSFORMERS_FILES names every test file that imports transformers or preloads
+    it in the gate, and no other: a file missed pays the import on a second worker."""
+    this_file = Path(__file__).resolve()  # it holds the pattern, not an import
+    files = {path.relative_to(ROOT).as_posix() for folder in ("spec_tests", "meta_tests")
+             for path in (ROOT / folder).glob("test_*.py")
+             if path != this_file and USES_TRANSFORMERS.search(path.read_text())}
+    assert files == conftest.TRANSFORMERS_FILES, (
+        f"missing from conftest.TRANSFORMERS_FILES: {sorted(files - conftest.TRANSFORMERS_FILES)}; "
+        f"listed but not importing transformers: {sorted(conftest.TRANSFORMERS_FILES - files)}")
