@@ -83,6 +83,7 @@ CASES = [
     _state("reseeds_torch", ["reseeded torch's"]),
     _state("reseeds_numpy", ["reseeded NumPy's"]),
     _state("reseeds_python", ["reseeded Python's"]),
+    _state("breaks_numpy_state_getter", ["left NumPy's global random number generator's state unreadable (TypeError)"]),
     case("global_state", "draws_from_generators", CONFORMS, "global-state", "passed", ["no call changed"]),
     case("global_state", "depends_on_generator", FAILS, "determinism", "failed", ["differ"]),
 ]

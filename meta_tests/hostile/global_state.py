@@ -136,6 +136,16 @@ def reseeds_python(num_positions, dim):
     return vaswani(num_positions, dim)
 
 
+def breaks_numpy_state_getter(num_positions, dim):
+    """Replaces ``numpy.random.get_state`` by a function that raises. Names: NumPy's
+    generator, its state unreadable."""
+    def get_state(*args, **kwargs):
+        raise TypeError("no state here")
+
+    np.random.get_state = get_state
+    return vaswani(num_positions, dim)
+
+
 def draws_from_generators(num_positions, dim):
     """Draws from torch's, NumPy's and Python's global generators and discards the draws.
     Verdict: conforms, with a warning naming each generator."""

@@ -122,8 +122,9 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         elif outcome.ran:
             reseeded = judge.reseeded_generators(first, outcome)
     ran = [outcome for outcome in outcomes if outcome.ran]
-    results.add(judge.judge_state(changes, written, reseeded, bool(ran)))
-    drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
+    unreadable = judge.unreadable_generators(ran)
+    results.add(judge.judge_state(changes, written, reseeded, bool(ran), unreadable))
+    drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded + [name for name, _ in unreadable]]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
                  for name in drawn]
     sinusoid = isinstance(family, sinusoidal.SinusoidalJudge)

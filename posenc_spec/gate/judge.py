@@ -178,6 +178,17 @@ def drawn_generators(outcomes) -> list[str]:
                    if outcome.rng_after.get(name, before) != before})
 
 
+def unreadable_generators(outcomes) -> list[tuple[str, str]]:
+    """``(name, why)`` of the global generators whose state no longer reads after some call:
+    the child sends its reason in place of a hex digest (a target replaced the getter)."""
+    return sorted({(name, after) for outcome in outcomes for name, after in outcome.rng_after.items()
+                   if not _is_hex_digest(after)})
+
+
+def _is_hex_digest(text: str) -> bool:
+    return len(text) == 32 and all(character in "0123456789abcdef" for character in text)
+
+
 def reseeded_generators(first: Outcome, second: Outcome) -> list[str]:
     """The generators a call reseeded: two calls of one size, started from different
     states, left them in the same state."""
@@ -189,12 +200,14 @@ MAX_STATE_PROBLEMS = 6  # said in the line; the JSON's details hold every one
 
 
 def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], reseeded: list[str],
-                ran: bool) -> CheckResult:
+                ran: bool, unreadable: list[tuple[str, str]] = ()) -> CheckResult:
     """``changes``: ``(slot, what changed)`` for every call that changed global state (the
     child restored it); ``written``: ``(slot, argument)`` for every call that wrote into an
-    argument; ``reseeded``: the generators a call reseeded."""
+    argument; ``reseeded``: the generators a call reseeded; ``unreadable``: ``(name, why)``
+    of the generators whose state no longer reads."""
     problems = [f"reseeded {name} global random number generator (the caller's random stream is reset)"
                 for name in reseeded]
+    problems += [f"left {name} global random number generator's state {why}" for name, why in unreadable]
     problems += [f"{calls} changed {change} (restored)" for change, calls in _grouped(changes)]
     problems += [f"{calls} wrote into its {name} argument in place" for name, calls in _grouped(written)]
     if problems:

@@ -57,21 +57,33 @@ def _seed_started_accelerators(seed: int) -> None:
         torch.mps.manual_seed(seed)
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:32]
+def _python_state() -> bytes:
+    version, words, gauss = random.getstate()
+    return array.array("Q", words).tobytes() + repr((version, gauss)).encode()  # 625 words: not repr'd
+
+
+def _numpy_state() -> bytes:
+    name, keys, position, has_gauss, cached = np.random.get_state()
+    return keys.tobytes() + repr((name, position, has_gauss, cached)).encode()
+
+
+def _torch_state() -> bytes:
+    return torch.random.get_rng_state().numpy().tobytes()
 
 
 def generator_digests() -> dict[str, str]:
-    """A digest of each global generator's state, by name."""
-    name, keys, position, has_gauss, cached = np.random.get_state()
-    version, words, gauss = random.getstate()
-    digests = {  # by the owner's name: "NumPy's global random number generator"
-        # The 625 words as bytes, not repr'd: this runs twice a call.
-        "Python's": _digest(array.array("Q", words).tobytes() + repr((version, gauss)).encode()),
-        "NumPy's": _digest(keys.tobytes() + repr((name, position, has_gauss, cached)).encode()),
-    }
+    """A digest of each global generator's state, by the owner's name ("NumPy's global random
+    number generator"); a state that cannot be read (a target replaced the getter) has a
+    digest of its own, so that the call is seen to have changed it."""
+    readers = {"Python's": _python_state, "NumPy's": _numpy_state}
     if torch is not None:
-        digests["torch's"] = _digest(torch.random.get_rng_state().numpy().tobytes())
+        readers["torch's"] = _torch_state
+    digests = {}
+    for name, read in readers.items():
+        try:
+            digests[name] = hashlib.sha256(read()).hexdigest()[:32]
+        except Exception as error:
+            digests[name] = f"unreadable ({type(error).__name__})"
     return digests
 
 
