@@ -3,14 +3,14 @@
     python benchmarks/bench_suite.py [--repeats 3] [--files 15]
 
 Runs the README's test command (``pytest`` with the repository's own options: pytest-xdist
-``-n auto``, CI=true) ``--repeats`` times and reports the median wall time and two CPU
-times: the machine's busy time over the run (Linux ``/proc/stat``; everything the run
-started, the gate's forked children too, and anything else the machine ran meanwhile) and
-the rusage of the processes the run waited for (the gate's template reaps its own children
-without passing their times up, so this one leaves them out). On a machine with N cores
-the wall time cannot fall below busy / N, so the busy time says what parallelism can still
-buy. Then one run's ``--durations`` summed per test file, and the time one process takes to
-collect the suite (every xdist worker pays it).
+``-n auto``, in the environment tox gives it, :func:`_environment`) ``--repeats`` times and
+reports the median wall time and two CPU times: the machine's busy time over the run (Linux
+``/proc/stat``; everything the run started, the gate's forked children too, and anything
+else the machine ran meanwhile) and the rusage of the processes the run waited for (the
+gate's template reaps its own children without passing their times up, so this one leaves
+them out). On a machine with N cores the wall time cannot fall below busy / N, so the busy
+time says what parallelism can still buy. Then one run's ``--durations`` summed per test
+file, and the time one process takes to collect the suite (every xdist worker pays it).
 """
 
 from __future__ import annotations
@@ -41,12 +41,18 @@ def _busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def _environment() -> dict[str, str]:
+    """This environment as tox hands it to the README's test command, in the respects that
+    change the timing: CI set, and no PYTHONDONTWRITEBYTECODE (tox does not pass it on;
+    without compiled files every process compiles and pytest rewrites every test module)."""
+    return {**{name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}, "CI": "true"}
+
+
 def _run(arguments: list[str]) -> tuple[float, float, float, str]:
     """``(wall seconds, machine busy seconds, CPU seconds of the processes waited for, output)``."""
     before, busy = resource.getrusage(resource.RUSAGE_CHILDREN), _busy_seconds()
     start = time.perf_counter()
-    done = subprocess.run([*PYTEST, *arguments], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "CI": "true"})
+    done = subprocess.run([*PYTEST, *arguments], cwd=ROOT, capture_output=True, text=True, env=_environment())
     wall = time.perf_counter() - start
     busy = _busy_seconds() - busy
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
