@@ -2,9 +2,9 @@
 
 Verdict of each: does not conform, ``global-state`` failing with a reason that names what
 changed (the child restores it after every call, so one call cannot change what the next
-sees). Reseeding a global generator fails ``global-state`` naming the generator; drawing
-from one conforms with a warning; a table that depends on the generator fails
-``determinism``.
+sees; a replaced getter of a generator's state is named, not put back). Reseeding a global
+generator fails ``global-state`` naming the generator; drawing from one conforms with a
+warning; a table that depends on the generator fails ``determinism``.
 """
 
 from __future__ import annotations
