@@ -24,12 +24,14 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 pytest_plugins = ["pytester"]
 
 
-# These files import transformers' model code: 2-4 s of CPU in each process that does (the
-# xdist worker itself, or the gate's template preloading it). One worker runs them all and
-# pays that once; every other file is still a unit of its own (``--dist loadfile``).
+# These files import transformers' model code, directly or through posenc_spec.pretrained's
+# loaders: 2-4 s of CPU in each process that does (the xdist worker itself, or the gate's
+# template preloading it), and MiniLM is loaded once per process. One worker runs them all
+# and pays that once; every other file is still a unit of its own (``--dist loadfile``).
 TRANSFORMERS_FILES = frozenset(f"spec_tests/test_{name}.py" for name in (
     "gate_real_rng", "gate_transformers", "rope_real_code", "rope_transformers_frequencies",
-    "pretrained_architecture", "pretrained_configs", "pretrained_loading", "pretrained_seed_claims"))
+    "pretrained_architecture", "pretrained_configs", "pretrained_loading", "pretrained_seed_claims",
+    "pretrained_figures", "pretrained_minilm", "pretrained_hub_weights"))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -8,13 +8,16 @@ from pathlib import Path
 import conftest
 
 ROOT = Path(__file__).resolve().parents[1]
-# What makes a file pay for transformers' model code: importing it, or preloading it in the gate.
-USES_TRANSFORMERS = re.compile(r"^\s*(import transformers|from transformers)|TRANSFORMERS_PRELOAD", re.MULTILINE)
+# What makes a file pay for transformers' model code: importing it, preloading it in the
+# gate, or loading a model through posenc_spec.pretrained.
+USES_TRANSFORMERS = re.compile(r"^\s*(import transformers|from transformers)|TRANSFORMERS_PRELOAD"
+                               r"|pretrained\.(minilm_model|minilm_position_table|load_pretrained)\(", re.MULTILINE)
 
 
 def test_the_files_kept_on_one_worker_are_those_that_import_transformers():
-    """conftest.TRANSFORMERS_FILES names every test file that imports transformers or preloads
-    it in the gate, and no other: a file missed pays the import on a second worker."""
+    """conftest.TRANSFORMERS_FILES names every test file that imports transformers, preloads
+    it in the gate or loads a model with it, and no other: a file missed pays the import on
+    a second worker."""
     this_file = Path(__file__).resolve()  # it holds the pattern, not an import
     files = {path.relative_to(ROOT).as_posix() for folder in ("spec_tests", "meta_tests")
              for path in (ROOT / folder).glob("test_*.py")
