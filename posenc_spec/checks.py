@@ -21,7 +21,7 @@ import numpy as np
 
 from . import oracle
 from .conventions import Columns, Convention, get_convention
-from .tolerance import angle_term, compare, dtype_name, ratios, tolerance_from_term
+from .tolerance import angle_term, compare, dtype_name, tolerance_from_term
 
 STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
 
@@ -379,21 +379,13 @@ def fit_rotation(table, exp: Expectation, offset: int):
 
 
 def _deviation_result(name, measured, exact, bound, what) -> CheckResult:
-    """Judge ``|measured - exact|`` against ``bound``, element by element (the ratio rule of
-    :func:`posenc_spec.tolerance.ratios`)."""
+    """Judge ``|measured - exact|`` against ``bound``, element by element, as
+    :func:`posenc_spec.tolerance.compare` judges a table."""
     measured = np.asarray(measured, dtype=np.float64)
-    exact = np.broadcast_to(np.asarray(exact, dtype=np.float64), measured.shape)
-    bound = np.broadcast_to(bound, measured.shape)
     if measured.size == 0:
         return skipped(name, f"{what}: nothing to measure")
-    ratio = np.subtract(measured, exact)
-    np.abs(ratio, out=ratio)
-    ratio = ratios(ratio, bound, out=ratio)  # in place: the deviations become their ratios
-    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-    passed = ratio[worst] <= 1.0
-    deviation = abs(float(measured[worst]) - float(exact[worst]))
-    element = Worst(tuple(int(i) for i in worst), measured.shape, float(measured[worst]), float(exact[worst]),
-                    np.inf if np.isnan(deviation) else deviation, float(bound[worst]))  # a NaN is infinitely off
+    result = compare(measured, np.broadcast_to(np.asarray(exact, dtype=np.float64), measured.shape), bound)
+    element = comparison_worst(result)
     message = (f"{what}: max {element.error:.3g} vs bound {element.tolerance:.3g}"
-               + ("" if passed else f" at {list(element.index)} ({int((ratio > 1).sum())} out of bound)"))
-    return _result(name, passed, message, element)
+               + ("" if result.ok else f" at {list(element.index)} ({result.num_failing} out of bound)"))
+    return _result(name, result.ok, message, element)

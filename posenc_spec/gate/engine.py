@@ -102,10 +102,7 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         results.add(dataclasses.replace(check, details=tuple(diff.as_dict() for diff in diffs if diff is not None)))
     if not calls:
         return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
-    if _family(declaration) == "rope":
-        family = RopeJudge(declaration.rope, declaration.api, results)
-    else:
-        family = sinusoidal.SinusoidalJudge(declaration, results, keep_table)
+    family = _family_judge(declaration, results, keep_table)
     outcomes = run.outcomes[:len(calls)]
     firsts, changes, written, reseeded = {}, [], [], []
     for probe, outcome in zip(calls, outcomes, strict=True):
@@ -122,9 +119,8 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         elif outcome.ran:
             reseeded = judge.reseeded_generators(first, outcome)
     ran = [outcome for outcome in outcomes if outcome.ran]
-    unreadable = judge.unreadable_generators(ran)
-    results.add(judge.judge_state(changes, written, reseeded, bool(ran), unreadable))
-    drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded + [name for name, _ in unreadable]]
+    results.add(judge.judge_state(changes, written, reseeded, bool(ran), judge.unreadable_generators(ran)))
+    drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
                  for name in drawn]
     sinusoid = isinstance(family, sinusoidal.SinusoidalJudge)
@@ -137,16 +133,20 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
     return report
 
 
+def _family_judge(declaration: Declaration, results: judge.Results, keep_table: bool):
+    """The judge of the declaration's family, adding its results to ``results``."""
+    if _family(declaration) == "rope":
+        return RopeJudge(declaration.rope, declaration.api, results)
+    return sinusoidal.SinusoidalJudge(declaration, results, keep_table)
+
+
 def first_failure(declaration: Declaration, calls: Calls):
     """For ``--fail-fast``: a ``stop_after`` for :meth:`~posenc_spec.gate.runner.Slot.run`
     that judges each probe's outcome as it arrives and, once a check has failed (one the
     xfails do not name), gives the reason to make no more calls. The report is still judged
     afresh from the outcomes: this only decides when to stop."""
     results = judge.Results()
-    if _family(declaration) == "rope":
-        family = RopeJudge(declaration.rope, declaration.api, results)
-    else:
-        family = sinusoidal.SinusoidalJudge(declaration, results, keep_table=False)
+    family = _family_judge(declaration, results, keep_table=False)
 
     def stop_after(index: int, outcome) -> str | None:
         if index >= len(calls.probes) or calls.probes[index].role == "repeat":

@@ -173,9 +173,10 @@ def _grouped(pairs):
 
 
 def drawn_generators(outcomes) -> list[str]:
-    """The global generators some call left in another state than it found them."""
+    """The global generators some call left in another readable state than it found them
+    (an unreadable one is :func:`unreadable_generators`)."""
     return sorted({name for outcome in outcomes for name, before in outcome.rng_before.items()
-                   if outcome.rng_after.get(name, before) != before})
+                   if (after := outcome.rng_after.get(name, before)) != before and _is_hex_digest(after)})
 
 
 def unreadable_generators(outcomes) -> list[tuple[str, str]]:

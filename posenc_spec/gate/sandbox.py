@@ -2,8 +2,8 @@
 
 One *root* template is started per process (:func:`root_template`, in the background: it
 imports torch while the gate prepares) and kept for later runs; a run that preloads modules
-(``--preload``) gets a root of its own that has imported them too, kept as well. Each slot of a run (``-j
-N`` slots) forks a *slot* template from it; a slot template is a subreaper, so whatever a
+(``--preload``) gets a root of its own that has imported them too, kept as well. Each slot
+of a run (``-j N`` slots) forks a *slot* template from it; a slot template is a subreaper, so whatever a
 target leaves running, double-forked or in a new session, is re-parented to it and killed
 when the target's turn ends. Targets that share a module may share a *module* template, forked from the slot
 template, that has imported that module once; every target still runs in a sealed child
@@ -89,8 +89,9 @@ class Template:
 
     @classmethod
     def start(cls, preload: tuple[str, ...] = ()) -> Template:
-        """Start a root template that imports ``preload`` after NumPy and torch; it announces
-        itself when its imports are done."""
+        """Start a root template that imports ``preload`` (first, so that a module that
+        cannot be imported is said at once), then NumPy and torch; it announces itself when
+        its imports are done."""
         parent_end, child_end = socket.socketpair()
         package_root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "POSENC_SPEC_TEMPLATE_FD": str(child_end.fileno()),
@@ -181,8 +182,8 @@ _root_lock = threading.Lock()
 
 @contextlib.contextmanager
 def root_template(preload: tuple[str, ...] = ()):
-    """The process's root template for ``preload``, started on first use (it imports torch,
-    then ``preload``, in the background) and kept for later runs: it runs no target code, so
+    """The process's root template for ``preload``, started on first use (it imports
+    ``preload``, then torch, in the background) and kept for later runs: it runs no target code, so
     runs share it safely. ``preload`` is the user's own choice of trusted libraries (every
     child forks from what they left behind); one that cannot be imported is a
     :class:`PreloadError`, raised here, before any target runs. Every root stops, and takes

@@ -6,7 +6,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # What the transformers adapters share, preloaded once per test process by the gate's root
-# template (``--preload``): about 2.5 s, where each adapter module alone then takes 0.2 s.
+# template (``--preload``): about 3.5 s beyond torch, where each adapter module alone then takes 0.2 s.
 TRANSFORMERS_PRELOAD = ("transformers.modeling_utils",)
 
 

@@ -1,8 +1,8 @@
 """The template: a clean process that forks sealed children for the gate.
 
-The gate starts one template with ``python -c`` (see :func:`command`); it imports NumPy,
-torch, this package and the modules the user preloads, and runs nothing else, so forking it costs milliseconds and every
-child starts from the same clean state. Requests arrive on its control socket, with the
+The gate starts one template with ``python -c`` (see :func:`command`); it imports the
+modules the user preloads, NumPy, torch and this package, and runs nothing else, so forking
+it costs milliseconds and every child starts from the same clean state. Requests arrive on its control socket, with the
 child's own socket passed along (SCM_RIGHTS)::
 
     {"op": "spawn", "init": {...}}          fork a sealed child serving the passed socket
