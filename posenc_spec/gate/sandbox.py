@@ -220,6 +220,12 @@ def root_template_pid(preload: tuple[str, ...] = ()) -> int | None:
     return root.popen.pid if root is not None and root.alive() else None
 
 
+def root_template_pids() -> frozenset[int]:
+    """The process ids of all of this process's running root templates, one per ``preload``."""
+    with _root_lock:
+        return frozenset(root.popen.pid for root in _roots.values() if root.alive())
+
+
 def process_watch(root_pid: int, processes: int):
     """A ``Reader.on_wait`` hook: raise :class:`ProcessLimitExceeded` when the target below
     the slot template ``root_pid`` has started more than ``processes`` processes (Linux;
