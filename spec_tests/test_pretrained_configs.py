@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-import transformers  # its config classes load on first use, not when pytest-xdist workers collect
 
 from posenc_spec import pretrained
+
+# transformers is imported inside the tests that use it: at the top, its 0.5 s would be paid in
+# every pytest-xdist worker's collection, not only in the one that runs this file.
 
 # Where a hub file and a default config differ, and why. Every other field of the file
 # equals the default.
@@ -52,6 +54,8 @@ def test_config_matches_the_recorded_facts(name):
 @pytest.mark.parametrize("name", sorted(pretrained.CONFIG_FILES))
 def test_config_differs_from_transformers_defaults_only_where_known(name):
     """Every field of the hub file equals the transformers default, except the known ones."""
+    import transformers
+
     default = getattr(transformers, DEFAULT_CONFIGS[name])()
     missing = object()
     differing = {key: (value, getattr(default, key, missing)) for key, value in pretrained.config_dict(name).items()
@@ -65,8 +69,10 @@ def test_config_differs_from_transformers_defaults_only_where_known(name):
 
 def test_gpt2_config_position_facts():
     """gpt2: 1024 learned positions of width 768, 12 layers of 12 heads; n_ctx repeats n_positions."""
+    from transformers import GPT2Config
+
     config = pretrained.model_config("gpt2")
-    assert isinstance(config, transformers.GPT2Config)
+    assert isinstance(config, GPT2Config)
     facts = (config.n_positions, config.max_position_embeddings, config.n_embd, config.hidden_size,
              config.n_layer, config.n_head)
     assert facts == (1024, 1024, 768, 768, 12, 12), f"gpt2 config: {facts}"
@@ -75,8 +81,10 @@ def test_gpt2_config_position_facts():
 
 def test_t5_small_config_position_facts():
     """t5-small: width 512, 6 layers of 8 heads, 32 relative-position buckets up to distance 128."""
+    from transformers import T5Config
+
     config = pretrained.model_config("t5-small")
-    assert isinstance(config, transformers.T5Config)
+    assert isinstance(config, T5Config)
     facts = (config.d_model, config.num_layers, config.num_decoder_layers, config.num_heads,
              config.relative_attention_num_buckets, config.relative_attention_max_distance)
     assert facts == (512, 6, 6, 8, 32, 128), f"t5-small config: {facts}"
@@ -86,12 +94,14 @@ def test_t5_small_300_is_a_generation_length():
     """Seed 000's 300 is ``task_specific_params.translation_en_to_de.max_length``: a generation
     setting beside num_beams and a prompt prefix, not a position limit; T5Config has no
     max_position_embeddings at all."""
+    from transformers import T5Config
+
     config = pretrained.model_config("t5-small")
     translation = config.task_specific_params["translation_en_to_de"]
     assert translation["max_length"] == 300, f"translation_en_to_de: {translation}"
     assert {"num_beams", "early_stopping", "prefix"} <= set(translation), f"translation_en_to_de: {translation}"
     assert translation["prefix"] == "translate English to German: "
-    assert not hasattr(transformers.T5Config(), "max_position_embeddings"), "T5Config() has a max_position_embeddings"
+    assert not hasattr(T5Config(), "max_position_embeddings"), "T5Config() has a max_position_embeddings"
     # The other generation lengths differ by task: they are per-task output limits.
     lengths = {task: params["max_length"] for task, params in config.task_specific_params.items()}
     assert lengths == {"summarization": 200, "translation_en_to_de": 300, "translation_en_to_fr": 300,

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-import transformers  # its model classes load on first use, not when pytest-xdist workers collect
 from huggingface_hub import constants
 from huggingface_hub.errors import LocalEntryNotFoundError
 
 from posenc_spec import pretrained
+
+# transformers is imported inside the tests that use it: at the top, its 0.5 s would be paid in
+# every pytest-xdist worker's collection, not only in the one that runs this file.
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -29,6 +31,8 @@ def _fake_cache(root, repo_id: str):
     repo = root / f"models--{repo_id.replace('/', '--')}"
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text(COMMIT)
+    import transformers
+
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10, n_positions=16)
     model = transformers.GPT2Model(config)
@@ -62,10 +66,12 @@ def test_missing_model_fails_without_the_network(tmp_path):
 def test_cached_model_loads_through_from_pretrained(tmp_path):
     """A model in the cache is found (config and weights) and loads through
     ``from_pretrained(..., local_files_only=True)`` with every weight as saved."""
+    from transformers import GPT2Model
+
     saved = _fake_cache(tmp_path, "example/tiny-gpt2")
     assert pretrained.is_cached("example/tiny-gpt2", cache_dir=tmp_path)
     assert pretrained.cached_weights_file("example/tiny-gpt2", cache_dir=tmp_path).name == "model.safetensors"
-    loaded = pretrained.load_pretrained("example/tiny-gpt2", transformers.GPT2Model, cache_dir=tmp_path)
+    loaded = pretrained.load_pretrained("example/tiny-gpt2", GPT2Model, cache_dir=tmp_path)
     for name, value in saved.state_dict().items():
         assert torch.equal(loaded.state_dict()[name], value), f"{name} differs after loading from the cache"
     assert (pretrained.position_table(loaded) == saved.wpe.weight.detach().numpy()).all()

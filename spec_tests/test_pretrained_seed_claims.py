@@ -11,18 +11,22 @@ the Marian model is tiny (its sinusoidal module is the same class at any size).
 from __future__ import annotations
 
 import torch
-import transformers  # its model classes load on first use, not when pytest-xdist workers collect
 
 from posenc_spec import checks, pretrained
 from posenc_spec.tolerance import unit_roundoff
 from reference_impls import torch_impl
 from spec_tests.assertions import assert_check, assert_matches_formula
 
+# transformers is imported inside the tests that use it: at the top, its 0.5 s would be paid in
+# every pytest-xdist worker's collection, not only in the one that runs this file.
+
 SEQUENCE_LENGTH = 20
 VOCAB_SIZE = 512  # token ids never meet T5's relative bias; the hub's 32128 rows took most of each build
 
 
 def _t5_encoder(num_layers: int, dtype=torch.float32, **overrides):
+    import transformers
+
     torch.manual_seed(0)
     config = pretrained.model_config("t5-small", num_layers=num_layers, vocab_size=VOCAB_SIZE, **overrides)
     return transformers.T5EncoderModel(config).to(dtype).eval()
@@ -93,6 +97,8 @@ def test_seed002_frequencies_are_fixed_not_learned():
     (Marian, in transformers) holds it frozen, out of reach of the optimizer, and after a
     training step that moves the other weights the table is bit for bit what it was and
     still the formula, with the angle step per position still ``base ** (-2k/d)``."""
+    import transformers
+
     torch.manual_seed(0)
     config = transformers.MarianConfig(vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
                                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
