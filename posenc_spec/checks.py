@@ -152,11 +152,13 @@ def expectation(positions, width: int, convention: str | Convention, out_dtype,
     conv = get_convention(convention)
     key = positions if isinstance(positions, (int, np.integer)) else np.asarray(positions, np.float64).tobytes()
     dtype = dtype_name(out_dtype)
-    base = (key, width, conv, degenerate_limit)
+    # ``odd`` decides only odd widths: conventions that differ in it alone share their even tables.
+    table_conv = conv if width % 2 else conv.replace(odd="error")
+    base = (key, width, table_conv, degenerate_limit)
 
     def make_exact():
         values = key if isinstance(key, (int, np.integer)) else np.frombuffer(key, dtype=np.float64)
-        exact = _exact(values, width, conv, degenerate_limit)
+        exact = _exact(values, width, table_conv, degenerate_limit)
         return exact, exact.table.nbytes + exact.term.nbytes
 
     exact = _tables.get(base, make_exact) if cached else make_exact()[0]
