@@ -1,7 +1,10 @@
 """Shared test set-up: offline Hugging Face, a headless matplotlib, hypothesis profiles, and
-which files pytest-xdist keeps on one worker."""
+how pytest-xdist hands the test files to its workers."""
 
+import json
 import os
+import statistics
+from pathlib import Path
 
 import pytest
 
@@ -34,15 +37,42 @@ TRANSFORMERS_FILES = frozenset(f"spec_tests/test_{name}.py" for name in (
     "pretrained_figures", "pretrained_minilm", "pretrained_hub_weights"))
 
 
+# Seconds each test file took in its worker, as ``python benchmarks/bench_suite.py --record``
+# measured them. The workers take the longest files first, so that no long file starts near
+# the end while the other workers run out of work. Only the order depends on these numbers:
+# a file not recorded counts as the median file.
+FILE_SECONDS = Path(__file__).parent / "benchmarks" / "suite_durations.json"
+
+
+def recorded_seconds() -> dict[str, float]:
+    try:
+        return {name: float(seconds) for name, seconds in json.loads(FILE_SECONDS.read_text()).items()}
+    except (OSError, ValueError, TypeError, AttributeError):  # missing or malformed: the files in collection order
+        return {}
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class OneWorkerForTransformers(LoadFileScheduling):
+    seconds = recorded_seconds()
+    unknown = statistics.median(seconds.values()) if seconds else 0.0
+
+    class LongestFirstTransformersTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             scope = super()._split_scope(nodeid)
             return "transformers" if scope in TRANSFORMERS_FILES else scope
 
-    return OneWorkerForTransformers(config, log)
+        def _assign_work_unit(self, node) -> None:
+            longest = max(self.workqueue, key=self._seconds)  # the first of equals: deterministic
+            self.workqueue.move_to_end(longest, last=False)
+            super()._assign_work_unit(node)
+
+        @staticmethod
+        def _seconds(scope: str) -> float:
+            files = TRANSFORMERS_FILES if scope == "transformers" else (scope,)
+            return sum(seconds.get(name, unknown) for name in files)
+
+    return LongestFirstTransformersTogether(config, log)

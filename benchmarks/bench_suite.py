@@ -1,6 +1,6 @@
 """The default test suite's cost: wall time, CPU time, and where it goes.
 
-    python benchmarks/bench_suite.py [--repeats 3] [--files 15]
+    python benchmarks/bench_suite.py [--repeats 3] [--files 15] [--record]
 
 Runs the README's test command (``pytest`` with the repository's own options: pytest-xdist
 ``-n auto``, in the environment tox gives it, :func:`_environment`) ``--repeats`` times and
@@ -9,26 +9,31 @@ reports the median wall time and two CPU times: the machine's busy time over the
 else the machine ran meanwhile) and the rusage of the processes the run waited for (the
 gate's template reaps its own children without passing their times up, so this one leaves
 them out). On a machine with N cores the wall time cannot fall below busy / N, so the busy
-time says what parallelism can still buy. Then one run's ``--durations`` summed per test
-file, and the time one process takes to collect the suite (every xdist worker pays it).
+time says what parallelism can still buy. Then one run's test times (setup, call and
+teardown, from its JUnit XML) summed per test file, and the time one process takes to
+collect the suite (every xdist worker pays it).
+``--record`` writes those seconds per file to ``benchmarks/suite_durations.json``, where the
+suite's scheduler (``conftest.py``) reads them to start the longest files first.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
-import re
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+FILE_SECONDS = ROOT / "benchmarks" / "suite_durations.json"
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-DURATION = re.compile(r"^\s*([\d.]+)s (setup|call|teardown)\s+([^:\s]+)::")
 
 
 def _busy_seconds() -> float:
@@ -62,10 +67,33 @@ def _run(arguments: list[str]) -> tuple[float, float, float, str]:
     return wall, busy, cpu, done.stdout
 
 
+def _seconds_per_file() -> collections.Counter:
+    """One run's seconds per test file: the JUnit XML's test times (setup + call + teardown)."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "junit.xml"
+        _run([f"--junitxml={report}"])
+        cases = ElementTree.parse(report).getroot().iter("testcase")
+        per_file: collections.Counter = collections.Counter()
+        for case in cases:
+            per_file[_test_file(case.get("classname", ""))] += float(case.get("time", 0))
+    return per_file
+
+
+def _test_file(classname: str) -> str:
+    """``spec_tests/test_x.py`` for the JUnit classname ``spec_tests.test_x`` (or ``spec_tests.test_x.Class``)."""
+    parts = classname.split(".")
+    for end in range(len(parts), 0, -1):
+        path = "/".join(parts[:end]) + ".py"
+        if (ROOT / path).is_file():
+            return path
+    return classname
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--files", type=int, default=15, help="test files listed by their summed durations")
+    parser.add_argument("--record", action="store_true", help=f"write the seconds per file to {FILE_SECONDS.name}")
     args = parser.parse_args(argv)
     runs = [_run([]) for _ in range(args.repeats)]
     summary = runs[-1][3].strip().splitlines()[-1]
@@ -76,15 +104,14 @@ def main(argv=None) -> int:
     print(f"  CPU  {statistics.median(run[2] for run in runs):6.1f} s   (user + system of the processes waited for)")
     collect_wall, _, _, _ = _run(["-n", "0", "--collect-only"])
     print(f"  one process collecting the suite: {collect_wall:.1f} s wall")
-    _, _, _, output = _run(["--durations=0"])
-    per_file: collections.Counter = collections.Counter()
-    for line in output.splitlines():
-        found = DURATION.match(line)
-        if found:
-            per_file[found.group(3)] += float(found.group(1))
+    per_file = _seconds_per_file()
     print(f"  seconds per test file in its worker (setup + call + teardown), the {args.files} largest:")
     for name, seconds in per_file.most_common(args.files):
         print(f"    {seconds:6.1f}  {name}")
+    if args.record:
+        FILE_SECONDS.write_text(json.dumps({name: round(seconds, 3) for name, seconds in sorted(per_file.items())},
+                                           indent=1) + "\n")
+        print(f"  recorded the seconds of {len(per_file)} files in {FILE_SECONDS.relative_to(ROOT)}")
     return 0
 
 

@@ -25,3 +25,13 @@ def test_the_files_kept_on_one_worker_are_those_that_import_transformers():
     assert files == conftest.TRANSFORMERS_FILES, (
         f"missing from conftest.TRANSFORMERS_FILES: {sorted(files - conftest.TRANSFORMERS_FILES)}; "
         f"listed but not importing transformers: {sorted(conftest.TRANSFORMERS_FILES - files)}")
+
+
+def test_recorded_durations_name_test_files_that_exist():
+    """benchmarks/suite_durations.json, which orders the files for pytest-xdist, parses into
+    seconds and names only test files that exist: a renamed file is re-recorded, not ignored."""
+    seconds = conftest.recorded_seconds()
+    assert seconds, f"{conftest.FILE_SECONDS} is missing or not a JSON object of seconds per file"
+    stale = sorted(name for name in seconds if not (ROOT / name).is_file())
+    assert not stale, f"recorded but not there (python benchmarks/bench_suite.py --record): {stale}"
+    assert all(value >= 0 for value in seconds.values()), seconds
