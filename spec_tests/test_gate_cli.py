@@ -366,6 +366,19 @@ def test_fail_fast_stops_a_target_at_its_first_failed_check(tmp_path, capsys):
     assert stopped in checks["call[4096x1024]"]["reason"], checks["call[4096x1024]"]
 
 
+def test_fail_fast_stops_at_the_first_call_that_changes_global_state(tmp_path, capsys):
+    """A right table from a call that leaves torch's default dtype changed, under --fail-fast:
+    global-state fails with the first call, and the later calls are not made."""
+    out = tmp_path / "r.json"
+    assert main(["check", "meta_tests.corpus.wrong:leaves_default_dtype_float64", "--fail-fast",
+                 "--json", str(out)]) == 1
+    checks = {check["id"]: check for check in _report(out)["targets"][0]["checks"]}
+    assert checks["call[50x8]"]["status"] == "passed" and checks["formula[50x8]"]["status"] == "passed"
+    assert checks["global-state"]["status"] == "failed" and "default dtype" in checks["global-state"]["reason"]
+    stopped = "--fail-fast stopped this target at its first failed check, global-state"
+    assert checks["call[50x4]"]["status"] == "skipped" and stopped in checks["call[50x4]"]["reason"], checks
+
+
 def test_fail_fast_changes_nothing_for_a_conforming_target(tmp_path, capsys):
     """A conforming target: the same checks, statuses and reasons with or without --fail-fast."""
     reports = []

@@ -140,22 +140,30 @@ def _family_judge(declaration: Declaration, results: judge.Results, keep_table: 
     return sinusoidal.SinusoidalJudge(declaration, results, keep_table)
 
 
+STOPPED = "--fail-fast stopped this target at its first failed check"
+
+
 def first_failure(declaration: Declaration, calls: Calls):
     """For ``--fail-fast``: a ``stop_after`` for :meth:`~posenc_spec.gate.runner.Slot.run`
     that judges each probe's outcome as it arrives and, once a check has failed (one the
-    xfails do not name), gives the reason to make no more calls. The report is still judged
-    afresh from the outcomes: this only decides when to stop."""
+    xfails do not name; ``global-state`` fails with the first call that breaks it), gives
+    the reason to make no more calls. The report is still judged afresh from the outcomes:
+    this only decides when to stop."""
     results = judge.Results()
     family = _family_judge(declaration, results, keep_table=False)
 
     def stop_after(index: int, outcome) -> str | None:
-        if index >= len(calls.probes) or calls.probes[index].role == "repeat":
+        if index >= len(calls.probes):
+            return None
+        if outcome.ran and judge.breaks_global_state(outcome) and declaration.xfails.match("global-state") is None:
+            return f"{STOPPED}, global-state"
+        if calls.probes[index].role == "repeat":
             return None
         with np.errstate(all="ignore"):
             family.judge(calls.probes[index], outcome)
         failed = next((name for name, result in results.by_id.items()
                        if result.status == "failed" and declaration.xfails.match(name) is None), None)
-        return None if failed is None else f"--fail-fast stopped this target at its first failed check, {failed}"
+        return None if failed is None else f"{STOPPED}, {failed}"
 
     return stop_after
 

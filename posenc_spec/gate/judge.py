@@ -186,6 +186,12 @@ def unreadable_generators(outcomes) -> list[tuple[str, str]]:
                    if not _is_hex_digest(after)})
 
 
+def breaks_global_state(outcome: Outcome) -> bool:
+    """Whether this call alone fails ``global-state``: it changed global state, wrote into an
+    argument or left a generator's state unreadable (a reseeding shows only in a pair of calls)."""
+    return bool(outcome.state or outcome.written or unreadable_generators([outcome]))
+
+
 def _is_hex_digest(text: str) -> bool:
     return len(text) == 32 and all(character in "0123456789abcdef" for character in text)
 
