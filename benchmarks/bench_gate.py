@@ -2,7 +2,9 @@
 target of a ``--config`` run costs (each in a sealed child of its own), and what ``-j 2``
 gains.
 
-Each figure is the median of ``--repeats`` runs, each in a fresh Python, as CI runs it:
+Each figure is the median of ``--repeats`` runs, each in a fresh Python, as CI runs it. The
+runs go in rounds, each command once a round, and every difference or ratio is taken round
+by round before its median, so that the machine's drift in speed cancels out:
 
 1. ``python -c "import numpy, torch"``: the floor every run pays;
 2. ``posenc-spec check TARGET -j 1`` on the default grid (the torch reference implementation,
@@ -11,7 +13,7 @@ Each figure is the median of ``--repeats`` runs, each in a fresh Python, as CI r
    (generated files, one per target, each a torch float32 implementation of one of the
    five presets in turn), with ``-j 1``: the difference over the number of extra targets
    is the marginal cost per target;
-4. the many-target run with ``-j 2``: the speed-up over ``-j 1`` (a ratio of medians);
+4. the many-target run with ``-j 2``: the speed-up over ``-j 1``;
 5. one RoPE target per API (``--api rope-freqs``, ``rope-cache``, ``rope-apply``, a
    transformers-style torch implementation), beyond (1).
 
@@ -23,12 +25,13 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from timing import median_seconds
+from timing import median_by_round, seconds_in_rounds
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -115,31 +118,46 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     python = sys.executable
     cli = [python, "-m", "posenc_spec", "check"]
-    print(f"median of {args.repeats} runs, each a fresh Python")
-    imports = median_seconds(lambda: run([python, "-c", "import numpy, torch"]), args.repeats)
-    print(f"1. python -c 'import numpy, torch'            {imports:7.2f} s")
-    one_cli = median_seconds(lambda: run([*cli, ONE, "-j", "1"]), args.repeats)
-    print(f"2. posenc-spec check {ONE}  {one_cli:7.2f} s  ({one_cli - imports:+.2f} s beyond the imports)")
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         targets = write_targets(folder, args.targets)
         single, many = folder / "one.toml", folder / "many.toml"
         write_config(single, targets[:1])
         write_config(many, targets)
-        one = median_seconds(lambda: run([*cli, "--config", str(single), "-j", "1"]), args.repeats)
-        every = median_seconds(lambda: run([*cli, "--config", str(many), "-j", "1"]), args.repeats)
-        print(f"3. check --config -j 1, 1 target               {one:7.2f} s")
-        print(f"   check --config -j 1, {args.targets} targets             {every:7.2f} s")
-        print(f"   marginal cost per target                    {(every - one) / (args.targets - 1):7.3f} s")
-        parallel = median_seconds(lambda: run([*cli, "--config", str(many), "-j", "2"]), args.repeats)
-        print(f"4. check --config -j 2, {args.targets} targets             {parallel:7.2f} s  "
-              f"(speed-up {every / parallel:.2f}x over -j 1)")
         (folder / "rope_bench.py").write_text(ROPE_FILE)
-        for api, name in (("rope-freqs", "freqs"), ("rope-cache", "cache"), ("rope-apply", "apply")):
-            command = [*cli, f"{folder / 'rope_bench.py'}:{name}", "--api", api, "-j", "1"]
-            seconds = median_seconds(lambda command=command: run(command), args.repeats)
-            print(f"5. check --api {api:<10}                    {seconds:7.2f} s  ({seconds - imports:+.2f} s "
-                  "beyond the imports)")
+        commands = {
+            "imports": [python, "-c", "import numpy, torch"],
+            "one": [*cli, ONE, "-j", "1"],
+            "config one": [*cli, "--config", str(single), "-j", "1"],
+            "config many": [*cli, "--config", str(many), "-j", "1"],
+            "config many -j 2": [*cli, "--config", str(many), "-j", "2"],
+            **{api: [*cli, f"{folder / 'rope_bench.py'}:{name}", "--api", api, "-j", "1"]
+               for api, name in (("rope-freqs", "freqs"), ("rope-cache", "cache"), ("rope-apply", "apply"))},
+        }
+        times = seconds_in_rounds({name: lambda command=command: run(command) for name, command in commands.items()},
+                                  args.repeats)
+
+    def median(name):
+        return statistics.median(times[name])
+
+    def beyond_imports(name):
+        return median_by_round(lambda seconds, imports: seconds - imports, times[name], times["imports"])
+
+    print(f"median of {args.repeats} rounds, each command once a round in a fresh Python")
+    print(f"1. python -c 'import numpy, torch'            {median('imports'):7.2f} s")
+    print(f"2. posenc-spec check {ONE}  {median('one'):7.2f} s  ({beyond_imports('one'):+.2f} s beyond the imports)")
+    print(f"3. check --config -j 1, 1 target               {median('config one'):7.2f} s")
+    print(f"   check --config -j 1, {args.targets} targets             {median('config many'):7.2f} s")
+    marginal = median_by_round(lambda every, one: (every - one) / (args.targets - 1),
+                               times["config many"], times["config one"])
+    print(f"   marginal cost per target                    {marginal:7.3f} s")
+    speed_up = median_by_round(lambda serial, parallel: serial / parallel, times["config many"],
+                               times["config many -j 2"])
+    print(f"4. check --config -j 2, {args.targets} targets             {median('config many -j 2'):7.2f} s  "
+          f"(speed-up {speed_up:.2f}x over -j 1)")
+    for api in ("rope-freqs", "rope-cache", "rope-apply"):
+        print(f"5. check --api {api:<10}                    {median(api):7.2f} s  ({beyond_imports(api):+.2f} s "
+              "beyond the imports)")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The one timing rule of the benchmarks: the median of repeated runs (the machines are noisy)."""
+"""The timing rules of the benchmarks: the median of repeated runs (the machines are noisy),
+and, to compare runs, rounds that take each in turn (the machines' speed drifts too)."""
 
 import statistics
 import time
@@ -14,3 +15,21 @@ def median_seconds(action, repeats: int, warmup: bool = False) -> float:
         action()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def seconds_in_rounds(actions: dict, repeats: int) -> dict[str, list[float]]:
+    """Wall times of each of ``actions`` (name -> callable) over ``repeats`` rounds, each round
+    running every action once, in turn: a drift of the machine's speed falls on all of them
+    alike, so that a difference or ratio taken round by round cancels it."""
+    times: dict[str, list[float]] = {name: [] for name in actions}
+    for _ in range(repeats):
+        for name, action in actions.items():
+            start = time.perf_counter()
+            action()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def median_by_round(function, *series: list[float]) -> float:
+    """The median over the rounds of ``function`` of each round's times, one from each series."""
+    return statistics.median(function(*values) for values in zip(*series, strict=True))
