@@ -17,6 +17,9 @@ by round before its median, so that the machine's drift in speed cancels out:
 5. one RoPE target per API (``--api rope-freqs``, ``rope-cache``, ``rope-apply``, a
    transformers-style torch implementation), beyond (1).
 
+A check can take less than (1): the ``check`` process itself never imports torch; its
+template does, while the ``check`` process parses, plans and computes expected values.
+
 Run from the repository root::
 
     python benchmarks/bench_gate.py [--repeats 5] [--targets 20]
