@@ -17,7 +17,7 @@ from spec_tests.assertions import assert_fail_fast_agrees, check_named, failure_
 
 @pytest.fixture(scope="module")
 def reports():
-    return check_named({entry.id: entry.declaration() for entry in ENTRIES}, jobs=None, fail_fast=True)
+    return check_named({entry.id: entry.declaration() for entry in ENTRIES}, fail_fast=True)
 
 
 def test_fail_fast_gives_the_full_runs_verdicts(reports):
