@@ -1,6 +1,7 @@
 """Shared test set-up: offline Hugging Face, a headless matplotlib, hypothesis profiles, and
 how pytest-xdist hands the test files to its workers."""
 
+import gc
 import json
 import os
 import statistics
@@ -25,6 +26,13 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 
 # pytester runs the plugin's own pytest sessions in this process (spec_tests/test_gate_plugin.py).
 pytest_plugins = ["pytester"]
+
+
+def pytest_unconfigure(config):
+    # The session is over. Python's last garbage collections at exit would walk every object
+    # torch, transformers and matplotlib left (about a second in each xdist worker, which the
+    # run waits for); frozen, they are skipped. Finalizers registered with atexit still run.
+    gc.freeze()
 
 
 # These files import transformers' model code, directly or through posenc_spec.pretrained's
