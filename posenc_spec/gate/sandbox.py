@@ -214,12 +214,6 @@ def check_preload(preload: tuple[str, ...]) -> None:
             pass
 
 
-def root_template_pid(preload: tuple[str, ...] = ()) -> int | None:
-    """The process id of this process's root template for ``preload``, when one is running."""
-    root = _roots.get(tuple(preload))
-    return root.popen.pid if root is not None and root.alive() else None
-
-
 def root_template_pids() -> frozenset[int]:
     """The process ids of all of this process's running root templates, one per ``preload``."""
     with _root_lock:
