@@ -28,10 +28,23 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 pytest_plugins = ["pytester"]
 
 
+# Python's full garbage collections walk every object alive: once torch, transformers and
+# matplotlib are imported, over a second of each xdist worker's CPU in a run. What outlives a
+# test file (modules, caches, session fixtures) is collected once and frozen, so later
+# collections skip it; what a file leaves behind is collected first, so nothing is kept that
+# would otherwise be freed.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    result = yield
+    if nextitem is None or nextitem.path != item.path:
+        gc.collect()
+        gc.freeze()
+    return result
+
+
 def pytest_unconfigure(config):
-    # The session is over. Python's last garbage collections at exit would walk every object
-    # torch, transformers and matplotlib left (about a second in each xdist worker, which the
-    # run waits for); frozen, they are skipped. Finalizers registered with atexit still run.
+    # The session is over: Python's last collections at exit would walk what the last file
+    # left (the run waits for every worker's exit). Finalizers registered with atexit still run.
     gc.freeze()
 
 
