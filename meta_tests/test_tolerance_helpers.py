@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from posenc_spec import checks
-from posenc_spec.tolerance import compare, dtype_name, unit_roundoff
+from posenc_spec.tolerance import BLOCK_ELEMENTS, compare, dtype_name, unit_roundoff
 from spec_tests.assertions import assert_within
 
 
@@ -30,6 +30,36 @@ def test_compare_reports_the_worst_element():
     result = compare(actual, expected, 0.1)
     assert not result.ok and result.num_failing == 1 and result.worst_index == (1, 2)
     assert "worst at [1, 2]: got 0.5, expected 0" in result.describe()
+
+
+def test_compare_finds_the_first_worst_element_of_a_table_many_blocks_long():
+    """A table compared a block of rows at a time gives what one pass over it gives: the
+    first of equally bad elements (in the second and the last block), every element out of
+    bound counted, and the largest error wherever it is."""
+    width = 1024
+    rows = 3 * BLOCK_ELEMENTS // width + 5
+    expected, tolerance = np.zeros((rows, width)), np.full((rows, width), 0.5)
+    tolerance[rows // 2] = 10.0
+    actual = expected.copy()
+    actual[rows - 1, 3] = actual[rows // 3, 900] = 1.0  # ratio 2 twice
+    actual[rows // 2, 0] = 5.0  # the largest error, within its bound
+    result = compare(actual, expected, tolerance)
+    found = (result.worst_index, result.max_ratio, result.num_failing, result.max_error)
+    assert found == ((rows // 3, 900), 2.0, 2, 5.0), result
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_compare_reads_a_narrow_table_exactly(dtype):
+    """A float16 or float32 table is compared as the float64 values it holds."""
+    expected = checks.expectation(300, 64, "vaswani", dtype).table
+    actual = expected.astype(dtype)
+    assert compare(actual, expected, 1e-9) == compare(actual.astype(np.float64), expected, 1e-9)
+
+
+def test_compare_accepts_a_single_value():
+    """Zero-dimensional arrays compare as one element."""
+    result = compare(np.float64(0.5), np.float64(0.25), 0.5)
+    assert (result.ok, result.worst_index, result.worst_error, result.size) == (True, (), 0.25, 1), result
 
 
 def test_compare_counts_nan_as_infinite_error():

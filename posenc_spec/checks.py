@@ -187,8 +187,15 @@ def comparison_worst(result) -> Worst | None:
                  result.worst_error, result.worst_tolerance)
 
 
+def _real(table) -> np.ndarray:
+    """``table`` as an array of real floats: float16 and float32 as they are (every check that
+    only reads or orders values reads them exactly so), anything else as float64."""
+    table = np.asarray(table)
+    return table if table.dtype in (np.float16, np.float32, np.float64) else np.asarray(table, dtype=np.float64)
+
+
 def check_finite(table, name="finite") -> CheckResult:
-    table = np.asarray(table, dtype=np.float64)
+    table = _real(table)
     bad = ~np.isfinite(table)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -207,7 +214,7 @@ def check_formula(table, exp: Expectation, name="formula") -> CheckResult:
 
 def check_value_range(table, exp: Expectation, name="range") -> CheckResult:
     """Sines and cosines lie in [-1, 1]: rounding a correct value never leaves it."""
-    table = np.asarray(table, dtype=np.float64)
+    table = _real(table)
     if table.size == 0:
         return skipped(name, f"the {exp.size} table is empty")
     high, low = int(np.argmax(table)), int(np.argmin(table))  # no |table| copy: the gate reads 4096 x 1024 tables

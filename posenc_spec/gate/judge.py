@@ -25,8 +25,11 @@ def failed(name, message, worst=None) -> CheckResult:
     return CheckResult(name, "failed", message, worst)
 
 
-def _float64(table: np.ndarray) -> np.ndarray:
-    return table if table.dtype == np.float64 else table.astype(np.float64)
+def _for_checks(probe, table: np.ndarray) -> np.ndarray:
+    """The table the probe's checks read: as it came for the bulk checks (they read float16
+    and float32 exactly, a block at a time), in float64 once for a probe whose derived
+    checks all square and sum it in float64."""
+    return table.astype(np.float64) if probe.full and table.dtype != np.float64 else table
 
 
 def call_problem(probe, outcome: Outcome) -> str | None:
@@ -68,7 +71,7 @@ def judge_table(probe, outcome: Outcome, convention, results: Results) -> None:
         results.not_run(names, call_id, f"the call for {probe.slot} did not return a table")
         return
     results.add(passed(call_id, f"returned a {probe.length}x{probe.width} {outcome.message}"))
-    table = _float64(outcome.table)
+    table = _for_checks(probe, outcome.table)
     finite = checks.check_finite(table, names[0])
     results.add(finite)
     if not finite.passed:
@@ -86,7 +89,7 @@ def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=Fals
     problem = call_problem(probe, outcome)
     if problem:
         return failed(check_id, f"{probe.size}: {problem}{note}")
-    table = _float64(outcome.table)
+    table = outcome.table
     finite = checks.check_finite(table, check_id)
     if not finite.passed:
         return finite
