@@ -134,7 +134,8 @@ def _exact(positions, width: int, conv: Convention, degenerate_limit: bool) -> _
     theta, log_omega = oracle.angles(positions, width, conv, degenerate_limit)
     columns = conv.columns(width)
     table = oracle.table_from_angles(theta, columns, conv.first)
-    return _Exact(conv.positions(positions), table, columns, angle_term(theta, log_omega))
+    # The angles are not kept: their term of the bound takes their memory (32 MiB at 4096 x 1024).
+    return _Exact(conv.positions(positions), table, columns, angle_term(theta, log_omega, out=theta))
 
 
 # Each cache holds only its own arrays (the tables and angle terms; the bounds), so that

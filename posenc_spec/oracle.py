@@ -54,10 +54,14 @@ def table_from_angles(theta: np.ndarray, columns: Columns, first: str) -> np.nda
     column. ``theta`` is only read, so that it can serve the tolerance as well."""
     sin_columns = (columns.is_first == (first == "sin")) & ~columns.is_zero
     cos_columns = ~sin_columns & ~columns.is_zero
-    values = np.zeros_like(theta)
+    values = np.empty_like(theta)
+    values[:, columns.is_zero] = 0.0
     for function, chosen in ((np.sin, sin_columns), (np.cos, cos_columns)):
         where = _as_slice(np.flatnonzero(chosen))
-        values[:, where] = function(theta[:, where])  # a slice reads and writes views, without copies
+        if isinstance(where, slice):  # views of both: the values go straight into the table
+            function(theta[:, where], out=values[:, where])
+        else:
+            values[:, where] = function(theta[:, where])
     return values
 
 

@@ -142,9 +142,10 @@ def unit_roundoff(dtype) -> float:
     return _UNIT_ROUNDOFF[dtype_name(dtype)]
 
 
-def angle_term(theta, log_omega) -> np.ndarray:
-    """``(2 |x_k| + 5) |theta| + 4``: the part of the bound that the precisions multiply."""
-    term = np.abs(theta)
+def angle_term(theta, log_omega, out=None) -> np.ndarray:
+    """``(2 |x_k| + 5) |theta| + 4``: the part of the bound that the precisions multiply,
+    written into ``out`` when given (``out=theta`` for a caller done with the angles)."""
+    term = np.abs(theta, out=out)
     term *= 2 * np.abs(log_omega) + 5
     term += 4
     return term
@@ -156,7 +157,9 @@ def tolerance_from_term(term, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE, oracle
     u_a, u_o = unit_roundoff(angle_dtype), unit_roundoff(out_dtype)
     if oracle_bound:
         u_a, u_o = u_a + _UNIT_ROUNDOFF["float64"], u_o + _UNIT_ROUNDOFF["float64"]
-    return u_a * term + u_o
+    tolerance = np.multiply(term, u_a)  # then in place: one table-sized array, not two
+    tolerance += u_o
+    return tolerance
 
 
 def element_tolerance(theta, log_omega, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
