@@ -158,6 +158,7 @@ def main() -> None:
         pass
     from . import convert, serve, state  # noqa: F401
 
+    state.warm_up()
     gc.freeze()
     send(sock, {"ok": True, "pid": os.getpid()})
     # The root template needs no child's exit status: the kernel collects each slot template
