@@ -28,7 +28,7 @@ from posenc_spec.gate.child.protocol import (
     send,
 )
 from posenc_spec.gate.runner import Slot
-from posenc_spec.gate.sandbox import HUGE_PAGE_TUNABLE, Limits, root_template, template_tunables
+from posenc_spec.gate.sandbox import Limits, root_template
 from posenc_spec.gate.wire import read_outcome
 from posenc_spec.text import describe_exception
 
@@ -50,10 +50,6 @@ def dies_at_width_4(n, d):
 
 def half(n, d):
     return np.full((n, d), 0.5)
-
-
-def tunables_length(n, d):
-    return np.full((n, d), float(len(os.environ.get("GLIBC_TUNABLES", ""))))
 
 
 # -- framing -------------------------------------------------------------------------------
@@ -278,26 +274,6 @@ def test_module_templates_share_an_import_between_targets_only(root, tmp_path):
         assert values == [11.0, 11.0]  # one import each saw, one call each made
     finally:
         slot.close()
-
-
-@pytest.mark.parametrize("caller, template", [
-    (None, HUGE_PAGE_TUNABLE),
-    ("glibc.malloc.arena_max=2", f"glibc.malloc.arena_max=2:{HUGE_PAGE_TUNABLE}"),
-    ("glibc.malloc.hugetlb=0", "glibc.malloc.hugetlb=0"),
-])
-def test_templates_ask_for_huge_pages_unless_the_caller_chose(caller, template):
-    """The templates' allocator setting adds to the caller's glibc tunables, never overrides one."""
-    assert template_tunables({} if caller is None else {"GLIBC_TUNABLES": caller}) == template
-
-
-def test_a_target_sees_the_callers_environment_not_the_templates(root):
-    """The tunable the templates start with does not reach a target's os.environ."""
-    slot = Slot(root, Limits(2**30, 16, 10.0))
-    try:
-        seen = slot.run(f"{HERE}:tunables_length", _requests((1, 1))).outcomes[0].table[0, 0]
-    finally:
-        slot.close()
-    assert seen == len(os.environ.get("GLIBC_TUNABLES", ""))
 
 
 def test_lanes_share_the_root_template_safely(root):

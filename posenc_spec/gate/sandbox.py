@@ -34,11 +34,6 @@ from .child.protocol import ChannelError, Reader, send
 from .child.template import command
 from .errors import UsageError
 
-# glibc's allocator backs the templates' heaps with transparent huge pages: importing torch
-# leaves about 80 MB there, and every fork copies the page tables of all a template holds;
-# in 2 MiB pages that is some 40 entries instead of 20,000 (one fork and exit of a child of
-# a torch-loaded process: 6.2 -> 4.1 ms). Other C libraries ignore the variable.
-HUGE_PAGE_TUNABLE = "glibc.malloc.hugetlb=1"
 TEMPLATE_START_SECONDS = 300.0  # a cold `import torch` on a loaded CI runner takes tens of seconds
 TEMPLATE_REPLY_SECONDS = 30.0  # fork, kill and reap: milliseconds unless the machine is starved
 
@@ -84,15 +79,6 @@ class Limits:
         return init
 
 
-def template_tunables(environ) -> str:
-    """``GLIBC_TUNABLES`` for a template: the caller's, with :data:`HUGE_PAGE_TUNABLE` unless
-    they set that tunable themselves. The children's environment is the caller's alone."""
-    current = environ.get("GLIBC_TUNABLES", "")
-    if "glibc.malloc.hugetlb=" in current:
-        return current
-    return f"{current}:{HUGE_PAGE_TUNABLE}" if current else HUGE_PAGE_TUNABLE
-
-
 class Template:
     """A handle on one template process (see :mod:`posenc_spec.gate.child.template`)."""
 
@@ -109,7 +95,7 @@ class Template:
         parent_end, child_end = socket.socketpair()
         package_root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "POSENC_SPEC_TEMPLATE_FD": str(child_end.fileno()),
-               "POSENC_SPEC_PRELOAD": ",".join(preload), "GLIBC_TUNABLES": template_tunables(os.environ)}
+               "POSENC_SPEC_PRELOAD": ",".join(preload)}
         stderr = None if os.environ.get("POSENC_SPEC_DEBUG") else subprocess.DEVNULL
         popen = subprocess.Popen(command(package_root), pass_fds=[child_end.fileno()], env=env,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
