@@ -26,8 +26,8 @@ def failed(name, message, worst=None) -> CheckResult:
 
 
 def _for_checks(probe, table: np.ndarray) -> np.ndarray:
-    """The table the probe's checks read: as it came for the bulk checks (they read float16
-    and float32 exactly, a block at a time), in float64 once for a probe whose derived
+    """The table the probe's checks read: as it came for the bulk checks (finite, formula and
+    range read float16 and float32 exactly), in float64 once for a probe whose derived
     checks all square and sum it in float64."""
     return table.astype(np.float64) if probe.full and table.dtype != np.float64 else table
 
