@@ -12,9 +12,11 @@ them out). On a machine with N cores the wall time cannot fall below busy / N, s
 time says what parallelism can still buy. Then one run's test times (setup, call and
 teardown, from its JUnit XML) summed per test file, and the time one process takes to
 collect the suite (every xdist worker pays it).
-The runs are framed by a fixed pure-Python loop timed before and after
-(:func:`_loop_seconds`): the same virtual machine runs the same work up to a fifth slower in
-some hours than in others, so a wall time is read beside the speed it was measured at.
+The runs are framed by a fresh ``python -c "import numpy, torch"`` timed before and after
+(:func:`_import_seconds`, the floor bench_gate.py reports too): the same virtual machine runs
+the same suite up to a fifth slower in some hours than in others, and its imports slow down
+with it (about 1.2 s in a fast hour, 1.6 s in a slow one) while a pure-Python loop barely
+moves, so a wall time is read beside this.
 ``--record`` writes those seconds per file to ``benchmarks/suite_durations.json``, where the
 suite's scheduler (``conftest.py``) reads them to start the longest files first.
 """
@@ -39,7 +41,7 @@ from timing import median_seconds
 ROOT = Path(__file__).resolve().parents[1]
 FILE_SECONDS = ROOT / "benchmarks" / "suite_durations.json"
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-LOOP_ADDITIONS = 10**7
+IMPORTS = [sys.executable, "-c", "import numpy, torch"]
 
 
 def _busy_seconds() -> float:
@@ -52,15 +54,9 @@ def _busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def _loop_seconds() -> float:
-    """Median seconds of 10**7 Python additions (of 3 runs): this machine's speed at the moment."""
-
-    def loop():
-        total = 0
-        for number in range(LOOP_ADDITIONS):
-            total += number
-
-    return median_seconds(loop, repeats=3)
+def _import_seconds() -> float:
+    """Median wall seconds of a fresh ``python -c "import numpy, torch"`` (of 3 runs)."""
+    return median_seconds(lambda: subprocess.run(IMPORTS, check=True), repeats=3)
 
 
 def _environment() -> dict[str, str]:
@@ -112,16 +108,17 @@ def main(argv=None) -> int:
     parser.add_argument("--files", type=int, default=15, help="test files listed by their summed durations")
     parser.add_argument("--record", action="store_true", help=f"write the seconds per file to {FILE_SECONDS.name}")
     args = parser.parse_args(argv)
-    speed_before = _loop_seconds()
+    imports_before = _import_seconds()
     runs = [_run([]) for _ in range(args.repeats)]
-    speed_after = _loop_seconds()
+    imports_after = _import_seconds()
     summary = runs[-1][3].strip().splitlines()[-1]
     print(f"default suite ({summary}), {os.cpu_count()} cores, median of {args.repeats}:")
     print(f"  wall {statistics.median(run[0] for run in runs):6.1f} s   (runs: "
           f"{', '.join(f'{run[0]:.1f}' for run in runs)})")
     print(f"  busy {statistics.median(run[1] for run in runs):6.1f} s   (the machine's CPU time over the run)")
     print(f"  CPU  {statistics.median(run[2] for run in runs):6.1f} s   (user + system of the processes waited for)")
-    print(f"  machine speed: 10^7 Python additions in {speed_before:.2f} s before the runs, {speed_after:.2f} s after")
+    print(f"  import numpy, torch: {imports_before:.2f} s before the runs, {imports_after:.2f} s after "
+          "(the machine's speed at the time)")
     collect_wall, _, _, _ = _run(["-n", "0", "--collect-only"])
     print(f"  one process collecting the suite: {collect_wall:.1f} s wall")
     per_file = _seconds_per_file()
