@@ -34,7 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from timing import median_by_round, seconds_in_rounds
+from timing import IMPORT_FLOOR, median_by_round, seconds_in_rounds
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
         write_config(many, targets)
         (folder / "rope_bench.py").write_text(ROPE_FILE)
         commands = {
-            "imports": [python, "-c", "import numpy, torch"],
+            "imports": IMPORT_FLOOR,
             "one": [*cli, ONE, "-j", "1"],
             "config one": [*cli, "--config", str(single), "-j", "1"],
             "config many": [*cli, "--config", str(many), "-j", "1"],

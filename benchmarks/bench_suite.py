@@ -12,11 +12,9 @@ them out). On a machine with N cores the wall time cannot fall below busy / N, s
 time says what parallelism can still buy. Then one run's test times (setup, call and
 teardown, from its JUnit XML) summed per test file, and the time one process takes to
 collect the suite (every xdist worker pays it).
-The runs are framed by a fresh ``python -c "import numpy, torch"`` timed before and after
-(:func:`_import_seconds`, the floor bench_gate.py reports too): the same virtual machine runs
-the same suite up to a fifth slower in some hours than in others, and its imports slow down
-with it (about 1.2 s in a fast hour, 1.6 s in a slow one) while a pure-Python loop barely
-moves, so a wall time is read beside this.
+The runs are framed by ``timing.IMPORT_FLOOR`` (a fresh ``python -c "import numpy, torch"``,
+the floor bench_gate.py reports too) timed before and after: the machine's speed drifts
+with the hour, and a wall time is read beside the speed it was measured at.
 ``--record`` writes those seconds per file to ``benchmarks/suite_durations.json``, where the
 suite's scheduler (``conftest.py``) reads them to start the longest files first.
 """
@@ -36,12 +34,11 @@ import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from timing import median_seconds
+from timing import IMPORT_FLOOR, median_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE_SECONDS = ROOT / "benchmarks" / "suite_durations.json"
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-IMPORTS = [sys.executable, "-c", "import numpy, torch"]
 
 
 def _busy_seconds() -> float:
@@ -55,8 +52,8 @@ def _busy_seconds() -> float:
 
 
 def _import_seconds() -> float:
-    """Median wall seconds of a fresh ``python -c "import numpy, torch"`` (of 3 runs)."""
-    return median_seconds(lambda: subprocess.run(IMPORTS, check=True), repeats=3)
+    """Median wall seconds of :data:`timing.IMPORT_FLOOR` (of 3 runs), in the suite's environment."""
+    return median_seconds(lambda: subprocess.run(IMPORT_FLOOR, check=True, env=_environment()), repeats=3)
 
 
 def _environment() -> dict[str, str]:

@@ -2,7 +2,13 @@
 and, to compare runs, rounds that take each in turn (the machines' speed drifts too)."""
 
 import statistics
+import sys
 import time
+
+# The floor every run pays, and the machine's speed at the moment: a fresh Python importing
+# numpy and torch (the same virtual machine runs it, and the suite, a fifth slower in some
+# hours than in others, while a pure-Python loop barely moves).
+IMPORT_FLOOR = [sys.executable, "-c", "import numpy, torch"]
 
 
 def median_seconds(action, repeats: int, warmup: bool = False) -> float:
