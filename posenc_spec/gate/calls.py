@@ -56,7 +56,9 @@ class Outcome:
     ``bad`` (returned something that is not numbers), ``died``, ``hung``, ``limit`` (a
     resource limit stopped it), ``malformed`` (the reply broke the protocol) or
     ``not-run``. ``message`` says it in one line; ``state`` names global state the call
-    changed (and the child restored); ``written`` names the arguments it wrote into;
+    changed (and the child restored); ``effects`` what modules the call imported changed
+    (kept: their side effects, see :mod:`posenc_spec.gate.child.attribution`), ``imports``
+    which modules it imported; ``written`` names the arguments it wrote into;
     ``rng_before``/``rng_after`` are digests of the global generators."""
 
     status: str
@@ -66,6 +68,8 @@ class Outcome:
     containers: list = field(default_factory=list)
     is_tuple: bool = False
     state: list = field(default_factory=list)
+    effects: list = field(default_factory=list)
+    imports: str = ""
     written: list = field(default_factory=list)
     rng_before: dict = field(default_factory=dict)
     rng_after: dict = field(default_factory=dict)

@@ -210,13 +210,16 @@ MAX_STATE_PROBLEMS = 6  # said in the line; the JSON's details hold every one
 
 
 def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], reseeded: list[str],
-                ran: bool, unreadable: list[tuple[str, str]] = ()) -> CheckResult:
+                ran: bool, unreadable: list[tuple[str, str]] = (), import_failures=()) -> CheckResult:
     """``changes``: ``(slot, what changed)`` for every call that changed global state (the
     child restored it); ``written``: ``(slot, argument)`` for every call that wrote into an
     argument; ``reseeded``: the generators a call reseeded; ``unreadable``: ``(name, why)``
-    of the generators whose state no longer reads."""
-    problems = [f"reseeded {name} global random number generator (the caller's random stream is reset)"
-                for name in reseeded]
+    of the generators whose state no longer reads; ``import_failures``: what the target's
+    own module changed when imported that alters what every importing program computes."""
+    problems = [f"importing the target changed {change} and left it so (its module's own code: every program "
+                "that imports it computes so)" for change in import_failures]
+    problems += [f"reseeded {name} global random number generator (the caller's random stream is reset)"
+                 for name in reseeded]
     problems += [f"left {name} global random number generator's state {why}" for name, why in unreadable]
     problems += [f"{calls} changed {change} (restored)" for change, calls in _grouped(changes)]
     problems += [f"{calls} wrote into its {name} argument in place" for name, calls in _grouped(written)]
@@ -228,3 +231,15 @@ def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], 
         return skipped("global-state", "not run: no call returned")
     return passed("global-state", "no call changed global state, wrote into its arguments, or reseeded a global "
                                   "random number generator")
+
+
+def state_warnings(import_state, slots_and_outcomes) -> list[str]:
+    """The report's warnings about global state that does not fail ``global-state``: what
+    the target's module changed when imported, and the side effects of the libraries the
+    import and the calls imported (each once)."""
+    lines = [f"importing the target changed {change}" for change in import_state.changes]
+    lines += [f"import side effect: {effect}, while the target was imported" for effect in import_state.effects]
+    for slot, outcome in slots_and_outcomes:
+        lines += [f"import side effect: {effect}, in the call for {slot} (which imported {outcome.imports})"
+                  for effect in outcome.effects]
+    return list(dict.fromkeys(lines))

@@ -31,15 +31,36 @@ MAX_DEATHS = 3
 SEND_AHEAD_BYTES = 64 * 1024
 
 
+@dataclass(frozen=True)
+class ImportState:
+    """What importing a target did to the global state (see
+    :mod:`posenc_spec.gate.child.attribution`): ``changes`` its own module's code made,
+    ``effects`` the libraries it imported made, ``failures`` the own changes that alter
+    what every importing program computes."""
+
+    changes: tuple = ()
+    effects: tuple = ()
+    failures: tuple = ()
+
+    @classmethod
+    def of(cls, header: dict) -> ImportState:
+        return cls(*(tuple(change_lines(header.get(key)))
+                     for key in ("import_changes", "import_effects", "import_failures")))
+
+    def __add__(self, other: ImportState) -> ImportState:
+        return ImportState(self.changes + other.changes, self.effects + other.effects,
+                           self.failures + other.failures)
+
+
 @dataclass
 class TargetRun:
     """A target's turn: whether it imported (``import_message`` says how), what the import
-    changed (``import_changes``), one :class:`Outcome` per request, in order, and where the
-    target says its function is defined (``where``: file and line, or None)."""
+    did to the global state (``import_state``), one :class:`Outcome` per request, in order,
+    and where the target says its function is defined (``where``: file and line, or None)."""
 
     imported: bool
     import_message: str
-    import_changes: list = field(default_factory=list)
+    import_state: ImportState = ImportState()
     outcomes: list = field(default_factory=list)
     where: tuple | None = None
 
@@ -56,12 +77,11 @@ class _Child:
     def load(self, target: str, deadline: float):
         send(self.sock, {"op": "load", "target": target})
         header, _, _ = self.reader.read(deadline, 0)
-        changes = change_lines(header.get("import_changes"))
         where = header.get("where")
         self.where = None
         if isinstance(where, dict) and isinstance(where.get("file"), str) and type(where.get("line")) is int:
             self.where = (text(where["file"], 1000), where["line"])
-        return header.get("ok") is True, text(header.get("message", "")), changes
+        return header.get("ok") is True, text(header.get("message", "")), ImportState.of(header)
 
     def send_ahead(self, pending) -> None:
         """Send the first pending calls not sent yet, as long as the calls in flight hold at
@@ -140,8 +160,7 @@ class Slot:
         deadline = time.monotonic() + self.limits.timeout
         try:
             reply = module.request({"op": "import", "target": target}, seconds=self.limits.timeout)
-            imported = TargetRun(reply.get("ok") is True, text(reply.get("message", "")),
-                                 change_lines(reply.get("import_changes")))
+            imported = TargetRun(reply.get("ok") is True, text(reply.get("message", "")), ImportState.of(reply))
         except SandboxError:
             late = time.monotonic() >= deadline
             imported = TargetRun(False, f"importing {target} did not finish within the {self.limits.timeout:g} s "
@@ -174,10 +193,10 @@ class Slot:
             if module is None:
                 return TargetRun(False, imported.import_message)
             try:
-                return _Turn(self, module, target, requests, imported.import_changes, search_path, stop_after).run()
+                return _Turn(self, module, target, requests, imported.import_state, search_path, stop_after).run()
             except SandboxError:  # the module template died (its import left something fatal behind)
                 self.end_module()  # this target and the module's next ones import in their own children
-        return _Turn(self, self.template, target, requests, [], search_path, stop_after).run()
+        return _Turn(self, self.template, target, requests, ImportState(), search_path, stop_after).run()
 
     def close(self) -> None:
         self.end_module()
@@ -189,14 +208,14 @@ class Slot:
 class _Turn:
     """One target's calls through one or more children (a death starts another)."""
 
-    def __init__(self, slot: Slot, template: Template, target: str, requests, import_changes, search_path=(),
-                 stop_after=None):
+    def __init__(self, slot: Slot, template: Template, target: str, requests, import_state: ImportState,
+                 search_path=(), stop_after=None):
         self.slot, self.template, self.target, self.requests = slot, template, target, requests
         self.limits, self.search_path, self.stop_after = slot.limits, search_path, stop_after
-        self.import_changes = import_changes
+        self.import_state = import_state
         self.child: _Child | None = None
 
-    def _start(self) -> tuple[bool, str, list]:
+    def _start(self) -> tuple[bool, str, ImportState]:
         self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path)
         deadline = time.monotonic() + self.limits.timeout
         try:
@@ -204,21 +223,21 @@ class _Turn:
         except ChannelTimeout:
             self._finish()
             return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
-                          "(killed)", []
+                          "(killed)", ImportState()
         except ProcessLimitExceeded as error:
             self._finish()
-            return False, f"importing {self.target} {error}", []
+            return False, f"importing {self.target} {error}", ImportState()
         except (ChannelError, OSError):
             status = self._finish()
-            return False, f"importing {self.target}: {describe_status(status)}", []
+            return False, f"importing {self.target}: {describe_status(status)}", ImportState()
 
     def _finish(self) -> int | None:
         child, self.child = self.child, None
         return child.finish() if child is not None else None
 
     def run(self) -> TargetRun:
-        ok, message, changes = self._start()
-        turn = TargetRun(ok, message, self.import_changes + changes, where=getattr(self.child, "where", None))
+        ok, message, import_state = self._start()
+        turn = TargetRun(ok, message, self.import_state + import_state, where=getattr(self.child, "where", None))
         if not ok:
             return turn
         pending = list(enumerate(self.requests))

@@ -79,6 +79,7 @@ def read_outcome(header: dict, payloads: list, request: CallRequest, call_id: in
     if not isinstance(state, list) or not isinstance(written, list):
         raise ChannelError("malformed reply (bad state list)")
     outcome = Outcome(status, text(header.get("message", "")), state=change_lines(state),
+                      effects=change_lines(header.get("effects")), imports=text(header.get("imports", ""), 120),
                       written=[text(name, 40) for name in written[:8]],
                       rng_before=_digests(header.get("rng_before")), rng_after=_digests(header.get("rng_after")),
                       exception=text(header.get("exception", ""), 80) or None)
@@ -92,7 +93,8 @@ def read_outcome(header: dict, payloads: list, request: CallRequest, call_id: in
     for spec, data in zip(specs, payloads, strict=True):
         refused = _add_array(outcome, spec, data, request.allow_complex)
         if refused:
-            return Outcome("bad", refused, state=outcome.state, written=outcome.written,
+            return Outcome("bad", refused, state=outcome.state, effects=outcome.effects, imports=outcome.imports,
+                           written=outcome.written,
                            rng_before=outcome.rng_before, rng_after=outcome.rng_after)
     outcome.is_tuple = bool(header.get("tuple"))
     descriptions = [text(spec.get("description", ""), 120) for spec in specs]

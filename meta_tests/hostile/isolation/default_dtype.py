@@ -1,6 +1,7 @@
 """Polluter: ``torch.set_default_dtype(torch.float64)`` when imported; builds its table in
-the default dtype. Verdict: conforms (a float64 table), with a warning that the import
-changed torch's default dtype; the next target is untouched."""
+the default dtype. Verdict: does not conform, ``global-state`` naming the default dtype its
+module's own code left changed (every program importing it would compute in float64); its
+table itself passes, and the next target is untouched."""
 
 from __future__ import annotations
 

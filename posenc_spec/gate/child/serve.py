@@ -12,13 +12,14 @@ Requests (JSON headers, see :mod:`.protocol`)::
 
 Replies::
 
-    {"op": "loaded", "ok": true, "message": "...", "import_changes": [...],
-     "where": {"file": "...", "line": 12} or null}
+    {"op": "loaded", "ok": true, "message": "...", "import_changes": [...], "import_effects": [...],
+     "import_failures": [...], "where": {"file": "...", "line": 12} or null}
     {"op": "synced", "token": "..."}
     {"op": "result", "id": 3, "token": "...", "status": "ok" | "raised" | "exit" | "bad", "message": "...",
      "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "...",
                                  "container": "torch" | "numpy"}],
-     "state": [...], "written": [argument names], "rng_before": {...}, "rng_after": {...}}
+     "state": [...], "effects": [...], "imports": "...", "written": [argument names],
+     "rng_before": {...}, "rng_after": {...}}
                                                                   + one payload per array
 
 Each reply echoes its request's random token, and a turn ends with a ``sync`` whose answer
@@ -26,7 +27,9 @@ must be the next frame: a frame the target wrote into the socket itself is found
 target that rewrites this loop in its own process can fake its own replies, never another
 target's). Each call starts from the generator state its request names, so a call's randomness, and
 whether it reseeds, is seen from outside. After the call every other piece of global state
-is compared with the state after the import, named when changed, and restored. A process
+is compared with the state after the import: what the target changed is named and restored,
+what the libraries it imported meanwhile changed is named as their side effect and kept
+(:mod:`.attribution`; ``imports`` says which modules the call imported). A process
 forked by the target that returns into this loop exits at once instead of answering.
 """
 
@@ -40,7 +43,7 @@ import numpy as np
 
 from posenc_spec.text import describe_exception, one_line
 
-from . import limits, state
+from . import attribution, limits, state
 from .convert import BadResult, to_arrays
 from .protocol import ChannelError, Reader, send
 
@@ -68,28 +71,53 @@ def setup(init: dict) -> None:
 
 
 def import_target(target: str, module_only: bool = False):
-    """``(function or None, message, changes)`` after importing ``target`` here (only its
-    module, with ``module_only``: the function is then ``True`` on success); ``changes``
-    names the global state the import changed (kept: the calls run after the import, as
-    they would in the caller's process)."""
+    """``(function or None, message, changes, effects, failures)`` after importing
+    ``target`` here (only its module, with ``module_only``: the function is then ``True`` on
+    success). The state the import changed is kept (the calls run after the import, as they
+    would in the caller's process) and sorted by :mod:`.attribution`: ``effects`` are the
+    changes installed libraries made while imported; ``changes`` and ``failures`` the
+    target's own (its module's code), ``failures`` those that change what every importing
+    program computes (:attr:`.state.Entry.numeric`)."""
     from ..loader import import_module_of, load_target, prepare  # standard library only
 
     prepare(target)  # the gate's own change to sys.path, not the target's
     before = state.snapshot()
-    try:
-        if module_only:
-            import_module_of(target)
-            function, message = True, f"imported the module of {target}"
-        else:
-            function, message = load_target(target), f"imported {target}"
-    except BaseException as error:  # SystemExit and KeyboardInterrupt at import time too
-        function, message = None, describe_exception(error)
-    after = state.snapshot()
-    changes = [one_line(state.describe_change(name, before[name], after[name]), 200)
-               for name in before if name in after and before[name] != after[name]]
+    with attribution.Watch(before, target_module(target)) as watch:
+        try:
+            if module_only:
+                import_module_of(target)
+                function, message = True, f"imported the module of {target}"
+            else:
+                function, message = load_target(target), f"imported {target}"
+        except BaseException as error:  # SystemExit and KeyboardInterrupt at import time too
+            function, message = None, describe_exception(error)
+    verdict = watch.verdict(state.snapshot())
+    changes = [line for name, line in verdict.own.items() if not state.is_numeric(name)]
+    failures = [line for name, line in verdict.own.items() if state.is_numeric(name)]
     if state.disarm_timers():  # a timer left by the import would fire in the middle of a call
         changes.append("(the pending interval timer was disarmed)")
-    return function, message, changes[:MAX_STATE_LINES]
+    return function, message, _lines(changes), _lines(verdict.effects), _lines(failures)
+
+
+def target_module(target: str) -> str | None:
+    """The module a module target names (None for a file target: its code never runs
+    through the import system)."""
+    from ..loader import parse_target
+
+    name = parse_target(target)
+    return None if name.is_path else name.module
+
+
+def _lines(lines) -> list[str]:
+    return [one_line(line, 200) for line in lines[:MAX_STATE_LINES]]
+
+
+def _imports(verdict) -> str:
+    """The modules a call imported, in a few words."""
+    if not verdict.imported:
+        return ""
+    more = verdict.count - 1
+    return verdict.imported[0] + (f" and {more} more module{'s' * (more != 1)}" if more else "")
 
 
 def _where(function) -> dict | None:
@@ -143,7 +171,7 @@ def _written_arguments(arrays) -> list[str]:
     return [name for name, value, before in arrays if _bits(value) != before]
 
 
-def _call(function, request, payloads, baseline):
+def _call(function, request, payloads, baseline, module=None):
     reply = {"op": "result", "id": request["id"], "token": request.get("token"), "status": "ok", "message": "",
              "tuple": False, "arrays": []}
     data = []
@@ -152,17 +180,20 @@ def _call(function, request, payloads, baseline):
     reply["rng_before"] = state.generator_digests()
     me = os.getpid()
     result = None
-    try:
-        result = function(*arguments)
-    except Exception as error:
-        reply.update(status="raised", message=describe_exception(error), exception=type(error).__name__)
-    except BaseException as error:  # SystemExit, KeyboardInterrupt, GeneratorExit
-        reply.update(status="exit", message=describe_exception(error), exception=type(error).__name__)
+    with attribution.Watch(baseline, module) as watch:
+        try:
+            result = function(*arguments)
+        except Exception as error:
+            reply.update(status="raised", message=describe_exception(error), exception=type(error).__name__)
+        except BaseException as error:  # SystemExit, KeyboardInterrupt, GeneratorExit
+            reply.update(status="exit", message=describe_exception(error), exception=type(error).__name__)
     if os.getpid() != me:  # a copy the target forked, returning here: it must not answer
         os._exit(0)
     reply["rng_after"] = state.generator_digests()
-    changes = state.compare_and_restore(baseline)
-    reply["state"] = [one_line(change, 200) for change in changes[:MAX_STATE_LINES]]
+    verdict = watch.verdict(state.snapshot())
+    reply["state"] = _lines(state.compare_and_restore(baseline, keep=verdict.kept))
+    reply["effects"] = _lines(verdict.effects)
+    reply["imports"] = one_line(_imports(verdict), 120)
     reply["written"] = [one_line(name, 40) for name in _written_arguments(arrays)]
     if reply["status"] == "ok":
         try:
@@ -189,19 +220,20 @@ def serve(sock, init: dict) -> None:
     """Answer requests on ``sock`` until the gate closes it."""
     setup(init)
     reader = Reader(sock)
-    function, baseline = None, state.snapshot()
+    function, baseline, module = None, state.snapshot(), None
     while True:
         try:
             request, payloads, _ = reader.read(None, MAX_REQUEST_BYTES)
         except (ChannelError, OSError):
             return
         if request.get("op") == "load":
-            function, message, changes = import_target(request["target"])
-            baseline = state.snapshot()
+            function, message, changes, effects, failures = import_target(request["target"])
+            baseline, module = state.snapshot(), target_module(request["target"])
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
-                           "import_changes": changes, "where": _where(function)}, []
+                           "import_changes": changes, "import_effects": effects, "import_failures": failures,
+                           "where": _where(function)}, []
         elif request.get("op") == "call" and function is not None:
-            reply, data = _call(function, request, payloads, baseline)
+            reply, data = _call(function, request, payloads, baseline, module)
         elif request.get("op") == "sync":
             reply, data = {"op": "synced", "token": request.get("token")}, []
         else:

@@ -100,9 +100,10 @@ def loop(sock, subreaper: bool) -> None:
             else:
                 reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
         elif op == "import":
-            function, message, changes = import_target(request["target"], module_only=True)
+            function, message, changes, effects, failures = import_target(request["target"], module_only=True)
             gc.freeze()
-            reply = {"ok": function is not None, "message": message, "import_changes": changes}
+            reply = {"ok": function is not None, "message": message, "import_changes": changes,
+                     "import_effects": effects, "import_failures": failures}
         elif op == "finish":
             pid = request["pid"]
             limits.kill_group(pid)

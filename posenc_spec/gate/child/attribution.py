@@ -1,0 +1,189 @@
+"""Who changed the global state: the target's code, or a library imported meanwhile.
+
+The first call of real code often imports more: transformers' lazy modules load a model's
+code, a helper's first use pulls in torch's compiler stack, and those imports set
+environment variables and add warnings filters. The caller's program does the same, once,
+whatever the encoding computes. So while a call (or the target's import) runs, the child
+watches every module Python's import system executes (:class:`Watch`), reading the global
+state (:mod:`.state`) when each module's code starts and when it ends: each change is
+attributed to the module whose code was running when it happened, or to the target when
+none was.
+
+The rule: a change made while a module of an *installed library* was being imported
+(loaded by Python's own loaders from the standard library, ``site-packages`` or
+``dist-packages``; the target's own module excepted) is that import's side effect: kept,
+as the caller's program would keep it, and reported as a warning naming the module. Every
+other change is the target's: its own code, its own module, and any module loaded from
+elsewhere (the user's source tree, a temporary folder).
+
+What it cannot tell: code of the target that runs *inside* such an import (an import hook
+the target installed earlier, or a library function it replaced that the library calls
+while it is imported) is taken for the library's.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import site
+import sys
+import sysconfig
+import threading
+import zipimport
+from dataclasses import dataclass, field
+
+from . import state
+
+try:
+    import _frozen_importlib as _bootstrap  # where ``import`` runs a module's code
+except ImportError:  # not CPython: every change is the target's
+    _bootstrap = None
+
+_STANDARD_LOADERS = (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader,
+                     importlib.machinery.ExtensionFileLoader, importlib.machinery.NamespaceLoader,
+                     zipimport.zipimporter)
+_STANDARD_IMPORTERS = (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter)
+_LIBRARY_FOLDERS = ("site-packages", "dist-packages")
+
+
+def _library_roots() -> tuple[str, ...]:
+    """The folders installed code lives in: the standard library's and every site folder."""
+    roots = set()
+    for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
+        paths = sysconfig.get_paths(vars=scheme_vars or None)
+        roots |= {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    try:
+        roots |= set(site.getsitepackages()) | {site.getusersitepackages()}
+    except AttributeError:  # an old virtualenv's site module
+        pass
+    return tuple(sorted(os.path.join(os.path.realpath(root), "") for root in roots if root))
+
+
+_ROOTS = _library_roots()
+
+
+def installed(spec) -> bool:
+    """Whether ``spec`` (a module spec) is a module of an installed library: built in or
+    frozen, or loaded by a standard loader from the standard library or a site folder."""
+    loader = spec.loader
+    if loader in _STANDARD_IMPORTERS or isinstance(loader, _STANDARD_IMPORTERS):
+        return True
+    if not isinstance(loader, _STANDARD_LOADERS):
+        return False
+    origin = spec.origin
+    if origin is None:  # a namespace package runs no code of its own
+        return True
+    path = os.path.realpath(origin)
+    return path.startswith(_ROOTS) or any(folder in path.split(os.sep) for folder in _LIBRARY_FOLDERS)
+
+
+@dataclass
+class _Change:
+    """A change seen between two readings: the entry, the module whose code ran (None: the
+    target's), and what changed."""
+
+    entry: str
+    module: str | None
+    description: str
+
+
+@dataclass
+class Verdict:
+    """What a watched call or import did to the global state. ``own``: the entries the
+    target changed, with a line each (the child restores them after a call); ``effects``:
+    ``importing M changed X`` for what imports alone changed (kept); ``imported``: the
+    modules the outermost imports named, in order; ``count``: how many modules ran;
+    ``kept``: the entries only imports changed."""
+
+    own: dict[str, str] = field(default_factory=dict)
+    kept: set[str] = field(default_factory=set)
+    effects: list[str] = field(default_factory=list)
+    imported: list[str] = field(default_factory=list)
+    count: int = 0
+
+
+class Watch:
+    """A context manager around a call or an import: attributes each change of the global
+    state made meanwhile (see the module docstring). ``target_module`` names the target's
+    own module, whose code is the target's even when installed."""
+
+    def __init__(self, baseline: dict, target_module: str | None = None):
+        self.baseline, self.target_module = baseline, target_module
+        self.reading = dict(baseline)
+        self.running: list[tuple[str, bool]] = []  # (module, is a library's) whose code runs
+        self.changes: list[_Change] = []
+        self.imported: list[str] = []
+        self.count = 0
+        self.thread = threading.get_ident()
+        self.busy = False
+        self.original = self.hook = None
+
+    # -- the hook --------------------------------------------------------------------------
+
+    def __enter__(self) -> Watch:
+        if _bootstrap is not None and hasattr(_bootstrap, "_load_unlocked"):
+            self.original = _bootstrap._load_unlocked
+            self.hook = self._load  # one bound method, to find it again on the way out
+            _bootstrap._load_unlocked = self.hook
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.original is not None and _bootstrap._load_unlocked is self.hook:
+            _bootstrap._load_unlocked = self.original
+
+    def _load(self, spec):
+        original = self.original
+        if self.busy or threading.get_ident() != self.thread:
+            # Another thread's import, or one our own reading started: not told apart.
+            return original(spec)
+        self._read()
+        library = installed(spec) and spec.name != self.target_module
+        if not self.running:
+            self.imported.append(spec.name)
+        self.count += 1
+        self.running.append((spec.name, library))
+        try:
+            return original(spec)
+        finally:
+            self._read()
+            self.running.pop()
+
+    def _read(self) -> None:
+        """Read the state; attribute what changed since the last reading to whatever ran."""
+        self.busy = True
+        try:
+            now = state.snapshot()
+        finally:
+            self.busy = False
+        module, library = self.running[-1] if self.running else (None, False)
+        for name, value in now.items():
+            before = self.reading.get(name, value)
+            if value != before:
+                self.changes.append(_Change(name, module if library else None,
+                                            state.describe_change(name, before, value)))
+        self.reading = now
+
+    # -- the verdict -------------------------------------------------------------------------
+
+    def verdict(self, final: dict) -> Verdict:
+        """Attribute each entry that ``final`` (the state when the call or import ended)
+        holds changed from the baseline: to imports alone, or to the target."""
+        self._read_final(final)
+        verdict = Verdict(imported=list(self.imported), count=self.count)
+        for name, value in final.items():
+            if name not in self.baseline or value == self.baseline[name]:
+                continue
+            changes = [change for change in self.changes if change.entry == name]
+            if changes and all(change.module is not None for change in changes):
+                verdict.kept.add(name)
+                verdict.effects += [f"importing {change.module} changed {change.description}" for change in changes]
+            else:
+                verdict.own[name] = state.describe_change(name, self.baseline[name], value)
+        return verdict
+
+    def _read_final(self, final: dict) -> None:
+        for name, value in final.items():
+            before = self.reading.get(name, value)
+            if value != before:
+                self.changes.append(_Change(name, None, state.describe_change(name, before, value)))
+        self.reading = final
