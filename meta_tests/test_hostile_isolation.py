@@ -45,6 +45,9 @@ POLLUTION = [
     ("default_dtype", target("isolation/default_dtype", "table"), {}, FAILS,
      "importing the target changed torch default dtype float32 -> float64"),
     ("victim_e", target("isolation/victim_e", "table"), {}, CONFORMS, None),
+    ("inference_mode_at_import", target("isolation/inference_mode_at_import", "table"), {}, FAILS,
+     "importing the target changed torch inference mode False -> True"),
+    ("victim_f", target("isolation/victim_f", "table"), {}, CONFORMS, None),
     ("twin_a", target("twin_a/twin", "table"), {}, CONFORMS, None),
     ("twin_b", target("twin_b/twin", "table"), {"convention": "concat"}, CONFORMS, None),
 ]

@@ -37,6 +37,41 @@ def case(module, function, verdict, check, status, words, marks=(), **keys):
     return pytest.param(module, function, keys, verdict, check, status, words, id=function, marks=marks)
 
 
+# meta_tests/hostile/torch_modes.py: each target leaves one of torch's modes or flags changed,
+# and the words global-state must say of it.
+TORCH_MODES = {
+    "no_grad_left_open": "torch grad mode True -> False",
+    "inference_mode_left_open": "torch inference mode False -> True",
+    "forward_ad_disabled": "torch forward-mode AD True -> False",
+    "cpu_autocast_left_open": "torch autocast (cpu)",
+    "cuda_autocast_enabled": "torch autocast (cuda)",
+    "autocast_cache_disabled": "torch autocast (cache True -> False)",
+    "anomaly_detection_left_open": "enabled False -> True",
+    "anomaly_nan_check_disabled": "torch anomaly detection (check_nan True -> False)",
+    "default_device_left_open": "torch default device cpu -> meta",
+    "default_dtype_float64": "torch default dtype float32 -> float64",
+    "deterministic_warn_only": "torch deterministic algorithms (enabled False -> True, warn_only False -> True)",
+    "uninitialized_memory_unfilled": "torch deterministic algorithms (fill_uninitialized_memory True -> False)",
+    "fp32_precision_tf32": "torch float32 precision settings (cuda.matmul none -> tf32)",
+    # torch 2.13 keeps the legacy TF32 flag through the float32 matmul precision, and says so.
+    "tf32_matmul_allowed": "torch float32 matmul precision highest -> high",
+    "fp16_accumulation_allowed": "torch TF32 and reduced-precision flags (allow_fp16_accumulation False -> True)",
+    "cudnn_benchmark": "torch cuDNN flags (benchmark False -> True)",
+    "cudnn_deterministic": "torch cuDNN flags (deterministic False -> True)",
+    "cudnn_disabled_left_open": "torch cuDNN flags (enabled True -> False)",
+    "flash_attention_disabled": "torch SDPA kernels (flash True -> False)",
+    "sdpa_kernel_left_open": "torch SDPA kernels (",
+    "onednn_left_open": "torch oneDNN flags (enabled True -> False)",
+    "attention_fast_path_disabled": "torch multi-head attention fast path True -> False",
+    "einsum_strategy_set": "torch opt_einsum flags (strategy None -> greedy)",
+    "torch_function_disabled_left_open": "torch function overrides",
+    "function_mode_left_open": "torch function modes () -> ('_PassThroughFunctions',)",
+    "dispatch_mode_left_open": "torch dispatch modes () -> ('_PassThroughDispatch',)",
+    "warn_always_on": "torch warn-always False -> True",
+    "print_precision_set": "torch print options (precision 4 -> 10)",
+}
+
+
 def _state(function, words, marks=(), **keys):
     return case("global_state", function, FAILS, "global-state", "failed", words, marks, **keys)
 
@@ -86,6 +121,14 @@ CASES = [
     _state("breaks_numpy_state_getter", ["left NumPy's global random number generator's state unreadable (TypeError)"]),
     case("global_state", "draws_from_generators", CONFORMS, "global-state", "passed", ["no call changed"]),
     case("global_state", "depends_on_generator", FAILS, "determinism", "failed", ["differ"]),
+    _state("installs_import_hook", ["import hooks"]),
+    _state("replaces_stdout", ["standard streams"]),
+    _state("raises_recursion_limit", ["recursion limit 1000 -> 1001"]),
+    _state("switches_locale", ["locale"]),
+    case("global_state", "imports_a_library", CONFORMS, "global-state", "passed", ["no call changed"]),
+    _state("imports_a_library_and_sets_state", ["environment variables (POSENC_HOSTILE)", "warnings filters"]),
+    _state("imports_its_neighbour", ["environment variables (POSENC_HOSTILE)"]),
+    *(case("torch_modes", name, FAILS, "global-state", "failed", [words]) for name, words in TORCH_MODES.items()),
 ]
 # Verdicts the gate gets wrong today: each declared once more, in the same run.
 FORGERIES = ["forge_the_repeat", "forge_whole_run"]
@@ -171,6 +214,21 @@ def test_huge_announcement_is_refused_unread(run):
     if run["peak_kib"] is None:
         pytest.skip("this system cannot reset a process's peak resident size (/proc/self/clear_refs)")
     assert run["peak_kib"] * 1024 < ANNOUNCED_BYTES / 2, f"the gate's peak grew by {run['peak_kib']} KiB"
+
+
+@pytest.mark.parametrize("function", TORCH_MODES)
+def test_a_torch_mode_left_changed_fails_global_state_alone(run, function):
+    """The target fails on global-state only: the gate put the mode back after each call,
+    so every later call found it as the target's process started (the target checks)."""
+    report = run["reports"][function]
+    assert [check.name for check in report.failures()] == ["global-state"], report.failures()[:3]
+
+
+def test_a_librarys_import_side_effect_is_a_warning(run):
+    """A library imported on the first call changes the state: a warning names it."""
+    warnings_ = run["reports"]["imports_a_library"].warnings
+    assert any(warning.startswith("import side effect: importing scipy") and "warnings filters" in warning
+               for warning in warnings_), warnings_
 
 
 def test_correct_file_target_gets_no_warning(run):

@@ -9,6 +9,8 @@ warning; a table that depends on the generator fails ``determinism``.
 
 from __future__ import annotations
 
+import io
+import locale
 import os
 import random
 import signal
@@ -162,3 +164,60 @@ def depends_on_generator(num_positions, dim):
     table = torch.from_numpy(vaswani(num_positions, dim))
     nudged = torch.nextafter(table, torch.zeros_like(table))
     return torch.where(torch.rand(table.shape) < 0.5, nudged, table)
+
+
+class _Finder:
+    """An import hook that finds nothing."""
+
+    def find_spec(self, name, path=None, target=None):
+        return None
+
+
+def installs_import_hook(num_positions, dim):
+    """Puts a finder first on ``sys.meta_path``. Names: import hooks."""
+    sys.meta_path.insert(0, _Finder())
+    return vaswani(num_positions, dim)
+
+
+def replaces_stdout(num_positions, dim):
+    """Replaces ``sys.stdout`` with a buffer. Names: standard streams."""
+    sys.stdout = io.StringIO()
+    return vaswani(num_positions, dim)
+
+
+def raises_recursion_limit(num_positions, dim):
+    """Raises the recursion limit by one. Names: recursion limit."""
+    sys.setrecursionlimit(sys.getrecursionlimit() + 1)
+    return vaswani(num_positions, dim)
+
+
+def switches_locale(num_positions, dim):
+    """Switches the character-type locale between C and C.UTF-8. Names: locale."""
+    current = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C.UTF-8" if current == "C" else "C")
+    return vaswani(num_positions, dim)
+
+
+def imports_a_library(num_positions, dim):
+    """Imports ``scipy.special`` on its first call, whose import adds a warnings filter.
+    Verdict: conforms; a warning names the import side effect."""
+    import scipy.special  # noqa: F401
+    return vaswani(num_positions, dim)
+
+
+def imports_a_library_and_sets_state(num_positions, dim):
+    """Imports ``scipy.special`` (which adds a warnings filter), then sets
+    ``POSENC_HOSTILE`` and adds a warnings filter of its own. Names: environment variables
+    (POSENC_HOSTILE) and warnings filters: an import in the same call excuses nothing else."""
+    import scipy.special  # noqa: F401
+    os.environ["POSENC_HOSTILE"] = "1"
+    warnings.filterwarnings("ignore", message="posenc hostile")
+    return vaswani(num_positions, dim)
+
+
+def imports_its_neighbour(num_positions, dim):
+    """Imports ``sets_state_when_imported.py`` from its own folder on its first call, whose
+    code sets ``POSENC_HOSTILE``: the user's own module, not a library. Names: environment
+    variables (POSENC_HOSTILE)."""
+    import sets_state_when_imported  # noqa: F401
+    return vaswani(num_positions, dim)

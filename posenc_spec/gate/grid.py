@@ -36,10 +36,13 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
     generators, returns the identical table, bit for bit.
 ``global-state``
     no call changed global state (see :mod:`posenc_spec.gate.child.state`: torch's and
-    NumPy's modes and flags, warnings filters, environment, path, working directory, umask,
-    signal handlers and timers) or wrote into an argument, and none reseeded a global
-    random number generator or left one whose state cannot be read. A call that only draws
-    from one passes with a warning.
+    NumPy's modes and flags, warnings filters, environment, import path and hooks, working
+    directory, umask, signal handlers, timers, standard streams, recursion limit, locale)
+    or wrote into an argument, none reseeded a global random number generator or left one
+    whose state cannot be read, and the target's module, when imported, left none of
+    torch's modes or NumPy's error state changed. A call that only draws from a generator
+    passes with a warning; so does a change an installed library made while a call
+    imported it (:mod:`posenc_spec.gate.child.attribution`).
 
 The default grid (table API): 50x8, 50x4, 50x6, 128x64, 300x512 with every property;
 1x64 and 50x2 (degenerate); odd widths 7 and 65 at 50 positions; then 1024x768 and

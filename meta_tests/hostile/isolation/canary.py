@@ -1,8 +1,8 @@
 """The canary: a correct vaswani table that fails if another target's doing reaches it.
 
 It computes the sines with ``torch.sin`` and the cosines with ``numpy.sin`` (``cos t =
-sin(t + pi/2)``), emits a warning, and raises if torch's default dtype is not float32 or
-a real-time timer is pending. Each polluter in this folder breaks one of these in its own
+sin(t + pi/2)``), emits a warning, and raises if torch's default dtype is not float32, a
+real-time timer is pending, or autograd is off. Each polluter in this folder breaks one of these in its own
 process; the victims (``victim_*.py``, distinct modules, so that the gate cannot group
 them) run after the polluters. Verdict of every victim: conforms.
 """
@@ -23,6 +23,8 @@ def canary(num_positions, dim):
         problems.append(f"torch's default dtype is {torch.get_default_dtype()}")
     if signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0):
         problems.append("a real-time timer is pending")
+    if torch.is_inference_mode_enabled() or not torch.is_grad_enabled():
+        problems.append("autograd is off")
     if problems:
         raise RuntimeError("another target reached this one: " + "; ".join(problems))
     warnings.warn("the canary sings (a warning that an 'error' filter would raise)", UserWarning, stacklevel=1)

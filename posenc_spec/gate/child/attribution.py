@@ -10,8 +10,8 @@ attributed to the module whose code was running when it happened, or to the targ
 none was.
 
 The rule: a change made while a module of an *installed library* was being imported
-(loaded by Python's own loaders from the standard library, ``site-packages`` or
-``dist-packages``; the target's own module excepted) is that import's side effect: kept,
+(loaded by Python's own loaders from the standard library or a site folder; the target's
+own module excepted) is that import's side effect: kept,
 as the caller's program would keep it, and reported as a warning naming the module. Every
 other change is the target's: its own code, its own module, and any module loaded from
 elsewhere (the user's source tree, a temporary folder).
@@ -47,8 +47,10 @@ _LIBRARY_FOLDERS = ("site-packages", "dist-packages")
 
 
 def _library_roots() -> tuple[str, ...]:
-    """The folders installed code lives in: the standard library's and every site folder."""
-    roots = set()
+    """The folders installed code lives in: the standard library's, every site folder, and
+    the ``site-packages`` and ``dist-packages`` folders on the import path as the gate
+    found it (``PYTHONPATH``); never a folder a target adds."""
+    roots = {entry for entry in sys.path if os.path.basename(os.path.normpath(entry or ".")) in _LIBRARY_FOLDERS}
     for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
         paths = sysconfig.get_paths(vars=scheme_vars or None)
         roots |= {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
@@ -73,8 +75,7 @@ def installed(spec) -> bool:
     origin = spec.origin
     if origin is None:  # a namespace package runs no code of its own
         return True
-    path = os.path.realpath(origin)
-    return path.startswith(_ROOTS) or any(folder in path.split(os.sep) for folder in _LIBRARY_FOLDERS)
+    return os.path.realpath(origin).startswith(_ROOTS)
 
 
 @dataclass
@@ -174,9 +175,13 @@ class Watch:
             if name not in self.baseline or value == self.baseline[name]:
                 continue
             changes = [change for change in self.changes if change.entry == name]
-            if changes and all(change.module is not None for change in changes):
+            libraries = [change for change in changes if change.module is not None]
+            if changes and len(libraries) == len(changes):
                 verdict.kept.add(name)
-                verdict.effects += [f"importing {change.module} changed {change.description}" for change in changes]
+                verdict.effects += [f"importing {change.module} changed {change.description}" for change in libraries]
+            elif libraries:  # the target's change beside a library's: name the target's alone
+                verdict.own[name] = "; ".join(dict.fromkeys(change.description for change in changes
+                                                            if change.module is None))
             else:
                 verdict.own[name] = state.describe_change(name, self.baseline[name], value)
         return verdict

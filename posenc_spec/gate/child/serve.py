@@ -112,6 +112,16 @@ def _lines(lines) -> list[str]:
     return [one_line(line, 200) for line in lines[:MAX_STATE_LINES]]
 
 
+def _settle(baseline: dict, verdict) -> list[str]:
+    """Put back what the target changed (named in the lines returned); keep what importing
+    libraries changed, during the call or while the state was put back (torch's
+    ``use_deterministic_algorithms`` imports its compiler's config on its first use)."""
+    with attribution.Watch(state.snapshot()) as restoring:
+        changes = state.compare_and_restore(baseline, keep=verdict.kept)
+    state.adopt(baseline, restoring.verdict(state.snapshot()).kept)
+    return changes
+
+
 def _imports(verdict) -> str:
     """The modules a call imported, in a few words."""
     if not verdict.imported:
@@ -191,7 +201,7 @@ def _call(function, request, payloads, baseline, module=None):
         os._exit(0)
     reply["rng_after"] = state.generator_digests()
     verdict = watch.verdict(state.snapshot())
-    reply["state"] = _lines(state.compare_and_restore(baseline, keep=verdict.kept))
+    reply["state"] = _lines(_settle(baseline, verdict))
     reply["effects"] = _lines(verdict.effects)
     reply["imports"] = one_line(_imports(verdict), 120)
     reply["written"] = [one_line(name, 40) for name in _written_arguments(arrays)]

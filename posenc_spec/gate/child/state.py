@@ -179,32 +179,21 @@ def _restore_environ(values):
     os.environ.update({os.fsdecode(name): os.fsdecode(value) for name, value in values.items()})
 
 
-def _setter(owner, attribute):
-    return lambda value: setattr(owner, attribute, value)
+def _attribute(owner, name: str):
+    """``(get, set)`` of an attribute."""
+    return (lambda: getattr(owner, name)), (lambda value: setattr(owner, name, value))
 
 
-def _attributes(*places):
-    """An entry's read and restore over ``(object, attribute)`` pairs, read as one tuple."""
+def _settings(**settings):
+    """An entry's read and restore over named settings, each ``(get, set)``: read as a dict
+    by name, so that a change names the setting."""
     def read():
-        return tuple(getattr(owner, attribute) for owner, attribute in places)
+        return {name: get() for name, (get, _) in settings.items()}
 
     def restore(values):
-        for (owner, attribute), value in zip(places, values, strict=True):
-            if getattr(owner, attribute) != value:
-                setattr(owner, attribute, value)
-
-    return read, restore
-
-
-def _calls(*pairs):
-    """An entry's read and restore over ``(getter, setter)`` pairs, read as one tuple."""
-    def read():
-        return tuple(get() for get, _ in pairs)
-
-    def restore(values):
-        for (get, put), value in zip(pairs, values, strict=True):
-            if get() != value:
-                put(value)
+        for name, (get, put) in settings.items():
+            if name in values and get() != values[name]:
+                put(values[name])
 
     return read, restore
 
@@ -258,30 +247,45 @@ def _autocast_devices() -> list[str]:
 
 
 def _autocast():
-    devices = _autocast_devices()
+    def setting(device):
+        def put(value):
+            torch.set_autocast_enabled(device, value[0])
+            torch.set_autocast_dtype(device, value[1])
 
-    def read():
-        return (torch.is_autocast_cache_enabled(),
-                {device: (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)) for device in devices})
+        return (lambda: (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))), put
 
-    def restore(value):
-        torch.set_autocast_cache_enabled(value[0])
-        for device, (enabled, dtype) in value[1].items():
-            torch.set_autocast_enabled(device, enabled)
-            torch.set_autocast_dtype(device, dtype)
-
-    return read, restore
+    return _settings(cache=(torch.is_autocast_cache_enabled, torch.set_autocast_cache_enabled),
+                     **{device: setting(device) for device in _autocast_devices()})
 
 
-def _fp32_precision_places():
-    """Where torch 2.9+ keeps its per-backend float32 precision settings."""
+def _deterministic():
+    def enabled(value):
+        torch.use_deterministic_algorithms(value, warn_only=torch.is_deterministic_algorithms_warn_only_enabled())
+
+    def warn_only(value):
+        torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled(), warn_only=value)
+
+    return _settings(enabled=(torch.are_deterministic_algorithms_enabled, enabled),
+                     warn_only=(torch.is_deterministic_algorithms_warn_only_enabled, warn_only),
+                     fill_uninitialized_memory=_attribute(torch.utils.deterministic, "fill_uninitialized_memory"))
+
+
+def _anomaly():
+    return _settings(enabled=(torch.is_anomaly_enabled,
+                              lambda value: torch.set_anomaly_enabled(value, torch.is_anomaly_check_nan_enabled())),
+                     check_nan=(torch.is_anomaly_check_nan_enabled,
+                                lambda value: torch.set_anomaly_enabled(torch.is_anomaly_enabled(), value)))
+
+
+def _fp32_precision():
+    """torch 2.9's per-backend float32 precision settings, those this torch has."""
     backends = torch.backends
-    places = [(backends, "fp32_precision"), (backends.cuda.matmul, "fp32_precision"),
-              (backends.cudnn, "fp32_precision"), (backends.cudnn.conv, "fp32_precision"),
-              (backends.cudnn.rnn, "fp32_precision"), (backends.mkldnn, "fp32_precision"),
-              (backends.mkldnn.matmul, "fp32_precision"), (backends.mkldnn.conv, "fp32_precision"),
-              (backends.mkldnn.rnn, "fp32_precision")]
-    return [(owner, name) for owner, name in places if hasattr(owner, name)]
+    places = {"fp32_precision": backends, "cuda.matmul": backends.cuda.matmul, "cudnn": backends.cudnn,
+              "cudnn.conv": backends.cudnn.conv, "cudnn.rnn": backends.cudnn.rnn, "mkldnn": backends.mkldnn,
+              "mkldnn.matmul": backends.mkldnn.matmul, "mkldnn.conv": backends.mkldnn.conv,
+              "mkldnn.rnn": backends.mkldnn.rnn}
+    return _settings(**{name: _attribute(owner, "fp32_precision") for name, owner in places.items()
+                        if hasattr(owner, "fp32_precision")})
 
 
 def _torch_entries() -> list[Entry]:
@@ -295,36 +299,36 @@ def _torch_entries() -> list[Entry]:
         ("torch inference mode", torch.is_inference_mode_enabled, _set_inference_mode),
         ("torch forward-mode AD", torch._C._is_fwd_grad_enabled, torch._C._set_fwd_grad_enabled),
         ("torch autocast", *_autocast()),
-        ("torch anomaly detection", lambda: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
-         lambda value: torch.set_anomaly_enabled(*value)),
-        ("torch deterministic algorithms",
-         *_calls((lambda: (torch.are_deterministic_algorithms_enabled(),
-                           torch.is_deterministic_algorithms_warn_only_enabled()),
-                  lambda value: torch.use_deterministic_algorithms(value[0], warn_only=value[1])),
-                 (lambda: torch.utils.deterministic.fill_uninitialized_memory,
-                  _setter(torch.utils.deterministic, "fill_uninitialized_memory")))),
+        ("torch anomaly detection", *_anomaly()),
+        ("torch deterministic algorithms", *_deterministic()),
         ("torch flush-denormal", _flush_denormal_enabled, torch.set_flush_denormal),
         ("torch float32 matmul precision", torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
-        ("torch float32 precision settings", *_attributes(*_fp32_precision_places())),
+        ("torch float32 precision settings", *_fp32_precision()),
         ("torch TF32 and reduced-precision flags",
-         *_attributes((cuda.matmul, "allow_tf32"), (cuda.matmul, "allow_fp16_reduced_precision_reduction"),
-                      (cuda.matmul, "allow_bf16_reduced_precision_reduction"),
-                      (cuda.matmul, "allow_fp16_accumulation"))),
-        ("torch cuDNN flags", *_attributes((backends.cudnn, "enabled"), (backends.cudnn, "allow_tf32"),
-                                           (backends.cudnn, "deterministic"), (backends.cudnn, "benchmark"),
-                                           (backends.cudnn, "benchmark_limit"))),
+         *_settings(allow_tf32=_attribute(cuda.matmul, "allow_tf32"),
+                    allow_fp16_reduced_precision_reduction=_attribute(cuda.matmul,
+                                                                      "allow_fp16_reduced_precision_reduction"),
+                    allow_bf16_reduced_precision_reduction=_attribute(cuda.matmul,
+                                                                      "allow_bf16_reduced_precision_reduction"),
+                    allow_fp16_accumulation=_attribute(cuda.matmul, "allow_fp16_accumulation"))),
+        ("torch cuDNN flags", *_settings(**{name: _attribute(backends.cudnn, name) for name in (
+            "enabled", "allow_tf32", "deterministic", "benchmark", "benchmark_limit")})),
         ("torch SDPA kernels",
-         *_calls((cuda.flash_sdp_enabled, cuda.enable_flash_sdp),
-                 (cuda.mem_efficient_sdp_enabled, cuda.enable_mem_efficient_sdp),
-                 (cuda.math_sdp_enabled, cuda.enable_math_sdp), (cuda.cudnn_sdp_enabled, cuda.enable_cudnn_sdp),
-                 (cuda.fp16_bf16_reduction_math_sdp_allowed, cuda.allow_fp16_bf16_reduction_math_sdp))),
+         *_settings(flash=(cuda.flash_sdp_enabled, cuda.enable_flash_sdp),
+                    mem_efficient=(cuda.mem_efficient_sdp_enabled, cuda.enable_mem_efficient_sdp),
+                    math=(cuda.math_sdp_enabled, cuda.enable_math_sdp),
+                    cudnn=(cuda.cudnn_sdp_enabled, cuda.enable_cudnn_sdp),
+                    fp16_bf16_reduction_math=(cuda.fp16_bf16_reduction_math_sdp_allowed,
+                                              cuda.allow_fp16_bf16_reduction_math_sdp))),
         ("torch preferred linear algebra and BLAS libraries",
-         *_calls((cuda.preferred_linalg_library, cuda.preferred_linalg_library),
-                 (cuda.preferred_blas_library, cuda.preferred_blas_library))),
-        ("torch oneDNN flags", *_attributes((backends.mkldnn, "enabled"), (backends.mkldnn, "deterministic"))),
+         *_settings(linalg=(cuda.preferred_linalg_library, cuda.preferred_linalg_library),
+                    blas=(cuda.preferred_blas_library, cuda.preferred_blas_library))),
+        ("torch oneDNN flags", *_settings(enabled=_attribute(backends.mkldnn, "enabled"),
+                                          deterministic=_attribute(backends.mkldnn, "deterministic"))),
         ("torch multi-head attention fast path",
          backends.mha.get_fastpath_enabled, backends.mha.set_fastpath_enabled),
-        ("torch opt_einsum flags", *_attributes((backends.opt_einsum, "enabled"), (backends.opt_einsum, "strategy"))),
+        ("torch opt_einsum flags", *_settings(enabled=_attribute(backends.opt_einsum, "enabled"),
+                                              strategy=_attribute(backends.opt_einsum, "strategy"))),
         ("torch function overrides", torch._C._get_torch_function_state, torch._C._set_torch_function_state),
         ("torch function modes",
          *_stack(lambda: tuple(type(mode).__qualname__ for mode in torch.overrides._get_current_function_mode_stack()),
@@ -385,22 +389,26 @@ def _key(key) -> str:
     return os.fsdecode(key) if isinstance(key, bytes) else str(getattr(key, "name", key))
 
 
-def _scalar(value) -> bool:
-    return not isinstance(value, dict | list | tuple)
+def _plain(value) -> bool:
+    return value is None or isinstance(value, bool | int | float | str)
 
 
 def _difference(before, after) -> str:
-    """What differs, in a few words: a mapping's changed keys (never their values: an
-    environment variable may hold a secret), a list's length, else ``before -> after``."""
+    """What differs, in a few words: a mapping's changed keys (with their values where both
+    are plain numbers or words, never an environment variable's: it may hold a secret), a
+    list's length, else ``before -> after``."""
     if isinstance(before, dict) and isinstance(after, dict):
         keys = sorted({*before, *after} - {key for key in before if key in after and before[key] == after[key]},
                       key=str)
-        shown = ", ".join(_key(key) for key in keys[:3])
+        shown = ", ".join(_key(key) + (f" {_short(before[key])} -> {_short(after[key])}"
+                                       if not isinstance(key, bytes) and key in before and key in after
+                                       and _plain(before[key]) and _plain(after[key]) else "")
+                          for key in keys[:3])
         return f"({shown}{', ...' if len(keys) > 3 else ''})"
     if isinstance(before, list) and isinstance(after, list):
         return f"({len(before)} -> {len(after)} entries)" if len(before) != len(after) else "(reordered)"
     if (isinstance(before, tuple) and isinstance(after, tuple) and len(before) == len(after)
-            and not all(map(_scalar, before + after))):
+            and not all(map(_plain, before + after))):
         return ", ".join(_difference(old, new) for old, new in zip(before, after, strict=True) if old != new)
     return f"{_short(before)} -> {_short(after)}"
 
@@ -436,3 +444,9 @@ def compare_and_restore(baseline: dict, keep=frozenset()) -> list[str]:
         except Exception as error:
             changes.append(f"(could not restore {name}: {type(error).__name__}: {error})")
     return changes
+
+
+def adopt(baseline: dict, names) -> None:
+    """Take the current value of the entries ``names`` into ``baseline``."""
+    now = snapshot()
+    baseline.update({name: now[name] for name in names if name in now})

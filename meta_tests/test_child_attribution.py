@@ -1,0 +1,181 @@
+"""The child's attribution of global-state changes (``posenc_spec/gate/child/attribution.py``):
+a change made while an installed library was being imported is that import's side effect,
+every other change the target's.
+
+Each test imports modules it writes into a temporary folder, under names no other test
+uses; a folder counts as installed when the test adds it to the library roots.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+
+from posenc_spec.gate.child import attribution, state
+
+
+@pytest.fixture
+def modules(tmp_path, monkeypatch):
+    """Write modules into ``tmp_path/library`` (installed) or ``tmp_path/user`` (not), put
+    both folders on the import path, and forget every module written at the end."""
+    library, user = tmp_path / "library", tmp_path / "user"
+    library.mkdir()
+    user.mkdir()
+    monkeypatch.setattr(attribution, "_ROOTS", (*attribution._ROOTS, os.path.join(os.path.realpath(library), "")))
+    monkeypatch.syspath_prepend(str(library))
+    monkeypatch.syspath_prepend(str(user))
+    written = []
+
+    def write(name: str, body: str, installed: bool = True):
+        folder = library if installed else user
+        (folder / f"{name}.py").write_text(textwrap.dedent(body))
+        written.append(name)
+        importlib.invalidate_caches()
+
+    yield write
+    for name in written:
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def clean_environment(monkeypatch):
+    """The environment variables these tests set are unset when each starts and ends."""
+    for name in ("POSENC_LIBRARY", "POSENC_INNER", "POSENC_OWN", "POSENC_USER_MODULE"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    for name in ("POSENC_LIBRARY", "POSENC_INNER", "POSENC_OWN", "POSENC_USER_MODULE"):
+        os.environ.pop(name, None)
+
+
+def watched(action, target_module=None):
+    """The verdict of a :class:`~attribution.Watch` around ``action()``, and the baseline."""
+    baseline = state.snapshot()
+    with attribution.Watch(baseline, target_module) as watch:
+        action()
+    return watch.verdict(state.snapshot()), baseline
+
+
+def test_installed_tells_libraries_from_the_users_code(tmp_path):
+    """The standard library, built-in modules and site packages are installed; a module
+    from an arbitrary folder, or loaded by a loader of its own, is not."""
+    (tmp_path / "posenc_attribution_mine.py").write_text("")
+    mine = importlib.util.spec_from_file_location("posenc_attribution_mine", tmp_path / "posenc_attribution_mine.py")
+
+    class OwnLoader(importlib.abc.Loader):
+        def exec_module(self, module):
+            pass
+
+    forged = importlib.util.spec_from_loader("forged", OwnLoader(), origin=json.__file__)
+    verdicts = {"json": attribution.installed(json.__spec__), "sys": attribution.installed(sys.__spec__),
+                "pytest": attribution.installed(pytest.__spec__), "mine": attribution.installed(mine),
+                "forged": attribution.installed(forged)}
+    assert verdicts == {"json": True, "sys": True, "pytest": True, "mine": False, "forged": False}, verdicts
+
+
+def test_a_librarys_import_side_effect_is_kept_and_named(modules, clean_environment):
+    """What a library's import sets is attributed to that library and kept; nothing is the target's."""
+    modules("posenc_attr_lib_a", "import os\nos.environ['POSENC_LIBRARY'] = '1'\n")
+    verdict, _ = watched(lambda: importlib.import_module("posenc_attr_lib_a"))
+    assert (verdict.own, verdict.kept) == ({}, {"environment variables"}), verdict
+    assert verdict.effects == ["importing posenc_attr_lib_a changed environment variables (POSENC_LIBRARY)"]
+    assert verdict.imported == ["posenc_attr_lib_a"] and verdict.count == 1
+
+
+def test_the_innermost_importing_module_is_named(modules, clean_environment):
+    """A change made by a module another library imports is named after the module whose code made it."""
+    modules("posenc_attr_lib_inner", "import os\nos.environ['POSENC_INNER'] = '1'\n")
+    modules("posenc_attr_lib_outer", "import posenc_attr_lib_inner\n")
+    verdict, _ = watched(lambda: importlib.import_module("posenc_attr_lib_outer"))
+    assert verdict.effects == ["importing posenc_attr_lib_inner changed environment variables (POSENC_INNER)"]
+    assert (verdict.imported, verdict.count) == (["posenc_attr_lib_outer"], 2)
+
+
+def test_the_targets_change_beside_an_import_is_the_targets_alone(modules, clean_environment):
+    """A change the target makes in the same call as a library's import side effect fails,
+    named without the library's part."""
+    modules("posenc_attr_lib_b", "import os\nos.environ['POSENC_LIBRARY'] = '1'\n")
+
+    def action():
+        importlib.import_module("posenc_attr_lib_b")
+        os.environ["POSENC_OWN"] = "1"
+
+    verdict, _ = watched(action)
+    assert verdict.own == {"environment variables": "environment variables (POSENC_OWN)"}, verdict
+    assert "environment variables" not in verdict.kept
+
+
+def test_a_change_made_after_an_import_is_the_targets(modules, clean_environment):
+    """Code that runs after a library's import, in the target's call, is the target's."""
+    modules("posenc_attr_lib_c", "VALUE = 1\n")
+
+    def action():
+        importlib.import_module("posenc_attr_lib_c")
+        os.environ["POSENC_OWN"] = "1"
+
+    verdict, _ = watched(action)
+    assert verdict.own == {"environment variables": "environment variables (POSENC_OWN)"}, verdict
+    assert verdict.effects == []
+
+
+def test_a_users_module_is_the_targets_code(modules, clean_environment):
+    """A module from outside the library roots (the user's tree) changes state as the target."""
+    modules("posenc_attr_user_a", "import os\nos.environ['POSENC_USER_MODULE'] = '1'\n", installed=False)
+    verdict, _ = watched(lambda: importlib.import_module("posenc_attr_user_a"))
+    assert verdict.own == {"environment variables": "environment variables (POSENC_USER_MODULE)"}, verdict
+    assert verdict.effects == []
+
+
+def test_the_targets_own_module_is_the_targets_even_when_installed(modules, clean_environment):
+    """The target's module is its own code wherever it is installed."""
+    modules("posenc_attr_lib_target", "import os\nos.environ['POSENC_OWN'] = '1'\n")
+    verdict, _ = watched(lambda: importlib.import_module("posenc_attr_lib_target"), "posenc_attr_lib_target")
+    assert verdict.own == {"environment variables": "environment variables (POSENC_OWN)"}, verdict
+
+
+def test_a_change_undone_before_the_end_is_no_change(modules, clean_environment):
+    """Only what differs when the call ends counts, whoever changed it meanwhile."""
+    modules("posenc_attr_lib_d", "import os\nos.environ['POSENC_LIBRARY'] = '1'\n")
+
+    def action():
+        importlib.import_module("posenc_attr_lib_d")
+        del os.environ["POSENC_LIBRARY"]
+
+    verdict, _ = watched(action)
+    assert (verdict.own, verdict.kept, verdict.effects) == ({}, set(), []), verdict
+
+
+def test_the_import_system_is_left_as_found(modules):
+    """After a watch, also one ended by an exception or nested in another, Python imports
+    through its own function again."""
+    original = attribution._bootstrap._load_unlocked
+    modules("posenc_attr_lib_raises", "raise RuntimeError('no')\n")
+    with pytest.raises(RuntimeError), attribution.Watch(state.snapshot()):
+        with attribution.Watch(state.snapshot()):
+            importlib.import_module("posenc_attr_lib_raises")
+    assert attribution._bootstrap._load_unlocked is original
+
+
+def test_settle_keeps_import_side_effects_and_restores_the_rest(modules, clean_environment):
+    """After a call, the child puts back what the target changed and keeps what imports changed."""
+    from posenc_spec.gate.child.serve import _settle
+
+    modules("posenc_attr_lib_e", "import os\nos.environ['POSENC_LIBRARY'] = '1'\n")
+
+    def action():
+        importlib.import_module("posenc_attr_lib_e")
+        os.environ["POSENC_OWN"] = "1"
+        sys.setrecursionlimit(sys.getrecursionlimit() + 1)
+
+    limit = sys.getrecursionlimit()
+    verdict, baseline = watched(action)
+    lines = _settle(baseline, verdict)
+    assert sys.getrecursionlimit() == limit and "POSENC_OWN" not in os.environ, lines
+    assert any(line.startswith("recursion limit") for line in lines), lines
+    assert state.compare_and_restore(baseline) == []
