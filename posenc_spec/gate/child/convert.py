@@ -50,6 +50,9 @@ try:
     import torch
 except ImportError:
     torch = None
+# The C class every tensor's methods come from, below torch.Tensor's Python overrides
+# (named _TensorBase before torch 2.3).
+TENSOR_BASE = None if torch is None else getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 COMPLEX = ("complex64", "complex128")
@@ -87,7 +90,7 @@ def _no_python_overrides():
 def _unreadable(value) -> str | None:
     """Why ``value``'s storage does not hold its values, or None (call under
     :func:`_no_python_overrides`; reads nothing but the tensor's own fields)."""
-    base = torch._C.TensorBase
+    base = TENSOR_BASE
     # First, before any getter: a Python-dispatch class may compute even its layout in Python.
     if torch._C._dispatch_keys(value).has(torch._C.DispatchKey.Python):
         return ("its class computes its values in Python (__torch_dispatch__, as wrapper, fake, distributed and "
@@ -120,7 +123,7 @@ def _tensor(value, allow_complex: bool):
         if reason:
             what = "torch.Tensor" if plain_class else f"{kind} (a torch.Tensor subclass)"
             raise BadResult(f"returned a {what} whose storage cannot be read: {reason}")
-        plain = torch._C.TensorBase.as_subclass(value, torch.Tensor)
+        plain = TENSOR_BASE.as_subclass(value, torch.Tensor)
         return _tensor_values(plain, "tensor" if plain_class else kind, allow_complex)
 
 
