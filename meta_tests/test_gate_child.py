@@ -1,6 +1,6 @@
-"""The child side and the channel: framing that refuses what does not add up, results in
-any container and byte order turned into raw arrays, global state named and restored, and
-the runner's timeout, deaths and restarts."""
+"""The child side and the channel: framing that refuses what does not add up, global state
+named and restored, and the runner's timeout, deaths and restarts (results turned into
+raw arrays: ``test_child_convert``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import torch
 
 from posenc_spec.gate.calls import CallRequest
 from posenc_spec.gate.child import state
-from posenc_spec.gate.child.convert import BadResult, to_arrays
 from posenc_spec.gate.child.protocol import (
     MAX_HEADER_BYTES,
     PREFIX,
@@ -124,53 +123,6 @@ def test_replies_are_checked_against_the_request():
             read_outcome(header, payloads, request, 3)
     complex_reply = {**good, "arrays": [{"dtype": "complex64", "shape": [2, 1]}]}
     assert read_outcome(complex_reply, [bytearray(16)], request, 3).status == "bad"
-
-
-def test_bfloat16_arrives_exactly():
-    """bfloat16 travels as its bit pattern and becomes the float32 it converts to exactly."""
-    values = torch.tensor([1.0, -0.0078125, 3.140625, 65280.0], dtype=torch.bfloat16)
-    _, [(bits, dtype, _)] = to_arrays(values)
-    reply = {"op": "result", "id": 0, "status": "ok", "arrays": [{"dtype": dtype, "shape": [4]}]}
-    outcome = read_outcome(reply, [bits.tobytes()], CallRequest("x", (), (4,)), 0)
-    assert outcome.dtype == "bfloat16" and np.array_equal(outcome.table, values.float().numpy())
-
-
-# -- results as users hand them over ---------------------------------------------------------
-
-
-def test_results_in_any_container_and_byte_order(tmp_path):
-    """Big-endian arrays become native; negative and conjugate bits are resolved; views,
-    memmaps, nested lists and longdouble are read as the values they hold: exactly the
-    table rounded once to the dtype reported (only the float32 case rounds)."""
-    table = np.linspace(-1, 1, 12).reshape(3, 4)
-    cases = [table.astype(">f8"), table.astype(">f4"), torch.from_numpy(table).neg()._neg_view(),
-             table.T.copy().T, torch.from_numpy(table.copy())[:, ::1], table.tolist(), table.astype(np.longdouble)]
-    for case in cases:
-        _, [(array, dtype, _)] = to_arrays(case)
-        assert array.dtype.isnative and array.flags.c_contiguous, type(case)
-        assert array.dtype == dtype and np.array_equal(array, table.astype(dtype)), (type(case), dtype)
-    table.astype(np.float32).tofile(tmp_path / "table.bin")
-    memmap = np.memmap(tmp_path / "table.bin", dtype=np.float32, mode="r", shape=table.shape)
-    _, [(array, dtype, _)] = to_arrays(memmap)
-    assert dtype == "float32" and type(array) is np.ndarray and np.array_equal(array, table.astype(np.float32))
-    conj = torch.complex(torch.ones(2), torch.ones(2)).conj()
-    _, [(array, dtype, _)] = to_arrays(conj, allow_complex=True)
-    assert dtype == "complex64" and np.array_equal(array, np.array([1 - 1j, 1 - 1j], np.complex64))
-
-
-@pytest.mark.parametrize("result, words", [
-    (None, "returned None"),
-    ("a table", "returned a str"),
-    (np.zeros((2, 2), dtype=np.int64), "int64 values, not floating point"),
-    (np.zeros((2, 2), dtype=bool), "bool values, not floating point"),
-    (np.array([object()]), "object values, not floating point"),
-    (torch.zeros(2, dtype=torch.int32), "int32 values, not floating point"),
-    (np.zeros(2, dtype=np.complex64), "complex values (complex64), not real numbers"),
-    (torch.zeros(2, dtype=torch.complex64), "complex tensor (complex64)"),
-])
-def test_results_that_are_not_tables_name_their_dtype(result, words):
-    with pytest.raises(BadResult, match=words.replace("(", r"\(").replace(")", r"\)")):
-        to_arrays(result)
 
 
 def test_describe_exception_is_one_line():

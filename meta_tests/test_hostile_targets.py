@@ -1,5 +1,5 @@
-"""The gate against hostile targets: forged replies, unreadable results, unusual encodings,
-exhausted limits and changed global state (``meta_tests/hostile``), each with its verdict.
+"""The gate against hostile targets: forged replies, unreadable and lying results, unusual
+encodings, exhausted limits and changed global state (``meta_tests/hostile``), each with its verdict.
 
 One run of the gate judges every target here (a run costs a template start); each test
 reads its target's report: the verdict, the exit status, the complete JSON entry and the
@@ -76,12 +76,20 @@ def _state(function, words, marks=(), **keys):
     return case("global_state", function, FAILS, "global-state", "failed", words, marks, **keys)
 
 
+# Results that hold zeros and answer every question about their values with the correct
+# table (meta_tests/hostile/lying_results.py), and what the call reads each as: the class
+# it is and the dtype its memory holds, whatever its methods claim.
+LYING = {"lying_torch_function": "torch float32 LyingTensor on cpu",
+         "overriding_methods": "torch float32 OverridingTensor on cpu",
+         "disguised_tensor": "torch float32 DisguisedTensor on cpu", "lying_array": "LyingArray of float32",
+         "lying_list": "LyingList (as float64)", "lying_floats": "list (as float64)",
+         "zeros_under_a_mode": "torch float32 tensor on cpu"}
 CASES = [
     case("forged", "forge_every_call", FAILS, "call[50x8]", "failed", ["malformed reply"]),
     case("forged", "garbage_prefix", FAILS, "call[50x8]", "failed", ["malformed reply"]),
     case("forged", "garbage_header", FAILS, "call[50x8]", "failed", ["malformed reply"]),
     case("unreadable", "array_method_raises", FAILS, "call[50x8]", "failed", ["Unconvertible", "__array__ refuses"]),
-    case("unreadable", "exploding_tensor", FAILS, "call[50x8]", "failed", ["ExplodingTensor", "cannot be read"]),
+    case("unreadable", "exploding_tensor", CONFORMS, "call[50x8]", "passed", ["ExplodingTensor"]),
     case("unreadable", "exception_str_raises", FAILS, "call[50x8]", "failed", ["UnprintableError"]),
     *(case("result_kinds", name, CONFORMS, "formula[50x8]", "passed", ["50x8"])
       for name in ("big_endian_float32", "big_endian_float64", "negative_bit", "conjugate_of_real",
@@ -93,6 +101,14 @@ CASES = [
     *(case("result_kinds", name, FAILS, "call[50x8]", "failed", [dtype])
       for name, dtype in (("integer_array", "int64"), ("boolean_array", "bool"), ("complex_array", "complex64"),
                           ("integer_tensor", "int64"), ("boolean_tensor", "bool"), ("complex_tensor", "complex64"))),
+    *(case("lying_results", name, FAILS, "formula[50x8]", "failed", ["50x8"]) for name in LYING),
+    *(case("lying_results", name, FAILS, "call[50x8]", "failed", [kind, "storage cannot be read", words])
+      for name, kind, words in (("wrapper_tensor", "WrapperTensor", "__torch_dispatch__"),
+                                ("fake_tensor", "FakeLikeTensor", "__torch_dispatch__"),
+                                ("meta_tensor", "torch.Tensor", "meta device"),
+                                ("sparse_tensor", "torch.Tensor", "sparse_coo"),
+                                ("dangling_storage", "torch.Tensor", "into a storage of 0"))),
+    case("lying_results", "parameter", CONFORMS, "call[50x8]", "passed", ["Parameter"]),
     case("exhaustion", "grows_without_bound", FAILS, "call[50x8]", "failed",
          ["MemoryError", f"the memory limit is {MEMORY_LIMIT_MIB / 1024:.3g} GiB"]),
     case("exhaustion", "fork_bomb", FAILS, "call[50x8]", "failed", [f"more than {PROCESS_LIMIT} processes",
@@ -191,6 +207,14 @@ def test_verdict(run, module, function, keys, verdict, check, status, words):
 def test_forged_frames_never_make_a_wrong_target_conform(run, function):
     """A target that writes correct-looking replies and returns zeros does not conform."""
     assert run["reports"][function].status != CONFORMS
+
+
+@pytest.mark.parametrize("function", LYING)
+def test_lying_results_are_read_as_what_they_hold(run, function):
+    """A result whose methods claim the correct table is read as the class it is (the call
+    passes, naming it) and judged on the zeros it holds."""
+    call = run["reports"][function].result("call[50x8]")
+    assert (call.status, call.message) == ("passed", f"returned a 50x8 {LYING[function]}"), function
 
 
 def test_fork_bomb_leaves_nothing_behind(run):

@@ -1,7 +1,8 @@
 """Targets whose results (or exceptions) break when the child reads them.
 
 The child converts a result inside the call's own error handling: whatever the object's
-methods raise becomes a reason on ``call[...]``, never a crash of the child.
+methods raise becomes a reason on ``call[...]``, never a crash of the child. A tensor's
+methods are never called: the child reads its storage.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class ExplodingTensor(torch.Tensor):
 def exploding_tensor(num_positions, dim):
     """Returns the correct table as an :class:`ExplodingTensor`.
 
-    Verdict: does not conform; ``call[50x8]`` says the result cannot be read."""
+    Verdict: conforms; the child reads the table from its storage, calling none of its
+    functions, and ``call[50x8]`` names the class."""
     return torch.from_numpy(vaswani(num_positions, dim)).as_subclass(ExplodingTensor)
 
 

@@ -8,11 +8,39 @@ the call may return several) gives one array per item. bfloat16 travels as its u
 pattern; ``longdouble`` as float64. Booleans, integers, objects and strings are refused
 with a reason naming the dtype; complex values only where the call allows them.
 
-The parent checks everything again (dtype, shape, byte count): what this module says can
-make a call fail, never pass.
+The judge reads bytes, not methods. A result is whatever its memory holds, read through
+the base class, and nothing the result's own class defines runs while it is read: one
+rule for every subclass, with no list of trusted ones.
+
+- A ``torch.Tensor`` of any class (``nn.Parameter`` included) is read as a plain tensor
+  aliasing its storage (``TensorBase.as_subclass``), with torch function overrides and
+  Python dispatch switched off (``__torch_function__``, ``__torch_dispatch__``, and any
+  mode the target left entered). Its size, strides and offset must lie within its
+  storage. A tensor whose values are not in its storage is refused, naming its type:
+  a class with ``__torch_dispatch__`` (wrapper, fake, distributed and jagged tensors,
+  whose values and even sizes are computed in Python), a sparse or nested layout, the
+  ``meta`` device.
+- A ``numpy.ndarray`` of any class (``memmap``, ``matrix``, masked) is read as a base
+  ndarray over the same memory (``ndarray.view``, which calls none of the subclass's
+  hooks: ``__array__``, ``__array_interface__``, ``__array_finalize__``, ``astype`` ...).
+- A ``list`` or ``tuple`` (or a subclass: read with ``list``'s and ``tuple``'s own
+  methods, never its ``__len__`` or ``__iter__``) is read item by item under the same
+  rules, and a Python number of a subclass by the base type's value.
+- Anything else (a JAX or CuPy array, a pandas frame) offers no memory of its own to read:
+  it is what NumPy's array protocols make of it, and the array they hand back is read by
+  the rules above.
+
+Type checks use ``type()``, never ``isinstance``, which a lying ``__class__`` fools; a
+result's type is named by ``type``'s own ``__name__``.
+
+This guards against the result, not against the process: a target runs in this process
+and could rewrite it. The parent checks everything again (dtype, shape, byte count): what
+this module says can make a call fail, never pass.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 
@@ -22,38 +50,150 @@ try:
     import torch
 except ImportError:
     torch = None
+# The C class every tensor's methods come from, below torch.Tensor's Python overrides
+# (named _TensorBase before torch 2.3).
+TENSOR_BASE = None if torch is None else getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 COMPLEX = ("complex64", "complex128")
+# NumPy's limit on dimensions: a list nested deeper is not an array (and a list holding
+# itself would nest forever).
+MAX_DEPTH = 64
+_EXACT_NUMBERS = {float, int}
 
 
 class BadResult(Exception):
     """The call returned, but nothing the gate can check."""
 
 
+def _type_name(value) -> str:
+    # type's own descriptor: a metaclass may define a __name__ of its own.
+    return one_line(type.__dict__["__name__"].__get__(type(value)), 60)
+
+
+def _is_tensor(value) -> bool:
+    return torch is not None and issubclass(type(value), torch.Tensor)
+
+
+def _is_array(value) -> bool:
+    return issubclass(type(value), np.ndarray) or _is_tensor(value)
+
+
+@contextlib.contextmanager
+def _no_python_overrides():
+    """Torch functions and dispatch go straight to torch's kernels: no subclass's or
+    mode's ``__torch_function__`` or ``__torch_dispatch__`` runs."""
+    with torch._C.DisableTorchFunction(), torch._C._DisableTorchDispatch():
+        yield
+
+
+def _unreadable(value) -> str | None:
+    """Why ``value``'s storage does not hold its values, or None (call under
+    :func:`_no_python_overrides`; reads nothing but the tensor's own fields)."""
+    base = TENSOR_BASE
+    # First, before any getter: a Python-dispatch class may compute even its layout in Python.
+    if torch._C._dispatch_keys(value).has(torch._C.DispatchKey.Python):
+        return ("its class computes its values in Python (__torch_dispatch__, as wrapper, fake, distributed and "
+                "jagged tensors do); return a plain tensor")
+    layout = base.layout.__get__(value)
+    if base.is_nested.__get__(value) or layout != torch.strided:
+        form = "nested" if base.is_nested.__get__(value) else str(layout).removeprefix("torch.")
+        return f"it is a {form} tensor; return a dense one"
+    if base.device.__get__(value).type == "meta":
+        return "it is on the meta device, which holds no values"
+    size, stride = base.size(value), base.stride(value)
+    if 0 in size:
+        return None
+    itemsize = base.dtype.__get__(value).itemsize
+    reach = (base.storage_offset(value) + sum((n - 1) * step for n, step in zip(size, stride, strict=True)) + 1)
+    held = base.untyped_storage(value).nbytes()
+    if reach * itemsize > held:
+        return f"its size and strides reach {reach * itemsize} bytes into a storage of {held}"
+    return None
+
+
 def _tensor(value, allow_complex: bool):
-    dtype = str(value.dtype).removeprefix("torch.")
-    description = f"torch {dtype} tensor on {value.device}" + (" (requires grad)" if value.requires_grad else "")
-    tensor = value.detach().resolve_neg().resolve_conj()
-    if tensor.is_complex() and not allow_complex:
+    kind = _type_name(value)
+    plain_class = type(value) is torch.Tensor
+    with _no_python_overrides():
+        try:
+            reason = _unreadable(value)
+        except Exception as error:
+            reason = f"reading it {describe_exception(error)}"
+        if reason:
+            what = "torch.Tensor" if plain_class else f"{kind} (a torch.Tensor subclass)"
+            raise BadResult(f"returned a {what} whose storage cannot be read: {reason}")
+        plain = TENSOR_BASE.as_subclass(value, torch.Tensor)
+        return _tensor_values(plain, "tensor" if plain_class else kind, allow_complex)
+
+
+def _tensor_values(plain, kind: str, allow_complex: bool):
+    """A plain tensor as an array (under :func:`_no_python_overrides`)."""
+    dtype = str(plain.dtype).removeprefix("torch.")
+    description = f"torch {dtype} {kind} on {plain.device}" + (" (requires grad)" if plain.requires_grad else "")
+    if plain.is_complex() and not allow_complex:
         raise BadResult(f"returned a complex tensor ({dtype}), not real numbers")
-    if not (tensor.is_floating_point() or tensor.is_complex()):
+    if not (plain.is_floating_point() or plain.is_complex()):
         raise BadResult(f"returned {dtype} values, not floating point")
-    tensor = tensor.cpu().contiguous()
+    tensor = plain.detach().resolve_neg().resolve_conj().cpu().contiguous()
     if tensor.dtype == torch.bfloat16:
         return tensor.view(torch.int16).numpy().view(np.uint16), "bfloat16", description
-    if dtype not in FLOATS + COMPLEX:  # float8 and friends: judged as float32
+    if dtype == "complex32":  # torch's complex half: judged as complex64
+        tensor, dtype = tensor.to(torch.complex64), "complex64"
+    elif dtype not in FLOATS + COMPLEX:  # float8 and friends: judged as float32
         tensor, dtype = tensor.float(), "float32"
     return tensor.numpy(), dtype, description
 
 
+def _number(value):
+    """A Python number of a subclass as the base type's value (its ``__float__`` unasked)."""
+    for base, read in ((float, float.__float__), (int, int.__int__), (complex, complex.__complex__)):
+        if issubclass(type(value), base):
+            return read(value)
+    return None
+
+
+def _plain(value, depth: int = 0):
+    """``value`` with every tensor, array, container and number read by the module's rule:
+    plain lists, base ndarrays and exact numbers, which NumPy converts without running
+    anything of the target's."""
+    if depth > MAX_DEPTH:
+        raise BadResult(f"returned lists nested deeper than {MAX_DEPTH} levels")
+    cls = type(value)
+    if cls in (float, int, bool, complex) or issubclass(cls, np.generic):
+        return value  # NumPy reads scalars' values, never their methods
+    if issubclass(cls, np.ndarray):
+        return np.ndarray.view(value, np.ndarray)
+    if _is_tensor(value):
+        array, dtype, _ = _tensor(value, allow_complex=True)
+        return (array.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else array
+    if issubclass(cls, list | tuple):
+        items = list.copy(value) if issubclass(cls, list) else list(tuple.__getitem__(value, slice(None)))
+        if set(map(type, items)) <= _EXACT_NUMBERS:  # a row of a nested list: no item needs a look
+            return items
+        return [_plain(item, depth + 1) for item in items]
+    number = _number(value)
+    if number is not None:
+        return number
+    try:  # a foreign array: NumPy's protocols are all it offers
+        return np.asarray(value)
+    except BaseException as error:  # noqa: BLE001 - the object's own code: sys.exit included
+        raise BadResult(f"returned a {_type_name(value)} that NumPy cannot convert "
+                        f"({describe_exception(error)})") from None
+
+
 def _array(value, allow_complex: bool):
-    kind = type(value).__name__
-    try:
-        array = np.asarray(value)
-    except Exception as error:
-        raise BadResult(f"returned a {kind} that NumPy cannot convert ({describe_exception(error)})") from None
-    description = f"{kind} of {array.dtype}" if isinstance(value, np.ndarray) else f"{kind} (as {array.dtype})"
+    kind = _type_name(value)
+    if issubclass(type(value), np.ndarray):
+        array = np.ndarray.view(value, np.ndarray)
+        description = f"{kind} of {array.dtype}"
+    else:
+        plain = _plain(value)
+        try:
+            array = np.asarray(plain)
+        except Exception as error:
+            raise BadResult(f"returned a {kind} that NumPy cannot convert ({describe_exception(error)})") from None
+        description = f"{kind} (as {array.dtype})"
     if array.dtype.kind == "c":
         if not allow_complex:
             raise BadResult(f"returned complex values ({array.dtype}), not real numbers")
@@ -67,27 +207,37 @@ def _array(value, allow_complex: bool):
     return array.astype(array.dtype.newbyteorder("="), copy=False), array.dtype.name, description
 
 
+def _items(result, max_items: int):
+    """The items of a result that holds several, read with the base class's own methods;
+    None for a single result."""
+    cls = type(result)
+    if issubclass(cls, tuple):
+        items = list(tuple.__getitem__(result, slice(None)))
+    elif max_items > 1 and issubclass(cls, list):
+        items = list.copy(result)
+        if not items or not all(_is_array(item) for item in items):
+            return None
+    else:
+        return None
+    if not 1 <= len(items) <= max(max_items, 1):
+        raise BadResult(f"returned a {_type_name(result)} of {len(items)} items")
+    return items
+
+
 def to_arrays(result, allow_complex: bool = False, max_items: int = 1):
     """``(is_tuple, [(array, dtype name, description), ...])`` or :class:`BadResult`."""
     if result is None:
         raise BadResult("returned None")
-    if isinstance(result, (str, bytes)):
-        raise BadResult(f"returned a {type(result).__name__} ({one_line(repr(result), 60)}), not numbers")
-    items, is_tuple = [result], False
-    if isinstance(result, tuple) or (max_items > 1 and isinstance(result, list) and result
-                                     and all(_is_array(item) for item in result)):
-        items, is_tuple = list(result), True
-        if not 1 <= len(items) <= max(max_items, 1):
-            raise BadResult(f"returned a {type(result).__name__} of {len(items)} items")
+    for text_type in (str, bytes):
+        if issubclass(type(result), text_type):
+            raise BadResult(f"returned a {_type_name(result)} ({one_line(text_type.__repr__(result), 60)}), "
+                            "not numbers")
+    items = _items(result, max_items)
     converted = []
-    for item in items:
-        if torch is not None and isinstance(item, torch.Tensor):
+    for item in [result] if items is None else items:
+        if _is_tensor(item):
             array, dtype, description = _tensor(item, allow_complex)
         else:
             array, dtype, description = _array(item, allow_complex)
         converted.append((np.ascontiguousarray(array), dtype, description))
-    return is_tuple, converted
-
-
-def _is_array(value) -> bool:
-    return isinstance(value, np.ndarray) or (torch is not None and isinstance(value, torch.Tensor))
+    return items is not None, converted
