@@ -223,7 +223,7 @@ class _Lanes:
             return None if not self.turns or self.errors else self.turns.popleft()
 
     def lane(self) -> None:
-        slot = Slot(self.root, None)
+        slot = Slot(self.root, None, own_root=min(self.options.jobs, len(self.declarations)) == 1)
         try:
             while (turn := self._next()) is not None:
                 index, shared = turn

@@ -21,10 +21,20 @@ from dataclasses import dataclass, field
 from .calls import CallRequest, Outcome
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
 from .loader import module_key
-from .sandbox import Limits, ProcessLimitExceeded, SandboxError, Template, describe_status, process_watch, root_template
+from .sandbox import (
+    Limits,
+    ProcessLimitExceeded,
+    SandboxError,
+    Template,
+    describe_status,
+    process_watch,
+    revive_root,
+    root_template,
+)
 from .wire import change_lines, encode_args, read_outcome, request_bytes, text
 
 MAX_DEATHS = 3
+HELPER_FAILED = "the gate's helper process above the target died or was stopped"
 # Calls sent ahead of the replies, so that the child computes the next while the gate reads
 # this one; only as many bytes as a socket buffer surely holds, or both sides could block
 # sending at once (the gate its next request, the child its reply).
@@ -136,27 +146,51 @@ class _Child:
 class Slot:
     """One lane of a run (see the module docstring); ``close`` kills all it started."""
 
-    def __init__(self, root: Template, limits: Limits):
-        self.root, self.limits = root, limits
+    def __init__(self, root: Template, limits: Limits, own_root: bool = True):
+        self.root, self.limits, self.own_root = root, limits, own_root
         self._template: Template | None = None
         self._module: tuple[str, Template | None, TargetRun] | None = None
 
     @property
     def template(self) -> Template:
         if self._template is None:
-            self._template = self.root.fork_template(self.limits, None)
+            try:
+                self._template = self.root.fork_template(self.limits, None)
+            except SandboxError:  # the root was dying when last seen alive
+                self.root = revive_root(self.root)
+                self._template = self.root.fork_template(self.limits, None)
         return self._template
+
+    def ensure(self) -> None:
+        """Replace every helper of this lane that is gone or stopped (a target's code may
+        have killed or stopped the templates above it): before a target's turn, so that no
+        target pays for what another did."""
+        if not self.root.alive():
+            self._template = None  # it died with the root
+            self._module = None
+            self.root = revive_root(self.root)
+        if self._template is not None and not self._template.alive():
+            self._template.close()
+            self._template, self._module = None, None  # a module template dies with its slot template
+        if self._module is not None and self._module[1] is not None and not self._module[1].alive():
+            self._module = None
 
     # -- module templates ------------------------------------------------------------------
 
     def share_module(self, target: str, search_path=()) -> None:
         """Import ``target``'s module once in a module template for the targets that follow
         (until :meth:`end_module` or another module)."""
+        self.ensure()
         key = (module_key(target), tuple(search_path))
         if self._module is not None and self._module[0] == key:
             return
         self.end_module()
-        module = self.template.fork_template(self.limits, 0, search_path)
+        try:
+            module = self.template.fork_template(self.limits, 0, search_path)
+        except SandboxError:  # the slot template was dying when last seen alive
+            self._template.close()
+            self._template = None
+            module = self.template.fork_template(self.limits, 0, search_path)
         deadline = time.monotonic() + self.limits.timeout
         try:
             reply = module.request({"op": "import", "target": target}, seconds=self.limits.timeout)
@@ -179,7 +213,10 @@ class Slot:
 
     def _discard(self, template: Template) -> None:
         template.sock.close()
-        self.template.finish(template.pid)  # the slot template forked it: it kills and reaps it
+        try:
+            self.template.finish(template.pid)  # the slot template forked it: it kills and reaps it
+        except SandboxError:  # the slot template is gone too: ensure() replaces it
+            pass
 
     # -- one target -----------------------------------------------------------------------
 
@@ -187,7 +224,17 @@ class Slot:
         """Import ``target`` in a fresh sealed child and make every call of ``requests``;
         ``search_path`` goes first on the child's import path. ``stop_after(index, outcome)``,
         when given, may return a reason to make no more calls after this one: the rest are
-        not run, with that reason, and the child is killed at once."""
+        not run, with that reason, and the child is killed at once. A helper process that
+        dies or stops during the turn fails the call it happened in (the calls after it are
+        not run); one found dead before the turn is replaced first."""
+        self.ensure()
+        turn = self._turn(target, requests, search_path, stop_after)
+        why = self.helpers_failed()
+        if why is not None:
+            blame_helper_failure(turn, why)
+        return turn
+
+    def _turn(self, target: str, requests, search_path, stop_after) -> TargetRun:
         if self._module is not None and self._module[0] == (module_key(target), tuple(search_path)):
             _, module, imported = self._module
             if module is None:
@@ -196,7 +243,28 @@ class Slot:
                 return _Turn(self, module, target, requests, imported.import_state, search_path, stop_after).run()
             except SandboxError:  # the module template died (its import left something fatal behind)
                 self.end_module()  # this target and the module's next ones import in their own children
-        return _Turn(self, self.template, target, requests, ImportState(), search_path, stop_after).run()
+                self.ensure()
+        for attempt in (1, 2):
+            try:
+                return _Turn(self, self.template, target, requests, ImportState(), search_path, stop_after).run()
+            except SandboxError as error:  # no child could be started for it: its template was dying
+                self._template.close()
+                self._template = None
+                self.ensure()
+                if attempt == 2:
+                    return TargetRun(False, f"the gate could not start a process for {target}: {error}")
+
+    def helpers_failed(self) -> str | None:
+        """Why a helper of this lane is gone or stopped (None: all are well). The root
+        template counts only when this lane is the run's only one (another lane's target
+        could have reached it)."""
+        if self.own_root and not self.root.alive():
+            return "the gate's root template process died or was stopped"
+        if self._template is not None and not self._template.alive():
+            return "the gate's slot template process died or was stopped"
+        if self._module is not None and self._module[1] is not None and not self._module[1].alive():
+            return "the gate's module template process died or was stopped"
+        return None
 
     def close(self) -> None:
         self.end_module()
@@ -214,6 +282,7 @@ class _Turn:
         self.limits, self.search_path, self.stop_after = slot.limits, search_path, stop_after
         self.import_state = import_state
         self.child: _Child | None = None
+        self.helper_failure: str | None = None  # why a helper process above the child failed
 
     def _start(self) -> tuple[bool, str, ImportState]:
         self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path)
@@ -233,7 +302,21 @@ class _Turn:
 
     def _finish(self) -> int | None:
         child, self.child = self.child, None
-        return child.finish() if child is not None else None
+        if child is None:
+            return None
+        try:
+            return child.finish()
+        except SandboxError as error:  # the template above the child is gone or stopped
+            self.helper_failure = self.helper_failure or str(error)
+            return None
+
+    def _died(self) -> Outcome:
+        """The outcome of a call whose process died (with the template above it, if that failed too)."""
+        status = self._finish()
+        if self.helper_failure is None:
+            return Outcome("died", describe_status(status))
+        return Outcome("died", f"{HELPER_FAILED} during this call (a target must not stop or kill its parent "
+                               f"processes): {self.helper_failure}")
 
     def run(self) -> TargetRun:
         ok, message, import_state = self._start()
@@ -269,15 +352,22 @@ class _Turn:
                                                                 "did not send for its calls (a forged reply)")
         finally:
             self._finish()
+        if self.helper_failure is not None:
+            blame_helper_failure(turn, self.helper_failure)
         return turn
 
     def _after_death(self, more: bool) -> None:
         """Start another child for the calls left, up to ``MAX_DEATHS`` deaths."""
         self.deaths += 1
-        if self.deaths >= MAX_DEATHS:
+        if self.helper_failure is not None:
+            self.stop = "not run: the gate's helper process above the target failed on an earlier call"
+        elif self.deaths >= MAX_DEATHS:
             self.stop = f"not run: the process died on {self.deaths} calls of this target"
         elif more:
-            ok, message, _ = self._start()
+            try:
+                ok, message, _ = self._start()
+            except SandboxError as error:
+                self.helper_failure, ok, message = str(error), False, str(error)
             if not ok:
                 self.stop = f"not run: the target failed to import again after a death ({message})"
 
@@ -300,10 +390,22 @@ class _Turn:
             self._finish()
             return Outcome("limit", f"{what} sent {error}"), f"the reply channel of {what} was abandoned"
         except ChannelClosed:
-            return Outcome("died", describe_status(self._finish())), None
+            return self._died(), None
         except (ChannelError, OSError) as error:
             self._finish()
             return Outcome("malformed", f"{what}: {error}"), f"the reply channel of {what} was corrupted"
+
+
+def blame_helper_failure(turn: TargetRun, why: str) -> None:
+    """A helper process that failed during a target's turn without taking a call with it
+    (stopped, or killed after the last reply) fails the turn's first call that returned
+    (which call did it cannot be told): the target's turn did it."""
+    if any(outcome.status == "died" for outcome in turn.outcomes):
+        return
+    ran = [index for index, outcome in enumerate(turn.outcomes) if outcome.ran]
+    if ran:
+        turn.outcomes[ran[0]] = Outcome("died", f"{HELPER_FAILED} during this target's turn (a target must not "
+                                                 f"stop or kill its parent processes): {why}")
 
 
 def run_target(declaration, requests: list[CallRequest], options) -> TargetRun:

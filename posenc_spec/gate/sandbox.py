@@ -80,11 +80,16 @@ class Limits:
 
 
 class Template:
-    """A handle on one template process (see :mod:`posenc_spec.gate.child.template`)."""
+    """A handle on one template process (see :mod:`posenc_spec.gate.child.template`).
 
-    def __init__(self, sock: socket.socket, pid: int | None, popen=None):
-        self.sock, self.pid, self.popen = sock, pid, popen
-        self.reader = Reader(sock)
+    A target's code can reach the templates above it (as the same user it may stop or kill
+    them): a template that is gone or stopped while the gate waits for it is killed and
+    reported as a :class:`SandboxError` at once, and the gate replaces it
+    (:meth:`posenc_spec.gate.runner.Slot.ensure`)."""
+
+    def __init__(self, sock: socket.socket, pid: int | None, popen=None, preload: tuple[str, ...] = ()):
+        self.sock, self.pid, self.popen, self.preload = sock, pid, popen, preload
+        self.reader = Reader(sock, on_wait=self._watch)
         self._lock = threading.Lock()  # lanes share the root template: one request at a time
 
     @classmethod
@@ -101,10 +106,28 @@ class Template:
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
                                  start_new_session=True, close_fds=True)
         child_end.close()
-        return cls(parent_end, None, popen)
+        return cls(parent_end, None, popen, preload)
+
+    def _process_id(self) -> int | None:
+        return self.popen.pid if self.popen is not None else self.pid
 
     def alive(self) -> bool:
-        return self.popen is None or self.popen.poll() is None
+        """Whether the process is there and not stopped (a stopped one is killed: it would
+        never answer)."""
+        if self.popen is not None and self.popen.poll() is not None:
+            return False
+        pid = self._process_id()
+        if pid is None or pid <= 0:
+            return True  # starting: ready() says whether it started
+        state = os_limits.process_state(pid)
+        if state in ("T", "t"):
+            os_limits.kill_group(pid)
+        return state not in (None, "Z", "X", "T", "t")
+
+    def _watch(self) -> None:
+        """While the gate waits for this template: a template that died or was stopped ends the wait."""
+        if not self.alive():
+            raise ChannelError(f"the process {self._process_id()} died or was stopped")
 
     def ready(self) -> None:
         """Wait until the template has started; :class:`PreloadError` when it could not import
@@ -204,6 +227,19 @@ def root_template(preload: tuple[str, ...] = ()):
                 raise PreloadError(f"--preload {','.join(preload)}: {error}") from None
             raise
     yield root
+
+
+def revive_root(dead: Template) -> Template:
+    """A running root template in place of ``dead`` (one its targets' code killed or
+    stopped): started anew, or the one another lane started already."""
+    with _root_lock:
+        root = _roots.get(dead.preload)
+        if root is None or root is dead or not root.alive():
+            dead.close()
+            root = _roots[dead.preload] = Template.start(dead.preload)
+            atexit.register(root.close)
+    root.ready()
+    return root
 
 
 def check_preload(preload: tuple[str, ...]) -> None:

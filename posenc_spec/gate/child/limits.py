@@ -107,6 +107,16 @@ def _parents() -> dict[int, int]:
     return parents
 
 
+def process_state(pid: int) -> str | None:
+    """A process's state letter from ``/proc`` (``R``, ``S``, ``T`` stopped, ``Z`` zombie
+    ...); None when there is no such process (or no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rpartition(b")")[2].split()[0].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None if IS_LINUX else "R"
+
+
 def user_processes() -> list[int]:
     uid = os.getuid()
     pids = []
