@@ -27,26 +27,22 @@ ruff find their configuration. Example::
 
 from __future__ import annotations
 
-import tomllib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .declaration import Declaration, declare
 from .errors import UsageError
-from .user_files import read_text
+from .user_files import read_toml
 
-MAX_CONFIG_BYTES = 1 << 22
+MAX_CONFIG_BYTES = 1 << 20  # a TOML file's objects take up to ~300 times its size in memory
 BUILT_IN = "built-in default (the packaged reference implementations)"
 
 
 def load_toml(path: Path) -> dict:
     """A TOML file as a dict: a UTF-8 byte-order mark and CRLF line ends are accepted; every
     error names the file (and the line, for a syntax error)."""
-    text = read_text(path, MAX_CONFIG_BYTES, "configuration file")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"{path}: not valid TOML: {error}") from None
+    return read_toml(path, MAX_CONFIG_BYTES, "configuration file")
 
 
 def _tool_table(data: dict):
@@ -93,11 +89,12 @@ def built_in_declarations(overrides: dict | None = None) -> list[Declaration]:
 
 def find_pyproject(start=None) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.posenc-spec]`` table, from ``start``
-    (the working directory) up to the repository's root or the file system's."""
+    (the working directory) up to the repository's root or the file system's. Every
+    ``pyproject.toml`` on the way is read: one that cannot be is a usage error."""
     folder = Path(start or Path.cwd()).resolve()
     for candidate in (folder, *folder.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file() and _tool_table(load_toml(path)) is not None:
+        if os.path.lexists(path) and _tool_table(load_toml(path)) is not None:
             return path
         if (candidate / ".git").exists():
             return None
