@@ -5,15 +5,14 @@ and one line naming the file, never a hang, an exhausted memory or an internal e
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from meta_tests.guards import hang_guard
 from posenc_spec.cli import main
 from posenc_spec.gate.config import MAX_CONFIG_BYTES
 from posenc_spec.gate.errors import UsageError
@@ -21,7 +20,6 @@ from posenc_spec.gate.user_files import MAX_DEPTH, data_depth, json_nesting, rea
 from posenc_spec.gate.xfails import MAX_XFAILS_BYTES
 from posenc_spec.rope.config import MAX_CONFIG_BYTES as MAX_ROPE_CONFIG_BYTES
 
-HANG_GUARD_SECONDS = 30.0  # a guard against a hang (a blocked open), not a timing: reads take milliseconds
 TARGET = "reference_impls.torch_impl:positional_encoding"
 DEEP_TOML = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
 DEEP_JSON = "[" * 100_000 + "]" * 100_000
@@ -35,22 +33,6 @@ READERS = {
     "rope-config": (lambda path: ["check", "pkg.mod:fn", "--api", "rope-freqs", "--rope-config", str(path)],
                     "Hugging Face config", MAX_ROPE_CONFIG_BYTES, DEEP_JSON),
 }
-
-
-@contextlib.contextmanager
-def hang_guard(seconds: float = HANG_GUARD_SECONDS):
-    """Fail (TimeoutError) instead of hanging when the block does not finish in ``seconds``:
-    SIGALRM interrupts a blocked system call such as the open of a FIFO without a writer."""
-    def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s: a blocked read?")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _hostile(kind: str, folder, cap: int, deep: str | None):
