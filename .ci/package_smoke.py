@@ -19,8 +19,9 @@ temporary folder, so that nothing of the repository can be imported. Inside it c
 3. ``pytest --posenc-target FILE.py:fn --posenc-convention vaswani`` passes for the correct
    function and fails for the wrong one;
 4. ``posenc-spec check`` in a subfolder finds ``[tool.posenc-spec]`` in a parent folder;
-5. ``posenc-spec check`` in an empty folder without configuration runs the built-in default:
-   the targets of the installed ``posenc_spec.references.BUILT_IN_TARGETS``, all conforming.
+5. ``posenc-spec check`` in an empty folder without configuration checks nothing and exits 2;
+   ``posenc-spec check --builtin`` runs the targets of the installed
+   ``posenc_spec.references.BUILT_IN_TARGETS``, all conforming.
 """
 
 from __future__ import annotations
@@ -195,11 +196,15 @@ def check_builtin_default(folder: Path) -> None:
     expected = [declared["target"] for declared in BUILT_IN_TARGETS["targets"]]
     empty = folder / "empty"
     empty.mkdir()
-    run(["posenc-spec", "check", "--json", "default.json"], empty, expected=0)
+    refused = run(["posenc-spec", "check", "--json", "default.json"], empty, expected=2)
+    expect(refused.stderr.startswith("posenc-spec check: error: nothing to check: ") and refused.stderr.count("\n") == 1
+           and not (empty / "default.json").exists(),
+           f"posenc-spec check in an empty folder checks nothing: {refused.stderr.strip()}")
+    run(["posenc-spec", "check", "--builtin", "--json", "default.json"], empty, expected=0)
     report = json.loads((empty / "default.json").read_text("utf-8"))
     ran = [target["target"] for target in report["targets"]]
     expect(len(expected) == 4 and ran == expected and report["total_targets"] == len(expected),
-           f"posenc-spec check in an empty folder runs the {len(expected)} targets of BUILT_IN_TARGETS "
+           f"posenc-spec check --builtin runs the {len(expected)} targets of BUILT_IN_TARGETS "
            f"(ran {ran}, total_targets {report['total_targets']})")
     expect(report["status"] == "conforms" and all(target["status"] == "conforms" for target in report["targets"]),
            f"the built-in default conforms: {[target['status'] for target in report['targets']]}")

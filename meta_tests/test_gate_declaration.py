@@ -41,7 +41,8 @@ def test_text_from_flags_reads_as_the_typed_values_from_a_file():
 
 @pytest.mark.parametrize("keys, words", [
     ({}, "a target is required"),
-    ({"target": "m:f", "colour": "red"}, "unknown key(s) 'colour'"),
+    ({"target": "m:f", "colour": "red"}, "unknown key(s) 'colour'; known: target, convention"),
+    ({"target": "m:f", "timout": 5}, "unknown key 'timout' (did you mean 'timeout'?)"),
     ({"target": "m:f", "convention": "vaswan"}, "convention must be one of vaswani, concat"),
     ({"target": "m:f", "convention": "vaswan"}, "(did you mean 'vaswani'?)"),
     ({"target": "m:f", "freq_shift": 2}, "freq_shift must be one of 0, 1"),
@@ -159,16 +160,91 @@ def test_xfails_patterns_reasons_and_errors(tmp_path):
 
 
 def test_nearest_pyproject_is_found_from_a_subfolder_and_stops_at_the_repository(tmp_path):
-    """Like pytest and ruff: the nearest pyproject.toml with the table, up to the repository root."""
+    """Like pytest and ruff: the nearest pyproject.toml with the table, up to the repository
+    root; a search that finds none says where it looked."""
     (tmp_path / "pyproject.toml").write_text('[tool.posenc-spec]\ntarget = "a:f"\n')
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / "src" / "deep").mkdir(parents=True)
     (repo / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    assert find_pyproject(repo / "src" / "deep") is None  # the repository's own has no table
+    search = find_pyproject(repo / "src" / "deep")  # the repository's own has no table
+    assert (search.found, search.start, search.stop, search.at_repository) == (None, repo / "src" / "deep", repo, True)
+    assert search.places() == f"in {repo / 'src' / 'deep'} and each folder above it up to {repo} (the repository root)"
+    assert find_pyproject(repo).places() == f"in {repo} (the repository root)"
     (repo / "pyproject.toml").write_text('[tool.posenc-spec]\ntarget = "b:g"\n')
-    assert find_pyproject(repo / "src" / "deep") == repo / "pyproject.toml"
-    assert find_pyproject(tmp_path) == tmp_path / "pyproject.toml"
+    assert find_pyproject(repo / "src" / "deep").found == repo / "pyproject.toml"
+    assert find_pyproject(tmp_path).found == tmp_path / "pyproject.toml"
+
+
+NEAR_MISSES = ["tool.posenc_spec", "tool.posenc", "tool.PosEnc-Spec", "tool.posenc-specs", "tool.posencspec",
+               "tool.posenc-sepc", "posenc-spec", "tools.posenc-spec", 'tool."posenc spec"']
+
+
+@pytest.mark.parametrize("table", NEAR_MISSES)
+@pytest.mark.parametrize("array", [False, True])
+def test_a_table_named_close_to_tool_posenc_spec_is_named_wherever_it_is_read(tmp_path, table, array):
+    """A slip in the table's name ([tool.posenc_spec], [[tool.posenc.targets]] ...) is a usage
+    error naming the slip, the file and the right name: in a --config file, and in a
+    pyproject.toml the search passes on its way up (also above one that has no table)."""
+    header = f"[[{table}.targets]]" if array else f"[{table}]"
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\n\n{header}\ntarget = "a:f"\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pyproject.toml").write_text('[project]\nname = "y"\n')
+    expected = f"{tmp_path / 'pyproject.toml'}: [{table}] is not read; did you mean [tool.posenc-spec]?"
+    for read in (lambda: read_config(tmp_path / "pyproject.toml"), lambda: find_pyproject(tmp_path / "sub")):
+        with pytest.raises(UsageError) as error:
+            read()
+        assert str(error.value) == expected
+
+
+@pytest.mark.parametrize("table", ["tool.ruff", "tool.poetry", "tool.pytest.ini_options", "tool.posargs",
+                                   "tool.spec-gate", "tool.pydocstyle", "project"])
+def test_other_tools_tables_are_not_near_misses(tmp_path, table):
+    """Tables of other tools beside [tool.posenc-spec] are left alone: no false alarm."""
+    path = tmp_path / "pyproject.toml"
+    path.write_text(f'[{table}]\nkey = 1\n\n[tool.posenc-spec]\ntarget = "a:f"\n')
+    assert [declaration.target for declaration in read_config(path)] == ["a:f"]
+    assert find_pyproject(tmp_path).found == path
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[tool.posenc-spec]\nconvetion = "vaswani"\ntarget = "a:f"\n',
+     "[tool.posenc-spec]: unknown key 'convetion' (did you mean 'convention'?)"),
+    ('[tool.posenc-spec]\nmax-positions = 64\ntarget = "a:f"\n',
+     "[tool.posenc-spec]: unknown key 'max-positions' (did you mean 'max_positions'?)"),
+    ('[[tool.posenc-spec.tragets]]\ntarget = "a:f"\n',
+     "[tool.posenc-spec]: unknown key 'tragets' (did you mean 'targets'?)"),
+    ('[[tool.posenc-spec.targets]]\ntarget = "a:f"\nConvention = "concat"\n',
+     "[tool.posenc-spec]: targets[0]: unknown key 'Convention' (did you mean 'convention'?)"),
+    ('[[tool.posenc-spec.target]]\ntarget = "a:f"\n',
+     "[tool.posenc-spec]: [[tool.posenc-spec.target]] should be [[tool.posenc-spec.targets]]"),
+    ('[tool.posenc-spec.targets]\ntarget = "a:f"\n',
+     "'targets' must be a non-empty array of tables ([[tool.posenc-spec.targets]])"),
+])
+def test_a_key_close_to_a_known_one_is_named(tmp_path, text, message):
+    """A mistyped key, and [[target]] for [[targets]], are usage errors with the right spelling."""
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError) as error:
+        read_config(path)
+    assert str(error.value).startswith(f"{path} ") and message in str(error.value), str(error.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[target]]\ntarget = "a:f"\n', ": [[target]] should be [[targets]] (one table per target)"),
+    ('convention = "concat"\n[[target]]\ntarget = "a:f"\n', ": [[target]] should be [[targets]]"),
+    ('[posenc_spec]\ntarget = "a:f"\n', ": [posenc_spec] is not read; did you mean [tool.posenc-spec]?"),
+    ('target = "a:f"\nxfail = "x.txt"\n', ": unknown key 'xfail' (did you mean 'xfails'?)"),
+])
+def test_config_file_slips_are_named(tmp_path, text, message):
+    """The same slips in a --config file of [[targets]]; a single target given as target = "..." stays valid."""
+    path = tmp_path / "gate.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError) as error:
+        read_config(path)
+    assert str(error.value).startswith(f"{path}{message}"), str(error.value)
+    path.write_text('convention = "concat"\ntarget = "a:f"\n')
+    assert [(d.target, d.preset) for d in read_config(path)] == [("a:f", "concat")]
 
 
 @pytest.mark.parametrize("kwargs, words", [

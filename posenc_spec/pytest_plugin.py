@@ -59,8 +59,8 @@ def declarations(config) -> list:
     if target is None and config_file is None and not nearest:
         return []
     flags = {key: config.getoption(dest, default=None) for dest, key in _KEYS.items()}
-    front = Front("--posenc-target", "--posenc-config", "--posenc-xfails", where="--posenc: ", flags=False,
-                  missing="--posenc: no pyproject.toml with a [tool.posenc-spec] table here or above")
+    front = Front("--posenc-target", "--posenc-config", "--posenc-xfails",
+                  others="--posenc-config FILE or --posenc-target TARGET", where="--posenc: ", flags=False)
     try:
         if sum(map(bool, (target, config_file, nearest))) > 1:
             raise UsageError("give one of --posenc-target, --posenc-config and --posenc")

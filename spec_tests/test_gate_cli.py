@@ -20,9 +20,9 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parent.parent
 
 # A [tool.posenc-spec] table as a user writes one: shared keys, then two targets, the second
-# with its own API and convention. (This repository has no such table: with none, check runs
-# posenc_spec.references.BUILT_IN_TARGETS, which test_the_built_in_default_runs_in_an_empty_folder
-# covers.)
+# with its own API and convention. (This repository has no such table: check --builtin runs
+# posenc_spec.references.BUILT_IN_TARGETS, which test_builtin_runs_the_reference_implementations
+# covers; check alone refuses to run, see test_nothing_declared_is_a_usage_error.)
 PYPROJECT_EXAMPLE = """\
 [tool.posenc-spec]
 convention = "vaswani"
@@ -254,17 +254,57 @@ def timesteps_only(timesteps, dim):
     return timesteps[:, None].float().expand(-1, dim)
 
 
-def test_the_built_in_default_runs_in_an_empty_folder(tmp_path, monkeypatch, capsys):
-    """No TARGET, no --config, no pyproject.toml: the packaged reference implementations."""
+def test_builtin_runs_the_reference_implementations(tmp_path, monkeypatch, capsys):
+    """--builtin in a folder with nothing declared: the packaged reference implementations, flags applied."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".git").mkdir()  # a repository root: the search for a pyproject.toml stops here
-    assert main(["check", "--max-positions", "64", "--json", "r.json"]) == 0
+    assert main(["check", "--builtin", "--max-positions", "64", "--json", "r.json"]) == 0
     printed = capsys.readouterr().out
     report = _report(tmp_path / "r.json")
     assert "built-in default" in printed and report["config"].startswith("built-in default")
     assert [entry["target"].split(":")[0] for entry in report["targets"]] == [
         "posenc_spec.references.numpy_loop", "posenc_spec.references.numpy_vectorized",
         "posenc_spec.references.torch_impl", "posenc_spec.references.timestep"]
+    assert {entry["declaration"]["max_positions"] for entry in report["targets"]} == {64}
+
+
+@pytest.mark.parametrize("where", ["repository", "subfolder"])
+def test_nothing_declared_is_a_usage_error(tmp_path, monkeypatch, capsys, where):
+    """No TARGET, no --config, no [tool.posenc-spec] up to the repository root: exit 2 and one
+    line saying where the search looked and how to declare targets; nothing is checked."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    start = tmp_path if where == "repository" else tmp_path / "src" / "pkg"
+    start.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(start)
+    assert main(["check", "--json", "r.json"]) == 2
+    captured = capsys.readouterr()
+    looked = f"in {tmp_path}" if where == "repository" else f"in {start} and each folder above it up to {tmp_path}"
+    assert captured.err == (f"posenc-spec check: error: nothing to check: no pyproject.toml with a [tool.posenc-spec] "
+                            f"table {looked} (the repository root); declare targets in one, or give --config FILE, "
+                            "a TARGET, or --builtin (the reference implementations posenc-spec ships)\n")
+    assert captured.out == "" and not (start / "r.json").exists()
+
+
+@pytest.mark.parametrize("argv, given", [(["--builtin", TORCH_REFERENCE], "TARGET"),
+                                         (["--builtin", "--config", "gate.toml"], "--config")])
+def test_builtin_goes_alone(argv, given, capsys):
+    """--builtin with a TARGET or --config is a one-line usage error."""
+    assert main(["check", *argv]) == 2
+    assert capsys.readouterr().err == ("posenc-spec check: error: --builtin checks the reference implementations "
+                                       f"posenc-spec ships: give it without {given}\n")
+
+
+def test_a_near_miss_table_is_a_usage_error_not_a_pass(tmp_path, monkeypatch, capsys):
+    """[tool.posenc_spec] (underscore) in the repository's pyproject.toml: exit 2 naming the
+    slip, the file and the right spelling; before, check fell back to another default and passed."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.posenc_spec]\ntarget = "reference_impls.torch_impl:positional_'
+                                             'encoding"\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["check"]) == 2
+    assert capsys.readouterr().err == (f"posenc-spec check: error: {tmp_path / 'pyproject.toml'}: [tool.posenc_spec] "
+                                       "is not read; did you mean [tool.posenc-spec]?\n")
 
 
 def test_junit_and_github_annotations(tmp_path, monkeypatch, capsys):

@@ -112,6 +112,23 @@ def test_a_bad_option_is_a_usage_error(pytester, option, words):
     assert status == 4 and words in output and "Traceback" not in output, output
 
 
+@pytest.mark.parametrize("table", [None, "tool.posenc_spec"])
+def test_posenc_with_nothing_declared_is_a_usage_error(pytester, table):
+    """--posenc in a repository with no [tool.posenc-spec], or a near miss of its name: pytest's
+    usage error (exit 4) in one line, saying where the search looked or naming the slip."""
+    (pytester.path / ".git").mkdir()
+    pyproject = pytester.path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n' + (f'[{table}]\ntarget = "impl:vaswani"\n' if table else ""))
+    status, output = _pytest_here(pytester, "--posenc")
+    if table is None:
+        words = (f"posenc-spec: --posenc: nothing to check: no pyproject.toml with a [tool.posenc-spec] table in "
+                 f"{pytester.path} (the repository root); declare targets in one, or give --posenc-config FILE or "
+                 "--posenc-target TARGET")
+    else:
+        words = f"posenc-spec: {pyproject}: [tool.posenc_spec] is not read; did you mean [tool.posenc-spec]?"
+    assert status == 4 and words in output and "Traceback" not in output, output
+
+
 ROPE_TARGETS = """\
 import numpy as np
 

@@ -1,9 +1,10 @@
 """``posenc-spec check`` and ``posenc-spec merge``.
 
-``check`` gates one TARGET (declared by flags), the targets of a ``--config`` file, or those
-of the nearest ``[tool.posenc-spec]``; it prints a summary, and writes the versioned JSON
-report (``--json``), JUnit XML (``--junitxml``), pictures of failing targets (``--plots``)
-and GitHub annotations. ``merge`` joins the JSON reports of ``--shard`` runs.
+``check`` gates one TARGET (declared by flags), the targets of a ``--config`` file, those
+of the nearest ``[tool.posenc-spec]``, or the reference implementations (``--builtin``); it
+prints a summary, and writes the versioned JSON report (``--json``), JUnit XML
+(``--junitxml``), pictures of failing targets (``--plots``) and GitHub annotations.
+``merge`` joins the JSON reports of ``--shard`` runs.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ See posenc_spec.gate.grid for what each one checks and for the grid. Rotary embe
 relative and history at [d=D...]; see posenc_spec.gate.rope.grid.
 
 Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml with a
-[tool.posenc-spec] table (from the working directory up to the repository root), else
-the built-in default: the reference implementations posenc-spec ships. Flags given with
-them override every target's keys.
+[tool.posenc-spec] table (from the working directory up to the repository root); with
+none, nothing is checked (exit 2). --builtin checks the reference implementations
+posenc-spec ships instead. Flags given with them override every target's keys.
 """
 
 
@@ -54,6 +55,8 @@ def register(subparsers) -> None:
     check.add_argument("target", nargs="?", metavar="TARGET",
                        help="package.module:attr or path/to/file.py:attr (attr may be dotted)")
     check.add_argument("--config", metavar="FILE", help="a TOML file of [[targets]] (or a pyproject.toml)")
+    check.add_argument("--builtin", action="store_true",
+                       help="check the reference implementations posenc-spec ships (no TARGET, no --config)")
     add_declaration_arguments(check)
     add_rope_arguments(check)
     add_against_arguments(check)
@@ -91,8 +94,10 @@ def run_check(args) -> int:
     from posenc_spec.gate.sandbox import check_preload
 
     try:
-        declarations, config = select_declarations(Front("TARGET", "--config", "--xfails"), args.target, args.config,
-                                                   args.xfails, declaration_flags(args))
+        front = Front("TARGET", "--config", "--xfails", others="--config FILE, a TARGET, or --builtin (the "
+                      "reference implementations posenc-spec ships)")
+        declarations, config = select_declarations(front, args.target, args.config, args.xfails,
+                                                   declaration_flags(args), builtin=args.builtin)
         options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes, preload=args.preload,
                               fail_fast=args.fail_fast)
         check_outputs(("--json", args.json), ("--junitxml", args.junitxml))

@@ -1,4 +1,5 @@
-"""Where declarations come from: ``[tool.posenc-spec]``, a ``--config`` file, or flags.
+"""Where declarations come from: a TARGET and flags, a ``--config`` file, the nearest
+``[tool.posenc-spec]``, or ``--builtin``.
 
 A TOML file holds ``[[targets]]`` tables, each with ``target`` and any of the keys of
 :mod:`posenc_spec.gate.declaration`; keys at the top level are defaults for every target.
@@ -6,10 +7,10 @@ In a ``pyproject.toml`` the same keys live under ``[tool.posenc-spec]``: one tar
 directly, or a ``targets`` array. Relative paths (file targets, xfails files) are relative
 to the TOML file's folder. Command-line flags override the keys of every target.
 
-Without ``--config`` the gate uses the nearest ``pyproject.toml`` holding a
-``[tool.posenc-spec]`` table, looking in the working directory and then each parent up to
-the root of the repository (a folder holding ``.git``) or of the file system, as pytest and
-ruff find their configuration. Example::
+Without a TARGET, ``--config`` or ``--builtin`` the gate uses the nearest ``pyproject.toml``
+holding a ``[tool.posenc-spec]`` table, looking in the working directory and then each
+parent up to the root of the repository (a folder holding ``.git``) or of the file system,
+as pytest and ruff find their configuration. Example::
 
     [tool.posenc-spec]
     convention = "vaswani"
@@ -23,30 +24,40 @@ ruff find their configuration. Example::
     api = "timesteps"
     convention = "tensor2tensor"
     odd = "skip"
+
+When there is none, nothing is checked: a usage error says where the search looked and how
+to declare targets (a run that checked something other than what the project declares
+would pass whatever the project does). For the same reason a table spelled close to
+``tool.posenc-spec`` (``[tool.posenc_spec]``, ``[tool.posenc]``, ``[posenc-spec]``), in any
+``pyproject.toml`` the search reads or in a ``--config`` file, a key close to a known one,
+and ``[[target]]`` for ``[[targets]]`` are usage errors naming the right spelling. The
+reference implementations posenc-spec ships are checked only when asked (``--builtin``).
 """
 
 from __future__ import annotations
 
-import tomllib
+import difflib
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .declaration import Declaration, declare
+from .declaration import Declaration, declare, refuse_unknown_keys
 from .errors import UsageError
-from .user_files import read_text
+from .keys import KEYS
+from .user_files import read_toml
 
-MAX_CONFIG_BYTES = 1 << 22
+MAX_CONFIG_BYTES = 1 << 20  # a TOML file's objects take up to ~300 times its size in memory
 BUILT_IN = "built-in default (the packaged reference implementations)"
+TABLE = "tool.posenc-spec"
+TABLE_KEYS = (*KEYS, "targets")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def load_toml(path: Path) -> dict:
     """A TOML file as a dict: a UTF-8 byte-order mark and CRLF line ends are accepted; every
     error names the file (and the line, for a syntax error)."""
-    text = read_text(path, MAX_CONFIG_BYTES, "configuration file")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"{path}: not valid TOML: {error}") from None
+    return read_toml(path, MAX_CONFIG_BYTES, "configuration file")
 
 
 def _tool_table(data: dict):
@@ -54,17 +65,65 @@ def _tool_table(data: dict):
     return tool.get("posenc-spec") if isinstance(tool, dict) else None
 
 
-def declarations_from_table(section, base_dir, where: str, overrides: dict | None = None) -> list[Declaration]:
-    """The declarations of one configuration table (see the module docstring)."""
+def _normal(name: str) -> str:
+    return "".join(character for character in name.lower() if character.isalnum())
+
+
+def _close_to_table(name: str) -> bool:
+    """A slip of case, punctuation, plural or a letter or two in ``posenc-spec``, or its first word alone."""
+    normal = _normal(name)
+    return normal.startswith("posenc") or difflib.SequenceMatcher(None, normal, "posencspec").ratio() > 0.8
+
+
+def _is_table(value) -> bool:
+    return isinstance(value, dict) or (isinstance(value, list) and bool(value)
+                                       and all(isinstance(item, dict) for item in value))
+
+
+def _dotted(*names: str) -> str:
+    """A table's name as TOML writes it: ``tool."posenc spec"``."""
+    return ".".join(name if _BARE_KEY.match(name) else f'"{name}"' for name in names)
+
+
+def near_misses(data: dict) -> list[str]:
+    """The tables of a parsed TOML file whose names are close to ``tool.posenc-spec`` but not it."""
+    found = []
+    for top, value in data.items():
+        if not _is_table(value):
+            continue
+        if top == "tool" and isinstance(value, dict):
+            found += [_dotted(top, key) for key, inner in value.items()
+                      if key != "posenc-spec" and _is_table(inner) and _close_to_table(key)]
+        elif _close_to_table(top):
+            found.append(_dotted(top))
+        elif _normal(top) in ("tool", "tools") and isinstance(value, dict):
+            found += [_dotted(top, key) for key, inner in value.items() if _is_table(inner) and _close_to_table(key)]
+    return found
+
+
+def _refuse_near_misses(path: Path, data: dict) -> None:
+    misses = near_misses(data)
+    if misses:
+        raise UsageError(f"{path}: [{misses[0]}] is not read; did you mean [{TABLE}]?")
+
+
+def declarations_from_table(section, base_dir, where: str, overrides: dict | None = None,
+                            table: str = "") -> list[Declaration]:
+    """The declarations of one configuration table (see the module docstring); ``table`` is
+    its name for messages (``tool.posenc-spec``, or empty at the top of a ``--config`` file)."""
     if not isinstance(section, dict):
         raise UsageError(f"{where}expected a table of keys, got {type(section).__name__}")
+    prefix = f"{table}." if table else ""
+    if isinstance(section.get("target"), list):
+        raise UsageError(f"{where}[[{prefix}target]] should be [[{prefix}targets]] (one table per target)")
+    refuse_unknown_keys(section, TABLE_KEYS, where)
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
     defaults = {key: value for key, value in section.items() if key != "targets"}
     if "targets" not in section:
         return [declare({**defaults, **overrides}, base_dir, where)]
     entries = section["targets"]
     if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
-        raise UsageError(f"{where}'targets' must be a non-empty array of tables ([[targets]])")
+        raise UsageError(f"{where}'targets' must be a non-empty array of tables ([[{prefix}targets]])")
     return [declare({**defaults, **entry, **overrides}, base_dir, f"{where}targets[{index}]: ")
             for index, entry in enumerate(entries)]
 
@@ -74,14 +133,13 @@ def read_config(path, overrides: dict | None = None) -> list[Declaration]:
     ``[tool.posenc-spec]``."""
     path = Path(path)
     data = load_toml(path)
+    _refuse_near_misses(path, data)
     section = _tool_table(data)
-    if section is None:
-        if "targets" not in data and "target" not in data:
-            raise UsageError(f"{path} has no [[targets]] tables and no [tool.posenc-spec] table")
-        section, where = data, f"{path}: "
-    else:
-        where = f"{path} [tool.posenc-spec]: "
-    return declarations_from_table(section, path.resolve().parent, where, overrides)
+    if section is not None:
+        return declarations_from_table(section, path.resolve().parent, f"{path} [{TABLE}]: ", overrides, TABLE)
+    if not {"targets", "target"} & set(data):
+        raise UsageError(f"{path} has no [[targets]] tables and no [{TABLE}] table")
+    return declarations_from_table(data, path.resolve().parent, f"{path}: ", overrides)
 
 
 def built_in_declarations(overrides: dict | None = None) -> list[Declaration]:
@@ -91,17 +149,41 @@ def built_in_declarations(overrides: dict | None = None) -> list[Declaration]:
     return declarations_from_table(BUILT_IN_TARGETS, None, "built-in default: ", overrides)
 
 
-def find_pyproject(start=None) -> Path | None:
-    """The nearest ``pyproject.toml`` with a ``[tool.posenc-spec]`` table, from ``start``
-    (the working directory) up to the repository's root or the file system's."""
+@dataclass(frozen=True)
+class Search:
+    """Where the search for ``[tool.posenc-spec]`` went: the ``pyproject.toml`` it ``found``
+    (None: none), the folders it looked in from ``start`` up to ``stop``, and, when it found
+    none, whether it stopped at a repository's root (else at the file system's)."""
+
+    found: Path | None
+    start: Path
+    stop: Path
+    at_repository: bool
+
+    def places(self) -> str:
+        """Where it looked, for a message."""
+        root = "the repository root" if self.at_repository else "the file system root"
+        if self.start == self.stop:
+            return f"in {self.start} ({root})"
+        return f"in {self.start} and each folder above it up to {self.stop} ({root})"
+
+
+def find_pyproject(start=None) -> Search:
+    """The search for the nearest ``pyproject.toml`` with a ``[tool.posenc-spec]`` table, from
+    ``start`` (the working directory) up to the repository's root or the file system's. Every
+    ``pyproject.toml`` on the way is read: one that cannot be, or that holds a near miss of
+    the table's name, is a usage error."""
     folder = Path(start or Path.cwd()).resolve()
     for candidate in (folder, *folder.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file() and _tool_table(load_toml(path)) is not None:
-            return path
+        if os.path.lexists(path):
+            data = load_toml(path)
+            _refuse_near_misses(path, data)
+            if _tool_table(data) is not None:
+                return Search(path, folder, candidate, False)
         if (candidate / ".git").exists():
-            return None
-    return None
+            return Search(None, folder, candidate, True)
+    return Search(None, folder, candidate, False)
 
 
 @dataclass(frozen=True)
@@ -109,37 +191,43 @@ class Front:
     """How a front end (``posenc-spec check``, the pytest plugin) names the options that
     choose its declarations, for its messages: ``target``, ``config`` and ``xfails`` as the
     user types them; ``where`` prefixes a target's errors and ``flags`` names its keys as
-    command-line flags (see :func:`~posenc_spec.gate.declaration.declare`); ``missing`` is
-    the error when no configuration is found (None: the built-in default is checked)."""
+    command-line flags (see :func:`~posenc_spec.gate.declaration.declare`); ``others`` says
+    how else than a ``[tool.posenc-spec]`` table targets are declared, for the error when
+    nothing is."""
 
     target: str
     config: str
     xfails: str
+    others: str
     where: str = ""
     flags: bool = True
-    missing: str | None = None
 
 
 def select_declarations(front: Front, target, config_file, xfails, overrides: dict,
-                        base_dir=None) -> tuple[list[Declaration], str | None]:
+                        base_dir=None, builtin: bool = False) -> tuple[list[Declaration], str | None]:
     """The declarations a front end's options name, and where they come from (None for a
     target, else the configuration file or :data:`BUILT_IN`): ``target`` with its
-    ``xfails`` file, else the ``config_file``, else the nearest ``pyproject.toml`` with a
-    ``[tool.posenc-spec]`` table, else ``front.missing``. ``overrides`` (the flags) override
-    every target's keys; relative paths are taken from ``base_dir`` (the working directory)."""
+    ``xfails`` file, else the ``config_file``, else the built-in default when ``builtin``,
+    else the nearest ``pyproject.toml`` with a ``[tool.posenc-spec]`` table; none of them is
+    a usage error. ``overrides`` (the flags) override every target's keys; relative paths
+    are taken from ``base_dir`` (the working directory)."""
     if target is not None and config_file is not None:
         raise UsageError(f"give either {front.target} or {front.config}, not both")
+    if builtin and (target is not None or config_file is not None):
+        given = front.target if target is not None else front.config
+        raise UsageError(f"--builtin checks the reference implementations posenc-spec ships: give it without {given}")
     if target is not None:
         keys = {"target": target, **overrides, "xfails": xfails}
         return [declare(keys, base_dir, front.where, flags=front.flags)], None
     if xfails is not None:
         raise UsageError(f"{front.xfails} goes with {front.target}; in a config file give each target an `xfails` key")
+    if builtin:
+        return built_in_declarations(overrides), BUILT_IN
     if config_file is not None:
         path = Path(config_file) if base_dir is None else Path(base_dir, config_file)
-    else:
-        path = find_pyproject(base_dir)
-    if path is not None:
         return read_config(path, overrides), str(path)
-    if front.missing is not None:
-        raise UsageError(front.missing)
-    return built_in_declarations(overrides), BUILT_IN
+    search = find_pyproject(base_dir)
+    if search.found is None:
+        raise UsageError(f"{front.where}nothing to check: no pyproject.toml with a [{TABLE}] table {search.places()}; "
+                         f"declare targets in one, or give {front.others}")
+    return read_config(search.found, overrides), str(search.found)

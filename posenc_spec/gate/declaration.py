@@ -35,6 +35,7 @@ one no convention describes.
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,9 +143,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
     def name(key):
         return where + (flag(key) if flags else key)
 
-    unknown = sorted(set(keys) - set(KEYS))
-    if unknown:
-        raise UsageError(f"{where}unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(KEYS)}")
+    refuse_unknown_keys(keys, KEYS, where)
     target = keys.get("target")
     if not isinstance(target, str) or not target:
         raise UsageError(f"{where}a target is required: 'package.module:attr' or 'path/to/file.py:attr'")
@@ -176,6 +175,18 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         max_ulp=integer(name("max_ulp"), keys["max_ulp"], minimum=0, maximum=MAX_ULP) if "max_ulp" in keys else 0,
         formula=against is None or any(key in keys for key in (*DECLARING_KEYS, *ROPE_KEYS)), rope=rope,
     )
+
+
+def refuse_unknown_keys(keys, known: tuple[str, ...], where: str = "") -> None:
+    """A :class:`UsageError` for the first key not ``known`` that is close to one ("did you
+    mean"), else for all of them, with the known keys."""
+    unknown = sorted(str(key) for key in keys if key not in known)
+    for key in unknown:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        if close:
+            raise UsageError(f"{where}unknown key {key!r} (did you mean {close[0]!r}?)")
+    if unknown:
+        raise UsageError(f"{where}unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
 
 
 def _sinusoidal(keys: dict, name) -> tuple[str, Convention, str]:

@@ -85,6 +85,7 @@ def finish(declaration: Declaration, plan: list[str], by_id: dict, causes: dict,
     """The report: the plan's checks in order, with the xfails applied."""
     xfails = declaration.xfails
     checks, notes = [], list(warnings)
+    unmatched = xfails.unmatched_warning(plan)  # first: its one pass over the entries answers each match below
     for name in plan:
         check = by_id[name]
         entry = xfails.match(name) or (xfails.match(causes[name]) if name in causes else None)
@@ -97,8 +98,8 @@ def finish(declaration: Declaration, plan: list[str], by_id: dict, causes: dict,
             notes.append(f"{xfails.path}, line {entry.line}: {entry.pattern!r} passed at {name}: the known deviation "
                          "is gone, remove the entry")
         checks.append(check)
-    for entry in xfails.unmatched(plan):
-        notes.append(f"{xfails.path}, line {entry.line}: {entry.pattern!r} matches no check of this run")
+    if unmatched is not None:
+        notes.append(unmatched)
     report = GateReport(declaration, checks, importable, notes)
     if not report.conforms:
         report.kept = kept

@@ -6,7 +6,7 @@
 - :mod:`posenc_spec.references.timestep`: the concat-style diffusion timestep embedding (seed 003).
 - :mod:`posenc_spec.references.family`: every member of the family, by convention name.
 
-``posenc-spec check`` with no TARGET and no configuration checks these, as
+``posenc-spec check --builtin`` checks these, as
 :data:`BUILT_IN_TARGETS` declares them (the same keys a ``[tool.posenc-spec]`` table holds).
 """
 

@@ -30,6 +30,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.user_files import read_json
+
 from .conventions import ROPE_TYPES, TYPE_KEYS, RopeConvention
 from .oracle import LAYOUTS
 
@@ -38,6 +41,7 @@ _FIELD_NAMES = {"rope_type", "rope_theta", "partial_rotary_factor", "head_dim", 
                 "rotary_dim", "rotary_features", "attention_factor_placement", "layout"}
 _TYPE_PARAMETERS = {name for required, optional in TYPE_KEYS.values() for name in required + optional}
 _LENGTH_FROM_TOP = ("llama3", "yarn", "longrope")
+MAX_CONFIG_BYTES = 1 << 22  # a config.json is kilobytes; this leaves room for long label lists
 
 
 class RopeConfigError(ValueError):
@@ -80,14 +84,9 @@ def _load(source) -> tuple[dict, str]:
         raise TypeError(f"source must be a path or a dict, got {type(source).__name__}")
     name = os.fspath(source)
     try:
-        with open(name, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise RopeConfigError(f"{name}: cannot read the file ({getattr(error, 'strerror', None) or error})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise RopeConfigError(f"{name}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
+        data = read_json(name, MAX_CONFIG_BYTES, "Hugging Face config")
+    except UsageError as error:
+        raise RopeConfigError(str(error)) from None
     if not isinstance(data, dict):
         raise RopeConfigError(f"{name}: the JSON is a {type(data).__name__}, not an object")
     return data, name
