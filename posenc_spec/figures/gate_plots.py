@@ -17,6 +17,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from posenc_spec.text import printable
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_FOLDER_NAME = 100
 
@@ -70,10 +72,11 @@ def figure_folders(reports) -> list[str]:
 
 def table_labels(declaration, dtype: str, slot: str | None = None) -> tuple[str, str]:
     """The title of the pictures of a declared target's table ("TARGET at SLOT under
-    CONVENTION, DTYPE", without " at SLOT" when None) and what its rows are: timesteps for
+    CONVENTION, DTYPE", without " at SLOT" when None; the target's name as a terminal would
+    show it, no control character drawn as a glyph) and what its rows are: timesteps for
     the timesteps API, else positions."""
     where = f" at {slot}" if slot is not None else ""
-    title = f"{declaration.name}{where} under {declaration.convention_name()}, {dtype}"
+    title = f"{printable(declaration.name)}{where} under {declaration.convention_name()}, {dtype}"
     return title, "timestep" if declaration.api == "timesteps" else "position"
 
 

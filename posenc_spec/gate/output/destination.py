@@ -54,6 +54,9 @@ _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 class Unwritten(OSError):
     """A destination opened at the start could not be written at the end; the message is one line."""
 
+    def __str__(self) -> str:
+        return self.strerror
+
 
 def _write_text(text: str, stream) -> None:
     try:
