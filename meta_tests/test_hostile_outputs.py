@@ -2,7 +2,8 @@
 writes: report destinations changed during the run (``meta_tests/hostile/destinations.py``),
 control sequences and workflow commands in printed fields, a reply over the protocol's
 limit, a 0-d result and values no picture can span (``meta_tests/hostile/printed.py``), and
-shard reports that disagree with themselves.
+shard reports that disagree with themselves; and, unit by unit, the reasons and escapes
+those runs rely on.
 
 One run of ``check`` judges the targets that cannot make the gate wait, in this process;
 the run whose report path becomes a FIFO, and the one naming a FIFO nobody reads, are real
@@ -28,6 +29,8 @@ from meta_tests.reports import gate_report
 from posenc_spec.checks import CheckResult
 from posenc_spec.cli import main
 from posenc_spec.figures.gate_plots import figure_folder
+from posenc_spec.gate.calls import shape_problem
+from posenc_spec.gate.child.protocol import MAX_HEADER_BYTES, HeaderTooLarge, encode_header, in_place_of
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.output import json_report
 from posenc_spec.text import TERMINAL_CONTROLS
@@ -234,3 +237,34 @@ def test_merge_refuses_a_shard_that_says_it_conforms_while_a_check_failed(tmp_pa
     assert status == 2 and err.count("\n") == 1, err
     assert f"{shards[1]}: target pkg.mod:f1 says it 'conforms', its checks say 'does-not-conform'" in err, err
     assert not (tmp_path / "all.json").exists()
+
+
+@pytest.mark.parametrize("shape, words", [((), "returned a 0-d array (a scalar), expected 50x8"),
+                                          ((1,), "returned shape (1,), expected 50x8"),
+                                          ((50,), "returned shape (50,), expected 50x8"),
+                                          ((8, 50), "returned shape 8x50, expected 50x8: transposed")])
+def test_shapes_are_described_as_they_are(shape, words):
+    """A 0-d result is a scalar, one axis is written as a tuple: never "shape 1" for either."""
+    assert shape_problem(shape, (50, 8)).startswith(words), shape_problem(shape, (50, 8))
+
+
+def test_a_header_over_the_limit_is_replaced_by_one_that_names_it():
+    """Encoding a header over 64 KiB raises HeaderTooLarge; the reply sent in its place keeps
+    what pairs it with its request, refuses the result and names the limit, and fits."""
+    reply = {"op": "result", "id": 3, "token": "t", "status": "raised", "exception": "E" * MAX_HEADER_BYTES}
+    with pytest.raises(HeaderTooLarge) as raised:
+        encode_header(reply)
+    short = in_place_of(reply, raised.value)
+    assert short == {"op": "result", "id": 3, "token": "t", "status": "bad", "ok": False,
+                     "message": f"the reply header of {raised.value.size} bytes exceeds the protocol's 64 KiB"}
+    assert len(encode_header(short)) < MAX_HEADER_BYTES
+
+
+def test_command_line_errors_show_the_users_words_escaped(capsys):
+    """An unknown option holding ESC and a line break with a workflow command: one line on
+    stderr, escaped, exit 2."""
+    with pytest.raises(SystemExit) as exited:
+        main(["check", "--\x1b[2Jx\n::error::forged"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1, err
+    assert "unrecognized arguments: --\\x1b[2Jx\\n::error::forged" in err, err

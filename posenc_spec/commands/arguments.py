@@ -40,7 +40,10 @@ class Parser(argparse.ArgumentParser):
                     if close:
                         message += f" (did you mean {close[0]}?)"
                         break
-        self.exit(USAGE_STATUS, f"{self.prog}: error: {message} (--help for usage)\n")
+        from posenc_spec.gate.output.destination import emit
+
+        emit(f"{self.prog}: error: {message} (--help for usage)", sys.stderr)  # the words are the user's
+        self.exit(USAGE_STATUS)
 
     def _options_of_command(self, words: list[str]) -> list[str]:
         """The options of the subcommand named in ``words`` (its unknown options are reported by
