@@ -77,7 +77,9 @@ def register(subparsers) -> None:
 
     merge = subparsers.add_parser(
         "merge", help="join the JSON reports of --shard runs into one",
-        description="Join the --json reports of the shards of one run; the exit status is the whole run's.")
+        description="Join the --json reports of the shards of one run, every status recomputed from the checks; the "
+                    "exit status is the whole run's (2: a shard that is missing, repeated, from another run or that "
+                    "disagrees with itself; 3: a report that could not be written).")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     merge.add_argument("--json", metavar="FILE", required=True, help="where to write the joined report (- for stdout)")
     merge.add_argument("--junitxml", metavar="FILE", help="also write it as JUnit XML")

@@ -2,7 +2,8 @@
 
 For example a CPU run against a GPU run, or two library versions. Exit status: 0 every
 output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable, truncated or tampered
-snapshot, or two snapshots of different calls or APIs.
+snapshot, or two snapshots of different calls or APIs; 3 the ``--json`` file could not be
+written at the end.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from .arguments import (
 EPILOG = """\
 exit status: 0 identified; 1 no member of the family fits (the answer is "none", with the
 nearest convention and its max error/tolerance ratio); 2 usage error, or a TARGET that
-cannot be imported.
+cannot be imported; 3 the --json file could not be written at the end.
 
 --api rope-freqs | rope-cache | rope-apply names the layout, theta, the rotary size, the
 rotated features and the scaling type with its parameters, where the calls determine them.
