@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_tests.hostile import MAX_POSITIONS, assert_complete_entry, strict_json, target
+from meta_tests.hostile import MAX_POSITIONS, alive, assert_complete_entry, strict_json, target
 from meta_tests.reports import gate_report
 from posenc_spec.checks import CheckResult
 from posenc_spec.cli import main
@@ -171,14 +171,6 @@ def _command(*args):
     return [sys.executable, "-m", "posenc_spec", *args]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return state.rpartition(b")")[2].split()[0] not in (b"Z", b"X")
-
-
 def test_a_report_path_turned_into_a_fifo_never_makes_the_gate_wait(tmp_path):
     """A target that replaces the --json path with a FIFO nobody reads: the run ends, the
     verdict printed, one line naming --json, exit 3; the JUnit report is complete; the
@@ -194,7 +186,7 @@ def test_a_report_path_turned_into_a_fifo_never_makes_the_gate_wait(tmp_path):
     assert "conforms" in done.stdout and report.is_fifo()
     assert 'tests="65" failures="0" errors="0"' in junit.read_text(encoding="utf-8")
     recorded = [int(pid) for pid in pids.read_text().split()]
-    assert recorded and not [pid for pid in recorded if _alive(pid)]
+    assert recorded and not [pid for pid in recorded if alive(pid)]
 
 
 def test_a_fifo_nobody_reads_is_a_usage_error_before_any_target(tmp_path):

@@ -135,27 +135,36 @@ def _encoded(text: str) -> bytes:
 
 
 class Destination:
-    """A report's destination, opened by :func:`open_destination`; :meth:`write` once, then it is closed."""
+    """A report's destination, opened by :func:`open_destination`: :meth:`write` once, then
+    it is closed."""
 
     def __init__(self, option: str, value: str):
         self.option, self.value = option, value
+        self.written = False
 
     def write(self, text: str) -> None:
+        """Write ``text`` (see the module docstring), then let go; :class:`Unwritten` when it cannot."""
+        if self.written:
+            raise Unwritten(errno.EBADF, f"{self.option} {self.value}: already written")
+        self.written = True
+        try:
+            self._put(text)
+        except OSError as error:
+            raise Unwritten(error.errno, f"{self.option} {self.value}: {_reason(error)}; the report was not "
+                                         "written") from None
+        finally:
+            self.close()
+
+    def _put(self, text: str) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
         """Let go of what was held (nothing is written)."""
 
-    def _unwritten(self, error: OSError) -> Unwritten:
-        return Unwritten(error.errno, f"{self.option} {self.value}: {_reason(error)}; the report was not written")
-
 
 class _StandardOutput(Destination):
-    def write(self, text: str) -> None:
-        try:
-            _write_text(text, sys.stdout)
-        except OSError as error:  # a closed pipe
-            raise self._unwritten(error) from None
+    def _put(self, text: str) -> None:
+        _write_text(text, sys.stdout)
 
 
 class _Stream(Destination):
@@ -165,17 +174,10 @@ class _Stream(Destination):
         super().__init__(option, value)
         self.fd = fd
 
-    def write(self, text: str) -> None:
-        if self.fd is None:
-            raise Unwritten(errno.EBADF, f"{self.option} {self.value}: already written")
+    def _put(self, text: str) -> None:
         view = memoryview(_encoded(text))
-        try:
-            while view:
-                view = view[os.write(self.fd, view):]
-        except OSError as error:
-            raise self._unwritten(error) from None
-        finally:
-            self.close()
+        while view:
+            view = view[os.write(self.fd, view):]
 
     def close(self) -> None:
         if self.fd is not None:
@@ -190,15 +192,8 @@ class _File(Destination):
         super().__init__(option, value)
         self.folder, self.name = folder, name
 
-    def write(self, text: str) -> None:
-        if self.folder is None:
-            raise Unwritten(errno.EBADF, f"{self.option} {self.value}: already written")
-        try:
-            _replace(self.folder, self.name, _encoded(text))
-        except OSError as error:
-            raise self._unwritten(error) from None
-        finally:
-            self.close()
+    def _put(self, text: str) -> None:
+        _replace(self.folder, self.name, _encoded(text))
 
     def close(self) -> None:
         if self.folder is not None:
