@@ -204,9 +204,9 @@ def test_a_fifo_nobody_reads_is_a_usage_error_before_any_target(tmp_path):
     assert not marker.exists()
 
 
-def _shard_files(folder: Path) -> list[str]:
-    """Two shard reports of one run of four targets (the second fails a check), the shard
-    of target 1 rewritten to say it conforms."""
+def _shard_files(folder: Path, lie: bool = True) -> list[str]:
+    """Two shard reports of one run of four targets (the second fails a check); with
+    ``lie``, the shard of target 1 rewritten to say it conforms."""
     reports = [gate_report([CheckResult("import", "passed", "imported"), CheckResult("call[50x8]", status, "r")],
                            target=f"pkg.mod:f{i}") for i, status in enumerate(["passed", "failed", "passed", "passed"])]
     digest = json_report.run_digest((report.declaration.name, report.declaration.as_dict()) for report in reports)
@@ -214,7 +214,7 @@ def _shard_files(folder: Path) -> list[str]:
     for index in (1, 2):
         entries = [json_report.target_entry(r, p) for p, r in enumerate(reports) if p % 2 == index - 1]
         data = json_report.run_report(entries, len(reports), (index, 2), digest=digest)
-        if index == 2:
+        if lie and index == 2:
             data["status"] = data["targets"][0]["status"] = "conforms"
         paths.append(folder / f"shard-{index}.json")
         paths[-1].write_text(json_report.to_text(data), encoding="utf-8")
@@ -260,3 +260,13 @@ def test_command_line_errors_show_the_users_words_escaped(capsys):
     err = capsys.readouterr().err
     assert exited.value.code == 2 and err.count("\n") == 1, err
     assert "unrecognized arguments: --\\x1b[2Jx\\n::error::forged" in err, err
+
+
+def test_merge_to_standard_output_keeps_annotations_out_of_the_report(tmp_path, capsys):
+    """``merge --json -`` with annotations: stdout is the merged report alone, the
+    annotations go to stderr."""
+    shards = _shard_files(tmp_path, lie=False)
+    assert main(["merge", *shards, "--json", "-", "--annotations", "github"]) == 1
+    out, err = capsys.readouterr()
+    assert strict_json(out)["status"] == "does-not-conform"
+    assert err.startswith("::error ") and err.count("\n") == 1, err

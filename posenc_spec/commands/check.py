@@ -186,4 +186,4 @@ def run_merge(args) -> int:
             data = json_report.merge([json_report.read_report(path) for path in args.reports], args.reports)
         except UsageError as problem:
             return error("merge", problem)
-        return write_outputs("merge", data, outputs, annotate, sys.stdout)
+        return write_outputs("merge", data, outputs, annotate, sys.stderr if args.json == "-" else sys.stdout)
