@@ -237,6 +237,21 @@ def test_symlinks_are_followed_and_fifos_and_devices_held_from_the_start(tmp_pat
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
 
+def test_a_pipe_named_by_dev_fd_is_written(tmp_path):
+    """A shell's ``>(...)`` is ``/dev/fd/N``, a link to a pipe that names no path: the pipe
+    gets the report."""
+    reader, writer = os.pipe()
+    try:
+        destination.open_destination("--json", f"/dev/fd/{writer}").write("to the pipe")
+        os.close(writer)
+        writer = None
+        assert os.read(reader, 100) == b"to the pipe"
+    finally:
+        os.close(reader)
+        if writer is not None:
+            os.close(writer)
+
+
 def test_a_fifo_nobody_reads_is_refused_at_once(tmp_path):
     """``--json`` naming a FIFO without a reader: a usage error naming the flag, not a wait."""
     os.mkfifo(tmp_path / "pipe")

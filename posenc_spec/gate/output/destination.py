@@ -216,9 +216,9 @@ def _open_folder(option: str, value: str, folder: str) -> int:
     return fd
 
 
-def _open_stream(option: str, value: str, path: str, mode: int) -> Destination:
+def _open_stream(option: str, value: str, mode: int) -> Destination:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(value, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as error:
         if error.errno == errno.ENXIO and stat.S_ISFIFO(mode):
             raise UsageError(f"{option} {value}: a FIFO that nobody reads (start its reader first)") from None
@@ -232,9 +232,8 @@ def open_destination(option: str, value: str) -> Destination:
     naming ``option`` when it cannot be."""
     if value == "-":
         return _StandardOutput(option, value)
-    path = os.path.realpath(value)
     try:
-        mode = os.stat(path).st_mode
+        mode = os.stat(value).st_mode
     except FileNotFoundError:
         mode = None
     except OSError as error:
@@ -242,10 +241,11 @@ def open_destination(option: str, value: str) -> Destination:
     if mode is not None and stat.S_ISDIR(mode):
         raise UsageError(f"{option} {value}: is a folder")
     if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
-        return _open_stream(option, value, path, mode)
+        # Opened by the name given: a shell's >(...) is /dev/fd/N, whose link names no path.
+        return _open_stream(option, value, mode)
     if mode is not None and not stat.S_ISREG(mode):
         raise UsageError(f"{option} {value}: is {_kind(mode)}")
-    folder, name = os.path.split(path)
+    folder, name = os.path.split(os.path.realpath(value))
     return _File(option, value, _open_folder(option, value, folder), name)
 
 
