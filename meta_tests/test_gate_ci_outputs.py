@@ -14,8 +14,10 @@ import pytest
 from meta_tests.hostile import report_json
 from meta_tests.reports import gate_report
 from posenc_spec.checks import CheckResult, Worst
+from posenc_spec.gate.output import json_report
 from posenc_spec.gate.output.annotations import MAX_LINES_PER_TARGET, github_annotations
 from posenc_spec.gate.output.junit import junit_xml
+from posenc_spec.text import TERMINAL_CONTROLS
 
 JUNIT_XSD = Path(__file__).resolve().parent.parent / "spec_tests" / "data" / "junit-10.xsd"
 WORST = Worst((3, 4), (50, 8), 0.5, 0.25, 0.25, 1e-7)
@@ -116,6 +118,34 @@ def test_junit_escapes_hostile_text_and_replaces_what_xml_forbids():
     assert "]]>" not in text and "<b>" not in text
 
 
+# What a terminal acts on and what a CI runner runs, in a target's name and its reason.
+TERMINAL = "\x7f \x9b2J \u202eevil\u2069 \u2028 ##[error]old ##vso[task]x"
+NAME = "::add-mask::x/pe.py:fn"
+
+
+def test_junit_writes_what_a_terminal_acts_on_as_references():
+    """DEL, C1, bidi and line separators, ``##[`` and a line that starts with ``::`` are
+    written as character references: the raw text holds none of them, and it parses back
+    to exactly the same values."""
+    report = gate_report([CheckResult("formula[50x8]", "failed", f"{TERMINAL}\n::error::forged")], target=NAME,
+                         warnings=["w\n::warning::forged"])
+    text = junit_xml(report_json([report]))
+    (suite,) = _suites(text)
+    assert suite.get("name") == NAME and suite.find("testcase").find("failure").get("message") == \
+        f"{TERMINAL}\n::error::forged"
+    assert suite.find("system-out").text == "warning: w\n::warning::forged"
+    assert not re.search(f"[{TERMINAL_CONTROLS}]", text) and "##[" not in text and "##vso[" not in text
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("::")], text
+
+
+def test_json_report_holds_no_workflow_command_and_reads_back_the_same():
+    """The JSON text is ASCII with no ``##[`` or ``##vso[``, and parses back to the report."""
+    data = report_json([gate_report([CheckResult("formula[50x8]", "failed", TERMINAL)], target=NAME)])
+    text = json_report.to_text(data)
+    assert text.isascii() and "##[" not in text and "##vso[" not in text
+    assert json.loads(text) == data
+
+
 def test_junit_is_deterministic():
     """The same report gives the same text: no timestamp or host name is written."""
     data = report_json([_every_status(), _unimportable()])
@@ -161,6 +191,19 @@ def test_annotations_escape_properties_and_message(tmp_path):
     assert level == "error" and properties == {"file": "my,dir:x/pe.py", "line": "12",
                                                "title": "posenc-spec formula[50x8]"}
     assert message == f"{source}:fn: {reason}"
+
+
+def test_annotations_escape_what_a_terminal_acts_on_in_every_field(tmp_path):
+    """ESC, C1 and bidi characters in the file, the title (the check id) and the message are
+    backslash escapes after the workflow escaping: one line, one command, no raw control."""
+    source = tmp_path / "a\x1b[2Jb\u202e" / "pe.py"
+    report = gate_report([CheckResult("formula[\x9b1A]", "failed", "bad\x1b]0;title\x07")], target=f"{source}:fn",
+                         where=(str(source), 3))
+    (line,) = github_annotations(report_json([report]), root=tmp_path)
+    assert not re.search(f"[\\x00-\\x1f{TERMINAL_CONTROLS}]", line), line
+    level, properties, message = _parse_command(line)
+    assert properties == {"file": "a\\x1b[2Jb\\u202e/pe.py", "line": "3", "title": "posenc-spec formula[\\x9b1A]"}
+    assert message.endswith(":fn: bad\\x1b]0;title\\x07"), message
 
 
 def test_annotations_locations_relative_outside_or_null(tmp_path):

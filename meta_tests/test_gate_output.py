@@ -4,10 +4,10 @@ a shell redirection would, but atomically."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
-import threading
 
 import jsonschema
 import numpy as np
@@ -64,21 +64,88 @@ def test_overall_status_and_exit_status():
     assert json_report.EXIT_STATUS == {"conforms": 0, "does-not-conform": 1, "error": 2}
 
 
+def _shards(reports, count=2):
+    """The shard reports of ``reports`` as ``check --shard K/COUNT --json`` writes them, parsed back."""
+    digest = json_report.run_digest((report.declaration.name, report.declaration.as_dict()) for report in reports)
+    shards = []
+    for index in range(1, count + 1):
+        entries = [json_report.target_entry(r, p) for p, r in enumerate(reports) if p % count == index - 1]
+        shards.append(json.loads(json_report.to_text(json_report.run_report(entries, len(reports), (index, count),
+                                                                             digest=digest))))
+    return shards
+
+
+def _mixed_run():
+    return [gate_report([CheckResult("import", "passed", "imported"), CheckResult("call[50x8]", status, "r")],
+                        target=f"pkg.mod:f{i}") for i, status in enumerate(["passed", "failed", "passed", "passed"])]
+
+
 def test_shards_merge_back_into_the_whole_run():
     """Each shard holds every N-th target with its position; merged, they are the whole run
     in order, and a missing or repeated shard is a usage error."""
     reports = [gate_report([], target=f"pkg.mod:f{i}") for i in range(5)]
-    whole = report_json(reports)
-    shards = []
-    for index in (1, 2):
-        entries = [json_report.target_entry(r, p) for p, r in enumerate(reports) if p % 2 == index - 1]
-        shards.append(json_report.run_report(entries, 5, (index, 2)))
+    shards = _shards(reports)
     merged = json_report.merge(shards[::-1], ["b.json", "a.json"])
-    assert json_report.to_text(merged) == json_report.to_text(whole)
+    assert json_report.to_text(merged) == json_report.to_text(report_json(reports))
     with pytest.raises(UsageError, match="shard.s. 2/2 missing"):
         json_report.merge(shards[:1], ["a.json"])
     with pytest.raises(UsageError, match="a.json and a.json are both shard 1/2"):
         json_report.merge([shards[0], shards[0]], ["a.json", "a.json"])
+
+
+def _lie(shard: dict, how: str) -> None:
+    """Make ``shard`` (a parsed shard report) disagree with itself or with its run."""
+    entry = shard["targets"][0]
+    if how == "target-status":
+        entry["status"] = "conforms"
+    elif how == "run-status":
+        shard["status"] = "conforms"
+    elif how == "declaration":
+        entry["declaration"]["base"] = 500.0
+    elif how == "position":
+        entry["position"] += 1
+    elif how == "check-status":
+        entry["checks"][1]["status"] = "fine"
+
+
+LIES = {
+    "target-status": r"a.json: target pkg.mod:f1 says it 'conforms', its checks say 'does-not-conform'",
+    "run-status": r"a.json: says the run's status is 'conforms', its targets say 'does-not-conform'",
+    "declaration": r"do not give their run_digest",
+    "position": r"a.json: shard 2/2 holds target pkg.mod:f1 at position 2, which is another shard's",
+    "check-status": r"a.json: target pkg.mod:f1: a check without an id, a known status or a reason",
+}
+
+
+@pytest.mark.parametrize("how", list(LIES))
+def test_merge_refuses_a_shard_that_disagrees_with_itself(tmp_path, how):
+    """A shard whose statuses are not what its checks give, whose declarations were changed
+    or whose targets are another shard's: a usage error naming the file and the target."""
+    shards = _shards(_mixed_run())
+    _lie(shards[1], how)
+    paths = [tmp_path / "b.json", tmp_path / "a.json"]
+    for path, shard in zip(paths, shards, strict=True):
+        path.write_text(json.dumps(shard))
+    with pytest.raises(UsageError, match=LIES[how]):
+        json_report.merge([json_report.read_report(str(path)) for path in paths], ["b.json", "a.json"])
+
+
+def test_merge_refuses_shards_of_different_runs():
+    """Two shards with the same counts from runs of different declarations: refused, naming both."""
+    first = _shards(_mixed_run())
+    other = _mixed_run()
+    other[1] = gate_report(other[1].checks, target="pkg.mod:other")
+    second = _shards(other)
+    with pytest.raises(UsageError, match="a.json and b.json come from different runs"):
+        json_report.merge([first[0], second[1]], ["a.json", "b.json"])
+
+
+def test_merge_recomputes_the_run_status_from_the_checks():
+    """The joined report's statuses are those the checks give: one failed check, does not conform."""
+    merged = json_report.merge(_shards(_mixed_run()), ["a.json", "b.json"])
+    assert [entry["status"] for entry in merged["targets"]] == ["conforms", "does-not-conform", "conforms",
+                                                                 "conforms"]
+    assert merged["status"] == "does-not-conform"
 
 
 def test_summary_lists_failures_counts_the_rest_and_marks_statuses():
@@ -100,46 +167,141 @@ def test_summary_lists_failures_counts_the_rest_and_marks_statuses():
 def test_emit_escapes_what_the_stream_cannot_print(tmp_path):
     """A reason with a lone surrogate or non-ASCII text never ends in a traceback."""
     with open(tmp_path / "out.txt", "w", encoding="ascii", errors="strict") as stream:
-        destination.emit("raised ValueError: \udcff caf\u00e9\n", stream)
+        destination.emit("raised ValueError: \udcff caf\u00e9", stream)
     assert (tmp_path / "out.txt").read_text() == "raised ValueError: \\udcff caf\\xe9\n"
 
 
-def test_regular_files_are_written_atomically_with_the_umask(tmp_path):
-    path = tmp_path / "report.json"
-    old = os.umask(0o027)
+# Each field a target or a user's file controls, as it must be shown: control characters,
+# C1 controls, line breaks, bidi overrides and workflow commands made visible or inert.
+SHOWN = {
+    "\x1b[1A\x1b[2K  1 checks, 0 failed: conforms": "\\x1b[1A\\x1b[2K  1 checks, 0 failed: conforms",
+    "a\nb\r\tc\x7f": "a\\nb\\r\\tc\\x7f",
+    "\x9b2J\x9d0;title\x07": "\\x9b2J\\x9d0;title\\x07",
+    "abc\u202edcba\u2066\u2028x": "abc\\u202edcba\\u2066\\u2028x",
+    "::add-mask::secret": "\\x3a:add-mask::secret",
+    " \u3000::error::forged": " \u3000\\x3a:error::forged",
+    "fine ##[error]forged and ##vso[task.complete]": "fine \\x23#[error]forged and \\x23#vso[task.complete]",
+}
+
+
+@pytest.mark.parametrize("field", list(SHOWN))
+def test_emit_shows_every_field_as_one_inert_line(field):
+    """Each hostile field prints as exactly one line, escaped, that no terminal acts on and
+    no CI runner runs (a leading ``::``, ``##[``); the same line as an annotation stays a command."""
+    out = io.StringIO()
+    destination.emit([f"{field}", "  1 checks, 1 failed: does not conform"], out)
+    assert out.getvalue() == f"{SHOWN[field]}\n  1 checks, 1 failed: does not conform\n", out.getvalue()
+    out = io.StringIO()
+    destination.emit(f"::error title=t::{field}", out, workflow_commands=True)
+    assert out.getvalue().startswith("::error title=t::") and out.getvalue().count("\n") == 1, out.getvalue()
+
+
+def _written(tmp_path, value: str, text: str, umask: int = 0o022):
+    old = os.umask(umask)
     try:
-        destination.check("--json", str(path))
-        destination.write(str(path), "{}\n")
+        out = destination.open_destination("--json", value)
+        out.write(text)
     finally:
         os.umask(old)
+
+
+def test_regular_files_are_written_atomically_with_the_umask(tmp_path):
+    """A new file gets the permissions the umask gives, and no temporary file is left beside it."""
+    path = tmp_path / "report.json"
+    _written(tmp_path, str(path), "{}\n", umask=0o027)
     assert path.read_text() == "{}\n" and stat.S_IMODE(path.stat().st_mode) == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
 
 
-def test_symlinks_are_written_through_and_fifos_in_place(tmp_path):
+def test_symlinks_are_followed_and_fifos_and_devices_held_from_the_start(tmp_path):
+    """A symlink's target is written, the link kept; a FIFO and /dev/null are opened at the
+    start, and the reader that was there then gets the report even after the path changed."""
     real = tmp_path / "real.json"
     real.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    destination.write(str(link), "new")
+    _written(tmp_path, str(link), "new")
     assert link.is_symlink() and real.read_text() == "new"
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    received = []
-    reader = threading.Thread(target=lambda: received.append(open(fifo).read()))
-    reader.start()
-    destination.check("--json", str(fifo))
-    destination.write(str(fifo), "through the pipe")
-    reader.join(timeout=10)
-    assert received == ["through the pipe"] and stat.S_ISFIFO(fifo.stat().st_mode)
-    destination.write(os.devnull, "nothing")
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        out = destination.open_destination("--json", str(fifo))
+        fifo.unlink()
+        fifo.mkdir()  # the path now names a folder: the held pipe is still written
+        out.write("through the pipe")
+        assert os.read(reader, 100) == b"through the pipe"
+    finally:
+        os.close(reader)
+    _written(tmp_path, os.devnull, "nothing")
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_a_pipe_named_by_dev_fd_is_written(tmp_path):
+    """A shell's ``>(...)`` is ``/dev/fd/N``, a link to a pipe that names no path: the pipe
+    gets the report."""
+    reader, writer = os.pipe()
+    try:
+        destination.open_destination("--json", f"/dev/fd/{writer}").write("to the pipe")
+        os.close(writer)
+        writer = None
+        assert os.read(reader, 100) == b"to the pipe"
+    finally:
+        os.close(reader)
+        if writer is not None:
+            os.close(writer)
+
+
+def test_a_fifo_nobody_reads_is_refused_at_once(tmp_path):
+    """``--json`` naming a FIFO without a reader: a usage error naming the flag, not a wait."""
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(UsageError, match="--json .*pipe: a FIFO that nobody reads"):
+        destination.open_destination("--json", str(tmp_path / "pipe"))
+
+
+@pytest.mark.parametrize("became", ["a folder", "a FIFO", "a symlink"])
+def test_a_name_replaced_during_the_run_is_left_alone(tmp_path, became):
+    """The report's name replaced after the start: nothing is written through it or into it
+    (no wait on the FIFO), the error says what it became, and no temporary file is left."""
+    path = tmp_path / "report.json"
+    out = destination.open_destination("--json", str(path))
+    {"a folder": path.mkdir, "a FIFO": lambda: os.mkfifo(path),
+     "a symlink": lambda: path.symlink_to(tmp_path / "elsewhere.json")}[became]()
+    with pytest.raises(destination.Unwritten, match=f"--json {path}: report.json became {became} during the run; "
+                                                    "the report was not written"):
+        out.write("{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def test_a_folder_removed_during_the_run_is_an_error_not_a_traceback(tmp_path):
+    """The report's folder deleted after the start: Unwritten, one line naming the flag."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    out = destination.open_destination("--junitxml", str(folder / "junit.xml"))
+    folder.rmdir()
+    with pytest.raises(destination.Unwritten, match="^--junitxml .*junit.xml: .*; the report was not written$"):
+        out.write("<testsuites/>")
 
 
 @pytest.mark.parametrize("where, words", [("missing/report.json", "no folder"), (".", "is a folder")])
 def test_bad_destinations_are_found_before_any_target_runs(tmp_path, where, words):
     with pytest.raises(UsageError, match=words):
-        destination.check("--json", str(tmp_path / where))
+        destination.open_destination("--json", str(tmp_path / where))
+
+
+def test_pictures_never_go_through_a_symlink_left_in_the_folder(tmp_path):
+    """``--plots``: missing folders are made at the first picture; a symlink where a target's
+    folder goes is refused (Unwritten), and nothing is written where it points."""
+    plots = destination.open_folder("--plots", str(tmp_path / "a" / "plots"))
+    assert not (tmp_path / "a").exists(), "made before any picture"
+    assert plots.write("t1", "x.png", b"png") == str(tmp_path / "a" / "plots" / "t1" / "x.png")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "a" / "plots" / "t2").symlink_to(elsewhere)
+    with pytest.raises(destination.Unwritten, match="cannot write .*t2/x.png"):
+        plots.write("t2", "x.png", b"png")
+    plots.close()
+    assert list(elsewhere.iterdir()) == [] and (tmp_path / "a" / "plots" / "t1" / "x.png").read_bytes() == b"png"
 
 
 def test_figure_folders_are_safe_readable_and_unique():
@@ -174,7 +336,7 @@ def test_write_figures_draws_only_what_does_not_conform(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pkg.mod-swapped"], "pictures of a conforming target"
     assert tuple(figures[0].paths) == FIGURE_NAMES and figures[0].slot == "20x8"
     for name, path in figures[0].paths.items():
-        assert path == tmp_path / "pkg.mod-swapped" / f"{name}.png"
+        assert path == str(tmp_path / "pkg.mod-swapped" / f"{name}.png")
         assert_png(path)
     assert figures[0].lines()[0] == "figures of the 20x8 table:"
     assert figures[2].lines() == ["figures: none (no call returned a table to draw)"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_tests.hostile import MAX_POSITIONS, assert_complete_entry, exit_status, report_json, target
+from meta_tests.hostile import MAX_POSITIONS, alive, assert_complete_entry, exit_status, report_json, target
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.options import run_options
@@ -220,16 +220,10 @@ def test_lying_results_are_read_as_what_they_hold(run, function):
 def test_fork_bomb_leaves_nothing_behind(run):
     """Every process the fork bomb started is dead once the gate has returned."""
     assert run["pids"], "the fork bomb recorded no process"
-    alive = [pid for pid in run["pids"] if _alive(pid)]
-    assert not alive, f"{len(alive)} of the fork bomb's {len(run['pids'])} processes survive: {alive[:5]}"
+    survivors = [pid for pid in run["pids"] if alive(pid)]
+    assert not survivors, (f"{len(survivors)} of the fork bomb's {len(run['pids'])} processes survive: "
+                           f"{survivors[:5]}")
 
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return stat.rpartition(b")")[2].split()[0] not in (b"Z", b"X")
 
 
 def test_huge_announcement_is_refused_unread(run):
@@ -292,7 +286,7 @@ def test_no_process_of_the_run_remains(run):
     may have started more than one), which the gate keeps for later runs."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
-        if name.isdigit() and _alive(int(name)):
+        if name.isdigit() and alive(int(name)):
             try:
                 parent = int(Path(f"/proc/{name}/stat").read_bytes().rpartition(b")")[2].split()[1])
             except (OSError, IndexError, ValueError):

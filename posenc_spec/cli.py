@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         from posenc_spec.gate.output.destination import emit
 
-        emit(f"posenc-spec {args.command}: interrupted\n", sys.stderr)
+        emit(f"posenc-spec {args.command}: interrupted", sys.stderr)
         return 130
     except Exception as problem:  # a fault of ours: one line, never a traceback
         return internal_error(args.command, problem)

@@ -1,7 +1,30 @@
-"""One rule for putting any text, or an exception, on one line of a report (standard
-library only: the gate's child processes and templates use it too)."""
+"""One rule for putting any text, or an exception, on one line of a report, and one for
+showing text on a terminal (standard library only: the gate's child processes and templates
+use it too)."""
 
 from __future__ import annotations
+
+import re
+
+# What a terminal or a log viewer acts on instead of showing: the C0 controls (line breaks,
+# tabs and ESC, which starts every escape sequence, among them), DEL, the C1 controls (0x9b
+# is a CSI, 0x9d an OSC), Unicode's line and paragraph separators, and the bidirectional
+# marks, embeddings, overrides and isolates, which reorder the text around them.
+TERMINAL_CONTROLS = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNPRINTABLE = re.compile(f"[\\x00-\\x1f{TERMINAL_CONTROLS}]")
+
+
+def escaped(character: str) -> str:
+    """One character as its Python backslash escape (``\\x1b``, ``\\n``, ``\\u202e``)."""
+    return character.encode("unicode_escape").decode("ascii")
+
+
+def printable(text) -> str:
+    """``text`` (anything ``str`` accepts) as a terminal shows it: each character of
+    :data:`TERMINAL_CONTROLS` and each C0 control, a line break included, becomes its
+    backslash escape, so nothing in it can move the cursor, colour, retitle or reorder
+    what is printed around it."""
+    return _UNPRINTABLE.sub(lambda match: escaped(match.group()), str(text))
 
 
 def one_line(text, limit: int | None = None) -> str:

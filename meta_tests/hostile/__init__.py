@@ -5,7 +5,7 @@ whose docstrings say what they do and the verdict the gate must give. The gate i
 them as file targets (``path/to/module.py:fn``, with the module's folder on ``sys.path``),
 so they never import this package and the tests never import them (some change their
 process when imported). This file holds what the tests share: where the targets are, the
-cap every declaration uses, and what a complete report must hold.
+cap every declaration uses, what a complete report must hold, and whether a process lives.
 """
 
 from __future__ import annotations
@@ -44,6 +44,15 @@ def report_json(reports) -> dict:
     """The ``--json`` report of ``reports`` as ``posenc-spec check`` writes it, parsed back."""
     entries = [json_report.target_entry(report, position) for position, report in enumerate(reports)]
     return strict_json(json_report.to_text(json_report.run_report(entries, len(entries))))
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (a zombie or a dead one is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return state.rpartition(b")")[2].split()[0] not in (b"Z", b"X")
 
 
 def exit_status(data: dict) -> int:

@@ -8,12 +8,14 @@ are; argparse only collects them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import sys
 
 from posenc_spec.gate.keys import CONVENTION_KEYS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, flag
 
 USAGE_STATUS = 2
+OUTPUT_STATUS = 3  # the verdicts were printed, but a report or a picture could not be written at the end
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,7 +40,10 @@ class Parser(argparse.ArgumentParser):
                     if close:
                         message += f" (did you mean {close[0]}?)"
                         break
-        self.exit(USAGE_STATUS, f"{self.prog}: error: {message} (--help for usage)\n")
+        from posenc_spec.gate.output.destination import emit
+
+        emit(f"{self.prog}: error: {message} (--help for usage)", sys.stderr)  # the words are the user's
+        self.exit(USAGE_STATUS)
 
     def _options_of_command(self, words: list[str]) -> list[str]:
         """The options of the subcommand named in ``words`` (its unknown options are reported by
@@ -137,33 +142,33 @@ def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> No
                              "target's process is forked from (e.g. transformers.modeling_utils)")
 
 
-def check_outputs(*options: tuple[str, str | None]) -> None:
-    """Before any work: :class:`~posenc_spec.gate.errors.UsageError` unless the file of each
-    ``(flag, path)`` given (not None) can be written (``-`` is standard output)."""
+def open_outputs(held: contextlib.ExitStack, *options: tuple[str, str | None]) -> list:
+    """Before any work: the file of each ``(flag, path)`` opened for writing
+    (:func:`~posenc_spec.gate.output.destination.open_destination`; ``-`` is standard output,
+    None where the path is None), each closed when ``held`` closes;
+    :class:`~posenc_spec.gate.errors.UsageError` for the first that cannot be."""
     from posenc_spec.gate.output import destination
 
-    for option, path in options:
-        if path is not None:
-            destination.check(option, path)
+    return [None if path is None else held.enter_context(contextlib.closing(destination.open_destination(option, path)))
+            for option, path in options]
 
 
-def write_output(command: str, path: str, text: str) -> int | None:
-    """Write ``text`` to ``path`` (``-`` for standard output): None, or the usage exit status
-    after one line saying why the file cannot be written."""
-    from posenc_spec.gate.output import destination
-
+def write_output(command: str, out, text: str) -> bool:
+    """Write ``text`` to ``out`` (from :func:`open_outputs`): True, or False after one line
+    on stderr saying why it was not written."""
     try:
-        destination.write(path, text)
+        out.write(text)
     except OSError as problem:
-        return error(command, f"cannot write {path}: {problem.strerror or problem}")
-    return None
+        error(command, problem.strerror or problem)
+        return False
+    return True
 
 
 def error(command: str, message) -> int:
     """Say a usage error in one line on stderr; the usage exit status."""
     from posenc_spec.gate.output.destination import emit
 
-    emit(f"posenc-spec {command}: error: {message}\n", sys.stderr)
+    emit(f"posenc-spec {command}: error: {message}", sys.stderr)
     return USAGE_STATUS
 
 

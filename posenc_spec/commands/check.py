@@ -10,25 +10,28 @@ prints a summary, and writes the versioned JSON report (``--json``), JUnit XML
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from pathlib import Path
 
 from .arguments import (
+    OUTPUT_STATUS,
     add_against_arguments,
     add_declaration_arguments,
     add_rope_arguments,
     add_run_arguments,
-    check_outputs,
     declaration_flags,
     error,
+    open_outputs,
     write_output,
 )
 
 CHECK_EPILOG = """\
 exit status: 0 conforms; 1 does not conform (a check failed: the target raised, exited,
 crashed, hung past --timeout, exceeded a limit, or returned a wrong shape, NaN, Inf or
-wrong values); 2 usage error, or a TARGET that cannot be imported.
+wrong values); 2 usage error, or a TARGET that cannot be imported; 3 the verdicts were
+printed, but a --json, --junitxml or --plots destination opened at the start could not be
+written at the end (one line on stderr says which and why).
 
 check ids (for --xfails files and the reports; S names a slot of the grid such as
 4096x1024 or every-step-x128, the same whatever --max-positions or --t-max):
@@ -77,7 +80,9 @@ def register(subparsers) -> None:
 
     merge = subparsers.add_parser(
         "merge", help="join the JSON reports of --shard runs into one",
-        description="Join the --json reports of the shards of one run; the exit status is the whole run's.")
+        description="Join the --json reports of the shards of one run, every status recomputed from the checks; the "
+                    "exit status is the whole run's (2: a shard that is missing, repeated, from another run or that "
+                    "disagrees with itself; 3: a report that could not be written).")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     merge.add_argument("--json", metavar="FILE", required=True, help="where to write the joined report (- for stdout)")
     merge.add_argument("--junitxml", metavar="FILE", help="also write it as JUnit XML")
@@ -87,6 +92,11 @@ def register(subparsers) -> None:
 
 
 def run_check(args) -> int:
+    with contextlib.ExitStack() as held:  # the report files and --plots, open from start to end
+        return _check(args, held)
+
+
+def _check(args, held: contextlib.ExitStack) -> int:
     from posenc_spec.gate.config import Front, select_declarations
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.options import run_options
@@ -100,10 +110,10 @@ def run_check(args) -> int:
                                                    declaration_flags(args), builtin=args.builtin)
         options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes, preload=args.preload,
                               fail_fast=args.fail_fast)
-        check_outputs(("--json", args.json), ("--junitxml", args.junitxml))
+        outputs = open_outputs(held, ("--json", args.json), ("--junitxml", args.junitxml))
+        plots = None if args.plots is None else held.enter_context(
+            contextlib.closing(destination.open_folder("--plots", args.plots)))
         annotate = annotations_wanted(args.annotations)
-        if args.plots is not None and Path(args.plots).exists() and not Path(args.plots).is_dir():
-            raise UsageError(f"--plots {args.plots} exists and is not a folder")
         from posenc_spec.gate.engine import check_many, shard
         from posenc_spec.gate.vacuity import assert_distinguishable
 
@@ -116,21 +126,28 @@ def run_check(args) -> int:
                 assert_distinguishable(declaration)
         check_preload(options.preload)
         out = sys.stderr if args.json == "-" else sys.stdout
-        destination.emit(text.run_header(len(selected), config, options.jobs, options.shard) + "\n", out)
-        reports = check_many(selected, options, keep_table=args.plots is not None)
+        destination.emit(text.run_header(len(selected), config, options.jobs, options.shard), out)
+        reports = check_many(selected, options, keep_table=plots is not None)
     except UsageError as problem:
         return error("check", problem)
-    figures = _figures(reports, args.plots)
+    figures = _figures(reports, plots)
     entries = []
     for position, report, drawn in zip(positions, reports, figures, strict=True):
         lines = drawn.lines() if drawn is not None else []
-        destination.emit("\n".join(text.summary_lines(report, args.verbose, lines)) + "\n", out)
+        destination.emit(text.summary_lines(report, args.verbose, lines), out)
         entries.append(json_report.target_entry(report, position, drawn.as_json() if drawn is not None else None))
-    data = json_report.run_report(entries, len(declarations), options.shard, config)
+    digest = json_report.run_digest((declaration.name, declaration.as_dict()) for declaration in declarations)
+    data = json_report.run_report(entries, len(declarations), options.shard, config, digest)
     if len(reports) > 1:
         conforming = sum(report.conforms for report in reports)
-        destination.emit(f"{conforming} of {len(reports)} targets conform\n", out)
-    return write_outputs("check", data, args.json, args.junitxml, annotate, out)
+        destination.emit(f"{conforming} of {len(reports)} targets conform", out)
+    status = write_outputs("check", data, outputs, annotate, out)
+    unwritten = sum(drawn is not None and drawn.unwritten for drawn in figures)
+    if unwritten:
+        error("check", f"--plots {args.plots}: the pictures of {unwritten} target{'s' * (unwritten != 1)} could "
+                       "not be written (said above)")
+        return OUTPUT_STATUS
+    return status
 
 
 def annotations_wanted(value) -> bool:
@@ -141,16 +158,18 @@ def annotations_wanted(value) -> bool:
     return choice("--annotations", value or default, ("github", "none")) == "github"
 
 
-def write_outputs(command: str, data: dict, json_path, junit_path, annotate: bool, out) -> int:
-    """The report's files and annotations; the run's exit status (2 when a file cannot be written)."""
+def write_outputs(command: str, data: dict, outputs, annotate: bool, out) -> int:
+    """The annotations and the report's files (``outputs``: the ``--json`` and ``--junitxml``
+    destinations of :func:`~.arguments.open_outputs`); the run's exit status, or
+    OUTPUT_STATUS when a file could not be written (each said on one line)."""
     from posenc_spec.gate.output import annotations, destination, json_report, junit
 
     if annotate:
-        destination.emit("".join(line + "\n" for line in annotations.github_annotations(data)), out)
-    for path, render in ((json_path, json_report.to_text), (junit_path, junit.junit_xml)):
-        if path is not None and (failed := write_output(command, path, render(data))) is not None:
-            return failed
-    return json_report.EXIT_STATUS[data["status"]]
+        destination.emit(annotations.github_annotations(data), out, workflow_commands=True)
+    written = [write_output(command, output, render(data))
+               for output, render in zip(outputs, (json_report.to_text, junit.junit_xml), strict=True)
+               if output is not None]
+    return json_report.EXIT_STATUS[data["status"]] if all(written) else OUTPUT_STATUS
 
 
 def _figures(reports, folder):
@@ -165,11 +184,11 @@ def run_merge(args) -> int:
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.output import json_report
 
-    try:
-        check_outputs(("--json", args.json), ("--junitxml", args.junitxml))
-        annotate = annotations_wanted(args.annotations)
-        data = json_report.merge([json_report.read_report(path) for path in args.reports], args.reports)
-    except UsageError as problem:
-        return error("merge", problem)
-    return write_outputs("merge", data, args.json, args.junitxml, annotate, sys.stdout)
-
+    with contextlib.ExitStack() as held:
+        try:
+            outputs = open_outputs(held, ("--json", args.json), ("--junitxml", args.junitxml))
+            annotate = annotations_wanted(args.annotations)
+            data = json_report.merge([json_report.read_report(path) for path in args.reports], args.reports)
+        except UsageError as problem:
+            return error("merge", problem)
+        return write_outputs("merge", data, outputs, annotate, sys.stderr if args.json == "-" else sys.stdout)

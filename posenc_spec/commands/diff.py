@@ -2,12 +2,13 @@
 
 For example a CPU run against a GPU run, or two library versions. Exit status: 0 every
 output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable, truncated or tampered
-snapshot, or two snapshots of different calls or APIs.
+snapshot, or two snapshots of different calls or APIs; 3 the ``--json`` file could not be
+written at the end.
 """
 
 from __future__ import annotations
 
-from .arguments import check_outputs, error, write_output
+from .arguments import OUTPUT_STATUS, error, open_outputs, write_output
 
 
 def register(subparsers) -> None:
@@ -23,6 +24,13 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    import contextlib
+
+    with contextlib.ExitStack() as held:  # the --json destination, open from start to end
+        return _run(args, held)
+
+
+def _run(args, held) -> int:
     import sys
 
     from posenc_spec.gate.declaration import MAX_ULP
@@ -35,7 +43,7 @@ def run(args) -> int:
 
     try:
         max_ulp = integer("--max-ulp", args.max_ulp if args.max_ulp is not None else 0, minimum=0, maximum=MAX_ULP)
-        check_outputs(("--json", args.json))
+        json_out, = open_outputs(held, ("--json", args.json))
         old = read_snapshot(args.old)
         new = read_snapshot(args.new, expect_api=old.api)
         diffs = compare_snapshots(old, new, max_ulp)
@@ -43,14 +51,13 @@ def run(args) -> int:
         return error("diff", problem)
     failing = [diff for diff in diffs if not diff.passed]
     out = sys.stderr if args.json == "-" else sys.stdout
-    for diff in failing:
-        destination.emit(f"  {diff.describe()}\n", out)
+    destination.emit([f"  {diff.describe()}" for diff in failing], out)
     verdict = "within" if not failing else "beyond"
     destination.emit(f"{args.old} -> {args.new}: {len(diffs) - len(failing)} of {len(diffs)} calls within {max_ulp} "
-                     f"ULP ({verdict})\n", out)
+                     f"ULP ({verdict})", out)
     if args.json is not None:
         data = {"old": args.old, "new": args.new, "max_ulp": max_ulp, "passed": not failing,
                 "calls": [diff.as_dict() for diff in diffs]}
-        if (failed := write_output("diff", args.json, json_report.to_text(data))) is not None:
-            return failed
+        if not write_output("diff", json_out, json_report.to_text(data)):
+            return OUTPUT_STATUS
     return 1 if failing else 0

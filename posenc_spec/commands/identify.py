@@ -7,12 +7,20 @@ import sys
 
 from posenc_spec.gate.keys import ROPE_APIS, flag
 
-from .arguments import ROPE_FLAGS, add_call_arguments, add_run_arguments, check_outputs, error, write_output
+from .arguments import (
+    OUTPUT_STATUS,
+    ROPE_FLAGS,
+    add_call_arguments,
+    add_run_arguments,
+    error,
+    open_outputs,
+    write_output,
+)
 
 EPILOG = """\
 exit status: 0 identified; 1 no member of the family fits (the answer is "none", with the
 nearest convention and its max error/tolerance ratio); 2 usage error, or a TARGET that
-cannot be imported.
+cannot be imported; 3 the --json file could not be written at the end.
 
 --api rope-freqs | rope-cache | rope-apply names the layout, theta, the rotary size, the
 rotated features and the scaling type with its parameters, where the calls determine them.
@@ -70,6 +78,13 @@ def _call_shape(args, api: str):
 
 
 def run(args) -> int:
+    import contextlib
+
+    with contextlib.ExitStack() as held:  # the --json destination, open from start to end
+        return _run(args, held)
+
+
+def _run(args, held) -> int:
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.identify import IdentifyError, identify_target
@@ -92,7 +107,7 @@ def run(args) -> int:
                 raise UsageError(f"{flag(given[0])} describes a rotary embedding: give --api rope-freqs, rope-cache "
                                  "or rope-apply")
         options = run_options(1, None, args.max_memory, args.max_processes, preload=args.preload)
-        check_outputs(("--json", args.json))
+        json_out, = open_outputs(held, ("--json", args.json))
         check_preload(options.preload)
         if api in ROPE_APIS:
             from posenc_spec.gate.identify.rope import identify_many
@@ -106,8 +121,8 @@ def run(args) -> int:
     except IdentifyError as problem:
         return error("identify", f"cannot import {args.target}: {problem}")
     result["target"] = args.target
-    destination.emit(f"{args.target}: {result['message']}\n", sys.stderr if args.json == "-" else sys.stdout)
+    destination.emit(f"{args.target}: {result['message']}", sys.stderr if args.json == "-" else sys.stdout)
     if args.json is not None:
-        if (failed := write_output("identify", args.json, json_report.to_text(result))) is not None:
-            return failed
+        if not write_output("identify", json_out, json_report.to_text(result)):
+            return OUTPUT_STATUS
     return 0 if result["convention"] is not None else 1

@@ -60,5 +60,5 @@ def run(args) -> int:
         return error("snapshot", problem)
     raised = sum(call.raised is not None for call in calls)
     size = path.stat().st_size
-    emit(f"{declaration.name}: {len(calls)} calls recorded ({raised} raised) in {path} ({size / 2**20:.2f} MiB)\n")
+    emit(f"{declaration.name}: {len(calls)} calls recorded ({raised} raised) in {path} ({size / 2**20:.2f} MiB)")
     return 0

@@ -23,7 +23,11 @@ def as_table(table, name: str = "table") -> np.ndarray:
 
 def cosine_similarity(vectors: np.ndarray) -> np.ndarray:
     """Cosine similarity of every pair of rows, as scikit-learn's ``cosine_similarity``:
-    a zero row has similarity 0 with everything (its normalised form is the zero vector)."""
+    a zero row has similarity 0 with everything (its normalised form is the zero vector).
+    Each row is first divided by its largest magnitude, which changes no cosine, so that
+    rows of values near the largest float do not overflow their norm."""
+    peaks = np.max(np.abs(vectors), axis=1, keepdims=True, initial=0.0)
+    vectors = np.divide(vectors, peaks, out=np.zeros_like(vectors, dtype=np.float64), where=peaks > 0)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
     return unit @ unit.T

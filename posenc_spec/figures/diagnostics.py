@@ -29,10 +29,13 @@ from ..checks import Expectation
 from ..tolerance import Comparison, compare
 from .arrays import as_table, check_rows, cosine_similarity
 from .sinusoidal import SEED000_ROWS
-from .style import DPI, HEADING_SIZE, figure_style, heading, new_figure, save_png
+from .style import DPI, HEADING_SIZE, figure_style, heading, new_figure, quiet_floats, save_png
 
 # Ratios below this are drawn as this: an exact element would otherwise be log10(0).
 SMALLEST_SHOWN_RATIO = 1e-4
+# Scales end at this magnitude, and values beyond it are drawn at their end: matplotlib
+# spans a scale (high - low) and pads it, which overflows to Inf near the largest float.
+LARGEST_SHOWN_VALUE = float(np.finfo(np.float64).max) / 16
 
 ROW_KINDS = ("position", "timestep")
 PROFILE_PANEL_HEIGHT = 1.0  # inches, seed 000's row panels
@@ -89,7 +92,7 @@ def error_ratio(table, expected, tolerance) -> np.ndarray:
     error = np.abs(table - expected)
     error = np.where(np.isfinite(error), error, np.inf)
     tolerance = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), expected.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a zero bound admits only a zero error
+    with quiet_floats():  # a zero bound admits only a zero error; a ratio past the largest float is Inf
         return np.where(error == 0, 0.0, error / tolerance)
 
 
@@ -104,7 +107,9 @@ def difference_figure(table, expected, tolerance, *, title: str | None = None, p
     table = as_table(table)
     rows = Rows.of(positions, table.shape[0], row_kind)
     ratio = error_ratio(table, expected, tolerance)
-    return _difference_figure(table, expected, ratio, compare(table, expected, tolerance), rows, title, dpi)
+    with quiet_floats():
+        summary = compare(table, expected, tolerance)
+    return _difference_figure(table, expected, ratio, summary, rows, title, dpi)
 
 
 def _difference_figure(table: np.ndarray, expected, ratio: np.ndarray, summary, rows: Rows, title: str | None,
@@ -112,7 +117,7 @@ def _difference_figure(table: np.ndarray, expected, ratio: np.ndarray, summary, 
     """:func:`difference_figure` of a checked table, its :func:`error_ratio` and its comparison."""
     difference = table - as_table(expected, "expected")
     finite = np.isfinite(difference)
-    limit = float(np.max(np.abs(difference[finite]), initial=0.0)) or 1.0
+    limit = min(float(np.max(np.abs(difference[finite]), initial=0.0)), LARGEST_SHOWN_VALUE) or 1.0
     log_ratio = np.log10(np.maximum(ratio, SMALLEST_SHOWN_RATIO))
     top = float(np.max(log_ratio[np.isfinite(log_ratio)], initial=0.0))
     top = max(1.0, np.ceil(top))
@@ -154,9 +159,11 @@ def _checked(table, exp: Expectation, title: str | None, row_kind: str | None):
 
 
 def _value_limits(table: np.ndarray, low: float, high: float) -> tuple[float, float]:
-    """``(low, high)``, widened to the table's finite values where they lie outside."""
+    """``(low, high)``, widened to the table's finite values where they lie outside, at most
+    to :data:`LARGEST_SHOWN_VALUE`."""
     finite = table[np.isfinite(table)]
-    return min(low, float(finite.min(initial=low))), max(high, float(finite.max(initial=high)))
+    return (max(min(low, float(finite.min(initial=low))), -LARGEST_SHOWN_VALUE),
+            min(max(high, float(finite.max(initial=high))), LARGEST_SHOWN_VALUE))
 
 
 def table_heatmap_figure(table, exp: Expectation, *, title: str | None = None, row_kind: str | None = None,
@@ -260,7 +267,8 @@ def table_figures(table, exp: Expectation, *, title: str | None = None, row_kind
     The table is checked, and its error ratios computed, once for the four."""
     table, rows, title = _checked(table, exp, title, row_kind)
     ratio = error_ratio(table, exp.table, exp.tolerance)
-    summary = compare(table, exp.table, exp.tolerance) if comparison is None else comparison
+    with quiet_floats():
+        summary = compare(table, exp.table, exp.tolerance) if comparison is None else comparison
     return {
         "heatmap": _heatmap_figure(table, rows, title, dpi),
         "row_profiles": _row_profiles_figure(table, exp, ratio, None, rows, title, dpi),

@@ -2,18 +2,22 @@
 
 For each report that does not conform and kept a table (the size whose formula check
 failed worst, else the largest size with every property check), the four PNGs of
-:func:`~posenc_spec.figures.diagnostics.write_table_figures` go into
-``DIR/<figure_folder(target)>/``. The figures read the gate's reports; the gate never
-imports the figures.
+:func:`~posenc_spec.figures.diagnostics.table_figures` go into
+``DIR/<figure_folder(target)>/``, through the folder the command opened before any target
+ran (:func:`posenc_spec.gate.output.destination.open_folder`: never through a symlink a
+target left, each file written atomically). The figures read the gate's reports; the gate
+never imports the figures.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from posenc_spec.text import printable
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_FOLDER_NAME = 100
@@ -22,11 +26,12 @@ MAX_FOLDER_NAME = 100
 @dataclass(frozen=True)
 class TargetFigures:
     """The pictures written for one target: ``paths`` by name, the slot of the table drawn,
-    or, when none were written, ``reason``."""
+    or, when none were written, ``reason`` (``unwritten`` when drawn but not written)."""
 
-    paths: dict[str, Path] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict)
     slot: str | None = None
     reason: str | None = None
+    unwritten: bool = False
 
     def lines(self) -> list[str]:
         if not self.paths:
@@ -67,16 +72,23 @@ def figure_folders(reports) -> list[str]:
 
 def table_labels(declaration, dtype: str, slot: str | None = None) -> tuple[str, str]:
     """The title of the pictures of a declared target's table ("TARGET at SLOT under
-    CONVENTION, DTYPE", without " at SLOT" when None) and what its rows are: timesteps for
+    CONVENTION, DTYPE", without " at SLOT" when None; the target's name as a terminal would
+    show it, no control character drawn as a glyph) and what its rows are: timesteps for
     the timesteps API, else positions."""
     where = f" at {slot}" if slot is not None else ""
-    title = f"{declaration.name}{where} under {declaration.convention_name()}, {dtype}"
+    title = f"{printable(declaration.name)}{where} under {declaration.convention_name()}, {dtype}"
     return title, "timestep" if declaration.api == "timesteps" else "position"
 
 
 def write_figures(reports, out_dir) -> list[TargetFigures | None]:
-    """One :class:`TargetFigures` per report that does not conform (None for one that does)."""
-    out_dir = Path(out_dir)
+    """One :class:`TargetFigures` per report that does not conform (None for one that does),
+    written into ``out_dir``: a :class:`~posenc_spec.gate.output.destination.Folder`, or a
+    path, opened here."""
+    from posenc_spec.gate.output.destination import Folder, open_folder
+
+    if not isinstance(out_dir, Folder):
+        with contextlib.closing(open_folder("--plots", os.fspath(out_dir))) as folder:
+            return write_figures(reports, folder)
     results: list[TargetFigures | None] = []
     for report, folder in zip(reports, figure_folders(reports), strict=True):
         if report.conforms:
@@ -84,22 +96,26 @@ def write_figures(reports, out_dir) -> list[TargetFigures | None]:
         elif report.kept is None:
             results.append(TargetFigures(reason="no call returned a table to draw"))
         else:
-            results.append(_draw(report, out_dir / folder))
+            results.append(_draw(report, out_dir, folder))
     return results
 
 
-def _draw(report, folder: Path) -> TargetFigures:
+def _draw(report, out_dir, folder: str) -> TargetFigures:
     from posenc_spec.checks import expectation
 
-    from .diagnostics import write_table_figures
+    from .diagnostics import table_figures
+    from .style import png_bytes
 
     kept, declaration = report.kept, report.declaration
     title, row_kind = table_labels(declaration, kept.dtype, kept.slot)
     try:
         exp = expectation(kept.positions, kept.table.shape[1], declaration.convention, kept.dtype)
-        paths = write_table_figures(kept.table, exp, folder, title=title, row_kind=row_kind)
-    except OSError as error:
-        return TargetFigures(slot=kept.slot, reason=f"cannot write {folder}: {error.strerror or error}")
+        pictures = {name: png_bytes(figure) for name, figure in
+                    table_figures(kept.table, exp, title=title, row_kind=row_kind).items()}
     except Exception as error:  # a picture must not cost the verdict or the JSON
         return TargetFigures(slot=kept.slot, reason=f"drawing failed: {type(error).__name__}: {error}")
+    try:
+        paths = {name: out_dir.write(folder, f"{name}.png", data) for name, data in pictures.items()}
+    except OSError as error:
+        return TargetFigures(slot=kept.slot, reason=error.strerror or str(error), unwritten=True)
     return TargetFigures(paths, kept.slot)

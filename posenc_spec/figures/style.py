@@ -11,10 +11,12 @@ matplotlib, so no system font enters a picture.
 from __future__ import annotations
 
 import contextlib
+import io
 from pathlib import Path
 
 import matplotlib
 import matplotlib.style
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -49,9 +51,18 @@ SAVEFIG_KWARGS = {"metadata": {"Software": None}}
 
 @contextlib.contextmanager
 def figure_style():
-    """rcParams reset to matplotlib's defaults, then :data:`STYLE`, for the duration."""
-    with matplotlib.style.context(STYLE, after_reset=True):
+    """rcParams reset to matplotlib's defaults, then :data:`STYLE`, for the duration, and
+    NumPy's floating-point warnings off (:func:`quiet_floats`)."""
+    with matplotlib.style.context(STYLE, after_reset=True), quiet_floats():
         yield
+
+
+def quiet_floats():
+    """NumPy's floating-point warnings off, for drawing tables under test: a table may hold
+    values near the largest float, Inf or NaN, and the arithmetic of a picture (a range of
+    2e308, a colour scale's steps) overflows where the picture already shows what it should
+    (a value at the end of its scale, NaN left blank). Such a warning tells a reader nothing."""
+    return np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore")
 
 
 def new_figure(figsize, dpi) -> Figure:
@@ -61,11 +72,18 @@ def new_figure(figsize, dpi) -> Figure:
     return figure
 
 
-def save_png(figure: Figure, path) -> Path:
-    """Save ``figure`` as a PNG under :data:`STYLE` without version metadata."""
-    path = Path(path)
+def png_bytes(figure: Figure) -> bytes:
+    """``figure`` as a PNG drawn under :data:`STYLE`, without version metadata."""
+    buffer = io.BytesIO()
     with figure_style():
-        figure.savefig(path, format="png", **SAVEFIG_KWARGS)
+        figure.savefig(buffer, format="png", **SAVEFIG_KWARGS)
+    return buffer.getvalue()
+
+
+def save_png(figure: Figure, path) -> Path:
+    """Save ``figure`` as a PNG (:func:`png_bytes`) at ``path``."""
+    path = Path(path)
+    path.write_bytes(png_bytes(figure))
     return path
 
 

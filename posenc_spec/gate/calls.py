@@ -96,24 +96,33 @@ class Outcome:
         return f"Outcome({self.status!r}, {self.message!r})"
 
 
+def shape_text(shape) -> str:
+    """What was returned, by its shape, as a reason says it: ``a 0-d array (a scalar)``,
+    ``shape (50,)`` (one axis) or ``shape 50x8``."""
+    shape = tuple(shape)
+    if not shape:
+        return "a 0-d array (a scalar)"
+    return f"shape ({shape[0]},)" if len(shape) == 1 else "shape " + "x".join(map(str, shape))
+
+
 def shape_problem(shape: tuple, expected: tuple) -> str | None:
     """None when ``shape`` is ``expected``, else a reason with a hint for the common slips."""
     if tuple(shape) == tuple(expected):
         return None
-    got = "x".join(map(str, shape)) if shape else "a scalar"
+    got = shape_text(shape)
     want = "x".join(map(str, expected))
     squeezed = tuple(n for n in shape if n != 1)
     if len(shape) > len(expected) and squeezed == tuple(n for n in expected if n != 1):
         axes = [i for i, n in enumerate(shape) if n == 1]
         if axes and axes[0] == 0:
-            return f"returned shape {got}, expected {want}: an extra leading batch axis (return table[0])"
-        return f"returned shape {got}, expected {want}: an extra axis of size 1 at axis {axes[0]} (squeeze it)"
+            return f"returned {got}, expected {want}: an extra leading batch axis (return table[0])"
+        return f"returned {got}, expected {want}: an extra axis of size 1 at axis {axes[0]} (squeeze it)"
     if len(expected) == 2:
         length, width = expected
         if tuple(shape) == (width, length):
-            return f"returned shape {got}, expected {want}: transposed (rows must be positions, columns features)"
+            return f"returned {got}, expected {want}: transposed (rows must be positions, columns features)"
         if len(shape) == 2 and shape[0] == length:
-            return f"returned shape {got}, expected {want}: {shape[1]} columns for width {width}"
+            return f"returned {got}, expected {want}: {shape[1]} columns for width {width}"
         if len(shape) == 2 and shape[1] == width:
-            return f"returned shape {got}, expected {want}: {shape[0]} rows for {length} positions"
-    return f"returned shape {got}, expected {want}"
+            return f"returned {got}, expected {want}: {shape[0]} rows for {length} positions"
+    return f"returned {got}, expected {want}"

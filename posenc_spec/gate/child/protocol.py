@@ -10,6 +10,10 @@ the reader refuses a payload larger than the caller allows *before* reading it, 
 child can neither run code in the gate nor make it allocate without bound. Every read
 has a deadline: a partial or silent reply ends in :class:`ChannelTimeout`, never a hang.
 
+A header over :data:`MAX_HEADER_BYTES` is never sent: :func:`encode_header` raises
+:class:`HeaderTooLarge`, and the child sends :func:`in_place_of` its reply instead, so the
+gate reports the limit that was hit rather than a process that died.
+
 Both sides import this module; it needs nothing beyond the standard library.
 """
 
@@ -24,6 +28,7 @@ import time
 MAGIC = b"PSG1"
 PREFIX = struct.Struct(">4sI")
 MAX_HEADER_BYTES = 1 << 16  # headers carry short texts and shapes; 64 KiB is generous
+HEADER_LIMIT = f"the protocol's {MAX_HEADER_BYTES >> 10} KiB"
 MAX_PAYLOADS = 16
 MAX_FDS = 4
 
@@ -40,6 +45,22 @@ class ChannelTimeout(ChannelError):
     """The deadline passed before the whole message arrived."""
 
 
+class HeaderTooLarge(ValueError):
+    """A header longer than :data:`MAX_HEADER_BYTES`: the message was not sent."""
+
+    def __init__(self, size: int):
+        super().__init__(f"the reply header of {size} bytes exceeds {HEADER_LIMIT}")
+        self.size = size
+
+
+def in_place_of(reply: dict, problem: HeaderTooLarge) -> dict:
+    """A reply within the limits, sent in place of ``reply`` whose header was too large: what
+    pairs it with its request (``op``, ``id``, ``token``), the call's result refused
+    (``"status": "bad"``) or the import failed (``"ok": false``), and ``problem`` as its message."""
+    paired = {key: reply[key] for key in ("op", "id", "token") if key in reply}
+    return {**paired, "status": "bad", "ok": False, "message": str(problem)}
+
+
 def _reject_constant(name):
     raise ValueError(f"{name} is not allowed in a header")
 
@@ -49,7 +70,7 @@ def encode_header(header: dict, payloads=()) -> bytes:
     header = {**header, "nbytes": [memoryview(payload).nbytes for payload in payloads]}
     text = json.dumps(header, allow_nan=False, separators=(",", ":")).encode("utf-8")
     if len(text) > MAX_HEADER_BYTES:
-        raise ValueError(f"header of {len(text)} bytes exceeds {MAX_HEADER_BYTES}")
+        raise HeaderTooLarge(len(text))
     return PREFIX.pack(MAGIC, len(text)) + text
 
 
@@ -121,7 +142,7 @@ class Reader:
         if magic != MAGIC:
             raise ChannelError("malformed reply (bad frame prefix)")
         if length > MAX_HEADER_BYTES:
-            raise ChannelError(f"malformed reply (a header of {length} bytes)")
+            raise ChannelError(f"malformed reply (a header of {length} bytes, over {HEADER_LIMIT})")
         raw = self._read_exact(length, deadline)
         try:
             header = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)

@@ -45,7 +45,7 @@ from posenc_spec.text import describe_exception, one_line
 
 from . import attribution, limits, state
 from .convert import BadResult, to_arrays
-from .protocol import ChannelError, Reader, send
+from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
 try:
     import torch
@@ -249,7 +249,10 @@ def serve(sock, init: dict) -> None:
         else:
             return
         try:
-            send(sock, reply, data)
+            try:
+                send(sock, reply, data)
+            except HeaderTooLarge as problem:  # say which limit was hit: a dead child reads as a crash
+                send(sock, in_place_of(reply, problem))
         except OSError:
             return
 

@@ -16,37 +16,61 @@ an annotation on the run, without ``file`` and ``line``. At most ``limit`` lines
 errors first, then one line saying how many more the report holds: GitHub shows only a few
 annotations per step, and one broken target must not hide the others.
 
-Escaping follows the runner's parser (``@actions/core``'s ``command.ts``): in the message,
-``%``, CR and LF become ``%25``, ``%0D`` and ``%0A``; in a property, ``:`` and ``,`` also
-become ``%3A`` and ``%2C``, since they separate the properties from each other and from the
-message. Print the lines with :func:`posenc_spec.gate.output.destination.emit`, which
-escapes what the stream cannot encode.
+Escaping follows the runner's parser (``@actions/core``'s ``command.ts``, the runner's
+``ActionCommand``): in every field, ``%``, CR and LF become ``%25``, ``%0D`` and ``%0A``; in
+a property (``file``, ``line``, ``title``), ``:`` and ``,`` also become ``%3A`` and ``%2C``,
+since they separate the properties from each other and from the message. Every other
+character a terminal acts on (:func:`posenc_spec.text.printable`) is then shown as its
+backslash escape. Print the lines with
+``posenc_spec.gate.output.destination.emit(lines, workflow_commands=True)``.
+
+Any other line the gate prints passes through :func:`inert`: the runner runs a line as a
+command when it starts with ``::`` (after white space) or holds ``##[`` anywhere (the old
+form, still read; Azure Pipelines reads ``##vso[``), so a target named ``::add-mask::x``
+cannot hide or forge anything in the log.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+from posenc_spec.text import printable
 
 MAX_LINES_PER_TARGET = 10
 _DATA_ESCAPES = (("%", "%25"), ("\r", "%0D"), ("\n", "%0A"))
 _PROPERTY_ESCAPES = (*_DATA_ESCAPES, (":", "%3A"), (",", "%2C"))
 
 
+_LEADING_COMMAND = re.compile(r"^(\s*):")  # the runner trims leading white space, then looks for "::"
+_OLD_COMMAND = re.compile(r"#(?=#(?:vso)?\[)")  # "##[" and "##vso[" anywhere in a line
+
+
 def _escape(text: str, escapes) -> str:
     for character, escaped in escapes:  # "%" first, so that no escape is escaped again
         text = text.replace(character, escaped)
-    return text
+    return printable(text)
 
 
 def escape_data(text: str) -> str:
-    """A workflow command's message: ``%``, CR and LF escaped."""
+    """A workflow command's message: ``%``, CR and LF escaped, then what a terminal acts on."""
     return _escape(str(text), _DATA_ESCAPES)
 
 
 def escape_property(text: str) -> str:
-    """A workflow command's property value: ``%``, CR, LF, ``:`` and ``,`` escaped."""
+    """A workflow command's property value: ``%``, CR, LF, ``:`` and ``,`` escaped, then
+    what a terminal acts on."""
     return _escape(str(text), _PROPERTY_ESCAPES)
+
+
+def inert(line: str) -> str:
+    """``line`` (one line, no line break) as text a CI runner shows and never runs: a
+    leading ``::`` has its first colon, and ``##[`` or ``##vso[`` its first ``#``, written
+    as a backslash escape (``\\x3a``, ``\\x23``)."""
+    if line.lstrip().startswith("::"):
+        line = _LEADING_COMMAND.sub(lambda match: match.group(1) + "\\x3a", line, count=1)
+    return _OLD_COMMAND.sub(r"\\x23", line)
 
 
 def command(level: str, message: str, file: str | None = None, line: int | None = None,

@@ -1,27 +1,64 @@
-"""Writing a report to what the user named, as a shell redirection would, but safely.
+"""Where the gate writes: a terminal or log (:func:`emit`), and the report files a user names,
+each opened once, before any target runs, and written at the end to what was opened.
 
-``-`` is standard output. A path is checked before any target runs (:func:`check`): its
-folder must exist and be writable, and it must not be a folder. A regular file (or a new
-one) is written atomically: a temporary file beside it, then a rename, with the
-permissions the umask gives a new file (an existing file keeps its own). A symlink is
-written through to its target; a FIFO or a character device (``/dev/stdout``) is opened
-and written in place.
+A target runs as the user and can rename, delete or replace whatever a path names while the
+gate works, so a path is checked and opened by :func:`open_destination` (``--json``,
+``--junitxml``) or :func:`open_folder` (``--plots``) before the first target runs, and what
+it held then is what is written at the end:
+
+- ``-`` is standard output.
+- A regular file, or a name not there yet: its folder is opened and held (it must exist and
+  be writable, and the name must not be a folder). At the end the report goes into that
+  folder atomically: a temporary file beside the name, then a rename over it, with the
+  permissions the umask gives a new file (an existing file keeps its own). A name that has
+  meanwhile become anything but a regular file (a folder, a FIFO, a device, a symlink) is
+  left alone: the report is not written, and the error says what the name became. A
+  rename never opens what it replaces, so nothing there can make the gate wait.
+- A symlink is followed once, at the start: its target is the destination.
+- A FIFO (a named pipe, or a shell's ``>(...)``) or a character device (``/dev/stdout``,
+  ``/dev/null``) is opened for writing at the start, without waiting (``O_NONBLOCK``): a
+  FIFO that nobody reads yet is a usage error, never a hang. That descriptor is held and
+  written at the end, whatever the path names by then; a reader that went away meanwhile
+  is an error, a reader that reads slowly is waited for.
+- A folder (``--plots DIR``): DIR, or the nearest folder above it when DIR is not there
+  yet, is opened and held; the missing folders are made in it at the first picture, and
+  each target's pictures go into a folder made in DIR, none of them ever through a symlink
+  (a target may leave one), each file written atomically as above.
+
+A destination that cannot be written at the end raises :class:`Unwritten`, whose message
+is one line; the commands print it after the verdicts and exit with
+:data:`posenc_spec.commands.arguments.OUTPUT_STATUS`.
+
+Text for a person goes through :func:`emit`, which writes each line so that a terminal or a
+CI log shows it and never acts on it (:func:`posenc_spec.text.printable`,
+:func:`.annotations.inert`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 import stat
 import sys
-import tempfile
-from pathlib import Path
+
+from posenc_spec.text import printable
 
 from ..errors import UsageError
+from .annotations import inert
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-def emit(text: str, stream=None) -> None:
-    """Write ``text`` to ``stream`` (stdout), escaping what its encoding cannot print."""
-    stream = stream or sys.stdout
+class Unwritten(OSError):
+    """A destination opened at the start could not be written at the end; the message is one line."""
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def _write_text(text: str, stream) -> None:
     try:
         stream.write(text)
     except UnicodeEncodeError:
@@ -30,74 +67,247 @@ def emit(text: str, stream=None) -> None:
     stream.flush()
 
 
-def _resolved(path: Path) -> Path:
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+def emit(lines, stream=None, *, workflow_commands: bool = False) -> None:
+    """Write ``lines`` (one line, or an iterable of lines) to ``stream`` (stdout), each as
+    one line a terminal shows as it is: every character that would move the cursor, start an
+    escape sequence, break the line or reorder the text is shown escaped, a line break inside
+    a line included, and a line a CI runner would run as a workflow command is made inert.
+    ``workflow_commands``: the lines are the gate's own annotations, kept commands. What the
+    stream's encoding cannot print is written as backslash escapes."""
+    stream = stream or sys.stdout
+    lines = [lines] if isinstance(lines, str) else list(lines)
+    shown = [printable(line) if workflow_commands else inert(printable(line)) for line in lines]
+    _write_text("".join(line + "\n" for line in shown), stream)
 
 
-def _mode(path: Path) -> int | None:
-    """``path``'s file mode; None where nothing is there yet."""
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISLNK, "a symlink"), (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _replace(folder: int, name: str, data: bytes) -> None:
+    """Write ``data`` as ``name`` in the open ``folder``: a temporary file, then a rename over
+    ``name``; :class:`Unwritten` when ``name`` is there and is not a regular file."""
     try:
-        return path.stat().st_mode
+        mode = os.lstat(name, dir_fd=folder).st_mode
     except FileNotFoundError:
-        return None
-
-
-def _is_stream(mode: int | None) -> bool:
-    """A FIFO or a character device: written in place, never replaced."""
-    return mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode))
-
-
-def check(option: str, value: str) -> None:
-    """:class:`UsageError` unless ``value`` can be written (see the module docstring)."""
-    if value == "-":
-        return
-    path = _resolved(Path(value))
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise Unwritten(errno.EEXIST, f"{name} became {_kind(mode)} during the run")
+    temporary = f".{name}.{secrets.token_hex(6)}.tmp"
+    handle = os.open(temporary, _NEW_FILE, 0o600, dir_fd=folder)
     try:
-        mode = _mode(path)
-    except OSError as error:
-        raise UsageError(f"{option} {value}: {error.strerror or error}") from None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise UsageError(f"{option} {value}: is a folder")
-    if _is_stream(mode):
-        if not os.access(path, os.W_OK):
-            raise UsageError(f"{option} {value}: not writable")
-        return
-    folder = path.parent
-    if not folder.is_dir():
-        raise UsageError(f"{option} {value}: no folder {folder}")
-    try:  # os.access says yes to root even where the file system says no (/proc, read-only mounts)
-        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as error:
-        raise UsageError(f"{option} {value}: the folder {folder} is not writable ({error.strerror or error})") from None
-
-
-def write(value: str, text: str) -> None:
-    """Write ``text`` to ``value`` (see the module docstring); OSError when it cannot."""
-    if value == "-":
-        emit(text, sys.stdout)
-        return
-    path = _resolved(Path(value))
-    mode = _mode(path)
-    if _is_stream(mode):
-        with open(path, "w", encoding="utf-8", errors="backslashreplace") as stream:
-            stream.write(text)
-        return
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as stream:
-            stream.write(text)
-        if mode is not None:
-            os.chmod(temporary, stat.S_IMODE(mode))
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            os.fchmod(stream.fileno(), stat.S_IMODE(mode) if mode is not None else _new_file_mode())
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=folder)
         except OSError:
             pass
         raise
+
+
+def _probe(folder: int) -> None:
+    """OSError unless a file can be made in the open ``folder`` (``os.access`` says yes to
+    root even where the file system says no: /proc, read-only mounts)."""
+    probe = f".posenc-spec.{secrets.token_hex(6)}.probe"
+    os.close(os.open(probe, _NEW_FILE, 0o600, dir_fd=folder))
+    os.unlink(probe, dir_fd=folder)
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", "backslashreplace")
+
+
+class Destination:
+    """A report's destination, opened by :func:`open_destination`: :meth:`write` once, then
+    it is closed."""
+
+    def __init__(self, option: str, value: str):
+        self.option, self.value = option, value
+        self.written = False
+
+    def write(self, text: str) -> None:
+        """Write ``text`` (see the module docstring), then let go; :class:`Unwritten` when it cannot."""
+        if self.written:
+            raise Unwritten(errno.EBADF, f"{self.option} {self.value}: already written")
+        self.written = True
+        try:
+            self._put(text)
+        except OSError as error:
+            raise Unwritten(error.errno, f"{self.option} {self.value}: {_reason(error)}; the report was not "
+                                         "written") from None
+        finally:
+            self.close()
+
+    def _put(self, text: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Let go of what was held (nothing is written)."""
+
+
+class _StandardOutput(Destination):
+    def _put(self, text: str) -> None:
+        _write_text(text, sys.stdout)
+
+
+class _Stream(Destination):
+    """A FIFO or a character device, open from the start."""
+
+    def __init__(self, option: str, value: str, fd: int):
+        super().__init__(option, value)
+        self.fd = fd
+
+    def _put(self, text: str) -> None:
+        view = memoryview(_encoded(text))
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class _File(Destination):
+    """A regular file (or a new one): its folder, open from the start, and its name in it."""
+
+    def __init__(self, option: str, value: str, folder: int, name: str):
+        super().__init__(option, value)
+        self.folder, self.name = folder, name
+
+    def _put(self, text: str) -> None:
+        _replace(self.folder, self.name, _encoded(text))
+
+    def close(self) -> None:
+        if self.folder is not None:
+            os.close(self.folder)
+            self.folder = None
+
+
+def _open_folder(option: str, value: str, folder: str) -> int:
+    try:
+        fd = os.open(folder, _FOLDER)
+    except FileNotFoundError:
+        raise UsageError(f"{option} {value}: no folder {folder}") from None
+    except OSError as error:
+        raise UsageError(f"{option} {value}: cannot open the folder {folder} ({_reason(error)})") from None
+    try:
+        _probe(fd)
+    except OSError as error:
+        os.close(fd)
+        raise UsageError(f"{option} {value}: the folder {folder} is not writable ({_reason(error)})") from None
+    return fd
+
+
+def _open_stream(option: str, value: str, mode: int) -> Destination:
+    try:
+        fd = os.open(value, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as error:
+        if error.errno == errno.ENXIO and stat.S_ISFIFO(mode):
+            raise UsageError(f"{option} {value}: a FIFO that nobody reads (start its reader first)") from None
+        raise UsageError(f"{option} {value}: cannot open {_kind(mode)} ({_reason(error)})") from None
+    os.set_blocking(fd, True)
+    return _Stream(option, value, fd)
+
+
+def open_destination(option: str, value: str) -> Destination:
+    """``value`` checked and opened for writing (see the module docstring); :class:`UsageError`
+    naming ``option`` when it cannot be."""
+    if value == "-":
+        return _StandardOutput(option, value)
+    try:
+        mode = os.stat(value).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise UsageError(f"{option} {value}: {_reason(error)}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise UsageError(f"{option} {value}: is a folder")
+    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        # Opened by the name given: a shell's >(...) is /dev/fd/N, whose link names no path.
+        return _open_stream(option, value, mode)
+    if mode is not None and not stat.S_ISREG(mode):
+        raise UsageError(f"{option} {value}: is {_kind(mode)}")
+    folder, name = os.path.split(os.path.realpath(value))
+    return _File(option, value, _open_folder(option, value, folder), name)
+
+
+class Folder:
+    """A folder of pictures (``--plots DIR``), opened by :func:`open_folder`: DIR itself, or
+    the nearest folder above it that exists, with the names of the folders to make in it at
+    the first picture."""
+
+    def __init__(self, option: str, value: str, held: int, names: list[str]):
+        self.option, self.value = option, value
+        self._held, self._names = held, names
+
+    def _root(self) -> int:
+        folder = os.dup(self._held)
+        for name in self._names:
+            try:
+                inner = _subfolder(folder, name)
+            finally:
+                os.close(folder)
+            folder = inner
+        return folder
+
+    def write(self, subfolder: str, name: str, data: bytes) -> str:
+        """Write ``data`` as ``DIR/subfolder/name`` (see the module docstring); the path as
+        the user named DIR, or :class:`Unwritten`."""
+        shown = os.path.join(self.value, subfolder, name)
+        try:
+            root = self._root()
+            try:
+                folder = _subfolder(root, subfolder)
+            finally:
+                os.close(root)
+            try:
+                _replace(folder, name, data)
+            finally:
+                os.close(folder)
+        except OSError as error:
+            raise Unwritten(error.errno, f"cannot write {shown}: {_reason(error)}") from None
+        return shown
+
+    def close(self) -> None:
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
+
+
+def _subfolder(folder: int, name: str) -> int:
+    """``name`` in the open ``folder``, made if missing, opened without following a symlink."""
+    try:
+        os.mkdir(name, 0o777, dir_fd=folder)
+    except FileExistsError:
+        pass
+    return os.open(name, _FOLDER | os.O_NOFOLLOW, dir_fd=folder)
+
+
+def open_folder(option: str, value: str) -> Folder:
+    """``value`` checked and opened as a folder of pictures (see the module docstring);
+    :class:`UsageError` naming ``option`` when it cannot be."""
+    path, names = os.path.realpath(value), []
+    while not os.path.isdir(path):
+        if os.path.lexists(path):
+            raise UsageError(f"{option} {value}: {path} exists and is not a folder")
+        path, name = os.path.split(path)
+        names.insert(0, name)
+    return Folder(option, value, _open_folder(option, value, path), names)

@@ -24,7 +24,12 @@ form and the line of its function; its ``<system-out>`` the target's warnings.
 The output depends on the report alone (no timestamp, no host name). ElementTree escapes
 every value; characters XML 1.0 cannot carry even escaped (most control characters, lone
 surrogates, U+FFFE and U+FFFF) are written as their Python backslash escapes (``\\x00``,
-``\\udcff``), so a hostile reason still gives a file every reader parses.
+``\\udcff``), so a hostile reason still gives a file every reader parses. What a terminal
+would act on (:data:`posenc_spec.text.TERMINAL_CONTROLS`: DEL, C1 controls, line separators,
+bidirectional overrides), a ``[`` after ``##`` and a ``:`` that starts a line are written as
+character references (``&#155;``, ``&#91;``, ``&#58;``), which every reader turns back into
+the same text: the file printed to a terminal or a CI log (``--junitxml -``) shows it as it
+is and holds no workflow command.
 """
 
 from __future__ import annotations
@@ -32,15 +37,23 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from posenc_spec.text import TERMINAL_CONTROLS, escaped
+
 # The complement of XML 1.0's Char production: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF].
 _NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+# In the serialized text, where only values (text and attributes) can hold these.
+_SHOWN_AS_REFERENCES = re.compile(f"[{TERMINAL_CONTROLS}]|(?<=##)\\[|(?<=##vso)\\[|^[^\\S\\n]*:(?=:)", re.M)
 
 
 def xml_safe(value) -> str:
     """``value`` as text XML 1.0 can hold: each character it forbids becomes its backslash escape."""
-    return _NOT_XML_CHAR.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"),
-                             str(value))
+    return _NOT_XML_CHAR.sub(lambda match: escaped(match.group()), str(value))
+
+
+def _reference(match: re.Match) -> str:
+    text = match.group()
+    return text[:-1] + f"&#{ord(text[-1])};"
 
 
 def _element(tag: str, parent: ET.Element | None = None, text: str | None = None, **attributes) -> ET.Element:
@@ -134,4 +147,4 @@ def junit_xml(report: dict) -> str:
         root.set(key, str(value))
     root.set("time", f"{seconds:.3f}")
     ET.indent(root)
-    return XML_DECLARATION + ET.tostring(root, encoding="unicode") + "\n"
+    return XML_DECLARATION + _SHOWN_AS_REFERENCES.sub(_reference, ET.tostring(root, encoding="unicode")) + "\n"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..calls import shape_text
+
 WIDER = {"float16": ("float16", "float32", "float64"), "bfloat16": ("bfloat16", "float32", "float64"),
          "float32": ("float32", "float64"), "float64": ("float64",)}
 
@@ -26,7 +28,7 @@ def _squeezed(array: np.ndarray, ndim: int) -> np.ndarray:
 
 
 def _shape(shape) -> str:
-    return "x".join(map(str, shape)) or "a scalar"
+    return "x".join(map(str, shape))
 
 
 def effective_layout(form: str, layout: str | None) -> str | None:
@@ -50,7 +52,7 @@ def read_freqs(outcome, pairs: int):
     inv_freq, factor = freqs_parts(outcome)
     inv_freq, dtype = _squeezed(inv_freq, 1), outcome.dtypes[0]
     if inv_freq.shape != (pairs,):
-        raise Unreadable(f"returned inv_freq of shape {_shape(inv_freq.shape)}, expected ({pairs},)")
+        raise Unreadable(f"returned inv_freq as {shape_text(inv_freq.shape)}, expected ({pairs},)")
     if dtype not in ("float32", "float64"):
         raise Unreadable(f"returned {dtype} frequencies: rounded to {dtype}, an angle at position 8192 "
                          "moves by radians (compute and keep inv_freq in float32 or float64)")
@@ -73,12 +75,12 @@ def _parts(outcome, form: str):
     if form == "stacked":
         stacked = _squeezed(arrays[0], 3)
         if stacked.ndim != 3 or stacked.shape[-1] != 2:
-            raise Unreadable(f"returned shape {_shape(stacked.shape)}, expected (L, r/2, 2) for the stacked form")
+            raise Unreadable(f"returned {shape_text(stacked.shape)}, expected (L, r/2, 2) for the stacked form")
         return stacked[..., 0], stacked[..., 1]
     if form in ("sin-cos-cat", "cos-sin-cat"):
         both = _squeezed(arrays[0], 2)
         if both.ndim != 2 or both.shape[-1] % 2:
-            raise Unreadable(f"returned shape {_shape(both.shape)}, expected (L, 2w) for the {form} form")
+            raise Unreadable(f"returned {shape_text(both.shape)}, expected (L, 2w) for the {form} form")
         first, second = np.split(both, 2, axis=-1)
         return (second, first) if form == "sin-cos-cat" else (first, second)
     return tuple(arrays)
@@ -98,7 +100,7 @@ def read_cache(outcome, form: str, layout: str, rows: int, pairs: int) -> tuple:
                 hint = f": a {other} cache? declare --cache-layout accordingly"
             elif part.shape == (width, rows):
                 hint = ": transposed (rows must be positions)"
-            raise Unreadable(f"returned shape {_shape(part.shape)}, expected {rows}x{width}{hint}")
+            raise Unreadable(f"returned {shape_text(part.shape)}, expected {rows}x{width}{hint}")
         read.append(part.astype(np.float64))
     dtype = outcome.dtypes[0].replace("complex64", "float32").replace("complex128", "float64")
     return tuple(read), dtype
@@ -110,7 +112,7 @@ def read_apply(outcome, shape: tuple, x_dtype: str, from_layout) -> tuple[np.nda
         raise Unreadable(f"returned {len(outcome.arrays)} arrays, expected the rotated x")
     result, dtype = np.asarray(outcome.arrays[0]), outcome.dtypes[0]
     if result.shape != shape:
-        raise Unreadable(f"returned shape {_shape(result.shape)}, expected x's shape {_shape(shape)}")
+        raise Unreadable(f"returned {shape_text(result.shape)}, expected x's shape {_shape(shape)}")
     if dtype not in WIDER[x_dtype]:
         raise Unreadable(f"returned {dtype} for a {x_dtype} x: narrower than x (return x's dtype or a wider one)")
     return from_layout(result.astype(np.float64)), dtype
