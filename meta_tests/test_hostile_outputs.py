@@ -149,8 +149,6 @@ def test_a_reply_header_over_the_limit_names_the_limit(run):
     assert "exceeds the protocol's 64 KiB" in reason and "status 70" not in reason, reason
 
 
-@pytest.mark.xfail(strict=True, reason="the child's conversion (gate/child/convert.py, np.ascontiguousarray) "
-                                       "turns a 0-d result into shape (1,) before the gate sees it")
 def test_a_zero_d_result_is_described_as_one(run):
     """A 0-d result: the reason says it returned a 0-d array (a scalar)."""
     reason = _reason(run, "returns_a_scalar")

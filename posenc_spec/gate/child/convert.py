@@ -239,5 +239,6 @@ def to_arrays(result, allow_complex: bool = False, max_items: int = 1):
             array, dtype, description = _tensor(item, allow_complex)
         else:
             array, dtype, description = _array(item, allow_complex)
-        converted.append((np.ascontiguousarray(array), dtype, description))
+        # ascontiguousarray makes a 0-d array 1-d: the shape is kept as returned.
+        converted.append((np.ascontiguousarray(array).reshape(array.shape), dtype, description))
     return items is not None, converted
