@@ -73,6 +73,7 @@ def runs(tmp_path_factory):
     folder they wrote into and what the FIFO's reader got. The strict-encoding run is a
     process of its own (its stdout's encoding is the point); the others run here."""
     folder = tmp_path_factory.mktemp("cli")
+    folder.chmod(0o777)  # the target module marks its import here, also as a user of its own (under root)
     (folder / "link.json").symlink_to(folder / "through-link.json")
     os.mkfifo(folder / "report.fifo")
     surrogate = subprocess.Popen(
@@ -200,6 +201,7 @@ def test_extreme_options_are_usage_errors(capsys, flags, flag):
 def test_json_destination_refused_before_any_target(capsys, monkeypatch, tmp_path, where):
     """``--json`` into a folder that does not exist, or naming a folder: exit 2 with one
     line naming the option, and the target never imported."""
+    tmp_path.chmod(0o777)  # where an import would leave its marker, whatever user it ran as
     marker = tmp_path / "imported"
     monkeypatch.setenv("POSENC_HOSTILE_IMPORTED", str(marker))
     destination = tmp_path / "no-such-folder" / "report.json" if where == "missing-folder" else tmp_path

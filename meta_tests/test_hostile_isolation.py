@@ -71,6 +71,7 @@ def run(tmp_path_factory):
     """Declarations and reports of SEPARATE (one lane), and the folder where the
     double-forked grandchild records itself."""
     escape_dir = tmp_path_factory.mktemp("escape")
+    escape_dir.chmod(0o777)  # the grandchild records itself here, also as a user of its own (under root)
     declarations = {name: _declaration(target_name, keys) for name, target_name, keys, _, _ in SEPARATE}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("POSENC_HOSTILE_ESCAPE_DIR", str(escape_dir))

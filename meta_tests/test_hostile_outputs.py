@@ -72,6 +72,7 @@ def run(tmp_path_factory):
     """One ``check`` of the printed and tampering targets and the evil name, with every
     output and annotations; its status, stdout, stderr, warnings and files."""
     folder = tmp_path_factory.mktemp("outputs")
+    folder.chmod(0o777)  # the targets attack it also where the gate gives each a user of its own (as root)
     names = {name: target("printed", name) for name in PRINTED}
     names |= {name: target("destinations", name) for name in TAMPERING}
     names["evil"] = _evil_target(folder)
@@ -174,6 +175,7 @@ def test_a_report_path_turned_into_a_fifo_never_makes_the_gate_wait(tmp_path):
     verdict printed, one line naming --json, exit 3; the JUnit report is complete; the
     FIFO is left alone and nothing the target started is still running."""
     report, junit, pids = tmp_path / "report.json", tmp_path / "junit.xml", tmp_path / "pids"
+    tmp_path.chmod(0o777)  # the target attacks it also where the gate gives it a user of its own (as root)
     environment = {**os.environ, "PYTHONPATH": str(WORKTREE), "POSENC_HOSTILE_REPORT": str(report),
                    "POSENC_HOSTILE_PIDS": str(pids)}
     done = subprocess.run(_command("check", target("destinations", "report_becomes_fifo"), *COMMON, "--json",
@@ -191,6 +193,7 @@ def test_a_fifo_nobody_reads_is_a_usage_error_before_any_target(tmp_path):
     """``--json`` naming a FIFO without a reader: exit 2 at once with one line naming the
     flag, and the target never imported."""
     os.mkfifo(tmp_path / "report.fifo")
+    tmp_path.chmod(0o777)  # where an import would leave its marker, whatever user it ran as
     marker = tmp_path / "imported"
     done = subprocess.run(_command("check", target("output", "correct_table"), *COMMON, "--json",
                                    str(tmp_path / "report.fifo")),

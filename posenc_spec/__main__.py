@@ -2,6 +2,6 @@
 
 import sys
 
-from posenc_spec.cli import main
+from posenc_spec.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

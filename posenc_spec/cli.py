@@ -44,5 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         return internal_error(args.command, problem)
 
 
+def console_main() -> int:
+    """``posenc-spec`` as a program of its own: as :func:`main`, in a process that no other
+    process of the same user can trace or read through ``/proc`` (a target's code runs as
+    the same user when the gate is not root). The pytest plugin and the Python API leave the
+    process they run in as it is."""
+    from posenc_spec.gate.child.limits import not_dumpable
+
+    not_dumpable()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())

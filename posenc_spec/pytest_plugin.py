@@ -42,6 +42,8 @@ def pytest_addoption(parser) -> None:
     group.addoption("--posenc-xfails", metavar="FILE", default=None, help="known deviations, one check id per line")
     group.addoption("--posenc-max-memory", metavar="SIZE", default=None, help="as posenc-spec check --max-memory")
     group.addoption("--posenc-max-processes", metavar="N", default=None, help="as posenc-spec check --max-processes")
+    group.addoption("--posenc-max-file-size", metavar="SIZE", default=None,
+                    help="as posenc-spec check --max-file-size")
     group.addoption("--posenc-preload", metavar="MODULE", action="append", default=None,
                     help="as posenc-spec check --preload")
     group.addoption("--posenc-fail-fast", action="store_true", default=False,
@@ -80,6 +82,7 @@ def run_options_of(config):
     try:
         options = run_options(1, None, config.getoption("posenc_max_memory"), config.getoption("posenc_max_processes"),
                               preload=config.getoption("posenc_preload"),
+                              max_file_size=config.getoption("posenc_max_file_size"),
                               fail_fast=config.getoption("posenc_fail_fast"))
         check_preload(options.preload)
     except UsageError as error:

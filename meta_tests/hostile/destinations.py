@@ -1,7 +1,8 @@
-"""Targets that tamper with the report's destinations while the gate runs: a target runs as
-the user, with the user's file permissions, and can rename, replace or plant anything the
-user can. Each reads the path it attacks from an environment variable the test sets (a
-target's process gets the gate's environment) and then returns a table.
+"""Targets that tamper with the report's destinations while the gate runs: a target can
+rename, replace or plant anything its user can (the user running the gate; under root, a
+user of its own, so the tests put the destinations in a folder anyone may write). Each
+reads the path it attacks from an environment variable the test sets (a target's process
+gets the gate's environment) and then returns a table.
 """
 
 from __future__ import annotations

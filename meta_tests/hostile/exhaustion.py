@@ -75,3 +75,69 @@ def announces_huge_reply(num_positions, dim):
     text = json.dumps(header).encode()
     os.write(reply_socket(), PREFIX.pack(MAGIC, len(text)) + text)
     return vaswani(num_positions, dim)
+
+
+SPREAD_PROCESSES = 4
+SPREAD_BYTES = 200 * 2**20  # each: under the suite's per-process 512 MiB, together over it
+SPREAD_SLEEP = 10.0
+THREAD_STORM = 64
+
+
+def _hold(seconds: float) -> None:
+    """Sleep in the call for ``seconds``: what a target holds meanwhile is watched."""
+    time.sleep(seconds)
+
+
+def spreads_memory_over_processes(num_positions, dim):
+    """Forks ``SPREAD_PROCESSES`` processes that each fill ``SPREAD_BYTES`` (every page
+    touched) and sleep: each is within the per-process memory limit, all together are not.
+
+    Verdict: does not conform; ``call[50x8]`` fails naming the --max-memory limit."""
+    for _ in range(SPREAD_PROCESSES):
+        if os.fork() == 0:
+            block = np.ones(SPREAD_BYTES, dtype=np.uint8)
+            _hold(SPREAD_SLEEP + float(block[-1]))
+            os._exit(0)
+    _hold(SPREAD_SLEEP)
+    return vaswani(num_positions, dim)
+
+
+def keeps_memory_files(num_positions, dim):
+    """Writes ``SPREAD_PROCESSES`` memory-only files (``memfd``) of ``SPREAD_BYTES`` each,
+    keeps them open and unmapped (no process's resident memory shows them), and sleeps.
+
+    Verdict: does not conform; ``call[50x8]`` fails naming the --max-memory limit."""
+    chunk = b"\1" * 2**20
+    kept = []
+    for index in range(SPREAD_PROCESSES):
+        descriptor = os.memfd_create(f"posenc-hostile-{index}")
+        for _ in range(SPREAD_BYTES // len(chunk)):
+            os.write(descriptor, chunk)
+        kept.append(descriptor)
+    _hold(SPREAD_SLEEP)
+    return vaswani(num_positions, dim)
+
+
+def starts_threads(num_positions, dim):
+    """Starts ``THREAD_STORM`` threads that sleep, more than the suite's process limit.
+
+    Verdict: does not conform; ``call[50x8]`` fails naming the --max-processes limit (a
+    thread counts as a process), whether or not the gate runs as root."""
+    import threading
+
+    for _ in range(THREAD_STORM):
+        threading.Thread(target=_hold, args=(SPREAD_SLEEP,), daemon=True).start()
+    _hold(SPREAD_SLEEP)
+    return vaswani(num_positions, dim)
+
+
+def writes_a_huge_file(num_positions, dim):
+    """Writes a file of 300 MiB into the folder ``POSENC_HOSTILE_SCRATCH`` names, over the
+    default 256 MiB file-size limit.
+
+    Verdict: does not conform; ``call[50x8]`` fails naming the file-size limit."""
+    chunk = b"\0" * 2**20
+    with open(os.path.join(os.environ["POSENC_HOSTILE_SCRATCH"], f"huge-{os.getpid()}"), "wb") as handle:
+        for _ in range(300):
+            handle.write(chunk)
+    return vaswani(num_positions, dim)

@@ -48,8 +48,8 @@ def stops_its_parent(num_positions, dim):
 
 
 def kills_every_template(num_positions, dim):
-    """SIGKILLs every template above it, the root template last."""
-    for pid in _templates():
+    """SIGKILLs every template above it, the root template first."""
+    for pid in reversed(_templates()):
         os.kill(pid, signal.SIGKILL)
     time.sleep(2)
     return vaswani(num_positions, dim)

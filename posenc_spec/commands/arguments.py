@@ -133,13 +133,24 @@ def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> No
         parser.add_argument("-j", "--jobs", default=None, metavar="N",
                             help="targets checked at once (default: the usable cores)")
     parser.add_argument("--max-memory", dest="max_memory", default=None, metavar="SIZE",
-                        help="address space each target's process may add (e.g. 4GiB; default: half the "
-                             "machine's memory shared by the jobs)")
+                        help="memory each target may add, in each of its processes and in all together "
+                             "(e.g. 4GiB; default: half the machine's memory shared by the jobs)")
     parser.add_argument("--max-processes", dest="max_processes", default=None, metavar="N",
-                        help="processes a target may start (default 64)")
+                        help="processes and threads a target may start (default 64 and two per core)")
+    parser.add_argument("--max-file-size", dest="max_file_size", default=None, metavar="SIZE",
+                        help="the largest file a target may write (default 256MiB)")
     parser.add_argument("--preload", action="append", default=None, metavar="MODULE[,MODULE...]",
                         help="trusted libraries to import once, before any target, in the process every "
                              "target's process is forked from (e.g. transformers.modeling_utils)")
+
+
+def run_options_of(args: argparse.Namespace, **more):
+    """The run's options from the flags of :func:`add_run_arguments` (``-j`` and ``--shard``
+    where the command has them; one lane where it has not), and ``more``."""
+    from posenc_spec.gate.options import run_options
+
+    return run_options(getattr(args, "jobs", 1), getattr(args, "shard", None), args.max_memory, args.max_processes,
+                       preload=args.preload, max_file_size=args.max_file_size, **more)
 
 
 def open_outputs(held: contextlib.ExitStack, *options: tuple[str, str | None]) -> list:

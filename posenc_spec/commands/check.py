@@ -23,6 +23,7 @@ from .arguments import (
     declaration_flags,
     error,
     open_outputs,
+    run_options_of,
     write_output,
 )
 
@@ -99,7 +100,6 @@ def run_check(args) -> int:
 def _check(args, held: contextlib.ExitStack) -> int:
     from posenc_spec.gate.config import Front, select_declarations
     from posenc_spec.gate.errors import UsageError
-    from posenc_spec.gate.options import run_options
     from posenc_spec.gate.output import destination, json_report, text
     from posenc_spec.gate.sandbox import check_preload
 
@@ -108,8 +108,7 @@ def _check(args, held: contextlib.ExitStack) -> int:
                       "reference implementations posenc-spec ships)")
         declarations, config = select_declarations(front, args.target, args.config, args.xfails,
                                                    declaration_flags(args), builtin=args.builtin)
-        options = run_options(args.jobs, args.shard, args.max_memory, args.max_processes, preload=args.preload,
-                              fail_fast=args.fail_fast)
+        options = run_options_of(args, fail_fast=args.fail_fast)
         outputs = open_outputs(held, ("--json", args.json), ("--junitxml", args.junitxml))
         plots = None if args.plots is None else held.enter_context(
             contextlib.closing(destination.open_folder("--plots", args.plots)))

@@ -14,6 +14,7 @@ from .arguments import (
     add_run_arguments,
     error,
     open_outputs,
+    run_options_of,
     write_output,
 )
 
@@ -88,7 +89,6 @@ def _run(args, held) -> int:
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.identify import IdentifyError, identify_target
-    from posenc_spec.gate.options import run_options
     from posenc_spec.gate.output import destination, json_report
     from posenc_spec.gate.sandbox import check_preload
 
@@ -106,7 +106,7 @@ def _run(args, held) -> int:
             if given:
                 raise UsageError(f"{flag(given[0])} describes a rotary embedding: give --api rope-freqs, rope-cache "
                                  "or rope-apply")
-        options = run_options(1, None, args.max_memory, args.max_processes, preload=args.preload)
+        options = run_options_of(args)
         json_out, = open_outputs(held, ("--json", args.json))
         check_preload(options.preload)
         if api in ROPE_APIS:

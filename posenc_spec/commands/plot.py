@@ -53,6 +53,7 @@ from .arguments import (
     add_run_arguments,
     declaration_flags,
     error,
+    run_options_of,
 )
 
 DEFAULT_NUM_POSITIONS = 300  # seed 000's table: PE(300, 512)
@@ -86,12 +87,11 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
-    from posenc_spec.gate.options import run_options
     from posenc_spec.gate.sandbox import check_preload
 
     try:
         declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
-        options = run_options(1, None, args.max_memory, args.max_processes, preload=args.preload)
+        options = run_options_of(args)
         check_preload(options.preload)
         sized = next((name for name, value in (("--num-positions", args.num_positions), ("--dim", args.dim))
                       if value is not None), None)

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .arguments import add_call_arguments, add_rope_arguments, add_run_arguments, declaration_flags, error
+from .arguments import (
+    add_call_arguments,
+    add_rope_arguments,
+    add_run_arguments,
+    declaration_flags,
+    error,
+    run_options_of,
+)
 
 
 def register(subparsers) -> None:
@@ -34,7 +41,6 @@ def run(args) -> int:
     from posenc_spec.gate import against, engine
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
-    from posenc_spec.gate.options import run_options
     from posenc_spec.gate.output.destination import emit
     from posenc_spec.gate.runner import run_target
     from posenc_spec.regression import Snapshot, SnapshotError
@@ -42,7 +48,7 @@ def run(args) -> int:
 
     try:
         declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
-        options = run_options(1, None, args.max_memory, args.max_processes, preload=args.preload)
+        options = run_options_of(args)
         if Path(args.out).exists() and not args.force:
             raise UsageError(f"--out {args.out} exists (give --force to replace it)")
         requests = against.snapshot_requests(engine.probes(declaration))

@@ -28,7 +28,10 @@ def usable_cores() -> int:
 # tables and the rest of a CI job keep the other half.
 MEMORY_FRACTION = 0.5
 FALLBACK_MEMORY = 4 * 2**30  # where the machine's memory cannot be read
-DEFAULT_MAX_PROCESSES = 64  # a table needs one process; a worker pool, a few dozen
+# Processes and threads alike: a table needs one; a worker pool a few dozen, and a BLAS or
+# OpenMP library starts a thread per core.
+DEFAULT_MAX_PROCESSES = 64 + 2 * usable_cores()
+DEFAULT_MAX_FILE_SIZE = 256 * 2**20  # no position encoding writes a file near this
 MAX_JOBS = 256
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20, "mib": 2**20,
           "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40, "tib": 2**40}
@@ -50,13 +53,15 @@ def memory_size(name: str, value) -> int:
 @dataclass(frozen=True)
 class RunOptions:
     """How a run goes, whatever its targets: ``jobs`` targets at once, the ``shard`` (K, N)
-    of the targets this run takes, what each target's child may take, the modules every child
+    of the targets this run takes, what each target may take (memory, processes and
+    threads, the size of a file it writes), the modules every child
     is forked with (``preload``), and whether a target's calls stop at its first failure."""
 
     jobs: int = 1
     shard: tuple[int, int] = (1, 1)
     max_memory: int = FALLBACK_MEMORY
     max_processes: int = DEFAULT_MAX_PROCESSES
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
     preload: tuple[str, ...] = ()
     fail_fast: bool = False
 
@@ -84,7 +89,7 @@ def preload_modules(name: str, values) -> tuple[str, ...]:
 
 
 def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, where: str = "",
-                preload=None, fail_fast: bool = False) -> RunOptions:
+                preload=None, fail_fast: bool = False, max_file_size=None) -> RunOptions:
     """Validated run options; None takes the default (``jobs``: the usable cores;
     ``max_memory``: half the machine's memory shared by the ``jobs`` children; ``preload``:
     nothing beyond NumPy and torch). ``fail_fast``: each target's calls stop at its first
@@ -104,5 +109,7 @@ def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, wher
         memory = memory_size(f"{where}--max-memory", max_memory)
     processes = DEFAULT_MAX_PROCESSES if max_processes is None else integer(
         f"{where}--max-processes", max_processes, maximum=4096)
+    file_size = DEFAULT_MAX_FILE_SIZE if max_file_size is None else memory_size(f"{where}--max-file-size",
+                                                                                  max_file_size)
     preload = preload_modules(f"{where}--preload", preload)
-    return RunOptions(jobs, (shard_index, shard_count), memory, processes, preload, bool(fail_fast))
+    return RunOptions(jobs, (shard_index, shard_count), memory, processes, file_size, preload, bool(fail_fast))

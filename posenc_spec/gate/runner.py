@@ -23,13 +23,13 @@ from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, Payload
 from .loader import module_key
 from .sandbox import (
     Limits,
-    ProcessLimitExceeded,
     SandboxError,
+    TargetLimitExceeded,
     Template,
     describe_status,
-    process_watch,
     revive_root,
     root_template,
+    target_watch,
 )
 from .wire import change_lines, encode_args, read_outcome, request_bytes, text
 
@@ -51,15 +51,18 @@ class ImportState:
     changes: tuple = ()
     effects: tuple = ()
     failures: tuple = ()
+    notes: tuple = ()  # what weakened the isolation of the process that imported it
 
     @classmethod
     def of(cls, header: dict) -> ImportState:
+        isolation = text(header.get("isolation", ""), 300)
         return cls(*(tuple(change_lines(header.get(key)))
-                     for key in ("import_changes", "import_effects", "import_failures")))
+                     for key in ("import_changes", "import_effects", "import_failures")),
+                   (isolation,) if isolation else ())
 
     def __add__(self, other: ImportState) -> ImportState:
         return ImportState(self.changes + other.changes, self.effects + other.effects,
-                           self.failures + other.failures)
+                           self.failures + other.failures, tuple(dict.fromkeys(self.notes + other.notes)))
 
 
 @dataclass
@@ -81,7 +84,7 @@ class _Child:
     def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=()):
         self.template = template
         self.sock, self.pid = template.spawn(limits, calls, search_path)
-        self.reader = Reader(self.sock, on_wait=process_watch(watch_root, limits.processes))
+        self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
         self.tokens: dict[int, str] = {}
 
     def load(self, target: str, deadline: float):
@@ -293,7 +296,7 @@ class _Turn:
             self._finish()
             return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
                           "(killed)", ImportState()
-        except ProcessLimitExceeded as error:
+        except TargetLimitExceeded as error:
             self._finish()
             return False, f"importing {self.target} {error}", ImportState()
         except (ChannelError, OSError):
@@ -378,14 +381,18 @@ class _Turn:
             outcome = self.child.receive(request, call_id, time.monotonic() + self.limits.timeout)
             if outcome.exception == "MemoryError" or "allocate memory" in outcome.message:
                 outcome.message += f" (the memory limit is {self.limits.memory / 2**30:.3g} GiB)"
+            elif "File too large" in outcome.message:
+                outcome.message += f" (the file-size limit is {self.limits.file_size / 2**20:.4g} MiB)"
+            elif "Resource temporarily unavailable" in outcome.message or "can't start new thread" in outcome.message:
+                outcome.message += f" (the --max-processes limit is {self.limits.processes} processes and threads)"
             return outcome, None
         except ChannelTimeout:
             self._finish()
             return (Outcome("hung", f"{what} did not return within the {self.limits.timeout:g} s timeout (killed)"),
                     f"the target hung on {what}")
-        except ProcessLimitExceeded as error:
+        except TargetLimitExceeded as error:
             self._finish()
-            return Outcome("limit", f"{what} {error}"), f"the target exceeded the process limit on {what}"
+            return Outcome("limit", f"{what} {error}"), f"the target exceeded a limit on {what}"
         except PayloadTooLarge as error:
             self._finish()
             return Outcome("limit", f"{what} sent {error}"), f"the reply channel of {what} was abandoned"

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from posenc_spec.text import one_line
 
+from . import options
 from .child import limits as os_limits
 from .child.protocol import ChannelError, Reader, send
 from .child.template import command
@@ -46,25 +47,28 @@ class PreloadError(UsageError):
     """A module named by ``--preload`` could not be imported."""
 
 
-class ProcessLimitExceeded(Exception):
-    """A target started more processes than allowed."""
+class TargetLimitExceeded(Exception):
+    """A target's processes together took more than its limits allow."""
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one target's child may take: ``memory`` bytes of address space beyond the
-    imported libraries, ``processes`` alive at once, ``timeout`` seconds per import and per
-    call (CPU time is capped at the timeout times the number of calls)."""
+    """What one target may take: ``memory`` bytes beyond the imported libraries (of address
+    space in each of its processes, and resident in all of them together), ``processes``
+    tasks (processes and threads) beyond its first, ``timeout`` seconds per import and per
+    call (CPU time is capped at the timeout times the number of calls), and files of at
+    most ``file_size`` bytes."""
 
     memory: int
     processes: int
     timeout: float
+    file_size: int = options.DEFAULT_MAX_FILE_SIZE
 
     @classmethod
-    def of_run(cls, options, timeout: float) -> Limits:
+    def of_run(cls, run, timeout: float) -> Limits:
         """The limits a run's options (:class:`~posenc_spec.gate.options.RunOptions`) give a
         target declared with ``timeout``."""
-        return cls(options.max_memory, options.max_processes, timeout)
+        return cls(run.max_memory, run.max_processes, timeout, run.max_file_size)
 
     def init(self, calls: int | None, search_path=()) -> dict:
         """The start-up record a child applies to itself (see ``child.serve.setup``): for a
@@ -75,7 +79,8 @@ class Limits:
                 "sys_path": [*search_path, os.getcwd(), *sys.path]}
         if calls is not None:
             cpu = int(self.timeout * (calls + 2)) + 1
-            init["limits"] = {"memory": self.memory, "cpu_seconds": cpu, "processes": self.processes}
+            init["limits"] = {"memory": self.memory, "cpu_seconds": cpu, "processes": self.processes,
+                              "file_size": self.file_size}
         return init
 
 
@@ -256,16 +261,33 @@ def root_template_pids() -> frozenset[int]:
         return frozenset(root.popen.pid for root in _roots.values() if root.alive())
 
 
-def process_watch(root_pid: int, processes: int):
-    """A ``Reader.on_wait`` hook: raise :class:`ProcessLimitExceeded` when the target below
-    the slot template ``root_pid`` has started more than ``processes`` processes (Linux;
-    elsewhere a no-op)."""
-    limit = processes + 2  # below the slot template also stand a module template and the sealed child
+def target_watch(slot_pid: int, parent_pid: int, limits: Limits):
+    """A ``Reader.on_wait`` hook for a target's child forked by ``parent_pid`` below the slot
+    template ``slot_pid``: raise :class:`TargetLimitExceeded` when the target's processes
+    together (everything below the slot template but a module template) run more than
+    ``limits.processes`` tasks beyond the child, or hold more than ``limits.memory`` bytes
+    beyond what the process they were forked from held: anonymous and shared memory
+    resident, and memory-only files (``memfd``, ``/dev/shm``) kept open. The per-process
+    limits cannot see this: each forked process may take the whole limit again. Linux
+    only; elsewhere a no-op. Read about every ``Reader.tick`` while the gate waits."""
+    helpers = {parent_pid} if parent_pid != slot_pid else set()
+    baseline = os_limits.usage(parent_pid)[1]
 
     def check():
-        count = len(os_limits.descendants(root_pid))
-        if count > limit:
-            raise ProcessLimitExceeded(f"started more than {processes} processes (the --max-processes limit)")
+        threads, held, files = 0, 0, {}
+        for pid in os_limits.descendants(slot_pid):
+            if pid in helpers:
+                continue
+            count, resident = os_limits.usage(pid)
+            threads += count
+            held += max(0, resident - baseline)
+            files.update(os_limits.memory_files(pid))
+        if threads > limits.processes + 1:
+            raise TargetLimitExceeded(f"ran more than {limits.processes} processes and threads beyond its first "
+                                      "(the --max-processes limit)")
+        if held + sum(files.values()) > limits.memory:
+            raise TargetLimitExceeded(f"held more than {limits.memory / 2**30:.3g} GiB in its processes together "
+                                      "(the --max-memory limit)")
 
     return check
 
@@ -284,6 +306,8 @@ def describe_status(status: int | None) -> str:
             name = f"signal {number}"
         if name == "SIGXCPU":
             return "the process exceeded its CPU-time limit (SIGXCPU)"
+        if name == "SIGXFSZ":
+            return "the process exceeded its file-size limit (SIGXFSZ)"
         return f"the process died from {name}"
     if os.WIFEXITED(status):
         return f"the process exited with status {os.WEXITSTATUS(status)} (os._exit or a crash)"

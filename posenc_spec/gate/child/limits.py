@@ -13,17 +13,82 @@ import sys
 import time
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_KEEPCAPS = 8
+PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+CAP_DAC_READ_SEARCH = 2
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+# A sealed child of a gate that runs as root takes a user id of its own, above any a system
+# hands out: the child's process id added to this.
+CHILD_UID_BASE = 2_000_000_000
 IS_LINUX = sys.platform.startswith("linux")
 
 
-def _prctl(option: int, value: int) -> bool:
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, value: int, arg3: int = 0) -> bool:
     if not IS_LINUX:
         return False
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+        return _libc().prctl(option, value, arg3, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def not_dumpable() -> bool:
+    """No ptrace and no access to this process's memory or descriptors through ``/proc`` for
+    another process of the same user without CAP_SYS_PTRACE (and no core dumps)."""
+    return _prctl(PR_SET_DUMPABLE, 0)
+
+
+def _last_capability() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return 40
+
+
+def _capset(keep: int) -> None:
+    """Set this thread's permitted and effective capabilities to the bit set ``keep``
+    (inheritable none)."""
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)(keep & 0xFFFFFFFF, keep & 0xFFFFFFFF, 0,
+                                 keep >> 32, keep >> 32, 0)  # two {effective, permitted, inheritable}
+    if _libc().capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def drop_root(uid: int) -> None:
+    """Become ``uid`` (and the group of that number, with no supplementary groups), keeping
+    only CAP_DAC_READ_SEARCH (to read the files root could: modules imported at call time
+    from a checkout or a virtualenv under a 0700 home); drop every other capability from
+    the bounding set, and set no_new_privs. The process can then neither signal nor trace
+    root's processes (the gate, its templates) nor another child (another user id). For a
+    process running as root on Linux; :class:`OSError` when the kernel refuses a step."""
+    libc = _libc()
+    for capability in range(_last_capability() + 1):
+        if capability != CAP_DAC_READ_SEARCH and libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            errno = ctypes.get_errno()
+            if errno != 22:  # EINVAL: a capability this kernel does not know
+                raise OSError(errno, f"dropping capability {capability} from the bounding set failed")
+    if not _prctl(PR_SET_KEEPCAPS, 1):
+        raise OSError(ctypes.get_errno(), "PR_SET_KEEPCAPS failed")
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    _capset(1 << CAP_DAC_READ_SEARCH)
+    _prctl(PR_SET_KEEPCAPS, 0)
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    if not _prctl(PR_SET_NO_NEW_PRIVS, 1):
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
+    not_dumpable()
 
 
 def become_subreaper() -> bool:
@@ -44,18 +109,24 @@ def virtual_memory_bytes() -> int:
         return 0
 
 
-def apply_limits(memory: int | None, cpu_seconds: int | None, processes: int | None) -> None:
+def apply_limits(memory: int | None, cpu_seconds: int | None, processes: int | None,
+                 file_size: int | None = None) -> None:
     """``memory``: bytes of address space beyond what the process holds now (the imported
-    libraries); ``cpu_seconds``: CPU time of this process; ``processes``: for a non-root
-    user, processes beyond the user's current count (root is exempt from RLIMIT_NPROC:
-    there the gate counts descendants itself). No core dumps."""
+    libraries); ``cpu_seconds``: CPU time of this process; ``processes``: processes and
+    threads beyond those its user runs now (root is exempt from RLIMIT_NPROC: a gate running
+    as root gives each target a user of its own first, :func:`drop_root`, and the gate also
+    counts what runs below the child); ``file_size``: the largest file it may write (a
+    write beyond fails with EFBIG instead of killing the process). No core dumps."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if memory:
         _lower(resource.RLIMIT_AS, virtual_memory_bytes() + memory, hard_too=True)
     if cpu_seconds:
         _lower(resource.RLIMIT_CPU, cpu_seconds)
     if processes and os.geteuid() != 0 and IS_LINUX:
-        _lower(resource.RLIMIT_NPROC, len(user_processes()) + processes, hard_too=True)
+        _lower(resource.RLIMIT_NPROC, user_tasks(os.getuid()) + processes, hard_too=True)
+    if file_size:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        _lower(resource.RLIMIT_FSIZE, file_size, hard_too=True)
 
 
 def _lower(which: int, value: int, hard_too: bool = False) -> None:
@@ -117,17 +188,61 @@ def process_state(pid: int) -> str | None:
         return None if IS_LINUX else "R"
 
 
-def user_processes() -> list[int]:
-    uid = os.getuid()
-    pids = []
+def _status(pid: int) -> dict[str, str]:
+    """The fields of ``/proc/<pid>/status`` (empty when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            lines = handle.read().decode(errors="replace").splitlines()
+    except OSError:
+        return {}
+    return dict(line.partition(":")[::2] for line in lines)
+
+
+def user_tasks(uid: int) -> int:
+    """How many tasks (processes and their threads, as RLIMIT_NPROC counts them) run with the
+    real user id ``uid``; read from each process's status (a process that is not dumpable
+    shows its ``/proc`` folder as root's)."""
+    count = 0
     for name in os.listdir("/proc"):
         if name.isdigit():
+            fields = _status(int(name))
             try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    pids.append(int(name))
-            except OSError:
-                pass
-    return pids
+                if int(fields["Uid"].split()[0]) == uid:
+                    count += int(fields["Threads"])
+            except (KeyError, ValueError, IndexError):
+                continue
+    return count
+
+
+def usage(pid: int) -> tuple[int, int]:
+    """``(threads, bytes)`` of process ``pid``: its threads, and its anonymous and shared
+    memory resident (``RssAnon`` + ``RssShmem``); zeros when it is gone."""
+    fields = _status(pid)
+    try:
+        kib = sum(int(fields[key].split()[0]) for key in ("RssAnon", "RssShmem"))
+        return int(fields["Threads"]), kib * 1024
+    except (KeyError, ValueError, IndexError):
+        return 0, 0
+
+
+def memory_files(pid: int) -> dict[tuple[int, int], int]:
+    """The memory-only files (``memfd``, ``/dev/shm``) process ``pid`` holds open: their
+    bytes in memory, by ``(device, inode)``."""
+    found = {}
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return found
+    for name in names:
+        path = f"/proc/{pid}/fd/{name}"
+        try:
+            link = os.readlink(path)
+            if link.startswith(("/memfd:", "/dev/shm/")):
+                info = os.stat(path)
+                found[(info.st_dev, info.st_ino)] = info.st_blocks * 512
+        except OSError:
+            continue
+    return found
 
 
 def descendants(root: int) -> list[int]:

@@ -54,10 +54,13 @@ except ImportError:
 
 MAX_REQUEST_BYTES = 1 << 28  # the largest argument the gate sends (a RoPE x) is a few MB
 MAX_STATE_LINES = 20
+ISOLATION = ""  # what weakened this process's isolation, when something did (see setup)
 
 
 def setup(init: dict) -> None:
-    """Make this process the target's: environment, working directory, import path, limits."""
+    """Make this process the target's: environment, working directory, import path, limits;
+    one that will run target code (``init`` has limits) and runs as root takes a user of its
+    own first (:func:`.limits.drop_root`)."""
     limits.silence_output()
     os.environ.clear()
     os.environ.update(init["environ"])
@@ -66,8 +69,17 @@ def setup(init: dict) -> None:
     if torch is not None:
         # One thread: the gate judges one table while the child computes the next.
         torch.set_num_threads(1)
-    bounds = init.get("limits", {})
-    limits.apply_limits(bounds.get("memory"), bounds.get("cpu_seconds"), bounds.get("processes"))
+    if "limits" not in init:  # a slot template: it runs no target code
+        return
+    global ISOLATION
+    if os.geteuid() == 0 and limits.IS_LINUX:
+        try:
+            limits.drop_root(limits.CHILD_UID_BASE + os.getpid())
+        except OSError as error:  # a container without CAP_SETUID, say: the target runs as root
+            ISOLATION = f"the target ran as root: it could not be given a user of its own ({one_line(str(error), 120)})"
+    bounds = init["limits"]
+    limits.apply_limits(bounds.get("memory"), bounds.get("cpu_seconds"), bounds.get("processes"),
+                        bounds.get("file_size"))
 
 
 def import_target(target: str, module_only: bool = False):
@@ -241,7 +253,7 @@ def serve(sock, init: dict) -> None:
             baseline, module = state.snapshot(), target_module(request["target"])
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
                            "import_changes": changes, "import_effects": effects, "import_failures": failures,
-                           "where": _where(function)}, []
+                           "isolation": ISOLATION, "where": _where(function)}, []
         elif request.get("op") == "call" and function is not None:
             reply, data = _call(function, request, payloads, baseline, module)
         elif request.get("op") == "sync":

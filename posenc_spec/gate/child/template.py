@@ -143,6 +143,9 @@ def _preload(names) -> str | None:
 def main() -> None:
     import socket
 
+    from .limits import not_dumpable
+
+    not_dumpable()  # no process of the same user traces it or reads it through /proc
     fd = int(os.environ.pop("POSENC_SPEC_TEMPLATE_FD"))
     sock = socket.socket(fileno=fd)
     from .protocol import send
