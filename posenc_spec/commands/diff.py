@@ -1,8 +1,9 @@
 """``posenc-spec diff OLD.npz NEW.npz``: two snapshots compared in ULPs, nothing called.
 
-For example a CPU run against a GPU run, or two library versions. Exit status: 0 every
-output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable, truncated or tampered
-snapshot, or two snapshots of different calls or APIs.
+For example a CPU run against a GPU run, or two library versions; where the two were
+recorded in different numeric environments (:mod:`posenc_spec.environment`), a line says
+how. Exit status: 0 every output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable,
+truncated or tampered snapshot, or two snapshots of different calls or APIs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import sys
 
+    from posenc_spec.environment import numeric_differences
     from posenc_spec.gate.declaration import MAX_ULP
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.output import destination, json_report
@@ -43,6 +45,9 @@ def run(args) -> int:
         return error("diff", problem)
     failing = [diff for diff in diffs if not diff.passed]
     out = sys.stderr if args.json == "-" else sys.stdout
+    differences = numeric_differences(old.meta["environment"], new.meta["environment"])
+    if differences:
+        destination.emit(f"  recorded in different numeric environments: {'; '.join(differences)}\n", out)
     for diff in failing:
         destination.emit(f"  {diff.describe()}\n", out)
     verdict = "within" if not failing else "beyond"
