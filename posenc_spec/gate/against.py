@@ -180,7 +180,7 @@ def judge_regression(declaration, snapshot: Snapshot, outcomes: list[Outcome], r
     diffs = []
     try:
         for call, _, diff in replay_diffs(snapshot, requests, outcomes, rule.max_ulp):
-            diffs.append(diff if bounds is None or diff.passed else bounds.judge(call, outcomes[len(diffs)], diff))
+            diffs.append(diff if bounds is None else bounds.judge(call, outcomes[len(diffs)], diff))
     except SnapshotError as error:
         return failed(CHECK_ID, str(error)), [*diffs, None], []
     failing = [diff for diff in diffs if not diff.passed]
@@ -215,16 +215,18 @@ class _Bounds:
             self.rope = RopeJudge(declaration.rope, declaration.api, Results())
 
     def judge(self, call: RecordedCall, outcome: Outcome, diff):
-        """``diff`` (a failed exact comparison) judged again within the bounds."""
-        if diff.problem or any(output.problem for output in diff.outputs) or call.outputs is None:
+        """``diff`` (an exact comparison) judged again within the bounds where it failed."""
+        probe = self._probe(call)
+        if probe is None:
+            self.unbounded += call.outputs is not None
+            return diff
+        if diff.passed or diff.problem or any(output.problem for output in diff.outputs):
             return diff  # raised, or another shape, dtype or number of outputs: no tolerance covers it
-        probe = self.probes.get(call.label)
         old = Outcome("ok", "recorded", [_carried(out) for out in call.outputs], [out.dtype for out in call.outputs],
                       [out.container for out in call.outputs], is_tuple=outcome.is_tuple)
-        old_pieces = self._pieces(probe, call, old) if probe is not None else None
-        new_pieces = self._pieces(probe, call, outcome) if old_pieces is not None else None
+        old_pieces = self._pieces(probe, old)
+        new_pieces = self._pieces(probe, outcome) if old_pieces is not None else None
         if new_pieces is None:
-            self.unbounded += 1
             return diff
         ratio = 0.0
         for (before, bound_before), (after, bound_after) in zip(old_pieces, new_pieces, strict=True):
@@ -233,12 +235,17 @@ class _Bounds:
         outputs = tuple(dataclasses.replace(output, passed=within or output.max_ulp == 0) for output in diff.outputs)
         return dataclasses.replace(diff, passed=within, outputs=outputs, bound_ratio=ratio)
 
-    def _pieces(self, probe, call: RecordedCall, outcome: Outcome):
-        """``[(values, bound), ...]`` of one call's outcome, or None where the convention
-        gives it no bound (a call not on its grid, or one it does not define)."""
-        if input_difference(call, RecordedCall(call.label, tuple(_recorded_arg(arg) for arg in
-                                                                 probe.request(call.label).args), None, "Unused")):
+    def _probe(self, call: RecordedCall):
+        """The convention's call of the same label and arguments, or None."""
+        probe = self.probes.get(call.label)
+        if probe is None:
             return None
+        args = tuple(_recorded_arg(arg) for arg in probe.request(call.label).args)
+        return None if input_difference(call, RecordedCall(call.label, args, None, "Unused")) else probe
+
+    def _pieces(self, probe, outcome: Outcome):
+        """``[(values, bound), ...]`` of one call's outcome, or None where the convention
+        gives it no bound (a width or a dtype it does not define)."""
         if self.declaration.rope is not None:
             values, problem = self.rope.values(probe, outcome)
             if problem:

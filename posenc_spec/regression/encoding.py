@@ -6,8 +6,10 @@ steps of its dtype (:func:`order_key`, a bijection of the bit patterns that foll
 order of the values, so that every value, NaN payloads and ``-0.0`` included, comes back
 bit for bit): nearly all are 0 or 1. Every other array is stored as its bits. Either way
 the bytes are split into planes (every element's lowest byte, then the next ...), where
-the high planes are mostly zero, and compressed with LZMA2 (:mod:`lzma`, raw, one fixed
-dictionary size, so that the file cannot ask the reader for more memory).
+the high planes are mostly zero, and compressed with LZMA2 (:mod:`lzma`, raw, with a
+dictionary as large as the unpacked size rounded up to a power of two, at most 8 MiB: the
+reader derives it from the declared dtype and shape, so that the file cannot ask it for
+more memory than the array takes).
 
 Payload of a predicted array: the prediction's column values (float64, little-endian),
 then the planes of the zigzagged distances (0, -1, 1, -2 ... as 0, 1, 2, 3 ...). Of any
@@ -28,11 +30,8 @@ import numpy as np
 from .predict import Prediction
 from .ulp import holding_dtype
 
-CODEC = "lzma2"
-_DICTIONARY = 1 << 23  # 8 MiB: the reader's memory for a stream, whatever the file says
-_FILTERS = [{"id": lzma.FILTER_LZMA2, "dict_size": _DICTIONARY}]
-# Preset 3: preset 6 packs a table of offsets a fifth smaller in ten times the time.
-_WRITE_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 3, "dict_size": _DICTIONARY}]
+MOST_DICTIONARY = 1 << 23  # 8 MiB
+PRESET = 3  # preset 6 packs a table of offsets a fifth smaller in ten times the time
 PREDICTED_DTYPES = {"float32": (np.dtype("<u4"), np.dtype("<i4")), "float64": (np.dtype("<u8"), np.dtype("<i8"))}
 
 
@@ -85,7 +84,13 @@ def encode(values: np.ndarray, dtype: str, prediction: Prediction | None) -> byt
         unsigned, _ = PREDICTED_DTYPES[dtype]
         raw = (np.ascontiguousarray(prediction.columns, dtype="<f8").tobytes()
                + _planes(_zigzag(offsets(values, prediction, dtype), unsigned)))
-    return lzma.compress(raw, format=lzma.FORMAT_RAW, filters=_WRITE_FILTERS)
+    filters = [{"id": lzma.FILTER_LZMA2, "preset": PRESET, "dict_size": _dictionary(len(raw))}]
+    return lzma.compress(raw, format=lzma.FORMAT_RAW, filters=filters)
+
+
+def _dictionary(size: int) -> int:
+    """LZMA2's dictionary for ``size`` unpacked bytes (a larger one packs no better)."""
+    return min(MOST_DICTIONARY, max(4096, 1 << max(size - 1, 1).bit_length()))
 
 
 def unpacked_bytes(dtype: str, shape: tuple, predicted: bool) -> int:
@@ -107,7 +112,8 @@ def decode(payload: bytes, dtype: str, shape: tuple, rows_for=None) -> np.ndarra
     predicted). :class:`EncodingError` when the payload is damaged, short or too long."""
     predicted = rows_for is not None
     expected = unpacked_bytes(dtype, shape, predicted)
-    decompressor = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=_FILTERS)
+    filters = [{"id": lzma.FILTER_LZMA2, "dict_size": _dictionary(expected)}]
+    decompressor = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters)
     try:
         raw = decompressor.decompress(payload, max_length=expected)
         if len(raw) == expected and not decompressor.eof:

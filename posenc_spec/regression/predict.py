@@ -233,7 +233,7 @@ def fit(table: np.ndarray, positions: np.ndarray, base: float = 10000.0, scale: 
             near = int(np.count_nonzero(np.abs(guess - want) <= _CLOSE))
             if near > nearness:
                 closest, nearness = (rows, functions, omega, offset), near
-    if closest is None:
+    if closest is None or nearness < want.size // 2:  # a few values near a sine by chance are no table
         return None
     rows, functions, omega, offset = closest
     best, best_score = None, -1
