@@ -47,6 +47,22 @@ def drifting(num_positions, dim):
     return table
 
 
+def rotary_cache(positions, head_dim):
+    """transformers' default rotary cache (cos and sin, half pairs), its cos moved by one ULP
+    when $POSENC_REGRESSION_CHANGE says so."""
+    import os
+
+    import torch
+
+    inverse = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    angles = positions.to(torch.float32)[:, None] * inverse[None, :]
+    angles = torch.cat([angles, angles], dim=-1)
+    cos, sin = angles.cos(), angles.sin()
+    if os.environ.get(CHANGE) == "one-ulp":
+        cos = torch.nextafter(cos, torch.tensor(2.0))
+    return cos, sin
+
+
 def learned(num_positions, dim):
     """A learned table: a seeded random matrix standing in for checkpoint weights (no
     convention describes it; only a snapshot can judge it)."""
@@ -90,7 +106,7 @@ def test_elsewhere_a_declared_convention_s_tolerance_applies(snapshot, monkeypat
     assert _check(monkeypatch, snapshot, "one-ulp", "--convention", "vaswani", *SMALL, "--json", str(report)) == 0
     target = json.loads(report.read_text())["targets"][0]
     check = next(check for check in target["checks"] if check["id"] == "regression")
-    assert "11 of 11 recorded calls within the vaswani convention's tolerance" in check["reason"]
+    assert "11 of 11 recorded calls within the tolerance of the declared convention (vaswani;" in check["reason"]
     worst = next(call for call in check["details"] if call["label"] == "50x8")
     assert (worst["max_ulp"], worst["passed"]) == (1, True) and 0 < worst["bound_ratio"] < 1, worst
     assert any(difference in warning for warning in target["warnings"]), target["warnings"]
@@ -120,6 +136,21 @@ def test_max_ulp_applies_wherever_the_snapshot_was_recorded(snapshot, monkeypatc
     _elsewhere(monkeypatch)
     assert _check(monkeypatch, snapshot, "milli", "--max-ulp", "1", "--convention", "vaswani", *SMALL) == 1
     assert "within 1 ULP (--max-ulp)" in capsys.readouterr().out
+
+
+def test_elsewhere_a_rotary_convention_s_tolerance_applies(tmp_path, monkeypatch, capsys):
+    """The same for a rotary cache: a 1-ULP move of cos passes within the RoPE bounds in
+    another numeric environment, fails bit for bit in the same one."""
+    path = tmp_path / "rope.npz"
+    rope = ["--api", "rope-cache", "--head-dim", "64", *SMALL]
+    assert main(["snapshot", f"{__file__}:rotary_cache", "--out", str(path), *rope]) == 0
+    monkeypatch.setenv(CHANGE, "one-ulp")
+    command = ["check", f"{__file__}:rotary_cache", "--against", str(path), "-j", "1", *rope]
+    assert main(command) == 1
+    _elsewhere(monkeypatch)
+    assert main(command) == 0
+    assert "recorded calls within the tolerance of the declared convention (default theta=10000" in (
+        capsys.readouterr().out)
 
 
 def test_one_ulp_fails_at_zero_and_passes_at_one(snapshot, monkeypatch, capsys, tmp_path):

@@ -134,11 +134,15 @@ class Rule:
     max_ulp: int = 0
     differences: tuple[str, ...] = ()
 
-    def describe(self, convention: str) -> str:
+    def describe(self, convention: str | None = None) -> str:
+        """The comparison in words (``convention``: the declared one's name, said in full)."""
         if self.kind == "max-ulp":
             return f"within {self.max_ulp} ULP (--max-ulp)"
         if self.kind == "tolerance":
-            return f"within the {convention} convention's tolerance (the recorded and the new value's bounds added)"
+            if convention is None:
+                return "within the declared convention's tolerance"
+            return f"within the tolerance of the declared convention ({convention}; the recorded and the new " \
+                   "value's bounds added)"
         return "bit for bit" + ("" if self.differences else " (recorded in this numeric environment)")
 
     def advice(self) -> str:
@@ -193,7 +197,7 @@ def judge_regression(declaration, snapshot: Snapshot, outcomes: list[Outcome], r
     warnings = []
     if rule.differences and (rule.kind != "exact" or not failing):
         warnings.append(f"regression: the snapshot was recorded in another numeric environment "
-                        f"({'; '.join(rule.differences)}); compared {rule.describe(declaration.convention_name())}")
+                        f"({'; '.join(rule.differences)}); compared {rule.describe()}")
     if failing:
         advice = f"; {rule.advice()}" if rule.kind == "exact" and rule.differences else ""
         return failed(CHECK_ID, summary + detail + advice), diffs, warnings
