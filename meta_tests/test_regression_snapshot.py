@@ -377,6 +377,9 @@ CORRUPTIONS = {
     "predictor of other rows": (_edit_meta(lambda d: d["calls"][0]["outputs"][0].update(predictor={
         "rows_arg": 1, "offset": "0" * 16, "scale": "3ff0000000000000", "functions": "sc" * 4,
         "angle_dtype": "float32", "operation": "mul"})), "argument 1 does not give the table's 50 rows"),
+    "predicted empty table": (_edit_meta(lambda d: d["calls"][0]["outputs"][0].update(shape=[2**26, 0], predictor={
+        "rows_arg": 0, "offset": "0" * 16, "scale": "3ff0000000000000", "functions": "", "angle_dtype": "float32",
+        "operation": "mul"})), r"a predicted array must be a float32 or float64 table, not float32 \[67108864, 0\]"),
     "other format": (_edit_meta(lambda d: d.update(format="something-else")), "not a posenc-spec snapshot"),
     "object dtype": (_edit_meta(lambda d: d["calls"][0]["outputs"][0].update(dtype="object")),
                      "dtype 'object' is not one of"),

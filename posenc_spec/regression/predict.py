@@ -147,25 +147,30 @@ class Prediction:
         if len(self.functions) != self.columns.size or set(self.functions) - set(FUNCTIONS):
             raise ValueError(f"functions must give one of {FUNCTIONS!r} for each of the {self.columns.size} columns")
 
-    def values(self, dtype: str, rows=slice(None), portable: bool = True) -> np.ndarray:
-        """The predicted table (or its ``rows``) in ``dtype`` (float32 or float64);
-        ``portable=False`` takes NumPy's sin and cos, faster and machine-dependent (for
-        :func:`fit`, whose choice only decides the size)."""
+    def values(self, dtype: str, portable: bool = True) -> np.ndarray:
+        """The predicted table in ``dtype`` (float32 or float64), computed a block of rows at
+        a time (the float64 temporaries stay small); ``portable=False`` takes NumPy's sin and
+        cos, faster and machine-dependent (for :func:`fit`, whose choice only decides the size)."""
         kind = np.frombuffer(self.functions.encode("ascii"), dtype=np.uint8)
+        cosine, zero = (kind == ord("c"))[None, :], kind == ord("0")
+        out = np.empty((self.rows.size, self.columns.size), dtype=dtype)
+        step = max(1, BLOCK // max(self.columns.size, 1))
         with np.errstate(all="ignore"):
             if self.angle_dtype == "float32":
-                left, right = self.rows[rows].astype(np.float32)[:, None], self.columns.astype(np.float32)[None, :]
+                rows, right = self.rows.astype(np.float32)[:, None], self.columns.astype(np.float32)[None, :]
             else:
-                left, right = self.rows[rows][:, None], self.columns[None, :]
-            theta = (left * right if self.operation == "mul" else left / right).astype(np.float64)
-            cosine = (kind == ord("c"))[None, :]
-            if portable:
-                value = sin_cos(theta, cosine, exact=dtype == "float64")
-            else:
-                value = np.where(cosine, np.cos(theta), np.sin(theta))
-            value[:, kind == ord("0")] = 0.0
-            value[~np.isfinite(value)] = 0.0  # NaN's bits differ between CPUs: never predicted
-        return value.astype(dtype)
+                rows, right = self.rows[:, None], self.columns[None, :]
+            for start in range(0, self.rows.size, step):
+                left = rows[start:start + step]
+                theta = (left * right if self.operation == "mul" else left / right).astype(np.float64)
+                if portable:
+                    value = sin_cos(theta, cosine, exact=dtype == "float64")
+                else:
+                    value = np.where(cosine, np.cos(theta), np.sin(theta))
+                value[:, zero] = 0.0
+                value[~np.isfinite(value)] = 0.0  # NaN's bits differ between CPUs: never predicted
+                out[start:start + step] = value
+        return out
 
 
 def rows_of(values, offset: float = 0.0, scale: float = 1.0) -> np.ndarray:

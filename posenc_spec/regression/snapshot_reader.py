@@ -308,7 +308,7 @@ class _Members:
                        f"more than the cap {MAX_TOTAL_ELEMENTS}")
         if self.version > 1:
             predicted = ref["predictor"] is not None
-            if predicted and (dtype not in PREDICTED_DTYPES or len(shape) != 2):
+            if predicted and (dtype not in PREDICTED_DTYPES or len(shape) != 2 or 0 in shape):
                 raise fail(f"{where}: a predicted array must be a float32 or float64 table, not {dtype} {shape}")
             most = most_stored_bytes(dtype, tuple(shape), predicted)
             if type(ref["stored"]) is not int or not 0 < ref["stored"] <= most:
