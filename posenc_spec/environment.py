@@ -44,6 +44,7 @@ _SHOWN_ONLY = {"ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CP
 # Parts of the numeric environment that do not decide a float result.
 _NOT_COMPARED = {"posenc_spec", "overrides"}
 TORCH_CAPABILITIES = ("default", "avx2", "avx512")
+MAX_DIFFERENCE = 200  # characters of one difference in a message
 _SIMD_FLAG = re.compile(r"(sse|ssse|avx|fma|f16c|amx|xop)\w*")
 
 
@@ -130,17 +131,22 @@ def _numpy_blas() -> str | None:
 
 
 def numeric_differences(recorded: dict, current: dict) -> list[str]:
-    """``"key: recorded -> current"`` for every part that decides float results and differs
-    (``overrides``: those whose effect is not recorded itself); empty when none does."""
+    """``"key: recorded -> current"`` (one line, at most ``MAX_DIFFERENCE`` characters: a
+    snapshot's environment is the file's word) for every part that decides float results and
+    differs (``overrides``: those whose effect is not recorded itself); empty when none does."""
+    from .text import one_line
+
     differences = []
-    for key in sorted((set(recorded) | set(current)) - _NOT_COMPARED):
+    for key in sorted((set(recorded) | set(current)) - _NOT_COMPARED, key=str):
         if recorded.get(key) != current.get(key):
-            differences.append(f"{key}: {_short(recorded.get(key), current.get(key))}")
-    old = {k: v for k, v in (recorded.get("overrides") or {}).items() if k not in _SHOWN_ONLY}
-    new = {k: v for k, v in (current.get("overrides") or {}).items() if k not in _SHOWN_ONLY}
-    for name in sorted(set(old) | set(new)):
+            differences.append(one_line(f"{key}: {_short(recorded.get(key), current.get(key))}", MAX_DIFFERENCE))
+    old, new = ({name: value for name, value in (side.get("overrides") or {}).items() if name not in _SHOWN_ONLY}
+                if isinstance(side.get("overrides"), dict) else {"overrides": side.get("overrides")}
+                for side in (recorded, current))
+    for name in sorted(set(old) | set(new), key=str):
         if old.get(name) != new.get(name):
-            differences.append(f"{name}: {old.get(name, 'unset')} -> {new.get(name, 'unset')}")
+            differences.append(one_line(f"{name}: {old.get(name, 'unset')} -> {new.get(name, 'unset')}",
+                                        MAX_DIFFERENCE))
     return differences
 
 
@@ -154,14 +160,3 @@ def _short(old, new) -> str:
         return "; ".join(f"{key} {_short(old.get(key), new.get(key))}" for key in sorted(set(old) | set(new))
                          if old.get(key) != new.get(key))
     return f"{old} -> {new}"
-
-
-def describe(environment_: dict) -> str:
-    """A short line: versions, the torch capability, NumPy's dispatched SIMD and the overrides."""
-    simd = environment_.get("numpy_simd") or {}
-    overrides = environment_.get("overrides") or {}
-    parts = [f"{environment_.get('platform')}", f"torch {environment_.get('torch')}",
-             f"NumPy {environment_.get('numpy')}", f"torch CPU capability {environment_.get('torch_cpu_capability')}",
-             f"NumPy SIMD {' '.join(simd.get('dispatched') or []) or 'baseline only'}"]
-    parts += [f"{name}={value}" for name, value in sorted(overrides.items())]
-    return ", ".join(parts)
