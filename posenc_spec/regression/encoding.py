@@ -15,9 +15,9 @@ Payload of a predicted array: the prediction's column values (float64, little-en
 then the planes of the zigzagged distances (0, -1, 1, -2 ... as 0, 1, 2, 3 ...). Of any
 other: the planes of its bits (little-endian).
 
-:func:`decode` bounds everything: the payload is at most :func:`most_stored_bytes` of the
-size it declares, it unpacks to exactly the size its dtype and shape need (never more is
-unpacked), and the stream must end there.
+The reader first checks that a payload is no larger than :func:`most_stored_bytes` of the
+size it declares; :func:`decode` then unpacks exactly the size its dtype and shape need
+(never more) and requires the stream to end there.
 """
 
 from __future__ import annotations
