@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from posenc_spec import oracle
 from posenc_spec.regression import (
     MAX_DIMENSIONS,
     RecordedArray,
@@ -22,12 +23,14 @@ from posenc_spec.regression import (
     Snapshot,
     SnapshotError,
     SnapshotExistsError,
+    encoding,
     read_snapshot,
     snapshot_meta,
     write_snapshot,
 )
 from posenc_spec.regression import snapshot as snapshot_module
-from posenc_spec.regression.snapshot import FORMAT, FORMAT_VERSION, MAX_TOTAL_ELEMENTS
+from posenc_spec.regression import snapshot_reader as reader_module
+from posenc_spec.regression.snapshot import FORMAT, FORMAT_VERSION, MAX_TOTAL_ELEMENTS, content_hash
 from posenc_spec.regression.ulp import DTYPES
 
 FIRST_OUTPUT = "call0_out0.npy"
@@ -94,16 +97,75 @@ def test_round_trip_keeps_every_bit(tmp_path):
 
 
 def test_the_file_is_a_plain_npz_with_a_json_meta(written):
-    """NumPy opens the file without pickles; ``meta`` is UTF-8 JSON naming the format and the members."""
+    """NumPy opens the file without pickles; ``meta`` is UTF-8 JSON naming the format, the
+    members (each a uint8 payload of the size it declares) and the numeric environment."""
     with np.load(written, allow_pickle=False) as archive:
         document = json.loads(archive["meta"].tobytes().decode("utf-8"))
         members = set(archive.files) - {"meta"}
         first = archive[FIRST_OUTPUT.removesuffix(".npy")]
     assert (document["format"], document["format_version"]) == (FORMAT, FORMAT_VERSION)
     assert document["meta"]["api"] == "table" and document["meta"]["created"].endswith("+00:00")
+    assert {"torch_cpu_capability", "numpy_simd", "cpu_flags", "blas"} <= set(document["meta"]["environment"])
     referenced = {ref["member"] for call in document["calls"]
                   for ref in call["args"] + (call["outputs"] or []) if "member" in ref}
-    assert referenced == members and first.dtype == np.float32 and first.shape == (50, 8)
+    stored = document["calls"][0]["outputs"][0]["stored"]
+    assert referenced == members and first.dtype == np.uint8 and first.shape == (stored,)
+
+
+def _sinusoid_snapshot(dtype: str) -> Snapshot:
+    """A vaswani table of ``dtype`` with a NaN with a payload, -0.0, +-inf and a value far
+    from its prediction; and the same table moved by 0.5, which no member predicts."""
+    table = oracle.table(300, 64).astype(dtype)
+    flat = table.reshape(-1)
+    flat[[5, 77, 78, 79, 80]] = [np.nan, -0.0, np.inf, -np.inf, 123.0]
+    flat.view(f"u{flat.itemsize}")[5] |= 3  # a NaN payload
+    return Snapshot(snapshot_meta("pkg.mod:fn", "table"), (
+        RecordedCall("300x64", (300, 64), (RecordedArray(table, dtype),)),
+        RecordedCall("moved", (300, 64), (RecordedArray(table + np.array(0.5, dtype), dtype),)),
+    ))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_predicted_table_comes_back_bit_for_bit(tmp_path, dtype):
+    """A sinusoidal table is stored as offsets from its prediction, special values included,
+    in a small part of its raw size; a table no member predicts is stored as its bits."""
+    original = _sinusoid_snapshot(dtype)
+    path = write_snapshot(tmp_path / "snap.npz", original)
+    read = read_snapshot(path)
+    for before, after in zip(original.calls, read.calls, strict=True):
+        assert after == before, f"{dtype} call {before.label!r} changed in the round trip"
+    with np.load(path, allow_pickle=False) as archive:
+        document = json.loads(archive["meta"].tobytes())
+    predictors = [call["outputs"][0]["predictor"] for call in document["calls"]]
+    assert predictors[0] is not None and predictors[0]["functions"] == "sc" * 32 and predictors[1] is None
+    assert document["calls"][0]["outputs"][0]["stored"] < 300 * 64 * np.dtype(dtype).itemsize // 20
+
+
+def test_format_1_files_are_still_read(tmp_path):
+    """A file of format 1 (plain .npy members, deflated; the versions as its environment)
+    reads as the snapshot it holds."""
+    original = _snapshot()
+    members = {}
+    calls = []
+    for i, call in enumerate(original.calls):
+        def reference(array, name):
+            members[name] = array.values.astype(array.values.dtype.newbyteorder("<"))
+            return {"member": name, "dtype": array.dtype, "shape": list(array.values.shape),
+                    "container": array.container}
+        calls.append({"label": call.label,
+                      "args": [{"kind": "array", **reference(a, f"call{i}_arg{j}")} if isinstance(a, RecordedArray)
+                               else {"kind": "float", "bits": snapshot_module.float_bits(a)} if isinstance(a, float)
+                               else {"kind": "int", "value": a} for j, a in enumerate(call.args)],
+                      "outputs": None if call.outputs is None else [
+                          reference(a, f"call{i}_out{j}") for j, a in enumerate(call.outputs)],
+                      "raised": call.raised})
+    meta = {**original.meta, "environment": {"posenc_spec": "0.2.0", "platform": "linux-x86_64"}}
+    document = {"format": FORMAT, "format_version": 1, "meta": meta, "calls": calls}
+    document["sha256"] = content_hash(document, members)
+    path = tmp_path / "old.npz"
+    np.savez_compressed(path, meta=np.frombuffer(json.dumps(document).encode(), np.uint8), **members)
+    read = read_snapshot(path)
+    assert read.meta == meta and read.calls == original.calls
 
 
 def test_existing_path_needs_force(written):
@@ -243,10 +305,39 @@ def _pickle_member(path):
     _edit_members(lambda members: members.update({FIRST_OUTPUT: _npy(payload, allow_pickle=True)}))(path)
 
 
+def _payload(members, name=FIRST_OUTPUT) -> bytes:
+    return np.load(io.BytesIO(members[name])).tobytes()
+
+
+def _set_payload(members, payload: bytes, name=FIRST_OUTPUT) -> None:
+    """Replace a member's payload, and its stored size in meta to match (the hash stays)."""
+    members[name] = _npy(np.frombuffer(payload, np.uint8))
+    document = json.loads(np.load(io.BytesIO(members["meta.npy"])).tobytes())
+    for call in document["calls"]:
+        for ref in call["args"] + (call["outputs"] or []):
+            if ref.get("member") == name.removesuffix(".npy"):
+                ref["stored"] = len(payload)
+    members["meta.npy"] = _npy(np.frombuffer(json.dumps(document).encode(), np.uint8))
+
+
 def _changed_value(members):
-    values = np.load(io.BytesIO(members[FIRST_OUTPUT]))
+    values = encoding.decode(_payload(members), "float32", (50, 8))
     values[7, 3] = np.nextafter(values[7, 3], np.float32(np.inf))
-    members[FIRST_OUTPUT] = _npy(values)
+    _set_payload(members, encoding.encode(values, "float32", None))
+
+
+def _bomb(members):
+    """A payload that unpacks to 1 MiB of zeros where its shape holds 1600 bytes."""
+    _set_payload(members, encoding.encode(np.zeros(2**18, np.float32), "float32", None))
+
+
+def _nested(depth: int):
+    def edit(document):
+        value = 0
+        for _ in range(depth):
+            value = [value]
+        document["meta"]["deep"] = value
+    return edit
 
 
 def _flip_a_byte(path):
@@ -270,9 +361,25 @@ CORRUPTIONS = {
     "negative dimension": (_set_output_shape([-1, 8]), "is not a list of at most"),
     "too many dimensions": (_set_output_shape([1] * (MAX_DIMENSIONS + 1)), "is not a list of at most"),
     "header disagrees": (_edit_members(lambda m: m.update({FIRST_OUTPUT: _npy(np.zeros((8, 50), np.float32))})),
-                         r"header says float32 \(8, 50\), its metadata float32 \(50, 8\)"),
-    "other format version": (_edit_meta(lambda d: d.update(format_version=2)),
-                             "format version 2; this posenc-spec reads version 1"),
+                         r"header says float32 \(8, 50\), its metadata uint8 \(\d+,\)"),
+    "other format version": (_edit_meta(lambda d: d.update(format_version=3)),
+                             "format version 3; this posenc-spec reads versions 1, 2: record the snapshot again"),
+    "payload unpacks too far": (_edit_members(_bomb), "call0_out0: it unpacks to more than the 1600 bytes"),
+    "payload truncated": (_edit_members(lambda m: _set_payload(m, _payload(m)[: len(_payload(m)) // 2])),
+                          "call0_out0: it unpacks to .* bytes where its dtype and shape need 1600|does not end"),
+    "payload damaged": (_edit_members(lambda m: _set_payload(m, bytes(len(_payload(m))))),
+                        "call0_out0: its compressed data is damaged|unpacks to"),
+    "huge stored size": (_edit_meta(lambda d: d["calls"][0]["outputs"][0].update(stored=2**40)),
+                         r"stored size 1099511627776 is not an int in \[1, \d+\]"),
+    "nested too deep": (_edit_meta(_nested(200)), "meta is nested 202 levels deep, more than the 34"),
+    "predictor of a vector": (_edit_meta(lambda d: d["calls"][1]["args"][0].update(predictor={})),
+                              "a predicted array must be a float32 or float64 table, not float32 \\[16\\]"),
+    "predictor of other rows": (_edit_meta(lambda d: d["calls"][0]["outputs"][0].update(predictor={
+        "rows_arg": 1, "offset": "0" * 16, "scale": "3ff0000000000000", "functions": "sc" * 4,
+        "angle_dtype": "float32", "operation": "mul"})), "argument 1 does not give the table's 50 rows"),
+    "predicted empty table": (_edit_meta(lambda d: d["calls"][0]["outputs"][0].update(shape=[2**26, 0], predictor={
+        "rows_arg": 0, "offset": "0" * 16, "scale": "3ff0000000000000", "functions": "", "angle_dtype": "float32",
+        "operation": "mul"})), r"a predicted array must be a float32 or float64 table, not float32 \[67108864, 0\]"),
     "other format": (_edit_meta(lambda d: d.update(format="something-else")), "not a posenc-spec snapshot"),
     "object dtype": (_edit_meta(lambda d: d["calls"][0]["outputs"][0].update(dtype="object")),
                      "dtype 'object' is not one of"),
@@ -334,3 +441,42 @@ def test_a_zip_bomb_is_refused_before_it_is_unpacked(written):
     finally:
         tracemalloc.stop()
     assert peak < bomb_bytes // 16, f"reading allocated {peak} bytes"
+
+
+def test_a_payload_bomb_is_refused_unpacking_no_more_than_its_size(written):
+    """A payload of a few hundred bytes that unpacks to 1 MiB where its shape holds 1600
+    bytes: the reader stops at 1600 and allocates a small part of the bomb."""
+    _edit_members(_bomb)(written)
+    tracemalloc.start()
+    try:
+        with pytest.raises(SnapshotError, match="call0_out0: it unpacks to more than the 1600 bytes"):
+            read_snapshot(written)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**18, f"reading allocated {peak} bytes"
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "device", "folder"])
+def test_only_regular_files_are_read_and_nothing_blocks(tmp_path, kind):
+    """A FIFO with no writer (which an ordinary open waits on forever), a device, a folder:
+    refused at once, in one line naming what the path is."""
+    import threading
+
+    path = {"device": pathlib.Path(os.devnull), "folder": tmp_path}.get(kind, tmp_path / "pipe.npz")
+    if kind == "FIFO":
+        os.mkfifo(path)
+    caught = []
+    reading = threading.Thread(target=lambda: caught.append(pytest.raises(SnapshotError, read_snapshot, path)),
+                               daemon=True)
+    reading.start()
+    reading.join(timeout=10)
+    assert not reading.is_alive(), f"reading the {kind} {path} blocked"
+    assert f"is not a file: it is a {kind.lower()}" in str(caught[0].value).lower().replace("a fifo", "a fifo")
+
+
+def test_metadata_beyond_the_cap_is_refused(written, monkeypatch):
+    """The reader's cap on the meta member holds before the JSON is read (lowered here)."""
+    monkeypatch.setattr(reader_module, "MAX_META_BYTES", 100)
+    with pytest.raises(SnapshotError, match=r"member meta.npy .*of at most 100 bytes|meta.npy unpacks to"):
+        read_snapshot(written)

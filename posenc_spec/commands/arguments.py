@@ -116,10 +116,12 @@ def add_rope_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_against_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against", metavar="FILE.npz", default=None,
-                        help="replay the calls of a snapshot (posenc-spec snapshot) and compare in ULPs; without "
-                             "convention flags only this regression check runs")
+                        help="replay the calls of a snapshot (posenc-spec snapshot) and compare: bit for bit where "
+                             "it was recorded in this numeric environment, else within the declared convention's "
+                             "tolerance (bit for bit without one); without convention flags only this regression "
+                             "check runs")
     parser.add_argument("--max-ulp", dest="max_ulp", metavar="N", default=None,
-                        help="the largest ULP distance --against allows (default 0: bit for bit)")
+                        help="the largest ULP distance --against allows, wherever the snapshot was recorded")
 
 
 def declaration_flags(args: argparse.Namespace) -> dict:

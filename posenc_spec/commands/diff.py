@@ -1,9 +1,10 @@
 """``posenc-spec diff OLD.npz NEW.npz``: two snapshots compared in ULPs, nothing called.
 
-For example a CPU run against a GPU run, or two library versions. Exit status: 0 every
-output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable, truncated or tampered
-snapshot, or two snapshots of different calls or APIs; 3 the ``--json`` file could not be
-written at the end.
+For example a CPU run against a GPU run, or two library versions; where the two were
+recorded in different numeric environments (:mod:`posenc_spec.environment`), a line says
+how. Exit status: 0 every output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable,
+truncated or tampered snapshot, or two snapshots of different calls or APIs; 3 the
+``--json`` file could not be written at the end.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def run(args) -> int:
 def _run(args, held) -> int:
     import sys
 
+    from posenc_spec.environment import numeric_differences
     from posenc_spec.gate.declaration import MAX_ULP
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.output import destination, json_report
@@ -51,7 +53,9 @@ def _run(args, held) -> int:
         return error("diff", problem)
     failing = [diff for diff in diffs if not diff.passed]
     out = sys.stderr if args.json == "-" else sys.stdout
-    destination.emit([f"  {diff.describe()}" for diff in failing], out)
+    differences = numeric_differences(old.meta["environment"], new.meta["environment"])
+    lines = [f"  recorded in different numeric environments: {'; '.join(differences)}"] if differences else []
+    destination.emit(lines + [f"  {diff.describe()}" for diff in failing], out)
     verdict = "within" if not failing else "beyond"
     destination.emit(f"{args.old} -> {args.new}: {len(diffs) - len(failing)} of {len(diffs)} calls within {max_ulp} "
                      f"ULP ({verdict})", out)

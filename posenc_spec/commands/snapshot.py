@@ -3,7 +3,8 @@
 The target runs in a sealed child, as ``check`` runs it, on the gate's default grid for its
 API (bounded by ``--max-positions`` and ``--t-max``): every size, the odd and degenerate
 widths, and for the timesteps API the int64 and float32 timesteps. Every output is kept in
-the dtype it was produced in, with the exact inputs and the environment; a call that raises
+the dtype it was produced in, with the exact inputs and the numeric environment (what decides
+float results on this machine: :mod:`posenc_spec.environment`); a call that raises
 is recorded as raising. ``check TARGET --against FILE.npz`` replays it.
 
 Exit status: 0 written; 2 usage error, an existing file without ``--force``, a TARGET that

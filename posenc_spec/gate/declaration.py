@@ -22,7 +22,8 @@ the value; the message is the same whichever way it came in. The keys::
     xfails          a file of known deviations (:mod:`posenc_spec.gate.xfails`)
     timeout         seconds for the import and for each call   (default 60; at most MAX_TIMEOUT)
     against         a snapshot (``posenc-spec snapshot``): replay its calls and compare in ULPs
-    max_ulp         the largest ULP distance ``against`` allows (default 0: bit for bit)
+    max_ulp         the largest ULP distance ``against`` allows, wherever the snapshot was
+                    recorded (without it: :func:`posenc_spec.gate.against.regression_rule`)
 
 The rotary APIs take the keys of :mod:`posenc_spec.gate.rope.spec` instead of the
 convention's (``rope_config``, ``rope_theta``, ``rope_type`` ...); the names of every key
@@ -81,7 +82,8 @@ class Declaration:
     user wrote it and ``source`` where it was declared (for reports and annotations);
     ``search_path`` holds the folders put first on the target's import path (a config
     file's folder, so that its module targets import from wherever the gate runs).
-    ``against`` is a snapshot whose calls are replayed and compared within ``max_ulp``;
+    ``against`` is a snapshot whose calls are replayed and compared (within ``max_ulp``
+    when ``max_ulp_given``, else as :func:`~posenc_spec.gate.against.regression_rule` says);
     ``formula`` says whether the convention's checks run (False: only ``regression``).
     ``api="table"`` calls ``fn(num_positions, dim)``; ``api="timesteps"`` calls
     ``fn(timesteps, dim)`` with 1-D int64 and float32 torch tensors of values in ``[0,
@@ -104,6 +106,7 @@ class Declaration:
     against: Snapshot | None = field(default=None, compare=False)
     against_path: str | None = None
     max_ulp: int = 0
+    max_ulp_given: bool = False
     formula: bool = True
     rope: RopeSpec | None = None
 
@@ -173,6 +176,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         written=target, source=where.rstrip(": "), search_path=(str(base_dir),) if base_dir is not None else (),
         against=against, against_path=against_path,
         max_ulp=integer(name("max_ulp"), keys["max_ulp"], minimum=0, maximum=MAX_ULP) if "max_ulp" in keys else 0,
+        max_ulp_given="max_ulp" in keys,
         formula=against is None or any(key in keys for key in (*DECLARING_KEYS, *ROPE_KEYS)), rope=rope,
     )
 

@@ -98,8 +98,10 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
     results.add(judge.passed("import", run.import_message))
     if declaration.against is not None:
         replayed = run.outcomes[len(calls):]
-        check, diffs = against.judge_regression(declaration.against, replayed, made.replayed, declaration.max_ulp)
+        check, diffs, notes = against.judge_regression(declaration, declaration.against, replayed, made.replayed,
+                                                       calls)
         results.add(dataclasses.replace(check, details=tuple(diff.as_dict() for diff in diffs if diff is not None)))
+        warnings += notes
     if not calls:
         return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
     family = _family_judge(declaration, results, keep_table)

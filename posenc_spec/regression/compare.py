@@ -64,7 +64,9 @@ class OutputDiff:
 @dataclass(frozen=True)
 class CallDiff:
     """One call of the grid compared: ``problem`` for a call-level change (raising, the number
-    of outputs), else one :class:`OutputDiff` per output."""
+    of outputs), else one :class:`OutputDiff` per output. ``bound_ratio``, when the call was
+    judged within a convention's tolerance rather than ``max_ulp_allowed``: the largest
+    distance over the bound that applied (<= 1 passes)."""
 
     label: str
     passed: bool
@@ -72,6 +74,7 @@ class CallDiff:
     problem: str | None = None
     outputs: tuple[OutputDiff, ...] = ()
     raised: str | None = None
+    bound_ratio: float | None = None
 
     @property
     def max_ulp(self) -> int | float:
@@ -93,14 +96,17 @@ class CallDiff:
             detail = self.outputs[0].describe()
         else:
             detail = "; ".join(f"output {output.position}: {output.describe()}" for output in self.outputs)
-        return f"{self.label}: {verdict} (max_ulp {self.max_ulp_allowed}): {detail}"
+        rule = (f"max_ulp {self.max_ulp_allowed}" if self.bound_ratio is None
+                else f"distance/tolerance {self.bound_ratio:.3g}")
+        return f"{self.label}: {verdict} ({rule}): {detail}"
 
     def as_dict(self) -> dict:
         """For a JSON report: finite numbers only; an infinite distance or a non-finite value is
         the string ``"inf"``, ``"-inf"`` or ``"nan"``, a complex value a pair [real, imaginary]."""
         return {"label": self.label, "passed": self.passed, "max_ulp_allowed": self.max_ulp_allowed,
                 "problem": self.problem, "raised": self.raised,
-                "max_ulp": _json_number(self.max_ulp), "outputs": [output.as_dict() for output in self.outputs]}
+                "max_ulp": _json_number(self.max_ulp), "outputs": [output.as_dict() for output in self.outputs],
+                "bound_ratio": _json_number(self.bound_ratio)}
 
 
 def _json_number(value):

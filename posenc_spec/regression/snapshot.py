@@ -1,24 +1,34 @@
 """Snapshot files: what an encoding returned on a grid of calls, recorded exactly.
 
-A snapshot is one compressed ``.npz`` (the layout of ``numpy.savez_compressed``: a zip of
-``.npy`` members). Every array (an input or an output) is a member with a generated name
-(``call3_arg0``, ``call3_out0``), stored little-endian in C order; bfloat16 as its uint16
-bit pattern. The member ``meta`` is a uint8 array holding UTF-8 JSON::
+A snapshot is one ``.npz`` (a zip of ``.npy`` members, as ``numpy.savez`` writes them).
+Every array (an input or an output) is a member with a generated name (``call3_arg0``,
+``call3_out0``): a 1-D uint8 array holding its payload (:mod:`.encoding`: the bits, or the
+ULP distances from a prediction of the sinusoidal family, compressed with LZMA2). The
+member ``meta`` is a uint8 array holding UTF-8 JSON::
 
-    {"format": "posenc-spec-snapshot", "format_version": 1,
+    {"format": "posenc-spec-snapshot", "format_version": 2,
      "meta": {"target", "api", "created", "environment", ...what the caller adds},
      "calls": [{"label": "300x512",
                 "args": [{"kind": "int", "value": 300},
                          {"kind": "float", "bits": "3ff0000000000000"},   (the float64's bits, exact)
-                         {"kind": "array", "member", "dtype", "shape", "container"}],
-                "outputs": [{"member", "dtype", "shape", "container"}] or null,
+                         {"kind": "array", "member", "dtype", "shape", "container", "stored", "predictor"}],
+                "outputs": [{"member", "dtype", "shape", "container", "stored", "predictor"}] or null,
                 "raised": "ValueError" or null}],
      "sha256": "..."}
 
+``stored`` is the payload's size in bytes; ``predictor`` is null, or how the reader
+computes the prediction (:mod:`.predict`): ``{"rows_arg": 0, "offset", "scale"} (the
+float64's bits), "functions", "angle_dtype", "operation"}``, the rows being the call's
+argument ``rows_arg`` (an int n: 0 .. n-1; a 1-D array: its values). ``environment`` is
+:func:`posenc_spec.environment.numeric_environment`.
+
 ``sha256`` is taken over the canonical JSON of the rest of ``meta`` (sorted keys, no
 spaces, ASCII) and then, for every member in the order the calls name them, its name, a
-zero byte, its data's length as 8 little-endian bytes and its data. It detects corruption
-and edits made without recomputing it, not a forger: anyone can recompute it.
+zero byte, its decoded data's length as 8 little-endian bytes and its decoded data
+(little-endian, C order; bfloat16 as its uint16 bits). It detects corruption and edits
+made without recomputing it, not a forger: anyone can recompute it. Format 1 stored each
+array as a plain ``.npy`` member, deflated, and its environment as
+:func:`posenc_spec.environment.environment`; it is still read.
 
 Reading it back, trusting nothing in the file: :mod:`.snapshot_reader`.
 """
@@ -35,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from posenc_spec.environment import environment
+from posenc_spec.environment import numeric_environment
 from posenc_spec.text import one_line
 
 from . import (
@@ -43,20 +53,24 @@ from . import (
     Snapshot,
     SnapshotError,
     SnapshotExistsError,
+    encoding,
 )
-from .ulp import holding_dtype
+from .predict import fit
+from .ulp import COMPLEX_PARTS, bfloat16_values, holding_dtype
 
 FORMAT = "posenc-spec-snapshot"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)
 MAX_META_BYTES = 4 * 2**20  # a grid of a few hundred calls needs a few tens of KiB
 MAX_TOTAL_ELEMENTS = 2**27  # 0.5 GiB of float32; the gate's default grid records about 5.3e6 per target
 MAX_NPY_HEADER = 10_000  # numpy's own default bound for parsing a header
 
 
 def snapshot_meta(target: str, api: str, **extra) -> dict:
-    """The metadata of a new snapshot: target, api, the time now (ISO 8601, UTC), the environment."""
+    """The metadata of a new snapshot: target, api, the time now (ISO 8601, UTC), the numeric
+    environment."""
     created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    return {"target": target, "api": api, "created": created, "environment": environment(), **extra}
+    return {"target": target, "api": api, "created": created, "environment": numeric_environment(), **extra}
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -80,20 +94,26 @@ def content_hash(document: dict, members: dict[str, np.ndarray]) -> str:
     return digest.hexdigest()
 
 
-def _layout(snapshot: Snapshot) -> tuple[dict, dict[str, np.ndarray]]:
-    """The JSON document (hash included) and the members, in the order the hash takes them."""
-    members: dict[str, np.ndarray] = {}
+def _layout(snapshot: Snapshot) -> tuple[dict, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The JSON document (hash included), the payloads and the decoded arrays, both in the
+    order the hash takes them."""
+    payloads: dict[str, np.ndarray] = {}
+    decoded: dict[str, np.ndarray] = {}
+    offset, scale, base = _declared_family(snapshot.meta)
 
-    def reference(array: RecordedArray, name: str) -> dict:
-        members[name] = np.asarray(array.values, dtype=file_dtype(array.dtype), order="C")  # keeps 0-d arrays 0-d
+    def reference(array: RecordedArray, name: str, args: tuple = ()) -> dict:
+        decoded[name] = np.asarray(array.values, dtype=file_dtype(array.dtype), order="C")  # keeps 0-d arrays 0-d
+        prediction, predictor = _prediction(array, args, offset, scale, base)
+        payload = encoding.encode(array.values, array.dtype, prediction)
+        payloads[name] = np.frombuffer(payload, dtype=np.uint8)
         return {"member": name, "dtype": array.dtype, "shape": list(array.values.shape),
-                "container": array.container}
+                "container": array.container, "stored": len(payload), "predictor": predictor}
 
     def argument(value, name: str) -> dict:
         if isinstance(value, RecordedArray):
             return {"kind": "array", **reference(value, name)}
         if isinstance(value, float):
-            return {"kind": "float", "bits": struct.pack(">d", value).hex()}
+            return {"kind": "float", "bits": float_bits(value)}
         return {"kind": "int", "value": int(value)}
 
     calls = []
@@ -102,12 +122,57 @@ def _layout(snapshot: Snapshot) -> tuple[dict, dict[str, np.ndarray]]:
             "label": call.label,
             "args": [argument(value, f"call{i}_arg{j}") for j, value in enumerate(call.args)],
             "outputs": None if call.outputs is None else [
-                reference(array, f"call{i}_out{j}") for j, array in enumerate(call.outputs)],
+                reference(array, f"call{i}_out{j}", call.args) for j, array in enumerate(call.outputs)],
             "raised": call.raised,
         })
     document = {"format": FORMAT, "format_version": FORMAT_VERSION, "meta": snapshot.meta, "calls": calls}
-    document["sha256"] = content_hash(document, members)
-    return document, members
+    document["sha256"] = content_hash(document, decoded)
+    return document, payloads, decoded
+
+
+def float_bits(value: float) -> str:
+    return struct.pack(">d", value).hex()
+
+
+def _declared_family(meta: dict) -> tuple[float, float, float]:
+    """The offset, scale and base of the sinusoidal convention the snapshot's declaration
+    names (``meta["declaration"]``), else the paper's 0, 1 and 10000."""
+    declared = meta.get("declaration")
+    declared = declared if isinstance(declared, dict) else {}
+    values = [declared.get(key, default) for key, default in (("offset", 0.0), ("scale", 1.0), ("base", 10000.0))]
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in values) \
+            and values[2] > 1 and values[1] != 0:
+        return float(values[0]), float(values[1]), float(values[2])
+    return 0.0, 1.0, 10000.0
+
+
+def rows_argument(value) -> np.ndarray | None:
+    """The rows a prediction runs over from a call's argument: an int n is 0 .. n-1, a 1-D
+    array its values; None for anything else."""
+    if isinstance(value, int) and 0 <= value <= MAX_TOTAL_ELEMENTS:
+        return np.arange(value, dtype=np.float64)
+    if isinstance(value, RecordedArray) and value.values.ndim == 1 and value.dtype not in COMPLEX_PARTS:
+        values = bfloat16_values(value.values) if value.dtype == "bfloat16" else value.values
+        return values.astype(np.float64)
+    return None
+
+
+def _prediction(array: RecordedArray, args: tuple, offset: float, scale: float, base: float):
+    """The prediction of an output (a float table whose rows the call's first argument
+    gives) and its JSON, or ``(None, None)``. The rows' offset is the declared one, or
+    fairseq's 2."""
+    if array.dtype not in encoding.PREDICTED_DTYPES or array.values.ndim != 2 or not args:
+        return None, None
+    positions = rows_argument(args[0])
+    if positions is None or positions.size != array.values.shape[0]:
+        return None, None
+    found = fit(array.values, positions, base, scale, (offset, 0.0, 2.0))
+    if found is None:
+        return None, None
+    prediction, offset = found
+    return prediction, {"rows_arg": 0, "offset": float_bits(offset), "scale": float_bits(scale),
+                        "functions": prediction.functions, "angle_dtype": prediction.angle_dtype,
+                        "operation": prediction.operation}
 
 
 def write_snapshot(path, snapshot: Snapshot, force: bool = False) -> Path:
@@ -124,12 +189,12 @@ def write_snapshot(path, snapshot: Snapshot, force: bool = False) -> Path:
         raise SnapshotError(f"cannot write snapshot {path}: folder {folder} does not exist")
     if path.exists() and not force:
         raise SnapshotExistsError(f"snapshot {path} exists; pass force=True to replace it")
-    document, members = _layout(snapshot)
+    document, payloads, decoded = _layout(snapshot)
     text = _canonical(document)
     if len(text) > MAX_META_BYTES:
         raise SnapshotError(f"cannot write snapshot {path}: its metadata takes {len(text)} bytes, "
                             f"more than the {MAX_META_BYTES} a reader accepts")
-    total = sum(array.size for array in members.values())
+    total = sum(array.size for array in decoded.values())
     if total > MAX_TOTAL_ELEMENTS:
         raise SnapshotError(f"cannot write snapshot {path}: {total} elements, more than the "
                             f"{MAX_TOTAL_ELEMENTS} a reader accepts")
@@ -142,7 +207,7 @@ def write_snapshot(path, snapshot: Snapshot, force: bool = False) -> Path:
         raise SnapshotError(f"cannot write snapshot {path}: {one_line(error.strerror or error)}") from None
     try:
         with os.fdopen(handle, "wb") as stream:
-            np.savez_compressed(stream, meta=np.frombuffer(text, dtype=np.uint8), **members)
+            np.savez(stream, meta=np.frombuffer(text, dtype=np.uint8), **payloads)
             stream.flush()
             os.fsync(stream.fileno())
         if path.exists() and not force:  # created meanwhile by someone else

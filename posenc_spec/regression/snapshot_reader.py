@@ -1,18 +1,24 @@
 """Reading a snapshot file back, trusting nothing in it (the format: :mod:`.snapshot`).
 
 Reading executes nothing from the file: no pickles, and every size is checked before
-anything of that size is allocated. ``meta`` is bounded (:data:`.snapshot.MAX_META_BYTES`)
-and validated completely first, including a cap on the total number of elements
+anything of that size is allocated. The path must name a regular file (opened without
+blocking, so that a FIFO or a device is refused, not waited on). ``meta`` is bounded
+(:data:`.snapshot.MAX_META_BYTES`, nested at most :data:`MAX_JSON_DEPTH` deep) and
+validated completely first, including a cap on the total number of elements
 (:data:`.snapshot.MAX_TOTAL_ELEMENTS`); then each member's zip entry size and ``.npy``
-header must agree with ``meta`` before its data is read; then the hash must match. Every
-problem is a :class:`SnapshotError` with one line naming the file.
+header must agree with ``meta`` before its data is read; a payload must unpack to exactly
+the size its dtype and shape need (:func:`.encoding.decode`, which never unpacks more);
+then the hash must match. Every problem is a :class:`SnapshotError` with one line naming
+the file. Formats 1 and 2 are read.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import struct
 import zipfile
 import zlib
@@ -26,28 +32,35 @@ from posenc_spec.text import one_line
 from . import (
     CONTAINERS,
     MAX_DIMENSIONS,
+    MAX_JSON_DEPTH,
     RecordedArray,
     RecordedCall,
     Snapshot,
     SnapshotError,
     check_meta,
 )
+from .encoding import PREDICTED_DTYPES, EncodingError, decode, most_stored_bytes
+from .predict import ANGLE_DTYPES, FUNCTIONS, OPERATIONS, Prediction, rows_of
 from .snapshot import (
     FORMAT,
-    FORMAT_VERSION,
     MAX_META_BYTES,
     MAX_NPY_HEADER,
     MAX_TOTAL_ELEMENTS,
+    READ_VERSIONS,
     as_path,
     content_hash,
     file_dtype,
+    rows_argument,
 )
 from .ulp import DTYPES, holding_dtype
 
 _MEMBER_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _TOP_KEYS = {"format", "format_version", "meta", "calls", "sha256"}
 _CALL_KEYS = {"label", "args", "outputs", "raised"}
-_REFERENCE_KEYS = {"member", "dtype", "shape", "container"}
+_REFERENCE_KEYS = {1: {"member", "dtype", "shape", "container"},
+                   2: {"member", "dtype", "shape", "container", "stored", "predictor"}}
+_PREDICTOR_KEYS = {"rows_arg", "offset", "scale", "functions", "angle_dtype", "operation"}
+_HEX64 = re.compile(r"[0-9a-f]{16}")
 _NPY_PREFIX = 16  # the magic string, the version and the header length before the header
 
 
@@ -57,36 +70,72 @@ def read_snapshot(path, expect_api: str | None = None) -> Snapshot:
     path = as_path(path)
     if expect_api is not None and not isinstance(expect_api, str):
         raise TypeError(f"expect_api must be a str or None, got {expect_api!r}")
-    if not path.exists():
-        raise SnapshotError(f"snapshot {path} does not exist")
-    if not path.is_file():
-        raise SnapshotError(f"snapshot {path} is not a file")
+    with _open_regular(path) as stream:
+        try:
+            archive = zipfile.ZipFile(stream)
+        except zipfile.BadZipFile:
+            raise SnapshotError(f"snapshot {path}: {_why_not_zip(stream)}") from None
+        except (NotImplementedError, ValueError, EOFError) as error:  # e.g. a damaged version field
+            raise SnapshotError(f"snapshot {path} is damaged: {one_line(error)}") from None
+        except OSError as error:
+            raise SnapshotError(f"snapshot {path} cannot be read: {one_line(error.strerror or error)}") from None
+        with archive:
+            try:
+                return _read(archive, path, expect_api)
+            except SnapshotError:
+                raise
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError,
+                    RuntimeError) as error:
+                raise SnapshotError(f"snapshot {path} is damaged: {one_line(error)}") from None
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading, once it is known to be a regular file: opened without
+    blocking (a FIFO with no writer would block an ordinary open), then checked with fstat."""
     try:
-        archive = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
-        raise SnapshotError(f"snapshot {path}: {_why_not_zip(path)}") from None
-    except (NotImplementedError, ValueError, EOFError) as error:  # e.g. a damaged version field
-        raise SnapshotError(f"snapshot {path} is damaged: {one_line(error)}") from None
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise SnapshotError(f"snapshot {path} does not exist") from None
     except OSError as error:
         raise SnapshotError(f"snapshot {path} cannot be read: {one_line(error.strerror or error)}") from None
-    with archive:
-        try:
-            return _read(archive, path, expect_api)
-        except SnapshotError:
-            raise
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError,
-                RuntimeError) as error:
-            raise SnapshotError(f"snapshot {path} is damaged: {one_line(error)}") from None
+    mode = os.fstat(handle).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(handle)
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        raise SnapshotError(f"snapshot {path} is not a file: it is {kind}" if kind != "not a regular file"
+                            else f"snapshot {path} is not a regular file")
+    return os.fdopen(handle, "rb")
 
 
-def _why_not_zip(path: Path) -> str:
-    with open(path, "rb") as stream:
-        start = stream.read(4)
+def _why_not_zip(stream) -> str:
+    stream.seek(0)
+    start = stream.read(4)
     if not start:
         return "the file is empty"
     if start == b"PK\x03\x04":
         return "truncated or damaged: the zip directory at its end is missing"
     return "not a .npz snapshot (not a zip file)"
+
+
+def json_depth(text: bytes) -> int:
+    """How deeply the JSON ``text`` nests arrays and objects (brackets inside strings do not count)."""
+    codes = np.frombuffer(text, dtype=np.uint8)
+    backslash = codes == ord("\\")
+    # A quote after an odd run of backslashes is part of the string: the length of the run
+    # ending at each position is its index less that of the last other character before it.
+    position = np.arange(codes.size)
+    last_other = np.maximum.accumulate(np.where(backslash, -1, position))
+    escaped = np.zeros(codes.size, dtype=bool)
+    escaped[1:] = backslash[:-1] & ((position[:-1] - last_other[:-1]) % 2 == 1)
+    quote = codes == ord('"')
+    inside = np.cumsum(quote & ~escaped) % 2 == 1  # the closing quote counts as inside: it is no bracket
+    step = np.zeros(codes.size, dtype=np.int64)
+    step[np.isin(codes, (ord("["), ord("{")))] = 1
+    step[np.isin(codes, (ord("]"), ord("}")))] = -1
+    step[inside] = 0
+    return int(np.cumsum(step).max(initial=0))
 
 
 def _read(archive: zipfile.ZipFile, path: Path, expect_api: str | None) -> Snapshot:
@@ -100,13 +149,8 @@ def _read(archive: zipfile.ZipFile, path: Path, expect_api: str | None) -> Snaps
         entries[info.filename] = info
     if "meta.npy" not in entries:
         raise fail("no meta member: not a posenc-spec snapshot")
-    text = _read_member(archive, entries["meta.npy"], "uint8", None, fail)
-    try:
-        document = json.loads(text.tobytes().decode("utf-8"), parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise fail(f"meta is not UTF-8 JSON ({one_line(error)})") from None
-    _check_header(document, fail)
-    members = _Members(fail)
+    document = _document(_read_member(archive, entries["meta.npy"], "uint8", None, fail).tobytes(), fail)
+    members = _Members(fail, document["format_version"])
     for i, call in enumerate(document["calls"]):
         members.check_call(call, f"calls[{i}]")
     if expect_api is not None and document["meta"]["api"] != expect_api:
@@ -117,8 +161,7 @@ def _read(archive: zipfile.ZipFile, path: Path, expect_api: str | None) -> Snaps
         raise fail(f"member {missing[0]} is missing")
     if extra:
         raise fail(f"unexpected member {extra[0]}")
-    arrays = {name: _read_member(archive, entries[f"{name}.npy"], dtype, shape, fail)
-              for name, (dtype, shape) in members.declared.items()}
+    arrays = _decoded(archive, entries, document, members, fail)
     recorded_hash = document.pop("sha256")
     if content_hash(document, arrays) != recorded_hash:
         raise fail("content hash mismatch: the file was changed after it was written")
@@ -126,6 +169,56 @@ def _read(archive: zipfile.ZipFile, path: Path, expect_api: str | None) -> Snaps
         return _snapshot(document, arrays)
     except (TypeError, ValueError) as error:
         raise fail(one_line(error)) from None
+
+
+def _document(text: bytes, fail) -> dict:
+    """The JSON of the meta member, its nesting bounded before it is parsed, then checked
+    in everything but its calls."""
+    # Levels beyond meta's own cap: the document, "meta", and a call's references and predictor.
+    if (depth := json_depth(text)) > MAX_JSON_DEPTH + 2:
+        raise fail(f"meta is nested {depth} levels deep, more than the {MAX_JSON_DEPTH + 2} a snapshot has")
+    try:
+        document = json.loads(text.decode("utf-8"), parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise fail(f"meta is not UTF-8 JSON ({one_line(error)})") from None
+    _check_header(document, fail)
+    return document
+
+
+def _decoded(archive, entries, document, members, fail) -> dict[str, np.ndarray]:
+    """Every member's array, call by call (a prediction's rows are the call's argument)."""
+    arrays = {}
+    for call in document["calls"]:
+        arguments = []
+        for ref in [*call["args"], *(call["outputs"] or ())]:
+            if ref.get("kind", "array") != "array":
+                arguments.append(ref.get("value"))
+                continue
+            name = ref["member"]
+            dtype, shape = members.declared[name]
+            if members.version == 1:
+                arrays[name] = _read_member(archive, entries[f"{name}.npy"], dtype, shape, fail)
+            else:
+                payload = _read_member(archive, entries[f"{name}.npy"], "uint8", (ref["stored"],), fail)
+                rows_for = _rows_for(ref["predictor"], arguments, arrays) if ref["predictor"] else None
+                try:
+                    arrays[name] = decode(payload.tobytes(), dtype, shape, rows_for)
+                except EncodingError as error:
+                    raise fail(f"member {name}: {error}") from None
+            if len(arguments) < len(call["args"]):
+                arguments.append(RecordedArray(arrays[name], dtype, ref["container"]))
+    return arrays
+
+
+def _rows_for(predictor: dict, arguments: list, arrays: dict):
+    """The prediction of a payload, from its column values (see :mod:`.predict`)."""
+    values = rows_argument(arguments[predictor["rows_arg"]])
+    rows = rows_of(values, *(struct.unpack(">d", bytes.fromhex(predictor[key]))[0] for key in ("offset", "scale")))
+
+    def prediction(columns: np.ndarray) -> Prediction:
+        return Prediction(rows, columns, predictor["functions"], predictor["angle_dtype"], predictor["operation"])
+
+    return prediction
 
 
 def _refuse_constant(name: str):
@@ -139,8 +232,9 @@ def _check_header(document, fail) -> None:
     if document.get("format") != FORMAT:
         raise fail(f"not a posenc-spec snapshot (format {document.get('format')!r})")
     version = document.get("format_version")
-    if version != FORMAT_VERSION or isinstance(version, bool):
-        raise fail(f"format version {version!r}; this posenc-spec reads version {FORMAT_VERSION}")
+    if version not in READ_VERSIONS or isinstance(version, bool):
+        raise fail(f"format version {version!r}; this posenc-spec reads versions "
+                   f"{', '.join(map(str, READ_VERSIONS))}: record the snapshot again with this version")
     if set(document) != _TOP_KEYS:
         raise fail(f"meta has the keys {sorted(document)}, expected {sorted(_TOP_KEYS)}")
     if not isinstance(document["sha256"], str) or not re.fullmatch(r"[0-9a-f]{64}", document["sha256"]):
@@ -157,8 +251,8 @@ class _Members:
     """The calls' array references, validated one call at a time: ``declared`` maps each
     member name, in the order the calls name them, to its dtype and shape."""
 
-    def __init__(self, fail):
-        self.fail = fail
+    def __init__(self, fail, version: int):
+        self.fail, self.version = fail, version
         self.declared: dict[str, tuple[str, tuple]] = {}
         self.labels: set[str] = set()
         self.total = 0
@@ -177,16 +271,20 @@ class _Members:
         for j, arg in enumerate(call["args"]):
             self.check_argument(arg, f"{where}.args[{j}]")
         for j, output in enumerate(call["outputs"] or ()):
-            self.check_reference(output, f"{where}.outputs[{j}]", _REFERENCE_KEYS)
+            self.check_reference(output, f"{where}.outputs[{j}]", _REFERENCE_KEYS[self.version])
+            if self.version > 1 and output["predictor"] is not None:
+                self.check_predictor(output, call["args"], f"{where}.outputs[{j}].predictor")
 
     def check_argument(self, arg, where: str) -> None:
         kind = arg.get("kind") if isinstance(arg, dict) else None
         if kind == "array":
-            self.check_reference(arg, where, _REFERENCE_KEYS | {"kind"})
+            self.check_reference(arg, where, _REFERENCE_KEYS[self.version] | {"kind"})
+            if self.version > 1 and arg["predictor"] is not None:
+                raise self.fail(f"{where}: an argument has no predictor")
         elif kind == "int" and set(arg) == {"kind", "value"} and type(arg["value"]) is int:
             return
         elif not (kind == "float" and set(arg) == {"kind", "bits"} and isinstance(arg["bits"], str)
-                  and re.fullmatch(r"[0-9a-f]{16}", arg["bits"])):
+                  and _HEX64.fullmatch(arg["bits"])):
             raise self.fail(f"{where} is not an int, a float (16 hex digits) or an array reference")
 
     def check_reference(self, ref, where: str, keys: set) -> None:
@@ -204,11 +302,42 @@ class _Members:
                 or not all(type(n) is int and 0 <= n <= MAX_TOTAL_ELEMENTS for n in shape)):
             raise fail(f"{where}: shape {shape!r} is not a list of at most {MAX_DIMENSIONS} "
                        f"ints in [0, {MAX_TOTAL_ELEMENTS}]")
-        self.declared[name] = (dtype, tuple(shape))
         self.total += math.prod(shape)
         if self.total > MAX_TOTAL_ELEMENTS:
             raise fail(f"{where}: the arrays declare {self.total} elements in all, "
                        f"more than the cap {MAX_TOTAL_ELEMENTS}")
+        if self.version > 1:
+            predicted = ref["predictor"] is not None
+            if predicted and (dtype not in PREDICTED_DTYPES or len(shape) != 2 or 0 in shape):
+                raise fail(f"{where}: a predicted array must be a float32 or float64 table, not {dtype} {shape}")
+            most = most_stored_bytes(dtype, tuple(shape), predicted)
+            if type(ref["stored"]) is not int or not 0 < ref["stored"] <= most:
+                raise fail(f"{where}: stored size {ref['stored']!r} is not an int in [1, {most}] "
+                           f"for {dtype} {tuple(shape)}")
+        self.declared[name] = (dtype, tuple(shape))
+
+    def check_predictor(self, ref, args: list, where: str) -> None:
+        predictor, fail = ref["predictor"], self.fail
+        if not isinstance(predictor, dict) or set(predictor) != _PREDICTOR_KEYS:
+            raise fail(f"{where} must be null or an object with the keys {sorted(_PREDICTOR_KEYS)}")
+        index = predictor["rows_arg"]
+        if type(index) is not int or not 0 <= index < len(args):
+            raise fail(f"{where}: rows_arg {index!r} is not the index of one of the call's {len(args)} arguments")
+        rows = args[index]
+        count = rows["value"] if rows["kind"] == "int" else rows["shape"][0] if (
+            rows["kind"] == "array" and len(rows["shape"]) == 1 and not rows["dtype"].startswith("complex")) else None
+        if count != ref["shape"][0]:
+            raise fail(f"{where}: argument {index} does not give the table's {ref['shape'][0]} rows")
+        for key in ("offset", "scale"):
+            if not isinstance(predictor[key], str) or not _HEX64.fullmatch(predictor[key]):
+                raise fail(f"{where}: {key} is not 16 hex digits: {predictor[key]!r}")
+        functions = predictor["functions"]
+        if (not isinstance(functions, str) or len(functions) != ref["shape"][1]
+                or not set(functions) <= set(FUNCTIONS)):
+            raise fail(f"{where}: functions must be {ref['shape'][1]} of the letters {FUNCTIONS!r}")
+        if predictor["angle_dtype"] not in ANGLE_DTYPES or predictor["operation"] not in OPERATIONS:
+            raise fail(f"{where}: angle_dtype must be one of {', '.join(ANGLE_DTYPES)} and operation one of "
+                       f"{', '.join(OPERATIONS)}")
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, dtype: str, shape, fail) -> np.ndarray:
