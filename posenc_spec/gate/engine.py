@@ -90,7 +90,7 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
     calls = made.probes
     ids = plan(declaration, calls)
     results = judge.Results()
-    warnings = judge.state_warnings(run.import_state, [])
+    warnings = judge.import_warnings(run.import_state)
     if not run.imported:
         results.add(judge.failed("import", run.import_message))
         results.not_run(ids[1:], "import", "the target could not be imported")
@@ -123,8 +123,7 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
     ran = [outcome for outcome in outcomes if outcome.ran]
     results.add(judge.judge_state(changes, written, reseeded, bool(ran), judge.unreadable_generators(ran),
                                   run.import_state.failures))
-    warnings = judge.state_warnings(run.import_state, [(probe.slot, outcome)
-                                                       for probe, outcome in zip(calls, outcomes, strict=True)])
+    warnings += judge.call_warnings([(probe.slot, outcome) for probe, outcome in zip(calls, outcomes, strict=True)])
     drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
                  for name in drawn]

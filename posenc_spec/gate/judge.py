@@ -233,14 +233,18 @@ def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], 
                                   "random number generator")
 
 
-def state_warnings(import_state, slots_and_outcomes) -> list[str]:
-    """The report's warnings about global state that does not fail ``global-state``: what
-    the target's module changed when imported, and the side effects of the libraries the
-    import and the calls imported (each once); first, what weakened the target's isolation."""
+def import_warnings(import_state) -> list[str]:
+    """The report's warnings about what importing the target did that does not fail
+    ``global-state``: what weakened its isolation, what its module's code changed, and the
+    side effects of the libraries it imported."""
     lines = list(import_state.notes)
     lines += [f"importing the target changed {change}" for change in import_state.changes]
     lines += [f"import side effect: {effect}, while the target was imported" for effect in import_state.effects]
-    for slot, outcome in slots_and_outcomes:
-        lines += [f"import side effect: {effect}, in the call for {slot} (which imported {outcome.imports})"
-                  for effect in outcome.effects]
+    return list(dict.fromkeys(lines))
+
+
+def call_warnings(slots_and_outcomes) -> list[str]:
+    """The side effects of the libraries the calls imported (each once): warnings."""
+    lines = [f"import side effect: {effect}, in the call for {slot} (which imported {outcome.imports})"
+             for slot, outcome in slots_and_outcomes for effect in outcome.effects]
     return list(dict.fromkeys(lines))
