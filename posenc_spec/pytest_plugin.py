@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-from posenc_spec.gate.keys import DECLARATION_KEYS, flag
+from posenc_spec.gate.keys import DECLARATION_KEYS, REPEATED, flag
 
 # option destination -> declaration key
 _KEYS = {f"posenc_{key}": key for key in DECLARATION_KEYS}
@@ -37,7 +37,7 @@ def pytest_addoption(parser) -> None:
     for dest, key in _KEYS.items():
         command_flag = flag(key)
         group.addoption("--posenc-" + command_flag[2:], dest=dest, default=None, metavar="VALUE",
-                        action="append" if key == "rope_parameters" else "store",
+                        action="append" if key in REPEATED else "store",
                         help=f"as posenc-spec check {command_flag}")
     group.addoption("--posenc-xfails", metavar="FILE", default=None, help="known deviations, one check id per line")
     group.addoption("--posenc-max-memory", metavar="SIZE", default=None, help="as posenc-spec check --max-memory")

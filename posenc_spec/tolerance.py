@@ -34,6 +34,12 @@ At L = 8192 the bound is about 2.5e-3 for the highest frequency in float32; corr
 float32 tables measure up to about 5e-4 there. At L = 2, hard-coding ``ln(10000)`` as
 9.21 is off by about 1e-5 where the bound is below 5e-7.
 
+A module that adds its table to ``x`` (``x + pe``, the ``adds-to-x`` signature) is judged
+on what it adds: ``out - x``, taken exactly in float64, against the table. Beside the
+table's own bound, the sum is rounded once to the output dtype, an error of at most
+``u_o |x + pe|`` (:func:`addition_bound`); the table itself may be rounded to the output
+dtype before the sum, which the table's bound already holds.
+
 Rotary embeddings (RoPE, :mod:`posenc_spec.rope`)
 -------------------------------------------------
 
@@ -172,6 +178,11 @@ def table_tolerance(positions, width: int, convention: str | Convention, out_dty
     """The bound for every element of a table, plus the float64 oracle's own bound."""
     theta, log_omega = oracle.angles(positions, width, get_convention(convention), degenerate_limit)
     return tolerance_from_term(angle_term(theta, log_omega), out_dtype, angle_dtype)
+
+
+def addition_bound(x, table, out_dtype) -> np.ndarray:
+    """The error of storing ``x + table`` in ``out_dtype``: one rounding of the sum."""
+    return unit_roundoff(out_dtype) * np.abs(np.asarray(x, np.float64) + np.asarray(table, np.float64))
 
 
 @dataclass(frozen=True)

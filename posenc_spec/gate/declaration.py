@@ -47,6 +47,7 @@ from posenc_spec.conventions import FUNCTIONS, LAYOUTS, ODD_BEHAVIOURS, PRESETS,
 from .errors import UsageError
 from .keys import APIS, CONVENTION_KEYS, DECLARING_KEYS, KEYS, ROPE_APIS, ROPE_KEYS, flag
 from .loader import TargetError, absolute_target
+from .signatures import Calling, calling, check_layout
 from .values import choice, fail, integer, number
 from .xfails import Xfails, read_xfails
 
@@ -109,6 +110,7 @@ class Declaration:
     max_ulp_given: bool = False
     formula: bool = True
     rope: RopeSpec | None = None
+    calling: Calling = Calling("n-d")
 
     @property
     def name(self) -> str:
@@ -130,9 +132,19 @@ class Declaration:
     def as_dict(self) -> dict:
         fields = self.rope.as_dict() if self.rope is not None else self.convention.as_dict()
         fields["odd"] = self.odd
+        calling = self.calling.as_dict() if self.calling.adapted else {}
         return {"preset": self.preset, **fields, "api": self.api, "t_max": self.t_max,
                 "max_positions": self.max_positions, "timeout": self.timeout, "formula": self.formula,
-                "against": self.against_path, "max_ulp": self.max_ulp}
+                "against": self.against_path, "max_ulp": self.max_ulp, **calling}
+
+    def how(self) -> dict | None:
+        """What the child needs to call the target as it is written (None: in the API's own
+        form); see :mod:`posenc_spec.gate.signatures`."""
+        rope = self.rope
+        sizes = {"max_positions": self.max_positions, "t_max": self.t_max,
+                 "rope_theta": rope.convention.theta if rope is not None else None}
+        return self.calling.for_child(self.api, sizes, rope.x_layout if rope is not None else None,
+                                      rope.config if rope is not None else None)
 
 
 def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> Declaration:
@@ -162,8 +174,10 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         api = api or against.api
     api = api or "table"
     max_positions = integer(name("max_positions"), keys["max_positions"]) if "max_positions" in keys else None
+    how = calling(keys, api, name, has_config="rope_config" in keys)
     if api in ROPE_APIS:
         preset, convention, odd, rope = _rope(keys, base_dir, name, max_positions, where)
+        check_layout(how.signature, rope.x_layout, name)
     else:
         preset, convention, odd = _sinusoidal(keys, name)
         rope = None
@@ -178,6 +192,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         max_ulp=integer(name("max_ulp"), keys["max_ulp"], minimum=0, maximum=MAX_ULP) if "max_ulp" in keys else 0,
         max_ulp_given="max_ulp" in keys,
         formula=against is None or any(key in keys for key in (*DECLARING_KEYS, *ROPE_KEYS)), rope=rope,
+        calling=how,
     )
 
 
@@ -195,7 +210,8 @@ def refuse_unknown_keys(keys, known: tuple[str, ...], where: str = "") -> None:
 
 def _sinusoidal(keys: dict, name) -> tuple[str, Convention, str]:
     """``(preset, convention, odd)`` of the sinusoidal keys; RoPE keys are refused."""
-    misplaced = [key for key in ROPE_KEYS if key in keys]
+    adds_to_x = keys.get("signature") == "adds-to-x"  # its x_layout says how the table is added to x
+    misplaced = [key for key in ROPE_KEYS if key in keys and not (key == "x_layout" and adds_to_x)]
     if misplaced:
         raise UsageError(f"{name(misplaced[0])} declares a rotary embedding: give --api rope-freqs, rope-cache "
                          "or rope-apply")

@@ -35,6 +35,7 @@ from .rope import grid as rope_grid
 from .rope.judge import RopeJudge
 from .runner import Slot
 from .sandbox import Limits, root_template
+from .signatures import WITH_ROTATION
 
 
 def _family(declaration: Declaration):
@@ -46,7 +47,10 @@ def probes(declaration: Declaration) -> list:
     if not declaration.formula:
         return []
     if _family(declaration) == "rope":
-        return rope_grid.probes_for(declaration.rope, declaration.api, declaration.max_positions)
+        made = rope_grid.probes_for(declaration.rope, declaration.api, declaration.max_positions)
+        if declaration.calling.signature in WITH_ROTATION:
+            made = rope_grid.with_rotation(made, declaration.rope, declaration.calling.signature)
+        return made
     return sinusoidal.probes(declaration)
 
 
@@ -203,7 +207,7 @@ def _turn(slot: Slot, declaration: Declaration, shared: bool, options: RunOption
     else:
         slot.end_module()
     stop_after = first_failure(declaration, calls) if options.fail_fast else None
-    run = slot.run(declaration.target, calls.requests(), declaration.search_path, stop_after)
+    run = slot.run(declaration.target, calls.requests(), declaration.search_path, stop_after, declaration.how())
     report = judge_run(declaration, calls, run, keep_table)
     report.seconds, report.where = time.perf_counter() - started, run.where
     return report

@@ -34,6 +34,10 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
 ``determinism``
     a second call of one size, started from another state of the global random number
     generators, returns the identical table, bit for bit.
+``adds[50x8]``
+    (the ``adds-to-x`` signature: a module that returns ``x + table``; every other call
+    hands it zeros) with ``x`` of seeded values, what it returns minus ``x`` is the table,
+    within its bound and one rounding of the sum.
 ``global-state``
     no call changed global state (see :mod:`posenc_spec.gate.child.state`: torch's and
     NumPy's modes and flags, warnings filters, environment, import path and hooks, working
@@ -74,6 +78,10 @@ ODD_WIDTHS = (7, 65)
 ODD_LENGTH = 50
 DETERMINISM_SIZE = (300, 512)
 TIMESTEP_SEED = 20240229
+ADDS_SIZE = (50, 8)  # the call that shows what a module adds to x (the adds-to-x signature)
+ADDS_SEED = 20250101
+# x as an adds-to-x module takes it, from the canonical (positions, features)
+_ADDS_LAYOUTS = {"sbd": lambda x: x[:, None, :], "bsd": lambda x: x[None], "sd": lambda x: x}
 
 # name -> the function of posenc_spec.checks; the order is the report's order.
 CHECK_FUNCTIONS = {
@@ -108,6 +116,7 @@ class Probe:
     repeats: str | None = None
     rng: str = "a"
     derived: bool | None = None  # None: decided by the size; the grid sets it from the slot's nominal size
+    x_layout: str | None = None  # the adds probe: how x is laid out for the module
 
     @property
     def size(self) -> str:
@@ -139,14 +148,23 @@ class Probe:
         """The call, labelled by the slot (or by ``label``)."""
         first = self.length if self.timesteps is None else ArrayArg(
             self.timesteps, self.timesteps.dtype.name, "torch", "timesteps")
-        return CallRequest(label or self.slot, (first, self.width), (self.length, self.width), rng=self.rng)
+        more = ()
+        if self.role == "adds":
+            more = (ArrayArg(np.ascontiguousarray(_ADDS_LAYOUTS[self.x_layout](adds_x(self.length, self.width))),
+                             "float32", "torch", "x"),)
+        return CallRequest(label or self.slot, (first, self.width, *more), (self.length, self.width), rng=self.rng)
+
+
+def adds_x(length: int, width: int) -> np.ndarray:
+    """The seeded ``(length, width)`` float32 values the adds probe hands a module."""
+    return np.random.default_rng(ADDS_SEED).standard_normal((length, width)).astype(np.float32)
 
 
 def _capped(length: int, max_positions: int | None) -> int:
     return length if max_positions is None else min(length, max_positions)
 
 
-def table_probes(max_positions=None, skip_odd=False) -> list[Probe]:
+def table_probes(max_positions=None, skip_odd=False, adds_layout: str | None = None) -> list[Probe]:
     probes = [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d, derived=n * d <= DERIVED_LIMIT)
               for n, d in TABLE_SIZES[:5]]
     probes.append(Probe("L=1", "degenerate", 1, 64, check_id="degenerate[L=1]"))
@@ -156,6 +174,10 @@ def table_probes(max_positions=None, skip_odd=False) -> list[Probe]:
                    for width in ODD_WIDTHS]
     probes += [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d, derived=n * d <= DERIVED_LIMIT)
                for n, d in TABLE_SIZES[5:]]
+    if adds_layout is not None:
+        length, width = ADDS_SIZE
+        probes.append(Probe(f"adds-{length}x{width}", "adds", _capped(length, max_positions), width,
+                            check_id=f"adds[{length}x{width}]", x_layout=adds_layout))
     length, width = DETERMINISM_SIZE
     slot = f"{length}x{width}"
     probes.append(Probe(slot, "repeat", _capped(length, max_positions), width, check_id="determinism",
@@ -207,9 +229,9 @@ def timestep_probes(t_max: float, max_positions=None, skip_odd=False) -> list[Pr
     return probes
 
 
-def probes_for(api: str, t_max: float, max_positions=None, skip_odd=False) -> list[Probe]:
+def probes_for(api: str, t_max: float, max_positions=None, skip_odd=False, adds_layout=None) -> list[Probe]:
     if api == "table":
-        return table_probes(max_positions, skip_odd)
+        return table_probes(max_positions, skip_odd, adds_layout)
     return timestep_probes(t_max, max_positions, skip_odd)
 
 

@@ -10,7 +10,7 @@ import dataclasses
 
 import numpy as np
 
-from posenc_spec import checks
+from posenc_spec import checks, tolerance
 from posenc_spec.checks import CheckResult, Worst, skipped
 
 from . import grid
@@ -98,6 +98,24 @@ def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=Fals
     if degenerate_limit:
         result = dataclasses.replace(result, message="against the limit omega = 1: " + result.message)
     return result
+
+
+def judge_adds(probe, outcome: Outcome, convention) -> CheckResult:
+    """A module that returns ``x + table``, handed seeded ``x``: what it returns minus ``x``
+    (exact in float64) against the table, within the table's bound and one rounding of the
+    sum (:func:`posenc_spec.tolerance.addition_bound`)."""
+    check_id = probe.check_id
+    if outcome.status == "not-run":
+        return skipped(check_id, outcome.message)
+    problem = call_problem(probe, outcome)
+    if problem:
+        return failed(check_id, f"{probe.size}: {problem}")
+    x = grid.adds_x(probe.length, probe.width).astype(np.float64)
+    added = outcome.table.astype(np.float64) - x
+    expectation = checks.expectation(probe.positions, probe.width, convention, outcome.dtype)
+    bound = expectation.tolerance + tolerance.addition_bound(x, expectation.table, outcome.dtype)
+    result = checks.check_formula(added, dataclasses.replace(expectation, tolerance=bound), name=check_id)
+    return dataclasses.replace(result, message="what it adds to x: " + result.message)
 
 
 def judge_odd(probe, outcome: Outcome, convention) -> CheckResult:

@@ -14,9 +14,11 @@ DECLARING_KEYS = ("convention", *CONVENTION_KEYS, "odd")
 ROPE_KEYS = ("rope_config", "rope_theta", "rope_type", "layer_type", "rope_parameters", "partial_rotary_factor",
              "rotary_dim", "rotary_features", "attention_factor", "rope_layout", "cache_layout", "cache_form",
              "cache_call", "x_layout", "head_dim")
+# How the target is called, for any API (posenc_spec.gate.signatures).
+CALLING_KEYS = ("signature", "init", "method")
 # What declares a target besides its name: everything but the target and its xfails file.
 DECLARATION_KEYS = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout",
-                    "against", "max_ulp", *ROPE_KEYS)
+                    "against", "max_ulp", *ROPE_KEYS, *CALLING_KEYS)
 KEYS = ("target", *DECLARATION_KEYS, "xfails")
 
 # The defaults of the keys a call is made with, for the help to state: the values
@@ -27,6 +29,8 @@ DEFAULT_TIMEOUT = 60.0
 
 # A key whose flag is not its name: one --rope-param KEY=VALUE per parameter.
 _FLAGS = {"rope_parameters": "--rope-param"}
+# The keys whose flag is given once per item (KEY=VALUE each).
+REPEATED = ("rope_parameters", "init")
 
 
 def flag(key: str) -> str:

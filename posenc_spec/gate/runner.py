@@ -87,8 +87,8 @@ class _Child:
         self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
         self.tokens: dict[int, str] = {}
 
-    def load(self, target: str, deadline: float):
-        send(self.sock, {"op": "load", "target": target})
+    def load(self, target: str, deadline: float, how: dict | None = None):
+        send(self.sock, {"op": "load", "target": target, "how": how})
         header, _, _ = self.reader.read(deadline, 0)
         where = header.get("where")
         self.where = None
@@ -223,33 +223,38 @@ class Slot:
 
     # -- one target -----------------------------------------------------------------------
 
-    def run(self, target: str, requests: list[CallRequest], search_path=(), stop_after=None) -> TargetRun:
+    def run(self, target: str, requests: list[CallRequest], search_path=(), stop_after=None,
+            how: dict | None = None) -> TargetRun:
         """Import ``target`` in a fresh sealed child and make every call of ``requests``;
         ``search_path`` goes first on the child's import path. ``stop_after(index, outcome)``,
         when given, may return a reason to make no more calls after this one: the rest are
-        not run, with that reason, and the child is killed at once. A helper process that
+        not run, with that reason, and the child is killed at once. ``how`` says how to call
+        the target when it is not in the API's own form
+        (:meth:`~posenc_spec.gate.declaration.Declaration.how`). A helper process that
         dies or stops during the turn fails the call it happened in (the calls after it are
         not run); one found dead before the turn is replaced first."""
         self.ensure()
-        turn = self._turn(target, requests, search_path, stop_after)
+        turn = self._turn(target, requests, search_path, stop_after, how)
         why = self.helpers_failed()
         if why is not None:
             blame_helper_failure(turn, why)
         return turn
 
-    def _turn(self, target: str, requests, search_path, stop_after) -> TargetRun:
+    def _turn(self, target: str, requests, search_path, stop_after, how) -> TargetRun:
         if self._module is not None and self._module[0] == (module_key(target), tuple(search_path)):
             _, module, imported = self._module
             if module is None:
                 return TargetRun(False, imported.import_message)
             try:
-                return _Turn(self, module, target, requests, imported.import_state, search_path, stop_after).run()
+                return _Turn(self, module, target, requests, imported.import_state, search_path, stop_after,
+                             how).run()
             except SandboxError:  # the module template died (its import left something fatal behind)
                 self.end_module()  # this target and the module's next ones import in their own children
                 self.ensure()
         for attempt in (1, 2):
             try:
-                return _Turn(self, self.template, target, requests, ImportState(), search_path, stop_after).run()
+                return _Turn(self, self.template, target, requests, ImportState(), search_path, stop_after,
+                             how).run()
             except SandboxError as error:  # no child could be started for it: its template was dying
                 self._template.close()
                 self._template = None
@@ -280,10 +285,10 @@ class _Turn:
     """One target's calls through one or more children (a death starts another)."""
 
     def __init__(self, slot: Slot, template: Template, target: str, requests, import_state: ImportState,
-                 search_path=(), stop_after=None):
+                 search_path=(), stop_after=None, how: dict | None = None):
         self.slot, self.template, self.target, self.requests = slot, template, target, requests
         self.limits, self.search_path, self.stop_after = slot.limits, search_path, stop_after
-        self.import_state = import_state
+        self.import_state, self.how = import_state, how
         self.child: _Child | None = None
         self.helper_failure: str | None = None  # why a helper process above the child failed
 
@@ -291,7 +296,7 @@ class _Turn:
         self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path)
         deadline = time.monotonic() + self.limits.timeout
         try:
-            return self.child.load(self.target, deadline)
+            return self.child.load(self.target, deadline, self.how)
         except ChannelTimeout:
             self._finish()
             return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
@@ -421,6 +426,6 @@ def run_target(declaration, requests: list[CallRequest], options) -> TargetRun:
     with root_template(options.preload) as root:
         slot = Slot(root, Limits.of_run(options, declaration.timeout))
         try:
-            return slot.run(declaration.target, requests, declaration.search_path)
+            return slot.run(declaration.target, requests, declaration.search_path, how=declaration.how())
         finally:
             slot.close()

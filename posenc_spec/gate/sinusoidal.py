@@ -17,7 +17,8 @@ NEAREST_SLOTS = {slot for slots in (*FIT_SLOTS.values(), *CHECK_SLOTS.values()) 
 
 
 def probes(declaration) -> list[grid.Probe]:
-    return grid.probes_for(declaration.api, declaration.t_max, declaration.max_positions, declaration.skip_odd)
+    return grid.probes_for(declaration.api, declaration.t_max, declaration.max_positions, declaration.skip_odd,
+                           declaration.calling.x_layout)
 
 
 def prepare(declaration, dtype: str = "float32") -> None:
@@ -48,6 +49,9 @@ class SinusoidalJudge:
             return False
         if probe.role == "degenerate":
             self.results.add(judge.judge_degenerate(probe, outcome, self.convention))
+            return False
+        if probe.role == "adds":
+            self.results.add(judge.judge_adds(probe, outcome, self.convention))
             return False
         judge.judge_table(probe, outcome, self.convention, self.results)
         if not outcome.ok or judge.call_problem(probe, outcome):

@@ -43,7 +43,7 @@ import numpy as np
 
 from posenc_spec.text import describe_exception, one_line
 
-from . import attribution, limits, state
+from . import adapters, attribution, limits, state
 from .convert import BadResult, to_arrays
 from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
@@ -251,9 +251,12 @@ def serve(sock, init: dict) -> None:
         if request.get("op") == "load":
             function, message, changes, effects, failures = import_target(request["target"])
             baseline, module = state.snapshot(), target_module(request["target"])
+            written = function  # where the target is defined, for annotations
+            if function is not None and request.get("how"):
+                function = adapters.adapt(function, request["how"])
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
                            "import_changes": changes, "import_effects": effects, "import_failures": failures,
-                           "isolation": ISOLATION, "where": _where(function)}, []
+                           "isolation": ISOLATION, "where": _where(written)}, []
         elif request.get("op") == "call" and function is not None:
             reply, data = _call(function, request, payloads, baseline, module)
         elif request.get("op") == "sync":

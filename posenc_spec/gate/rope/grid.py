@@ -44,6 +44,7 @@ Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes on
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,6 +162,7 @@ class RopeProbe:
     rng: str = "a"
     call: str = "positions"
     x_layout: str = "bshd"
+    inputs: tuple = ()  # what an apply call hands beside x and positions (cos and sin, or freqs_cis)
 
     def check_ids(self) -> list[str]:
         if self.role != "table":
@@ -178,7 +180,7 @@ class RopeProbe:
         positions = ArrayArg(self.positions, "int64", "torch", "positions")
         if self.kind == "apply":
             x = ArrayArg(to_layout(self.x, self.x_layout), self.x_dtype, "torch", "x")
-            return CallRequest(label, (x, positions), (self.x.size,), rng=self.rng)
+            return CallRequest(label, (x, positions, *self.inputs), (self.x.size,), rng=self.rng)
         cache_size = rows * self.head_dim  # as large as the widest legitimate form: (L, r) twice
         if self.call == "length":
             return CallRequest(label, (rows, self.head_dim), (cache_size,), max_items=2, allow_complex=True,
@@ -266,6 +268,28 @@ def probes_for(spec, api: str, max_positions=None) -> list[RopeProbe]:
                             check_id="determinism", repeats=first.slot, rng="b", call=first.call,
                             x_layout=first.x_layout))
     return probes
+
+
+def with_rotation(probes, spec, signature: str) -> list[RopeProbe]:
+    """The apply calls handing the target the declared convention's own rotation, as real
+    apply functions take it (:mod:`posenc_spec.gate.signatures`): cos and sin of
+    ``x``'s rows in the declared pair layout, rounded to ``x``'s dtype (``q-k-cos-sin``,
+    shape ``(1, seq, r)``), or ``freqs_cis = cos + i sin`` in complex64 (``xq-xk-freqs-cis``,
+    ``(seq, r/2)``); the attention factor inside when it is in-cache."""
+    from posenc_spec.rope import oracle
+
+    made = []
+    for probe in probes:
+        if probe.kind == "apply":
+            cos, sin = oracle.cache(probe.positions, spec.convention, probe.head_dim)
+            if signature == "xq-xk-freqs-cis":
+                inputs = (ArrayArg((cos + 1j * sin).astype(np.complex64), "complex64", "torch", "freqs_cis"),)
+            else:
+                inputs = tuple(ArrayArg(_round_to(oracle.expand(part, spec.rope_layout), probe.x_dtype)[None],
+                                        probe.x_dtype, "torch", name) for name, part in (("cos", cos), ("sin", sin)))
+            probe = dataclasses.replace(probe, inputs=inputs)
+        made.append(probe)
+    return made
 
 
 def plan_ids(probes) -> list[str]:

@@ -1,0 +1,186 @@
+"""How a target is called: the signature its author gave it, and the object to build first.
+
+The gate calls each API in one canonical form. Real code has other signatures; a
+declaration names the one its target has, and the child calls it so
+(:mod:`posenc_spec.gate.child.adapters`), with no wrapper to write::
+
+    api         signature               the target is called as
+    table       n-d (default)           fn(num_positions, dim) -> (num_positions, dim)
+                adds-to-x               fn(x) -> x + table, x zeros of x_layout sbd (L, 1, D),
+                                        bsd (1, L, D) or sd (L, D); the table is what it adds
+                                        (the PyTorch tutorial's PositionalEncoding)
+    timesteps   t-d (default)           fn(timesteps, dim)
+    rope-freqs  d (default)             fn(head_dim)
+    rope-cache  as cache_call says      fn(positions, head_dim), fn(x, positions) ...
+    rope-apply  x-positions (default)   fn(x, positions) -> x'
+                q-k-cos-sin             fn(q, k, cos, sin) -> (q', k'): transformers'
+                                        apply_rotary_pos_emb (unsqueeze_dim=2 for bshd)
+                xq-xk-freqs-cis         fn(xq, xk, freqs_cis) -> (xq', xk'): Meta's apply_rotary_emb
+                x-offset                fn(x, offset=o) per run of positions o, o+1, ...:
+                                        rotary-embedding-torch's rotate_queries_or_keys (bhsd)
+                x-input-pos             fn(x, input_pos=positions[None]): torchtune's
+                                        RotaryPositionalEmbeddings
+
+For ``q-k-cos-sin`` and ``xq-xk-freqs-cis`` the gate hands the target the exact cos and sin
+(or ``freqs_cis``) of the declared convention, in the declared layout and ``x``'s dtype
+(``freqs_cis`` in complex64), and judges what the function does with them; ``q`` and ``k``
+are two heads of the gate's ``x``.
+
+``init`` builds an object of a class target first, then ``method`` (default: the object
+itself, its ``forward``) is called: keyword arguments, in which ``"{name}"`` stands for a
+size of the call (``num_positions``, ``dim`` for tables and timesteps; ``head_dim`` for
+rotary APIs; ``max_positions``, ``rope_theta``, ``t_max`` from the declaration), or
+``"config"``: ``Class(config=...)`` from the declared ``rope_config``, as transformers
+builds its rotary modules. A module the gate builds runs in ``eval()`` mode under
+``torch.no_grad()``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import UsageError
+from .keys import ROPE_APIS
+from .values import choice, fail
+
+SIGNATURES = {
+    "table": ("n-d", "adds-to-x"),
+    "timesteps": ("t-d",),
+    "rope-freqs": ("d",),
+    "rope-cache": ("cache",),
+    "rope-apply": ("x-positions", "q-k-cos-sin", "xq-xk-freqs-cis", "x-offset", "x-input-pos"),
+}
+ADDS_LAYOUTS = ("sbd", "bsd", "sd")
+# The x layouts each rotary signature can split or cut (the others take any).
+SIGNATURE_LAYOUTS = {"q-k-cos-sin": ("bhsd", "bshd"), "xq-xk-freqs-cis": ("bhsd", "bshd"), "x-offset": ("bhsd",)}
+# The rotary signatures whose calls carry the convention's own cos/sin or freqs_cis.
+WITH_ROTATION = ("q-k-cos-sin", "xq-xk-freqs-cis")
+PLACEHOLDERS = {
+    "table": ("num_positions", "dim", "max_positions"),
+    "timesteps": ("num_positions", "dim", "max_positions", "t_max"),
+    "rope": ("head_dim", "num_positions", "max_positions", "rope_theta"),
+}
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
+
+
+@dataclass(frozen=True)
+class Calling:
+    """How the target is called: ``signature`` (see the module docstring), ``init`` (sorted
+    ``(name, value)`` pairs, ``"config"``, or None: the target is called as it is),
+    ``method`` and, for ``adds-to-x``, ``x_layout``."""
+
+    signature: str
+    init: tuple | str | None = None
+    method: str | None = None
+    x_layout: str | None = None
+
+    @property
+    def adapted(self) -> bool:
+        """Whether the child must adapt the call (False: the target takes the canonical call)."""
+        return self.signature not in DEFAULTS or self.init is not None or self.method is not None
+
+    def describe(self) -> str:
+        """``Class(dim={head_dim}).method, q-k-cos-sin`` (empty for the canonical call)."""
+        made = ""
+        if self.init == "config":
+            made = "built from rope_config"
+        elif self.init:
+            made = "built with " + ", ".join(f"{name}={value}" for name, value in self.init)
+        parts = [part for part in (made, f"method {self.method}" if self.method else "",
+                                   "" if self.signature in DEFAULTS else self.signature) if part]
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict:
+        init = self.init if self.init is None or self.init == "config" else dict(self.init)
+        return {"signature": self.signature, "init": init, "method": self.method}
+
+    def for_child(self, api: str, sizes: dict, x_layout: str | None, config: str | None) -> dict | None:
+        """What the child needs to call the target (None: call it as it is)."""
+        if not self.adapted:
+            return None
+        signature = self.signature if self.signature not in DEFAULTS else "canonical"
+        return {"api": api, "signature": signature, "init": dict(self.init) if isinstance(self.init, tuple)
+                else self.init, "method": self.method, "x_layout": self.x_layout or x_layout, "config": config,
+                "sizes": sizes}
+
+
+DEFAULTS = frozenset(names[0] for names in SIGNATURES.values())
+
+
+def calling(keys: dict, api: str, name, has_config: bool) -> Calling:
+    """The :class:`Calling` of ``keys`` (``signature``, ``init``, ``method``, and
+    ``x_layout`` for ``adds-to-x``) for ``api``; each bad value a :class:`UsageError` naming
+    its key (``name(key)``)."""
+    signature = choice(name("signature"), keys.get("signature", SIGNATURES[api][0]), SIGNATURES[api])
+    init = _init(keys["init"], api, name, has_config) if "init" in keys else None
+    method = keys.get("method")
+    if method is not None and (not isinstance(method, str) or not _IDENTIFIER.fullmatch(method)):
+        fail(name("method"), "the name of a method, such as forward or rotate_queries_or_keys", method)
+    x_layout = None
+    if signature == "adds-to-x":
+        x_layout = choice(name("x_layout"), keys.get("x_layout", "sbd"), ADDS_LAYOUTS)
+    return Calling(signature, init, method, x_layout)
+
+
+def check_layout(signature: str, x_layout: str, name) -> None:
+    """A rotary signature that splits or cuts ``x`` takes only the layouts it knows."""
+    layouts = SIGNATURE_LAYOUTS.get(signature)
+    if layouts is not None and x_layout not in layouts:
+        raise UsageError(f"{name('x_layout')}: the {signature} signature takes x as {' or '.join(layouts)}, "
+                         f"got {x_layout!r}")
+
+
+def _init(value, api: str, name, has_config: bool):
+    if isinstance(value, (list, tuple)):  # the command line's repeated --init KEY=VALUE
+        if list(value) == ["config"]:
+            value = "config"
+        else:
+            try:
+                value = parse_init(value)
+            except ValueError as error:
+                raise UsageError(f"{name('init')}: {error}") from None
+    if value == "config":
+        if api not in ROPE_APIS or not has_config:
+            fail(name("init"), "\"config\" with a rope_config (a transformers config.json), or a table of keyword "
+                               "arguments", value)
+        return "config"
+    if not isinstance(value, dict) or not value:
+        fail(name("init"), "a table of keyword arguments, such as {dim = \"{head_dim}\"}, or \"config\"", value)
+    known = PLACEHOLDERS["rope" if api in ROPE_APIS else api]
+    pairs = []
+    for key, item in value.items():
+        if not isinstance(key, str) or not _IDENTIFIER.fullmatch(key):
+            fail(name("init"), "keyword argument names", key)
+        if not isinstance(item, (bool, int, float, str)):
+            fail(f"{name('init')}.{key}", "a number, true or false, a word, or a size such as \"{head_dim}\"", item)
+        match = _PLACEHOLDER.match(item) if isinstance(item, str) else None
+        if match is not None and match.group(1) not in known:
+            fail(f"{name('init')}.{key}", f"one of {', '.join('{' + size + '}' for size in known)} for the {api} API",
+                 item)
+        pairs.append((key, item))
+    return tuple(sorted(pairs))
+
+
+def parse_init(items) -> dict:
+    """``KEY=VALUE`` texts (the command line's repeated ``--init``) as a table: a value that
+    reads as a number, ``true`` or ``false`` is one, anything else a word."""
+    table = {}
+    for item in items:
+        key, equals, text = str(item).partition("=")
+        if not equals or not key.strip():
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        table[key.strip()] = _literal(text.strip())
+    return table
+
+
+def _literal(text: str):
+    if text in ("true", "false"):
+        return text == "true"
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
