@@ -30,8 +30,8 @@ is one line; the commands print it after the verdicts and exit with
 :data:`posenc_spec.commands.arguments.OUTPUT_STATUS`.
 
 Text for a person goes through :func:`emit`, which writes each line so that a terminal or a
-CI log shows it and never acts on it (:func:`posenc_spec.text.printable`,
-:func:`.annotations.inert`).
+CI log shows it and never acts on it (:func:`shown_line`: :func:`posenc_spec.text.printable`,
+then :func:`.annotations.inert`).
 """
 
 from __future__ import annotations
@@ -76,8 +76,15 @@ def emit(lines, stream=None, *, workflow_commands: bool = False) -> None:
     stream's encoding cannot print is written as backslash escapes."""
     stream = stream or sys.stdout
     lines = [lines] if isinstance(lines, str) else list(lines)
-    shown = [printable(line) if workflow_commands else inert(printable(line)) for line in lines]
+    shown = [printable(line) if workflow_commands else shown_line(line) for line in lines]
     _write_text("".join(line + "\n" for line in shown), stream)
+
+
+def shown_line(text) -> str:
+    """``text`` (anything ``str`` accepts) as one line that a terminal shows as it is and a
+    CI runner never runs (:func:`posenc_spec.text.printable`, then :func:`.annotations.inert`):
+    what :func:`emit` writes, for text that another program prints (pytest's reports)."""
+    return inert(printable(text))
 
 
 def _kind(mode: int) -> str:
