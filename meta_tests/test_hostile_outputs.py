@@ -253,6 +253,16 @@ def test_merge_refuses_a_shard_that_says_it_conforms_while_a_check_failed(tmp_pa
     assert not (tmp_path / "all.json").exists()
 
 
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"a": ' * 65 + "1" + "}" * 65])
+def test_merge_refuses_a_shard_nested_too_deep_before_parsing_it(tmp_path, text):
+    """A shard report nested past 64 levels, 100000 deep (json's recursion) or 65: exit 2,
+    one line naming the file and the depth, as for every file a user names."""
+    shard = tmp_path / "deep.json"
+    shard.write_text(text)
+    status, out, err, _ = _in_process(["merge", str(shard), "--json", str(tmp_path / "all.json")])
+    assert (status, out, err) == (2, "", f"posenc-spec merge: error: {shard}: nested more than 64 levels deep\n")
+
+
 @pytest.mark.parametrize("shape, words", [((), "returned a 0-d array (a scalar), expected 50x8"),
                                           ((1,), "returned shape (1,), expected 50x8"),
                                           ((50,), "returned shape (50,), expected 50x8"),
