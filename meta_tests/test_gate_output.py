@@ -4,6 +4,7 @@ a shell redirection would, but atomically."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -273,6 +274,21 @@ def test_a_name_replaced_during_the_run_is_left_alone(tmp_path, became):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
 
 
+def test_without_replace_a_file_made_during_the_run_is_left_alone(tmp_path):
+    """``snapshot`` without --force: a file made at the name after the start is kept as it
+    is, the error names what is not written; with nothing there, the bytes are written."""
+    path = tmp_path / "s.npz"
+    out = destination.open_destination("--out", str(path), "the snapshot", replace=False)
+    path.write_bytes(b"theirs")
+    with pytest.raises(destination.Unwritten, match=f"^--out {path}: s.npz was made during the run; the snapshot "
+                                                    "was not written$"):
+        out.write(b"ours")
+    assert path.read_bytes() == b"theirs" and [p.name for p in tmp_path.iterdir()] == ["s.npz"]
+    path.unlink()
+    destination.open_destination("--out", str(path), "the snapshot", replace=False).write(b"\x00\xffours")
+    assert path.read_bytes() == b"\x00\xffours"
+
+
 def test_a_folder_removed_during_the_run_is_an_error_not_a_traceback(tmp_path):
     """The report's folder deleted after the start: Unwritten, one line naming the flag."""
     folder = tmp_path / "reports"
@@ -302,6 +318,21 @@ def test_pictures_never_go_through_a_symlink_left_in_the_folder(tmp_path):
         plots.write("t2", "x.png", b"png")
     plots.close()
     assert list(elsewhere.iterdir()) == [] and (tmp_path / "a" / "plots" / "t1" / "x.png").read_bytes() == b"png"
+
+
+def test_pictures_go_into_the_folder_itself_never_through_a_symlink_made_for_it(tmp_path):
+    """``plot --out DIR``: the pictures go into DIR itself (made at the first picture); a
+    symlink put where DIR was to be made is refused (Unwritten), nothing goes where it points."""
+    with contextlib.closing(destination.open_folder("--out", str(tmp_path / "pictures"))) as pictures:
+        assert pictures.write(None, "x.png", b"png") == str(tmp_path / "pictures" / "x.png")
+    assert (tmp_path / "pictures" / "x.png").read_bytes() == b"png"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with contextlib.closing(destination.open_folder("--out", str(tmp_path / "planted"))) as pictures:
+        (tmp_path / "planted").symlink_to(elsewhere)
+        with pytest.raises(destination.Unwritten, match="cannot write .*planted/x.png"):
+            pictures.write(None, "x.png", b"png")
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_figure_folders_are_safe_readable_and_unique():

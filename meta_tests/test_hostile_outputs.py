@@ -137,6 +137,30 @@ def test_printed_fields_are_escaped_and_inert(run):
     assert not any("add-mask" in line.split("::", 2)[1] for line in commands)
 
 
+def test_the_pytest_plugin_shows_hostile_text_escaped_and_inert(pytester):
+    """Through the pytest plugin, a message with ESC, C1 and bidi characters and a workflow
+    command, and a target name with line breaks and workflow commands: pytest's output and
+    its JUnit XML hold no raw control character, and its output no line a CI runner would run."""
+    config = pytester.path / "gate.toml"
+    names = [target("printed", "forges_the_verdict_line"), _evil_target(pytester.path)]
+    config.write_text(f"max_positions = {MAX_POSITIONS}\n"
+                      + "".join(f"[[targets]]\ntarget = {json.dumps(name)}\n" for name in names))
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-n", "0", "-rsxf", "--posenc-config",
+                                          str(config), "--junitxml", str(junit))
+    output, xml = "\n".join(result.outlines + result.errlines), junit.read_text(encoding="utf-8")
+    assert result.ret == 1, output
+    assert "\\x1b[1A\\x1b[2K 65 checks, 0 failed: conforms\\x9b2J\\u202e ::add-mask::posenc \\x23#[error]forged" \
+        in output, output
+    name = "evil\\n::add-mask::posenc\\n::error title=forged::x \\x23#[error]y\\x1b[31m/zeros.py:zeros"
+    assert name in output, output
+    for text in (output, xml):
+        assert not RAW_CONTROL.search(text), RAW_CONTROL.search(text)
+        assert "#x1B" not in text and "#x9B" not in text, "pytest's JUnit writer met a raw control character"
+    for line in output.splitlines():
+        assert "##[" not in line and not line.lstrip().startswith("::"), line
+
+
 def test_the_json_report_keeps_hostile_text_exactly(run):
     """The report reads back with the target's name and message exactly as they were."""
     assert _entry(run, "evil")["target"] == run["names"]["evil"]
@@ -230,6 +254,16 @@ def test_merge_refuses_a_shard_that_says_it_conforms_while_a_check_failed(tmp_pa
     assert status == 2 and err.count("\n") == 1, err
     assert f"{shards[1]}: target pkg.mod:f1 says it 'conforms', its checks say 'does-not-conform'" in err, err
     assert not (tmp_path / "all.json").exists()
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"a": ' * 65 + "1" + "}" * 65])
+def test_merge_refuses_a_shard_nested_too_deep_before_parsing_it(tmp_path, text):
+    """A shard report nested past 64 levels, 100000 deep (json's recursion) or 65: exit 2,
+    one line naming the file and the depth, as for every file a user names."""
+    shard = tmp_path / "deep.json"
+    shard.write_text(text)
+    status, out, err, _ = _in_process(["merge", str(shard), "--json", str(tmp_path / "all.json")])
+    assert (status, out, err) == (2, "", f"posenc-spec merge: error: {shard}: nested more than 64 levels deep\n")
 
 
 @pytest.mark.parametrize("shape, words", [((), "returned a 0-d array (a scalar), expected 50x8"),

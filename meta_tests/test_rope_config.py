@@ -126,13 +126,19 @@ def test_parse_rope_param(text, expected):
 @pytest.mark.parametrize("text, message", [
     ("factor", "rope parameter 'factor' must be NAME=VALUE"),
     ("=8", "rope parameter '=8' must be NAME=VALUE"),
-    ("factor=eight", "rope parameter 'factor=eight': the value 'eight' is not JSON"),
-    ("rope_type=yarn", "rope parameter 'rope_type=yarn': the value 'yarn' is not JSON (strings need quotes"),
+    ("factor=eight", "rope parameter 'factor=eight': not JSON (Expecting value at line 1, column 1); strings need"),
+    ("rope_type=yarn", "rope parameter 'rope_type=yarn': not JSON (Expecting value at line 1, column 1); strings "
+                       'need quotes: rope_type="yarn"'),
+    ("factor=[1, 2", "rope parameter 'factor=[1, 2': not JSON (Expecting ',' delimiter at line 1, column 6)"),
+    ("factor=" + "9" * 5000, "rope parameter 'factor=99999"),
+    ("factor=" + "[" * 100_000 + "]" * 100_000, "...': nested more than 64 levels deep"),
 ])
 def test_parse_rope_param_errors_name_the_text(text, message):
+    """Not NAME=VALUE, VALUE not JSON, a number of 5000 digits, or nested past the depth a
+    file's JSON may have: one line quoting the text (its first 80 characters)."""
     with pytest.raises(RopeConfigError) as error:
         parse_rope_param(text)
-    assert message in str(error.value) and "\n" not in str(error.value)
+    assert message in str(error.value) and "\n" not in str(error.value) and len(str(error.value)) < 300, error.value
 
 
 NESTED = {**BASE, "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0},

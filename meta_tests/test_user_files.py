@@ -161,6 +161,16 @@ def test_json_nested_too_deep_and_huge_numbers_are_one_line(tmp_path):
         assert str(error.value).startswith(f"{path}: {words}") and "\n" not in str(error.value), str(error.value)
 
 
+def test_a_rope_param_nested_too_deep_is_a_usage_error(capsys):
+    """--rope-param with a JSON value nested 100000 deep: exit 2, one line naming the flag and
+    the depth rule of the files (it was "internal error: RecursionError")."""
+    status = main(["check", "pkg.mod:fn", "--api", "rope-freqs", "--rope-param", "factor=" + DEEP_JSON])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1, err
+    assert err.startswith("posenc-spec check: error: --rope-param: rope parameter 'factor=[[[") and \
+        err.endswith(f"...': nested more than {MAX_DEPTH} levels deep\n"), err
+
+
 def test_a_toml_integer_of_too_many_digits_names_the_file(tmp_path):
     """tomllib's int() refuses 5000 digits with a ValueError that is not a TOMLDecodeError."""
     path = tmp_path / "big.toml"

@@ -14,6 +14,12 @@ deviation (``--posenc-xfails``) is an xfail, a check that could not run a skip. 
 option of ``posenc-spec check`` that declares a target has a ``--posenc-*`` twin.
 Under pytest-xdist each item carries an ``xdist_group`` mark naming its target, so
 ``--dist loadgroup`` keeps a target's items (and its one gate run) on one worker.
+
+Target names, reasons and usage errors come from targets and the user's files, and pytest
+prints them as they are given (on the terminal, in its JUnit XML): each is handed to pytest
+as :func:`~posenc_spec.gate.output.destination.shown_line` shows it, so no control
+character, escape sequence, line break or bidi override reaches the terminal, and no line
+reads as a CI workflow command.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import pytest
 
 from posenc_spec.gate.keys import DECLARATION_KEYS, REPEATED, flag
+from posenc_spec.gate.output.destination import shown_line
 
 # option destination -> declaration key
 _KEYS = {f"posenc_{key}": key for key in DECLARATION_KEYS}
@@ -69,7 +76,7 @@ def declarations(config) -> list:
         return select_declarations(front, target, config_file, config.getoption("posenc_xfails", default=None),
                                    flags, base_dir=config.invocation_params.dir)[0]
     except UsageError as error:
-        raise pytest.UsageError(f"posenc-spec: {error}") from None
+        raise pytest.UsageError(shown_line(f"posenc-spec: {error}")) from None
 
 
 def run_options_of(config):
@@ -86,7 +93,7 @@ def run_options_of(config):
                               fail_fast=config.getoption("posenc_fail_fast"))
         check_preload(options.preload)
     except UsageError as error:
-        raise pytest.UsageError(f"posenc-spec: {error}") from None
+        raise pytest.UsageError(shown_line(f"posenc-spec: {error}")) from None
     return options
 
 
@@ -100,7 +107,7 @@ class GateItem(pytest.Item):
     def __init__(self, *, declaration, check_id: str, runs: dict, options, **kwargs):
         super().__init__(**kwargs)
         self.declaration, self.check_id, self.runs, self.options = declaration, check_id, runs, options
-        self.add_marker(pytest.mark.xdist_group(declaration.name))
+        self.add_marker(pytest.mark.xdist_group(shown_line(declaration.name)))  # xdist appends it to the id
 
     def _report(self):
         key = id(self.declaration)
@@ -113,13 +120,14 @@ class GateItem(pytest.Item):
     def runtest(self) -> None:
         report = self._report()
         result = report.result(self.check_id)
-        where = f"{self.declaration.name} under {self.declaration.convention_name()}: {self.check_id}"
+        said = shown_line(f"{self.declaration.name} under {self.declaration.convention_name()}: {self.check_id}: "
+                          f"{result.message}")
         if result.status == "xfailed":
-            pytest.xfail(f"{where}: {result.message}")
+            pytest.xfail(said)
         if result.status == "skipped":
-            pytest.skip(f"{where}: {result.message}")
+            pytest.skip(said)
         if result.status == "failed":
-            raise GateFailure(f"{where}: {result.message}")
+            raise GateFailure(said)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, GateFailure):
@@ -127,7 +135,8 @@ class GateItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
-        return self.declaration.target.rpartition(":")[0], None, f"{self.declaration.name}::{self.check_id}"
+        return shown_line(self.declaration.target.rpartition(":")[0]), None, \
+            shown_line(f"{self.declaration.name}::{self.check_id}")
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
@@ -139,6 +148,6 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     for declaration in found:
         prefix = declaration.name if len(found) == 1 else f"{declaration.name}@{declaration.convention_name()}"
         for check_id in plan(declaration):
-            items.append(GateItem.from_parent(session, name=f"posenc::{prefix}::{check_id}",
+            items.append(GateItem.from_parent(session, name=shown_line(f"posenc::{prefix}::{check_id}"),
                                               declaration=declaration, check_id=check_id, runs=runs,
                                               options=options))

@@ -104,10 +104,12 @@ def test_fail_fast_skips_the_checks_after_the_first_failure(pytester):
 @pytest.mark.parametrize(("option", "words"), [
     (["--posenc-convention", "vaswan"], "--posenc: convention must be one of"),
     (["--posenc-preload", "no_such_module_here"], "--preload no_such_module_here: raised ModuleNotFoundError"),
+    (["--posenc-api", "rope-freqs", "--posenc-rope-param", "factor=" + "[" * 10_000 + "]" * 10_000],
+     "...': nested more than 64 levels deep"),
 ])
 def test_a_bad_option_is_a_usage_error(pytester, option, words):
-    """A bad declaration key or a module that cannot be preloaded: pytest's usage error (exit
-    4), one line, before any item runs."""
+    """A bad declaration key, a module that cannot be preloaded or a rope parameter nested
+    too deep: pytest's usage error (exit 4), one line, before any item runs."""
     status, output = _pytest_here(pytester, "--posenc-target", "impl:vaswani", *option)
     assert status == 4 and words in output and "Traceback" not in output, output
 

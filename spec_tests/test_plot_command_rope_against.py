@@ -146,6 +146,19 @@ def test_plot_against_draws_the_output_that_moved_furthest(snapshot, targets, tm
     assert_png(snapshot.with_suffix(".png"))
 
 
+@pytest.mark.parametrize("given", ["new/", "new/deeper/", "existing"])
+def test_plot_against_into_a_folder_writes_the_snapshots_name_in_it(snapshot, tmp_path, capsys, given):
+    """--out naming a folder, made when it ends in "/" (a PNG file named like the folder was
+    written), or one that exists: the picture is the snapshot's name with .png in it."""
+    (tmp_path / "existing").mkdir()
+    out = f"{tmp_path}/{given}"
+    status, printed, err = plot([SNAPSHOT_TARGET, "--against", str(snapshot), "--out", out], capsys)
+    picture = tmp_path / given / f"{snapshot.stem}.png"
+    assert status == 0 and f"ulp: {picture}" in printed, f"exit {status}\n{printed}{err}"
+    assert_png(picture)
+    assert sorted(path.name for path in (tmp_path / given).iterdir()) == [picture.name]
+
+
 def test_plot_against_a_tampered_snapshot_exits_2(snapshot, tmp_path, capsys):
     """One byte of a member changed: exit 2 and one line naming the file; nothing is called or drawn."""
     tampered = tmp_path / "tampered.npz"
@@ -172,14 +185,14 @@ def test_plot_against_a_target_that_always_raises_exits_1(snapshot, targets, tmp
 
 @pytest.fixture
 def table_figure_calls(monkeypatch):
-    """The calls of write_table_figures (which plot and check --plots make), recorded and not drawn."""
+    """The calls of table_figures (which plot and check --plots make), recorded and not drawn."""
     calls = []
 
-    def record(table, exp, out_dir, **options):
+    def record(table, exp, **options):
         calls.append((table, exp, options))
         return {}
 
-    monkeypatch.setattr(diagnostics, "write_table_figures", record)
+    monkeypatch.setattr(diagnostics, "table_figures", record)
     return calls
 
 
@@ -202,4 +215,5 @@ def test_timestep_tables_are_drawn_with_timestep_rows(table_figure_calls, tmp_pa
     kept = types.SimpleNamespace(slot=f"int64:{num_steps}x16", table=table, positions=exp.positions, dtype="float32")
     report = types.SimpleNamespace(target=declaration.target, conforms=False, kept=kept, declaration=declaration)
     write_figures([report], tmp_path / "plots")
-    assert table_figure_calls[-1][2].get("row_kind") == "timestep", table_figure_calls[-1][2]
+    assert len(table_figure_calls) == 2 and table_figure_calls[-1][2].get("row_kind") == "timestep", \
+        table_figure_calls

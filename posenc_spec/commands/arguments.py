@@ -15,7 +15,7 @@ import sys
 from posenc_spec.gate.keys import CONVENTION_KEYS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, flag
 
 USAGE_STATUS = 2
-OUTPUT_STATUS = 3  # the verdicts were printed, but a report or a picture could not be written at the end
+OUTPUT_STATUS = 3  # the work was done, but a report, picture or snapshot could not be written at the end
 
 
 class Parser(argparse.ArgumentParser):

@@ -24,8 +24,14 @@ features of head 0). The summary names the worst element of the call, and its po
 Regression (``--against``): replays the snapshot's calls (``posenc-spec snapshot``), compares
 each with its record in ULPs (:func:`posenc_spec.regression.compare.compare_call`) and
 draws :func:`~posenc_spec.figures.regression.ulp_figure` of the output that moved furthest
-into FILE.png (default: the snapshot's path with ``.png``; an existing folder: that file's
-name in it). Outputs of more than two axes are drawn with their leading axes as rows.
+into FILE.png (default: the snapshot's path with ``.png``; an existing folder, or a path
+ending in ``/``: the snapshot's name with ``.png`` in it). Outputs of more than two axes are
+drawn with their leading axes as rows.
+
+Where the pictures go is checked and held before the target runs
+(:mod:`posenc_spec.gate.output.destination`): DIR, or the nearest folder above it (the
+missing ones are made at the first picture), or FILE.png's folder; each picture is written
+atomically, never through a symlink and never into a FIFO that a target left there.
 
 The flags and ``--timeout`` are ``check``'s, validated by the same code (:func:`~posenc_spec.gate.declaration.declare`).
 The target runs in a sealed child (:mod:`posenc_spec.gate.runner`): a target that raises,
@@ -33,8 +39,9 @@ exits, crashes or hangs past the timeout gives a one-line reason, never a traceb
 
 Exit status: 0 pictures written (whether or not the target conforms; the summary line
 says), 1 the target gave nothing to draw (every call raised, exited, crashed, hung or
-returned something unreadable), 2 usage error (a missing or tampered snapshot among
-them) or TARGET cannot be imported.
+returned something unreadable), 2 usage error (a missing or tampered snapshot, an ``--out``
+that is not a folder or cannot be written, among them) or TARGET cannot be imported, 3 the
+summary was printed but a picture could not be written at the end (one line says why).
 
 Registering the subcommand imports neither matplotlib nor torch; ``plot`` imports them
 when it runs.
@@ -43,10 +50,13 @@ when it runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 
 from .arguments import (
+    OUTPUT_STATUS,
     add_against_arguments,
     add_declaration_arguments,
     add_rope_arguments,
@@ -78,9 +88,10 @@ def register(subparsers) -> None:
     parser.add_argument("--num-positions", default=None, metavar="N",
                         help=f"rows (positions, or timesteps for --api timesteps); default {DEFAULT_NUM_POSITIONS}")
     parser.add_argument("--dim", default=None, metavar="D", help=f"embedding width; default {DEFAULT_DIM}")
-    parser.add_argument("--out", type=Path, default=None, metavar="DIR|FILE.png",
-                        help="folder for the PNGs (created); with --against the PNG to write (default: the "
-                             "snapshot's path with .png)")
+    parser.add_argument("--out", default=None, metavar="DIR|FILE.png",
+                        help="folder for the PNGs (created); with --against the PNG to write (its folder must "
+                             "exist; default: the snapshot's path with .png), or a folder for it (one that exists, "
+                             "or DIR/, created). Checked before TARGET runs")
     parser.set_defaults(run=run)
 
 
@@ -102,15 +113,29 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--out DIR is required: the folder for the PNGs")
         if declaration.against is not None and declaration.formula:
             raise UsageError("--against draws the ULP distances alone: drop the convention and RoPE flags")
-        if declaration.against is None and args.out.exists() and not args.out.is_dir():
-            raise UsageError(f"--out {args.out} exists and is not a folder")
+        out = _open_out(args.out, declaration.against_path if declaration.against is not None else None)
     except UsageError as problem:  # a bad snapshot among them (declare reads it)
         return error("plot", problem)
-    if declaration.against is not None:
-        return _against(args, declaration, options)
-    if declaration.rope is not None:
-        return _rope(args, declaration, options)
-    return _table(args, declaration, options)
+    with contextlib.closing(out):
+        if declaration.against is not None:
+            return _against(args, declaration, options, out)
+        if declaration.rope is not None:
+            return _rope(args, declaration, options, out)
+        return _table(args, declaration, options, out)
+
+
+def _open_out(value: str | None, snapshot: str | None):
+    """Where the pictures go, checked and held before the target runs: the folder DIR of a
+    table's or a RoPE target's pictures; with ``--against`` (``snapshot`` its path), the PNG
+    file, or the folder that holds it (one that exists, or a path ending in ``/``)."""
+    from posenc_spec.gate.errors import UsageError
+    from posenc_spec.gate.output.destination import open_destination, open_folder
+
+    if value == "-":
+        raise UsageError("--out -: the pictures are PNG files, not standard output")
+    if snapshot is None or (value is not None and (value.endswith(("/", os.sep)) or os.path.isdir(value))):
+        return open_folder("--out", value)
+    return open_destination("--out", value or str(Path(snapshot).with_suffix(".png")), "the picture")
 
 
 def _nothing_to_draw(what: str, problem: str) -> int:
@@ -120,9 +145,26 @@ def _nothing_to_draw(what: str, problem: str) -> int:
     return 1
 
 
-def _written(title: str, verdict: str, paths: dict, *notes: str) -> int:
-    from posenc_spec.gate.output.destination import emit
+def _written(out, title: str, verdict: str, pictures: dict, *notes: str) -> int:
+    """Write ``pictures`` (``name -> (file name, figure)``) into ``out`` and print the
+    summary: ``title: verdict``, the notes and each picture's path; exit 0, or
+    :data:`OUTPUT_STATUS` after one line on stderr when one could not be written."""
+    from posenc_spec.figures.style import png_bytes
+    from posenc_spec.gate.output.destination import Folder, Unwritten, emit
 
+    paths = {}
+    try:
+        for name, (file, figure) in pictures.items():
+            data = png_bytes(figure)
+            if isinstance(out, Folder):
+                paths[name] = out.write(None, file, data)
+            else:  # the one file --against names
+                out.write(data)
+                paths[name] = out.value
+    except Unwritten as problem:
+        emit([f"{title}: {verdict}", *(f"  {note}" for note in notes)])
+        error("plot", problem)
+        return OUTPUT_STATUS
     emit([f"{title}: {verdict}", *(f"  {note}" for note in notes),
           *(f"  {name}: {path}" for name, path in paths.items())])
     return 0
@@ -131,7 +173,7 @@ def _written(title: str, verdict: str, paths: dict, *notes: str) -> int:
 # -- tables ---------------------------------------------------------------------------------
 
 
-def _table(args, declaration, options) -> int:
+def _table(args, declaration, options, out) -> int:
     import numpy as np
 
     from posenc_spec.checks import expectation
@@ -162,7 +204,7 @@ def _table(args, declaration, options) -> int:
     if problem:
         return _nothing_to_draw(f"{args.target} at {probe.size}", problem)
 
-    from posenc_spec.figures.diagnostics import write_table_figures  # matplotlib: only once there is something to draw
+    from posenc_spec.figures.diagnostics import table_figures  # matplotlib: only once there is something to draw
     from posenc_spec.figures.gate_plots import table_labels
     from posenc_spec.figures.style import quiet_floats
 
@@ -171,11 +213,9 @@ def _table(args, declaration, options) -> int:
     title, row_kind = table_labels(declaration, outcome.dtype)
     with quiet_floats():  # a table near the largest float overflows its error ratios to Inf, as judged
         summary = compare(table, exp.table, exp.tolerance)
-    try:
-        paths = write_table_figures(table, exp, args.out, title=title, row_kind=row_kind, comparison=summary)
-    except OSError as problem:
-        return error("plot", f"cannot write the pictures into {args.out}: {problem.strerror or problem}")
-    return _written(title, "every element within tolerance" if summary.ok else summary.describe(), paths)
+    figures = table_figures(table, exp, title=title, row_kind=row_kind, comparison=summary)
+    return _written(out, title, "every element within tolerance" if summary.ok else summary.describe(),
+                    {name: (f"{name}.png", figure) for name, figure in figures.items()})
 
 
 # -- rotary embeddings ----------------------------------------------------------------------
@@ -198,7 +238,7 @@ def _rope_parts(judge, probe, values):
     return dtype, drawn, whole, probe.positions, COLUMN_LABELS["x"]
 
 
-def _rope(args, declaration, options) -> int:
+def _rope(args, declaration, options, out) -> int:
     from posenc_spec.figures.style import quiet_floats
     from posenc_spec.gate.rope import grid as rope_grid
     from posenc_spec.gate.rope.judge import RopeJudge
@@ -227,13 +267,10 @@ def _rope(args, declaration, options) -> int:
         return _nothing_to_draw(args.target, f"every call of the grid failed; first {problems[0]}")
     ratio, probe, dtype, drawn, positions, columns, name, summary = max(calls, key=lambda call: call[0])
 
-    from posenc_spec.figures.rope import write_rope_difference_figures  # matplotlib: only now
+    from posenc_spec.figures.rope import DIFFERENCE_FILE, rope_difference_figures  # matplotlib: only now
 
     title = f"{declaration.name} at {probe.slot} under {spec.describe()}, {dtype}"
-    try:
-        paths = write_rope_difference_figures(drawn, args.out, title=title, columns=columns, positions=positions)
-    except OSError as problem:
-        return error("plot", f"cannot write the pictures into {args.out}: {problem.strerror or problem}")
+    figures = rope_difference_figures(drawn, title=title, columns=columns, positions=positions)
     if summary.ok:
         verdict = f"every element within tolerance (max error/tolerance {ratio:.3g})"
     else:
@@ -244,27 +281,20 @@ def _rope(args, declaration, options) -> int:
              + (" (head 0 of the rotated x)" if probe.kind == "apply" else "")]
     if problems:
         notes.append(f"{len(problems)} call(s) gave nothing to draw; first {problems[0]}")
-    return _written(title, verdict, paths, *notes)
+    return _written(out, title, verdict, {name: (DIFFERENCE_FILE.format(name), figure)
+                                          for name, figure in figures.items()}, *notes)
 
 
 # -- regression ------------------------------------------------------------------------------
 
 
-def _ulp_path(out: Path | None, snapshot_path: str) -> Path:
-    snapshot = Path(snapshot_path)
-    if out is None:
-        return snapshot.with_suffix(".png")
-    return out / f"{snapshot.stem}.png" if out.is_dir() else out
-
-
-def _against(args, declaration, options) -> int:
+def _against(args, declaration, options, out) -> int:
     from posenc_spec.gate import against
     from posenc_spec.gate.runner import run_target
     from posenc_spec.regression import SnapshotError
     from posenc_spec.regression.ulp import ulp_distance
 
     snapshot, max_ulp = declaration.against, declaration.max_ulp
-    out = _ulp_path(args.out, declaration.against_path)
     requests = against.replay_requests(snapshot)
     turn = run_target(declaration, requests, options)
     if not turn.imported:
@@ -290,13 +320,9 @@ def _against(args, declaration, options) -> int:
     which = f" output {output.position}" if len(call.outputs) > 1 else ""
 
     from posenc_spec.figures.regression import ulp_figure  # matplotlib: only now
-    from posenc_spec.figures.style import save_png
 
     title = f"{declaration.name} at {call.label}{which}, {old.dtype}"
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        save_png(ulp_figure(distances, title=title, dtype=old.dtype), out)
-    except OSError as problem:
-        return error("plot", f"cannot write {out}: {problem.strerror or problem}")
+    figure = ulp_figure(distances, title=title, dtype=old.dtype)
     verdict = f"{against.calls_within(diffs, max_ulp)}; worst {call.label}{which} ({old.dtype}): {output.describe()}"
-    return _written(f"{declaration.name} against {declaration.against_path}", verdict, {"ulp": out})
+    return _written(out, f"{declaration.name} against {declaration.against_path}", verdict,
+                    {"ulp": (f"{Path(declaration.against_path).stem}.png", figure)})

@@ -1,6 +1,6 @@
 """Pictures of a table under test beside the table it should be.
 
-``posenc-spec plot`` and ``check --plots`` write four through :func:`write_table_figures`,
+``posenc-spec plot`` and ``check --plots`` draw four with :func:`table_figures`,
 each headed by the target, its convention and dtype (the ``title``), rows (positions or
 timesteps) down and embedding dimensions across:
 

@@ -7,7 +7,7 @@
 - :func:`rope_score_figure`: the score ``q(m) . k(n)`` of one pair of rotated vectors for
   every query position ``m`` and key position ``n``. RoPE makes it a function of ``m - n``
   alone, so the matrix is constant along each diagonal.
-- :func:`rope_difference_figure` and :func:`write_rope_difference_figures`: the picture of
+- :func:`rope_difference_figure` and :func:`rope_difference_figures`: the pictures of
   ``posenc-spec plot --api rope-*``: one array a RoPE target returned (``inv_freq``, the cos or
   sin cache, the rotated ``x``) against the expected one, element by element over its
   tolerance, in the style of :func:`~posenc_spec.figures.diagnostics.difference_figure`.
@@ -35,7 +35,8 @@ SCORE_FIGSIZE = (7, 6)
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">")
 ORIGINAL_LENGTH_COLOUR = "black"
 WAVELENGTH = r"$2\pi\,/\,f'_i$"  # mathtext, in the bundled DejaVu fonts
-# How the columns of each kind of array :func:`write_rope_difference_figures` draws are named.
+DIFFERENCE_FILE = "difference_{}.png"  # the file of each picture of rope_difference_figures, by its name
+# How the columns of each kind of array :func:`rope_difference_figures` draws are named.
 COLUMN_LABELS = {
     "inv_freq": "Pair i",
     "cache": "Cache column",
@@ -153,17 +154,23 @@ def rope_difference_figure(actual, expected, bound, *, title: str, columns: str,
     return figure
 
 
-def write_rope_difference_figures(parts: Mapping, out_dir, *, title: str, columns: str, positions=None,
-                                  dpi: float = DPI) -> dict[str, Path]:
+def rope_difference_figures(parts: Mapping, *, title: str, columns: str, positions=None,
+                            dpi: float = DPI) -> dict[str, Figure]:
     """For each ``name -> (actual, expected, bound)`` of ``parts`` (``inv_freq``; ``cos``
-    and ``sin``, or ``angles``; ``x``), ``difference_NAME.png`` in ``out_dir`` (created if
-    needed) from :func:`rope_difference_figure`, titled ``"TITLE: NAME"``; returns the
-    paths by name."""
+    and ``sin``, or ``angles``; ``x``), :func:`rope_difference_figure` titled ``"TITLE:
+    NAME"``, by name; each is saved as :data:`DIFFERENCE_FILE` of its name."""
     if not isinstance(parts, Mapping) or not parts:
         raise TypeError(f"parts must be a non-empty mapping of name -> (actual, expected, bound), got {parts!r}")
-    figures = {name: rope_difference_figure(*arrays, title=f"{title}: {name}", columns=columns, positions=positions,
-                                            dpi=dpi)
-               for name, arrays in parts.items()}
+    return {name: rope_difference_figure(*arrays, title=f"{title}: {name}", columns=columns, positions=positions,
+                                         dpi=dpi)
+            for name, arrays in parts.items()}
+
+
+def write_rope_difference_figures(parts: Mapping, out_dir, *, title: str, columns: str, positions=None,
+                                  dpi: float = DPI) -> dict[str, Path]:
+    """:func:`rope_difference_figures` written as ``difference_NAME.png`` in ``out_dir``
+    (created if needed); returns the paths by name."""
+    figures = rope_difference_figures(parts, title=title, columns=columns, positions=positions, dpi=dpi)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    return {name: save_png(figure, out_dir / f"difference_{name}.png") for name, figure in figures.items()}
+    return {name: save_png(figure, out_dir / DIFFERENCE_FILE.format(name)) for name, figure in figures.items()}

@@ -1,5 +1,6 @@
 """Reading a file a user names: a configuration, a ``pyproject.toml`` met while looking for
-one, an xfails file, a RoPE ``config.json``.
+one, an xfails file, a RoPE ``config.json``, a shard's JSON report; and JSON a user gives
+on the command line (:func:`parse_json`: ``--rope-param factor=8``).
 
 Every reader goes through :func:`read_bytes`: the path is opened without blocking (a FIFO
 with no writer would otherwise hang the gate), and only a regular file is read, at most
@@ -82,14 +83,19 @@ def read_toml(path, max_bytes: int, what: str) -> dict:
 
 def read_json(path, max_bytes: int, what: str):
     """The JSON file ``path`` (:func:`read_text`); nested at most :data:`MAX_DEPTH` levels."""
-    text = read_text(path, max_bytes, what)
-    _refuse_nesting(path, json_nesting(text))
+    return parse_json(read_text(path, max_bytes, what), path)
+
+
+def parse_json(text: str, source):
+    """``text`` parsed as JSON, nested at most :data:`MAX_DEPTH` levels: a file's text, or a
+    value given on the command line; ``source`` names it in messages (the file, or the flag)."""
+    _refuse_nesting(source, json_nesting(text))
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise UsageError(f"{path}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
+        raise UsageError(f"{source}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
     except ValueError as error:
-        raise UsageError(f"{path}: not JSON ({_digits(error)})") from None
+        raise UsageError(f"{source}: not JSON ({_digits(error)})") from None
 
 
 def _digits(error: ValueError) -> str:
@@ -97,9 +103,9 @@ def _digits(error: ValueError) -> str:
     return one_line(str(error).split(";")[0], 200)
 
 
-def _refuse_nesting(path, depth: int) -> None:
+def _refuse_nesting(source, depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise UsageError(f"{path}: nested more than {MAX_DEPTH} levels deep")
+        raise UsageError(f"{source}: nested more than {MAX_DEPTH} levels deep")
 
 
 # -- nesting, measured before parsing ---------------------------------------------------------

@@ -25,13 +25,13 @@ plus the convention's ``rotary_dim``, ``rotary_features``, ``attention_factor_pl
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.user_files import read_json
+from posenc_spec.gate.user_files import parse_json, read_json
+from posenc_spec.text import one_line
 
 from .conventions import ROPE_TYPES, TYPE_KEYS, RopeConvention
 from .oracle import LAYOUTS
@@ -42,6 +42,7 @@ _FIELD_NAMES = {"rope_type", "rope_theta", "partial_rotary_factor", "head_dim", 
 _TYPE_PARAMETERS = {name for required, optional in TYPE_KEYS.values() for name in required + optional}
 _LENGTH_FROM_TOP = ("llama3", "yarn", "longrope")
 MAX_CONFIG_BYTES = 1 << 22  # a config.json is kilobytes; this leaves room for long label lists
+MAX_SHOWN = 80  # characters of a NAME=VALUE text a message quotes
 
 
 class RopeConfigError(ValueError):
@@ -65,16 +66,19 @@ class RopeModelConfig:
 
 def parse_rope_param(text: str) -> tuple[str, object]:
     """``"factor=8"`` -> ``("factor", 8)``: NAME=VALUE with VALUE in JSON (``truncate=false``,
-    ``short_factor=[1, 1.5]``, ``rope_type="yarn"``)."""
-    name, sep, value = str(text).partition("=")
+    ``short_factor=[1, 1.5]``, ``rope_type="yarn"``), nested at most as deep as a file's
+    JSON may be (:func:`~posenc_spec.gate.user_files.parse_json`)."""
+    text = str(text)
+    name, sep, value = text.partition("=")
     name = name.strip()
+    shown = repr(one_line(text, MAX_SHOWN))
     if not sep or not name.isidentifier():
-        raise RopeConfigError(f"rope parameter {text!r} must be NAME=VALUE, e.g. factor=8")
+        raise RopeConfigError(f"rope parameter {shown} must be NAME=VALUE, e.g. factor=8")
     try:
-        return name, json.loads(value)
-    except json.JSONDecodeError:
-        raise RopeConfigError(f"rope parameter {text!r}: the value {value!r} is not JSON "
-                              f"(strings need quotes: rope_type=\"yarn\")") from None
+        return name, parse_json(value, f"rope parameter {shown}")
+    except UsageError as error:
+        hint = '; strings need quotes: rope_type="yarn"' if value.strip().isidentifier() else ""
+        raise RopeConfigError(f"{error}{hint}") from None
 
 
 def _load(source) -> tuple[dict, str]:

@@ -3,8 +3,9 @@ each opened once, before any target runs, and written at the end to what was ope
 
 A target runs as the user and can rename, delete or replace whatever a path names while the
 gate works, so a path is checked and opened by :func:`open_destination` (``--json``,
-``--junitxml``) or :func:`open_folder` (``--plots``) before the first target runs, and what
-it held then is what is written at the end:
+``--junitxml``; ``plot --against``'s picture and ``snapshot``'s file, ``--out``) or
+:func:`open_folder` (``--plots``, ``plot``'s ``--out DIR``) before the first target runs,
+and what it held then is what is written at the end:
 
 - ``-`` is standard output.
 - A regular file, or a name not there yet: its folder is opened and held (it must exist and
@@ -13,7 +14,9 @@ it held then is what is written at the end:
   permissions the umask gives a new file (an existing file keeps its own). A name that has
   meanwhile become anything but a regular file (a folder, a FIFO, a device, a symlink) is
   left alone: the report is not written, and the error says what the name became. A
-  rename never opens what it replaces, so nothing there can make the gate wait.
+  rename never opens what it replaces, so nothing there can make the gate wait. Opened
+  with ``replace=False`` (``snapshot`` without ``--force``), a name made meanwhile is left
+  alone too.
 - A symlink is followed once, at the start: its target is the destination.
 - A FIFO (a named pipe, or a shell's ``>(...)``) or a character device (``/dev/stdout``,
   ``/dev/null``) is opened for writing at the start, without waiting (``O_NONBLOCK``): a
@@ -22,16 +25,16 @@ it held then is what is written at the end:
   is an error, a reader that reads slowly is waited for.
 - A folder (``--plots DIR``): DIR, or the nearest folder above it when DIR is not there
   yet, is opened and held; the missing folders are made in it at the first picture, and
-  each target's pictures go into a folder made in DIR, none of them ever through a symlink
-  (a target may leave one), each file written atomically as above.
+  each target's pictures go into a folder made in DIR (``plot``'s into DIR itself), none of
+  them ever through a symlink (a target may leave one), each file written atomically as above.
 
 A destination that cannot be written at the end raises :class:`Unwritten`, whose message
 is one line; the commands print it after the verdicts and exit with
 :data:`posenc_spec.commands.arguments.OUTPUT_STATUS`.
 
 Text for a person goes through :func:`emit`, which writes each line so that a terminal or a
-CI log shows it and never acts on it (:func:`posenc_spec.text.printable`,
-:func:`.annotations.inert`).
+CI log shows it and never acts on it (:func:`shown_line`: :func:`posenc_spec.text.printable`,
+then :func:`.annotations.inert`).
 """
 
 from __future__ import annotations
@@ -76,8 +79,15 @@ def emit(lines, stream=None, *, workflow_commands: bool = False) -> None:
     stream's encoding cannot print is written as backslash escapes."""
     stream = stream or sys.stdout
     lines = [lines] if isinstance(lines, str) else list(lines)
-    shown = [printable(line) if workflow_commands else inert(printable(line)) for line in lines]
+    shown = [printable(line) if workflow_commands else shown_line(line) for line in lines]
     _write_text("".join(line + "\n" for line in shown), stream)
+
+
+def shown_line(text) -> str:
+    """``text`` (anything ``str`` accepts) as one line that a terminal shows as it is and a
+    CI runner never runs (:func:`posenc_spec.text.printable`, then :func:`.annotations.inert`):
+    what :func:`emit` writes, for text that another program prints (pytest's reports)."""
+    return inert(printable(text))
 
 
 def _kind(mode: int) -> str:
@@ -98,15 +108,18 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _replace(folder: int, name: str, data: bytes) -> None:
+def _replace(folder: int, name: str, data: bytes, replace: bool = True) -> None:
     """Write ``data`` as ``name`` in the open ``folder``: a temporary file, then a rename over
-    ``name``; :class:`Unwritten` when ``name`` is there and is not a regular file."""
+    ``name``; :class:`Unwritten` when ``name`` is there and is not a regular file, or is
+    there at all when not ``replace``."""
     try:
         mode = os.lstat(name, dir_fd=folder).st_mode
     except FileNotFoundError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
         raise Unwritten(errno.EEXIST, f"{name} became {_kind(mode)} during the run")
+    if mode is not None and not replace:
+        raise Unwritten(errno.EEXIST, f"{name} was made during the run")
     temporary = f".{name}.{secrets.token_hex(6)}.tmp"
     handle = os.open(temporary, _NEW_FILE, 0o600, dir_fd=folder)
     try:
@@ -130,32 +143,32 @@ def _probe(folder: int) -> None:
     os.unlink(probe, dir_fd=folder)
 
 
-def _encoded(text: str) -> bytes:
-    return text.encode("utf-8", "backslashreplace")
+def _encoded(data: str | bytes) -> bytes:
+    return data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
 
 
 class Destination:
-    """A report's destination, opened by :func:`open_destination`: :meth:`write` once, then
-    it is closed."""
+    """A destination opened by :func:`open_destination`: :meth:`write` once, then it is closed."""
 
-    def __init__(self, option: str, value: str):
-        self.option, self.value = option, value
+    def __init__(self, option: str, value: str, what: str = "the report"):
+        self.option, self.value, self.what = option, value, what
         self.written = False
 
-    def write(self, text: str) -> None:
-        """Write ``text`` (see the module docstring), then let go; :class:`Unwritten` when it cannot."""
+    def write(self, data: str | bytes) -> None:
+        """Write ``data``, text (as UTF-8) or bytes (see the module docstring), then let go;
+        :class:`Unwritten` when it cannot."""
         if self.written:
             raise Unwritten(errno.EBADF, f"{self.option} {self.value}: already written")
         self.written = True
         try:
-            self._put(text)
+            self._put(data)
         except OSError as error:
-            raise Unwritten(error.errno, f"{self.option} {self.value}: {_reason(error)}; the report was not "
+            raise Unwritten(error.errno, f"{self.option} {self.value}: {_reason(error)}; {self.what} was not "
                                          "written") from None
         finally:
             self.close()
 
-    def _put(self, text: str) -> None:
+    def _put(self, data: str | bytes) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -163,19 +176,24 @@ class Destination:
 
 
 class _StandardOutput(Destination):
-    def _put(self, text: str) -> None:
-        _write_text(text, sys.stdout)
+    def _put(self, data: str | bytes) -> None:
+        if isinstance(data, str):
+            _write_text(data, sys.stdout)
+        else:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
 
 
 class _Stream(Destination):
     """A FIFO or a character device, open from the start."""
 
-    def __init__(self, option: str, value: str, fd: int):
-        super().__init__(option, value)
+    def __init__(self, option: str, value: str, what: str, fd: int):
+        super().__init__(option, value, what)
         self.fd = fd
 
-    def _put(self, text: str) -> None:
-        view = memoryview(_encoded(text))
+    def _put(self, data: str | bytes) -> None:
+        view = memoryview(_encoded(data))
         while view:
             view = view[os.write(self.fd, view):]
 
@@ -188,12 +206,12 @@ class _Stream(Destination):
 class _File(Destination):
     """A regular file (or a new one): its folder, open from the start, and its name in it."""
 
-    def __init__(self, option: str, value: str, folder: int, name: str):
-        super().__init__(option, value)
-        self.folder, self.name = folder, name
+    def __init__(self, option: str, value: str, what: str, folder: int, name: str, replace: bool):
+        super().__init__(option, value, what)
+        self.folder, self.name, self.replace = folder, name, replace
 
-    def _put(self, text: str) -> None:
-        _replace(self.folder, self.name, _encoded(text))
+    def _put(self, data: str | bytes) -> None:
+        _replace(self.folder, self.name, _encoded(data), self.replace)
 
     def close(self) -> None:
         if self.folder is not None:
@@ -216,7 +234,7 @@ def _open_folder(option: str, value: str, folder: str) -> int:
     return fd
 
 
-def _open_stream(option: str, value: str, mode: int) -> Destination:
+def _open_stream(option: str, value: str, what: str, mode: int) -> Destination:
     try:
         fd = os.open(value, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as error:
@@ -224,14 +242,15 @@ def _open_stream(option: str, value: str, mode: int) -> Destination:
             raise UsageError(f"{option} {value}: a FIFO that nobody reads (start its reader first)") from None
         raise UsageError(f"{option} {value}: cannot open {_kind(mode)} ({_reason(error)})") from None
     os.set_blocking(fd, True)
-    return _Stream(option, value, fd)
+    return _Stream(option, value, what, fd)
 
 
-def open_destination(option: str, value: str) -> Destination:
+def open_destination(option: str, value: str, what: str = "the report", replace: bool = True) -> Destination:
     """``value`` checked and opened for writing (see the module docstring); :class:`UsageError`
-    naming ``option`` when it cannot be."""
+    naming ``option`` when it cannot be. ``what`` names what goes there in messages;
+    ``replace``: whether a file made there during the run is replaced."""
     if value == "-":
-        return _StandardOutput(option, value)
+        return _StandardOutput(option, value, what)
     try:
         mode = os.stat(value).st_mode
     except FileNotFoundError:
@@ -242,11 +261,11 @@ def open_destination(option: str, value: str) -> Destination:
         raise UsageError(f"{option} {value}: is a folder")
     if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
         # Opened by the name given: a shell's >(...) is /dev/fd/N, whose link names no path.
-        return _open_stream(option, value, mode)
+        return _open_stream(option, value, what, mode)
     if mode is not None and not stat.S_ISREG(mode):
         raise UsageError(f"{option} {value}: is {_kind(mode)}")
     folder, name = os.path.split(os.path.realpath(value))
-    return _File(option, value, _open_folder(option, value, folder), name)
+    return _File(option, value, what, _open_folder(option, value, folder), name, replace)
 
 
 class Folder:
@@ -258,9 +277,10 @@ class Folder:
         self.option, self.value = option, value
         self._held, self._names = held, names
 
-    def _root(self) -> int:
+    def _open(self, names: list[str]) -> int:
+        """The folder ``names`` leads to from the held one, each made if missing."""
         folder = os.dup(self._held)
-        for name in self._names:
+        for name in names:
             try:
                 inner = _subfolder(folder, name)
             finally:
@@ -268,16 +288,13 @@ class Folder:
             folder = inner
         return folder
 
-    def write(self, subfolder: str, name: str, data: bytes) -> str:
-        """Write ``data`` as ``DIR/subfolder/name`` (see the module docstring); the path as
-        the user named DIR, or :class:`Unwritten`."""
-        shown = os.path.join(self.value, subfolder, name)
+    def write(self, subfolder: str | None, name: str, data: bytes) -> str:
+        """Write ``data`` as ``DIR/subfolder/name``, or ``DIR/name`` when ``subfolder`` is None
+        (see the module docstring); the path as the user named DIR, or :class:`Unwritten`."""
+        inner = [] if subfolder is None else [subfolder]
+        shown = os.path.join(self.value, *inner, name)
         try:
-            root = self._root()
-            try:
-                folder = _subfolder(root, subfolder)
-            finally:
-                os.close(root)
+            folder = self._open(self._names + inner)
             try:
                 _replace(folder, name, data)
             finally:

@@ -29,7 +29,6 @@ import json
 import math
 import re
 from importlib import resources
-from pathlib import Path
 
 from posenc_spec import __version__
 from posenc_spec.checks import STATUSES
@@ -37,7 +36,7 @@ from posenc_spec.environment import environment
 
 from ..errors import UsageError
 from ..report import STATUS_CONFORMS, STATUS_ERROR, STATUS_FAILS
-from ..user_files import read_text
+from ..user_files import read_json
 
 SCHEMA_VERSION = 1
 MAX_REPORT_BYTES = 1 << 30  # a report of tens of thousands of targets stays far below
@@ -118,13 +117,11 @@ def run_report(entries: list[dict], total: int, shard=(1, 1), config: str | None
 
 
 def read_report(path: str) -> dict:
-    """A report written by ``--json``: UsageError for anything that is not one, or whose
-    statuses disagree with its checks."""
-    text = read_text(Path(path), MAX_REPORT_BYTES, "report")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as error:
-        raise UsageError(f"{path}: not a JSON report ({error})") from None
+    """A report written by ``--json``, read as every file a user names is
+    (:func:`~posenc_spec.gate.user_files.read_json`: a regular file, at most
+    :data:`MAX_REPORT_BYTES`, nested at most 64 levels): UsageError for anything that is not
+    one, or whose statuses disagree with its checks."""
+    data = read_json(path, MAX_REPORT_BYTES, "report")
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
         raise UsageError(f"{path}: not a posenc-spec report of schema_version {SCHEMA_VERSION}")
     if not isinstance(data.get("targets"), list) or type(data.get("total_targets")) is not int:
