@@ -53,7 +53,7 @@ def pytest_unconfigure(config):
 # template preloading it), and MiniLM is loaded once per process. One worker runs them all
 # and pays that once; every other file is still a unit of its own (``--dist loadfile``).
 TRANSFORMERS_FILES = frozenset(f"spec_tests/test_{name}.py" for name in (
-    "gate_real_rng", "gate_transformers", "rope_real_code", "rope_transformers_frequencies",
+    "gate_real_rng", "gate_transformers", "gate_as_written", "rope_real_code", "rope_transformers_frequencies",
     "pretrained_architecture", "pretrained_configs", "pretrained_loading", "pretrained_seed_claims",
     "pretrained_figures", "pretrained_minilm", "pretrained_hub_weights"))
 

@@ -34,6 +34,13 @@ def _run(argv) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+@pytest.fixture(autouse=True)
+def writable_by_any_target(tmp_path):
+    """The targets write here (or leave their import's marker) whatever user they run as:
+    under root, a user of their own."""
+    tmp_path.chmod(0o777)
+
+
 @pytest.mark.parametrize("argv, words", [
     (["snapshot", CORRECT, "--out", "{tmp}/missing/s.npz"], "--out {tmp}/missing/s.npz: no folder {tmp}/missing"),
     (["snapshot", CORRECT, "--out", "{tmp}"], "--out {tmp}: is a folder"),
