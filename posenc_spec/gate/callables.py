@@ -10,18 +10,19 @@ the template protocol of :mod:`posenc_spec.gate.child.template`, and each sealed
 it finds the object by that name, as it finds any module's attribute. From there on the
 target is run, limited and judged as an import-path target is.
 
-What the target sees, forked from the caller: the caller's memory as it was at the fork (its
-globals, the notebook's variables, the objects its closure holds, torch's settings and
-modes as the caller left them), never changed by what the target does, which stays in the
-child; none of the caller's threads (a fork copies only the thread that forks: a lock
-another thread held, say inside a library, stays held in the child); none of the caller's
-open files, sockets or standard streams (its standard streams are the null device, as in
-every child). The caller's own modules are imported already, so the ``import`` check has
-nothing to watch. What every template imports (NumPy, torch, the child's modules) is
-imported into the calling process at its first callable target, so that each fork has it;
-``preload`` modules are imported in each fork, not in the caller. The limits
-(``max_memory``, ``max_processes``, ``max_file_size``, ``timeout``) count from the caller's
-size: each process may add ``max_memory`` to what it was forked with.
+What the target sees, forked from the caller: the caller's memory as it was at the fork
+(its globals, the notebook's variables, the objects its closure holds, torch's settings and
+modes as the caller left them: ``global-state`` compares each call with that state), never
+changed by what the target does, which stays in the child; none of the caller's threads (a
+fork copies only the thread that forks: a lock another thread held, say inside a library,
+stays held in the child); none of the caller's open files, sockets or standard streams (its
+standard streams are the null device, as in every child). The caller's own modules are
+imported already, so the ``import`` check has nothing to watch. What every template imports
+(NumPy, torch, the child's modules) is imported into the calling process at its first
+callable target, so that each fork has it; ``preload`` modules are imported in each fork,
+not in the caller. The limits (``max_memory``, ``max_processes``, ``max_file_size``,
+``timeout``) count from the caller's size: each process may add ``max_memory`` to what it
+was forked with.
 """
 
 from __future__ import annotations
