@@ -186,10 +186,15 @@ def test_assert_conforms_fails_with_the_commands_lines():
     ({"fail_fast": "yes"}, "fail_fast must be True or False, got 'yes'"),
     ({"max_memory": "lots"}, "max_memory must be a size such as 4GiB"),
     ({"rope_theta": 1e4}, "rope_theta declares a rotary embedding"),
+    ({"preload": "no_such_module_here"}, "--preload no_such_module_here: raised ModuleNotFoundError"),
+    ({"preload": "os,posenc_spec_exits_when_imported"}, "--preload os,posenc_spec_exits_when_imported: the gate's "
+                                                        "template process failed while starting"),
 ])
-def test_bad_keys_raise_one_line_from_check(keys, words):
-    """A bad key or value: UsageError (a ValueError), one line, raised from check itself,
-    before any process is forked."""
+def test_bad_keys_raise_one_line_from_check(keys, words, tmp_path, monkeypatch):
+    """A bad key or value: UsageError (a ValueError), one line, raised from check itself; a
+    preload that cannot be imported or kills the process importing it is one too."""
+    (tmp_path / "posenc_spec_exits_when_imported.py").write_text("import os\nos._exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(UsageError) as error:
         posenc_spec.check(vaswani, **keys)
     assert_raised_here(error.value, words)

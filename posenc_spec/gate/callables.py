@@ -40,7 +40,7 @@ import warnings
 
 from posenc_spec.text import one_line
 
-from .sandbox import Template
+from .sandbox import PreloadError, SandboxError, Template
 
 _numbers = itertools.count(1)
 _lock = threading.Lock()
@@ -129,7 +129,12 @@ def caller_template(preload: tuple[str, ...] = ()):
     _import_what_templates_hold()
     template = CallerTemplate.fork(tuple(preload))
     try:
-        template.ready()
+        try:
+            template.ready()
+        except SandboxError as error:  # a preload module's import killed the fork
+            if not preload:
+                raise
+            raise PreloadError(f"--preload {','.join(preload)}: {error}") from None
         yield template
     finally:
         template.close()
