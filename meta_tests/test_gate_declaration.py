@@ -3,6 +3,8 @@ config discovery, and xfails files."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from posenc_spec.conventions import PRESETS, get_convention
@@ -11,6 +13,8 @@ from posenc_spec.gate.declaration import Declaration, declare
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.options import memory_size, run_options
 from posenc_spec.gate.xfails import parse_xfails, read_xfails
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_defaults():
@@ -90,6 +94,56 @@ def test_config_file_targets_with_defaults_and_relative_paths(tmp_path):
     assert [entry.pattern for entry in first.xfails.entries] == ["odd[7]"]
     assert (second.convention, second.max_positions) == (PRESETS["fairseq"], 64)
     assert second.source == f"{config}: targets[1]"
+
+
+def _readme_toml_blocks() -> list[str]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    return [block.split("\n```", 1)[0] for block in readme.split("```toml\n")[1:]]
+
+
+def test_the_readme_pyproject_snippets_combine(tmp_path):
+    """The README's sinusoidal and rotary [tool.posenc-spec] snippets in one pyproject.toml:
+    the top-level convention is a default for the sinusoidal targets only, and the rotary
+    target is declared from its config.json."""
+    sinusoidal, rotary = _readme_toml_blocks()[:2]
+    (tmp_path / "pyproject.toml").write_text(sinusoidal + "\n" + rotary, encoding="utf-8")
+    (tmp_path / "posenc-xfails.txt").write_text("")
+    config = tmp_path / "configs" / "llama3_1_8b" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_bytes((REPO / "spec_tests" / "data" / "rope_configs" / "llama3_1_8b.json").read_bytes())
+    table, timesteps, rope = read_config(tmp_path / "pyproject.toml")
+    assert (table.preset, table.odd, table.max_positions) == ("vaswani", "ceil", 2048), table
+    assert (timesteps.api, timesteps.preset) == ("timesteps", "tensor2tensor"), timesteps
+    assert rope.api == "rope-apply" and rope.rope.convention.rope_type == "llama3", rope
+
+
+def test_a_default_no_target_fits_is_a_usage_error(tmp_path):
+    """A top-level rotary key over sinusoidal targets only takes effect nowhere: a usage error
+    naming it, never silently dropped."""
+    config = tmp_path / "gate.toml"
+    config.write_text('rope_theta = 500000\n[[targets]]\ntarget = "a:f"\n')
+    with pytest.raises(UsageError, match=r"^.*gate.toml: rope_theta is a default for the targets it fits, and no "
+                                         r"target is a rotary embedding$"):
+        read_config(config)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('max_positions = "2048"\n[[targets]]\ntarget = "a:f"\n', "gate.toml: max_positions must be a number, got '2048'"),
+    ('[[targets]]\ntarget = "a:f"\ntimeout = "5"\n', "gate.toml: targets[0]: timeout must be a number, got '5'"),
+    ('[[targets]]\ntarget = "a:f"\napi = "rope-freqs"\nrope_theta = "1e4"\n',
+     "targets[0]: rope_theta must be a number, got '1e4'"),
+])
+def test_a_quoted_number_in_a_file_is_a_usage_error(tmp_path, text, words):
+    """A number written as TOML text is a one-line usage error naming the file and the key;
+    the same text from a command-line flag is read as the number (the flags are text)."""
+    config = tmp_path / "gate.toml"
+    config.write_text(text)
+    with pytest.raises(UsageError) as error:
+        read_config(config)
+    assert words in str(error.value) and "without quotes" in str(error.value), str(error.value)
+    config.write_text('[[targets]]\ntarget = "a:f"\n')
+    (declaration,) = read_config(config, {"max_positions": "2048", "timeout": "5"})
+    assert (declaration.max_positions, declaration.timeout) == (2048, 5), declaration
 
 
 def test_command_line_flags_override_every_target(tmp_path):

@@ -13,7 +13,10 @@ the target's first item runs); its failure shows the check's one-line reason, a 
 deviation (``--posenc-xfails``) is an xfail, a check that could not run a skip. Every
 option of ``posenc-spec check`` that declares a target has a ``--posenc-*`` twin.
 Under pytest-xdist each item carries an ``xdist_group`` mark naming its target, so
-``--dist loadgroup`` keeps a target's items (and its one gate run) on one worker.
+``--dist loadgroup`` keeps a target's items (and its one gate run) on one worker; without
+pytest-xdist the plugin registers that mark itself (``--strict-markers`` refuses an unknown
+mark). An item's node id is ``posenc::TARGET::CHECK``, so JUnit XML names its class
+``posenc.TARGET``.
 
 Target names, reasons and usage errors come from targets and the user's files, and pytest
 prints them as they are given (on the terminal, in its JUnit XML): each is handed to pytest
@@ -55,6 +58,11 @@ def pytest_addoption(parser) -> None:
                     help="as posenc-spec check --preload")
     group.addoption("--posenc-fail-fast", action="store_true", default=False,
                     help="as posenc-spec check --fail-fast")
+
+
+def pytest_configure(config) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):  # pytest-xdist registers its own mark
+        config.addinivalue_line("markers", "xdist_group(name): the pytest-xdist group of a posenc-spec target's checks")
 
 
 def declarations(config) -> list:
@@ -148,6 +156,8 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     for declaration in found:
         prefix = declaration.name if len(found) == 1 else f"{declaration.name}@{declaration.convention_name()}"
         for check_id in plan(declaration):
-            items.append(GateItem.from_parent(session, name=shown_line(f"posenc::{prefix}::{check_id}"),
-                                              declaration=declaration, check_id=check_id, runs=runs,
-                                              options=options))
+            name = shown_line(f"posenc::{prefix}::{check_id}")
+            # The node id without the session's empty one before it: JUnit's class is then
+            # posenc.TARGET, not .posenc.TARGET.
+            items.append(GateItem.from_parent(session, name=name, nodeid=name, declaration=declaration,
+                                              check_id=check_id, runs=runs, options=options))

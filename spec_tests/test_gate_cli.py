@@ -428,3 +428,21 @@ def test_fail_fast_changes_nothing_for_a_conforming_target(tmp_path, capsys):
         checks = _report(out)["targets"][0]["checks"]
         reports.append([(check["id"], check["status"], check["reason"]) for check in checks])
     assert reports[0] == reports[1]
+
+
+def test_a_closed_standard_output_is_no_error(tmp_path):
+    """check -v | head -1: once the reader of standard output has gone, the run goes on
+    quietly: nothing on stderr, the JSON report written, the exit status the verdict (1)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "r.json"
+    command = [sys.executable, "-m", "posenc_spec", "check", f"{HERE}:random_table", "--max-positions", "64", "-v",
+               "--json", str(out)]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    header = process.stdout.readline()
+    process.stdout.close()  # the target's lines come after its run: they meet a closed pipe
+    status, errors = process.wait(timeout=300), process.stderr.read().decode()
+    process.stderr.close()
+    assert header.startswith(b"posenc-spec ") and (status, errors) == (1, ""), (header, status, errors)
+    assert _report(out)["status"] == "does-not-conform"

@@ -74,9 +74,22 @@ def test_each_check_is_an_item_outside_the_repository(pytester):
     status, output = _pytest_here(pytester, "--posenc-config", "gate.toml")
     assert status == 1, output
     assert _count(output, "xfailed") == 2, output
-    assert "FAILED ::posenc::impl:swapped@vaswani::formula[50x8]" in output, output
+    assert "FAILED posenc::impl:swapped@vaswani::formula[50x8]" in output, output
     assert "impl:swapped under vaswani: formula[50x8]: 50x8 under vaswani, float64:" in output, output
     assert "Traceback" not in output and 0 < _count(output, "failed") < _count(output, "passed"), output
+
+
+def test_strict_markers_without_xdist_and_a_dotted_junit_class(tmp_path):
+    """Without pytest-xdist (-p no:xdist) and under --strict-markers the items run (no
+    INTERNALERROR for the xdist_group mark); JUnit XML names each case's class posenc.TARGET."""
+    import xml.etree.ElementTree as ET
+
+    (tmp_path / "impl.py").write_text(TARGETS)
+    status, output = _pytest(tmp_path, "-p", "no:xdist", "--strict-markers", "--posenc-target", "impl:swapped",
+                             "--posenc-max-positions", "64", "--junitxml", "junit.xml")
+    assert status == 1 and "INTERNALERROR" not in output and _count(output, "failed") > 0, output
+    classes = {case.get("classname") for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
+    assert classes == {"posenc.impl:swapped"}, classes
 
 
 def test_nearest_pyproject_under_xdist(tmp_path):

@@ -100,18 +100,25 @@ def write_figures(reports, out_dir) -> list[TargetFigures | None]:
     return results
 
 
-def _draw(report, out_dir, folder: str) -> TargetFigures:
+def report_figures(report) -> dict:
+    """The four figures (:func:`~posenc_spec.figures.diagnostics.table_figures`) of the
+    table a report kept (``report.kept``, not None), by name, as matplotlib figures."""
     from posenc_spec.checks import expectation
 
     from .diagnostics import table_figures
-    from .style import png_bytes
 
     kept, declaration = report.kept, report.declaration
     title, row_kind = table_labels(declaration, kept.dtype, kept.slot)
+    exp = expectation(kept.positions, kept.table.shape[1], declaration.convention, kept.dtype)
+    return table_figures(kept.table, exp, title=title, row_kind=row_kind)
+
+
+def _draw(report, out_dir, folder: str) -> TargetFigures:
+    from .style import png_bytes
+
+    kept = report.kept
     try:
-        exp = expectation(kept.positions, kept.table.shape[1], declaration.convention, kept.dtype)
-        pictures = {name: png_bytes(figure) for name, figure in
-                    table_figures(kept.table, exp, title=title, row_kind=row_kind).items()}
+        pictures = {name: png_bytes(figure) for name, figure in report_figures(report).items()}
     except Exception as error:  # a picture must not cost the verdict or the JSON
         return TargetFigures(slot=kept.slot, reason=f"drawing failed: {type(error).__name__}: {error}")
     try:

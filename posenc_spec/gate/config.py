@@ -2,7 +2,10 @@
 ``[tool.posenc-spec]``, or ``--builtin``.
 
 A TOML file holds ``[[targets]]`` tables, each with ``target`` and any of the keys of
-:mod:`posenc_spec.gate.declaration`; keys at the top level are defaults for every target.
+:mod:`posenc_spec.gate.declaration`; keys at the top level are defaults for every target
+they fit (``convention``, its fields and ``odd`` for the sinusoidal targets, the rotary keys
+for the rotary ones; a default that fits none is a usage error). Numbers are TOML numbers:
+``max_positions = "2048"`` is a usage error.
 In a ``pyproject.toml`` the same keys live under ``[tool.posenc-spec]``: one target
 directly, or a ``targets`` array. Relative paths (file targets, xfails files) are relative
 to the TOML file's folder. Command-line flags override the keys of every target.
@@ -42,9 +45,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .declaration import Declaration, declare, refuse_unknown_keys
+from .declaration import Declaration, declare, refuse_quoted_numbers, refuse_unknown_keys
 from .errors import UsageError
-from .keys import KEYS
+from .keys import DECLARING_KEYS, KEYS, ROPE_APIS, ROPE_KEYS
 from .user_files import read_toml
 
 MAX_CONFIG_BYTES = 1 << 20  # a TOML file's objects take up to ~300 times its size in memory
@@ -117,6 +120,7 @@ def declarations_from_table(section, base_dir, where: str, overrides: dict | Non
     if isinstance(section.get("target"), list):
         raise UsageError(f"{where}[[{prefix}target]] should be [[{prefix}targets]] (one table per target)")
     refuse_unknown_keys(section, TABLE_KEYS, where)
+    refuse_quoted_numbers(section, where)
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
     defaults = {key: value for key, value in section.items() if key != "targets"}
     if "targets" not in section:
@@ -124,8 +128,25 @@ def declarations_from_table(section, base_dir, where: str, overrides: dict | Non
     entries = section["targets"]
     if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
         raise UsageError(f"{where}'targets' must be a non-empty array of tables ([[{prefix}targets]])")
-    return [declare({**defaults, **entry, **overrides}, base_dir, f"{where}targets[{index}]: ")
-            for index, entry in enumerate(entries)]
+    declarations, taken = [], set()
+    for index, entry in enumerate(entries):
+        refuse_quoted_numbers(entry, f"{where}targets[{index}]: ")
+        fitting = _defaults_for({**defaults, **entry, **overrides}, defaults)
+        taken.update(fitting)
+        declarations.append(declare({**fitting, **entry, **overrides}, base_dir, f"{where}targets[{index}]: "))
+    unused = [key for key in defaults if key not in taken]
+    if unused:
+        raise UsageError(f"{where}{unused[0]} is a default for the targets it fits, and no target is "
+                         f"{'a rotary embedding' if unused[0] in ROPE_KEYS else 'a sinusoidal table'}")
+    return declarations
+
+
+def _defaults_for(keys: dict, defaults: dict) -> dict:
+    """The top-level ``defaults`` that fit the target ``keys`` declare: the sinusoidal keys
+    (``convention``, its fields, ``odd``) go to sinusoidal targets only, the rotary keys to
+    rotary targets only (its ``api`` says which), so that one table holds both kinds."""
+    other = DECLARING_KEYS if keys.get("api") in ROPE_APIS else ROPE_KEYS
+    return {key: value for key, value in defaults.items() if key not in other}
 
 
 def read_config(path, overrides: dict | None = None) -> list[Declaration]:

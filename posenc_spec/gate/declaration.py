@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from posenc_spec.conventions import FUNCTIONS, LAYOUTS, ODD_BEHAVIOURS, PRESETS, Convention, get_convention
 
 from .errors import UsageError
-from .keys import APIS, CONVENTION_KEYS, DECLARING_KEYS, KEYS, ROPE_APIS, ROPE_KEYS, flag
+from .keys import APIS, CONVENTION_KEYS, DECLARING_KEYS, KEYS, NUMBER_KEYS, ROPE_APIS, ROPE_KEYS, flag
 from .loader import TargetError, absolute_target
 from .signatures import Calling, calling, check_layout
 from .values import choice, fail, integer, number
@@ -206,6 +206,15 @@ def refuse_unknown_keys(keys, known: tuple[str, ...], where: str = "") -> None:
             raise UsageError(f"{where}unknown key {key!r} (did you mean {close[0]!r}?)")
     if unknown:
         raise UsageError(f"{where}unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+
+
+def refuse_quoted_numbers(keys: dict, where: str = "") -> None:
+    """A :class:`UsageError` for a number given as text (``max_positions = "2048"`` in TOML,
+    ``max_positions="2048"`` in Python); for keys that do not come from a command line."""
+    for key in NUMBER_KEYS:
+        value = keys.get(key)
+        if isinstance(value, str):
+            raise UsageError(f"{where}{key} must be a number, got {value!r} (text: write it without quotes)")
 
 
 def _sinusoidal(keys: dict, name) -> tuple[str, Convention, str]:

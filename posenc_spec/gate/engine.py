@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import threading
 import time
@@ -255,8 +256,11 @@ class _Lanes:
         return self.reports
 
 
-def check_many(declarations, options: RunOptions | None = None, keep_table: bool = False) -> list[GateReport]:
-    """One report per declaration, in the given order (see the module docstring)."""
+def check_many(declarations, options: RunOptions | None = None, keep_table: bool = False,
+               root=None) -> list[GateReport]:
+    """One report per declaration, in the given order (see the module docstring). ``root``:
+    the root template to fork from instead of the process's own (a caller's fork, for
+    targets that are Python objects: :mod:`posenc_spec.gate.callables`)."""
     declarations = list(declarations)
     for declaration in declarations:
         if not isinstance(declaration, Declaration):
@@ -266,7 +270,7 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
     for declaration in declarations:  # before anything starts: a usage error costs nothing
         vacuity.assert_distinguishable(declaration)
     options = options or RunOptions()
-    with root_template(options.preload) as root:
+    with root_template(options.preload) if root is None else contextlib.nullcontext(root) as root:
         if declarations[0].formula and _family(declarations[0]) == "sinusoidal":
             sinusoidal.prepare(declarations[0])  # while the template imports torch
         return _Lanes(root, declarations, options, keep_table).run()

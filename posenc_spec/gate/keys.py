@@ -20,6 +20,10 @@ CALLING_KEYS = ("signature", "init", "method")
 DECLARATION_KEYS = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout",
                     "against", "max_ulp", *ROPE_KEYS, *CALLING_KEYS)
 KEYS = ("target", *DECLARATION_KEYS, "xfails")
+# The keys whose values are numbers: a file or a Python call that gives one as text
+# ("2048") has quoted it by mistake. Only the command line's flags are text by nature.
+NUMBER_KEYS = ("freq_shift", "base", "offset", "scale", "t_max", "max_positions", "timeout", "max_ulp", "rope_theta",
+               "partial_rotary_factor", "rotary_dim", "head_dim")
 
 # The defaults of the keys a call is made with, for the help to state: the values
 # posenc_spec.gate.declaration applies (its DEFAULT_T_MAX and DEFAULT_TIMEOUT) must equal them.

@@ -89,27 +89,31 @@ def preload_modules(name: str, values) -> tuple[str, ...]:
 
 
 def run_options(jobs=None, shard=None, max_memory=None, max_processes=None, where: str = "",
-                preload=None, fail_fast: bool = False, max_file_size=None) -> RunOptions:
+                preload=None, fail_fast: bool = False, max_file_size=None, flags: bool = True) -> RunOptions:
     """Validated run options; None takes the default (``jobs``: the usable cores;
     ``max_memory``: half the machine's memory shared by the ``jobs`` children; ``preload``:
     nothing beyond NumPy and torch). ``fail_fast``: each target's calls stop at its first
-    failed check."""
-    jobs = usable_cores() if jobs is None else integer(f"{where}--jobs", jobs, maximum=MAX_JOBS)
+    failed check. Errors name each option as its flag (``--max-memory``), or as its keyword
+    (``max_memory``) without ``flags``."""
+
+    def name(key: str) -> str:
+        return where + ("--" + key.replace("_", "-") if flags else key)
+
+    jobs = usable_cores() if jobs is None else integer(name("jobs"), jobs, maximum=MAX_JOBS)
     shard_index, shard_count = 1, 1
     if shard is not None:
         index, slash, count = str(shard).partition("/")
         if not slash:
-            fail(f"{where}--shard", "K/N with 1 <= K <= N", shard)
-        shard_count = integer(f"{where}--shard", count.strip())
-        shard_index = integer(f"{where}--shard", index.strip(), maximum=shard_count)
+            fail(name("shard"), "K/N with 1 <= K <= N", shard)
+        shard_count = integer(name("shard"), count.strip())
+        shard_index = integer(name("shard"), index.strip(), maximum=shard_count)
     if max_memory is None:
         total = memory_bytes()
         memory = int(total * MEMORY_FRACTION / jobs) if total else FALLBACK_MEMORY
     else:
-        memory = memory_size(f"{where}--max-memory", max_memory)
+        memory = memory_size(name("max_memory"), max_memory)
     processes = DEFAULT_MAX_PROCESSES if max_processes is None else integer(
-        f"{where}--max-processes", max_processes, maximum=4096)
-    file_size = DEFAULT_MAX_FILE_SIZE if max_file_size is None else memory_size(f"{where}--max-file-size",
-                                                                                  max_file_size)
-    preload = preload_modules(f"{where}--preload", preload)
+        name("max_processes"), max_processes, maximum=4096)
+    file_size = DEFAULT_MAX_FILE_SIZE if max_file_size is None else memory_size(name("max_file_size"), max_file_size)
+    preload = preload_modules(name("preload"), preload)
     return RunOptions(jobs, (shard_index, shard_count), memory, processes, file_size, preload, bool(fail_fast))

@@ -1,6 +1,8 @@
 """The template: a clean process that forks sealed children for the gate.
 
-The gate starts one template with ``python -c`` (see :func:`command`); it imports the
+The gate starts one template with ``python -c`` (see :func:`command`), or, for a target
+that is a Python object, forks one from the calling process
+(:mod:`posenc_spec.gate.callables`, through :func:`announce_and_loop`); it imports the
 modules the user preloads, NumPy, torch and this package, and runs nothing else, so forking
 it costs milliseconds and every child starts from the same clean state. Requests arrive on its control socket, with the
 child's own socket passed along (SCM_RIGHTS)::
@@ -148,10 +150,17 @@ def main() -> None:
     not_dumpable()  # no process of the same user traces it or reads it through /proc
     fd = int(os.environ.pop("POSENC_SPEC_TEMPLATE_FD"))
     sock = socket.socket(fileno=fd)
+    announce_and_loop(sock, [name for name in os.environ.pop("POSENC_SPEC_PRELOAD", "").split(",") if name])
+
+
+def announce_and_loop(sock, preload) -> None:
+    """A root template's life once its process is sealed (here, or forked from a caller by
+    :mod:`posenc_spec.gate.callables`): import the ``preload`` modules, NumPy and torch,
+    announce itself on ``sock`` and serve until the socket closes; it never returns."""
     from .protocol import send
 
     # The user's modules first: one that cannot be imported is said at once, not after torch.
-    failure = _preload([name for name in os.environ.pop("POSENC_SPEC_PRELOAD", "").split(",") if name])
+    failure = _preload(preload)
     if failure is not None:
         send(sock, {"ok": False, "message": failure})
         os._exit(0)

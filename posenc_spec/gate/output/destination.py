@@ -76,11 +76,28 @@ def emit(lines, stream=None, *, workflow_commands: bool = False) -> None:
     escape sequence, break the line or reorder the text is shown escaped, a line break inside
     a line included, and a line a CI runner would run as a workflow command is made inert.
     ``workflow_commands``: the lines are the gate's own annotations, kept commands. What the
-    stream's encoding cannot print is written as backslash escapes."""
+    stream's encoding cannot print is written as backslash escapes. Standard output closed
+    by its reader (``check -v | head -3``) is no error: see :func:`_reader_gone`."""
     stream = stream or sys.stdout
     lines = [lines] if isinstance(lines, str) else list(lines)
     shown = [printable(line) if workflow_commands else shown_line(line) for line in lines]
-    _write_text("".join(line + "\n" for line in shown), stream)
+    try:
+        _write_text("".join(line + "\n" for line in shown), stream)
+    except BrokenPipeError:
+        if stream is not sys.stdout:
+            raise
+        _reader_gone()
+
+
+def _reader_gone() -> None:
+    """Standard output's reader went away: what is printed from now on goes to the null
+    device (the interpreter's last flush included), and the run goes on, so that its report
+    files are written and its exit status is the verdict, as without the pipe."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    finally:
+        os.close(null)
 
 
 def shown_line(text) -> str:
