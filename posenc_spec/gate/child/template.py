@@ -145,9 +145,6 @@ def _preload(names) -> str | None:
 def main() -> None:
     import socket
 
-    from .limits import not_dumpable
-
-    not_dumpable()  # no process of the same user traces it or reads it through /proc
     fd = int(os.environ.pop("POSENC_SPEC_TEMPLATE_FD"))
     sock = socket.socket(fileno=fd)
     announce_and_loop(sock, [name for name in os.environ.pop("POSENC_SPEC_PRELOAD", "").split(",") if name])
@@ -157,8 +154,10 @@ def announce_and_loop(sock, preload) -> None:
     """A root template's life once its process is sealed (here, or forked from a caller by
     :mod:`posenc_spec.gate.callables`): import the ``preload`` modules, NumPy and torch,
     announce itself on ``sock`` and serve until the socket closes; it never returns."""
+    from .limits import not_dumpable
     from .protocol import send
 
+    not_dumpable()  # no process of the same user traces it or reads it through /proc
     # The user's modules first: one that cannot be imported is said at once, not after torch.
     failure = _preload(preload)
     if failure is not None:
