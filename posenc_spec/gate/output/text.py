@@ -6,6 +6,7 @@ from __future__ import annotations
 from posenc_spec import __version__
 
 from ..advice import common_reason, reason_of
+from ..against import regression_rule
 
 MAX_FAILURE_LINES = 12
 REGRESSION = "regression"
@@ -28,7 +29,8 @@ def target_header(report) -> str:
         if declaration.rope is None:  # a rotary head size is even by definition
             parts.append(f"odd={declaration.odd}")
     if declaration.against is not None:
-        parts.append(f"against {declaration.against_path} (max {declaration.max_ulp} ULP)")
+        rule = regression_rule(declaration, declaration.against)
+        parts.append(f"against {declaration.against_path}, {rule.describe()}")
     return f"{declaration.name}  [{', '.join(parts)}]"
 
 
