@@ -253,16 +253,19 @@ def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], 
 
 def import_warnings(import_state) -> list[str]:
     """The report's warnings about what importing the target did that does not fail
-    ``global-state``: what weakened its isolation, what its module's code changed, and the
-    side effects of the libraries it imported."""
+    ``global-state``: what weakened its isolation, what its module's code changed, and, in
+    one line, the side effects of the libraries it imported."""
     lines = list(import_state.notes)
     lines += [f"importing the target changed {change}" for change in import_state.changes]
-    lines += [f"import side effect: {effect}, while the target was imported" for effect in import_state.effects]
+    if import_state.effects:
+        lines.append("import side effects, kept as in your program, while the target was imported: "
+                     + "; ".join(dict.fromkeys(import_state.effects)))
     return list(dict.fromkeys(lines))
 
 
 def call_warnings(slots_and_outcomes) -> list[str]:
-    """The side effects of the libraries the calls imported (each once): warnings."""
-    lines = [f"import side effect: {effect}, in the call for {slot} (which imported {outcome.imports})"
-             for slot, outcome in slots_and_outcomes for effect in outcome.effects]
+    """The side effects of the libraries a call imported: one line per call that had any."""
+    lines = [f"import side effects, kept as in your program, in the call for {slot} (which imported "
+             f"{outcome.imports}): " + "; ".join(dict.fromkeys(outcome.effects))
+             for slot, outcome in slots_and_outcomes if outcome.effects]
     return list(dict.fromkeys(lines))
