@@ -9,7 +9,8 @@ Installed with posenc-spec (the ``pytest11`` entry point), it does nothing unles
 
 Each check id of each target becomes one item (``posenc::TARGET::CHECK``), judged by the
 gate's engine (:func:`posenc_spec.gate.engine.check_many`, one run per target, made when
-the target's first item runs); its failure shows the check's one-line reason, a known
+the target's first item runs); its failure shows the check's one-line reason (and the
+hints: the slip the target's tables show), a known
 deviation (``--posenc-xfails``) is an xfail, a check that could not run a skip. Every
 option of ``posenc-spec check`` that declares a target has a ``--posenc-*`` twin.
 Under pytest-xdist each item carries an ``xdist_group`` mark naming its target, so
@@ -119,7 +120,8 @@ class GateItem(pytest.Item):
         if result.status == "skipped":
             pytest.skip(f"{where}: {result.message}")
         if result.status == "failed":
-            raise GateFailure(f"{where}: {result.message}")
+            raise GateFailure("\n".join([f"{where}: {result.message}", *(f"  hint: {hint.text()}"
+                                                                          for hint in report.hints)]))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, GateFailure):
