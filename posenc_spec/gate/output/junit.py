@@ -14,12 +14,13 @@ passed, xpassed                                 none (xpassed: a ``<system-out>`
 =============================================  ==========================================
 
 ``FAMILY`` is the check id without its grid slot (``formula`` for ``formula[50x8]``); a
-failure's text adds the worst element and the target's hints (the slip its tables show). A suite counts ``tests``, ``failures``, ``errors``
-and ``skipped`` (skipped and xfailed); ``<testsuites>`` sums tests, failures and errors
-(the JUnit schema gives it no ``skipped``). The checks of a target
-are judged together after one run, so each ``<testcase>`` has ``time="0"`` and its suite
-the target's ``seconds``. A suite's ``<properties>`` hold the target's status, its resolved
-form, the line of its function and one ``hint`` per hint; its ``<system-out>`` the target's warnings.
+failure's text adds the worst element and the target's hints (the slip its tables show).
+A suite counts ``tests``, ``failures``, ``errors`` and ``skipped`` (skipped and xfailed);
+``<testsuites>`` sums tests, failures and errors (the JUnit schema gives it no
+``skipped``). The checks of a target are judged together after one run, so each
+``<testcase>`` has ``time="0"`` and its suite the target's ``seconds``. A suite's
+``<properties>`` hold the target's status, its resolved form, the line of its function and
+one ``hint`` per hint; its ``<system-out>`` the target's warnings.
 
 The output depends on the report alone (no timestamp, no host name). ElementTree escapes
 every value; characters XML 1.0 cannot carry even escaped (most control characters, lone
