@@ -9,7 +9,7 @@ answer differs from a declaration already there ("theta 10000 where 500000 is de
 from __future__ import annotations
 
 from posenc_spec.conventions import PRESETS, Convention
-from posenc_spec.gate.keys import CONVENTION_KEYS
+from posenc_spec.gate.keys import CONVENTION_KEYS, DEFAULT_T_MAX
 
 FIELD_WORDS = {"layout": "layout", "first": "first", "freq_shift": "freq_shift", "base": "base", "offset": "offset",
                "scale": "scale", "odd": "odd widths"}
@@ -100,3 +100,39 @@ def _listed(value) -> str:
     if isinstance(value, (list, tuple)):
         return f"[{len(value)} values]"
     return _shown(value)
+
+
+def answer_keys(answer: dict, api: str, t_max=None, max_positions=None) -> dict:
+    """The keys of a ``[[tool.posenc-spec.targets]]`` entry (without ``target``) that declare
+    a sinusoidal answer of ``identify``: its convention, its odd widths (``skip`` when they
+    were not identified) and the call keys that differ from their defaults."""
+    fields = answer["convention"]
+    keys = sinusoidal_keys(Convention(**{**fields, "odd": "error"}), odd=False)
+    keys["odd"] = fields.get("odd") or "skip"
+    if api != "table":
+        keys["api"] = api
+    if t_max is not None and t_max != DEFAULT_T_MAX and api == "timesteps":
+        keys["t_max"] = _value(float(t_max))
+    if max_positions is not None:
+        keys["max_positions"] = max_positions
+    return keys
+
+
+# The call keys of a rotary declaration, with their defaults (written only when they differ).
+ROPE_CALL_DEFAULTS = {"cache_form": "cos-sin", "cache_call": "positions", "x_layout": "bshd"}
+
+
+def rope_answer_keys(answer: dict, shape, head_dim=None, max_positions=None) -> dict:
+    """The keys that declare a rotary answer of ``identify`` (``shape``: how the target is
+    called, :class:`~posenc_spec.gate.identify.rope_readings.CallShape`)."""
+    convention = answer["convention"]
+    keys = {"api": shape.api, **rope_keys(convention, shape.api, convention.get("layout"))}
+    for key, default in ROPE_CALL_DEFAULTS.items():
+        value = getattr(shape, key)
+        if value != default and (key == "x_layout") == (shape.api == "rope-apply"):
+            keys[key] = value
+    if head_dim is not None:
+        keys["head_dim"] = head_dim
+    if max_positions is not None:
+        keys["max_positions"] = max_positions
+    return keys
