@@ -166,13 +166,11 @@ def _compared(args, call):
     if keys:
         layouts = {key: getattr(args, key) for key in ("rope_layout", "cache_layout") if getattr(args, key)}
         return declare({"target": args.target, "api": call.api, **keys, **layouts}, flags=True), "the flags"
-    search = find_pyproject()
-    if search.found is None:
-        return None, ""
     try:
-        declarations = read_config(search.found)
-    except UsageError as problem:  # a table that does not declare targets yet (init adds the first)
-        return None, f"not compared with {search.found} ({problem})"
+        search = find_pyproject()
+        declarations = read_config(search.found) if search.found is not None else []
+    except UsageError as problem:  # say it, and answer: a table without targets yet is init's to fill
+        return None, f"not compared with a declaration ({problem})"
     for declaration in declarations:
         if declaration.target == call.target and declaration.api == call.api and declaration.formula:
             return declaration, str(search.found)
