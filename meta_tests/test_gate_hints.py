@@ -133,6 +133,20 @@ def test_every_report_gives_the_same_hint():
     assert len(notices) == 1 and "posenc-spec hint" in notices[0], notices
 
 
+def test_every_wrong_corpus_entry_says_what_its_hint_is():
+    """meta_tests/corpus/hints.py lists each wrong entry of both corpora once: its planted slip
+    (a slip a hint names), or why it gets no hint."""
+    from meta_tests.corpus import WRONG
+    from meta_tests.corpus import hints as expected
+    from meta_tests.corpus.rope_registry import ROPE_WRONG
+
+    for listed, entries in ((expected.SINUSOIDAL, WRONG), (expected.ROPE, ROPE_WRONG)):
+        assert sorted(listed) == sorted(entry.id for entry in entries)
+        reasons = {expected.NOT_A_MEMBER, expected.NOT_VALUES, expected.LOW_PRECISION, expected.NOISE,
+                   expected.TWO_SLIPS}
+        assert all(value in SLIPS or value in reasons for value in listed.values()), listed
+
+
 def test_every_slip_is_in_the_readme_in_its_words():
     """README's list of the slips a hint names holds each id with the words the code uses."""
     from pathlib import Path

@@ -77,16 +77,21 @@ def add_identify_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser)
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "identify", help="find which convention a target computes", epilog=EPILOG,
-        description="Find the layout, first function, shift, base, offset, scale and odd-width behaviour of a "
-                    "target from its tables; the answer is checked on sizes it was not fitted on, then by "
-                    "check on its whole grid.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_command(subparsers, name: str, run_command, **texts) -> argparse.ArgumentParser:
+    """A command that takes ``identify``'s TARGET and flags (``texts``: its help, description
+    and epilog), run by ``run_command``."""
+    parser = subparsers.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter, **texts)
     add_identify_arguments(parser)
+    parser.set_defaults(run=run_command)
+    return parser
+
+
+def register(subparsers) -> None:
+    parser = add_command(subparsers, "identify", run, help="find which convention a target computes", epilog=EPILOG,
+                         description="Find the layout, first function, shift, base, offset, scale and odd-width "
+                                     "behaviour of a target from its tables; the answer is checked on sizes it was "
+                                     "not fitted on, then by check on its whole grid.")
     parser.add_argument("--json", metavar="FILE", help="write the answer as JSON (- for standard output)")
-    parser.set_defaults(run=run)
 
 
 def _call_shape(args, api: str):

@@ -13,7 +13,6 @@ refused, saying why.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -21,7 +20,7 @@ import tomllib
 from pathlib import Path
 
 from .arguments import error
-from .identify import add_identify_arguments, identify, request_of
+from .identify import add_command, identify, request_of
 
 EPILOG = """\
 exit status: 0 the entry was written; 1 identify answers "none" (nothing written, the answer
@@ -38,15 +37,12 @@ _HEADER_LINE = re.compile(r"^\s*\[")
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "init", help="declare the convention a target computes in the nearest pyproject.toml", epilog=EPILOG,
-        description="Identify TARGET (as posenc-spec identify does, checked on check's whole grid) and append "
-                    "the declaration it finds to the nearest pyproject.toml as a [[tool.posenc-spec.targets]] "
-                    "entry, leaving the rest of the file as it is.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_identify_arguments(parser)
+    parser = add_command(subparsers, "init", run, epilog=EPILOG,
+                         help="declare the convention a target computes in the nearest pyproject.toml",
+                         description="Identify TARGET (as posenc-spec identify does, checked on check's whole "
+                                     "grid) and append the declaration it finds to the nearest pyproject.toml as a "
+                                     "[[tool.posenc-spec.targets]] entry, leaving the rest of the file as it is.")
     parser.add_argument("--force", action="store_true", help="replace an entry already there for TARGET")
-    parser.set_defaults(run=run)
 
 
 def nearest_pyproject(start=None) -> Path:
