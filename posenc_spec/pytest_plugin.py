@@ -9,12 +9,12 @@ Installed with posenc-spec (the ``pytest11`` entry point), it does nothing unles
 
 Each check id of each target becomes one item (``posenc::TARGET::CHECK``), judged by the
 gate's engine (:func:`posenc_spec.gate.engine.check_many`, one run per target, made when
-the target's first item runs); its failure shows the check's one-line reason (and the
-hints: the slip the target's tables show), a known
-deviation (``--posenc-xfails``) is an xfail, a check that could not run a skip. Every
-option of ``posenc-spec check`` that declares a target has a ``--posenc-*`` twin.
-Under pytest-xdist each item carries an ``xdist_group`` mark naming its target, so
-``--dist loadgroup`` keeps a target's items (and its one gate run) on one worker.
+the target's first item runs); its failure shows the check's one-line reason and the
+target's hints (the slip its tables show), a known deviation (``--posenc-xfails``) is an
+xfail, a check that could not run a skip. Every option of ``posenc-spec check`` that
+declares a target has a ``--posenc-*`` twin. Under pytest-xdist each item carries an
+``xdist_group`` mark naming its target, so ``--dist loadgroup`` keeps a target's items (and
+its one gate run) on one worker.
 """
 
 from __future__ import annotations
