@@ -175,14 +175,11 @@ def _checked(pyproject: Pyproject, new: bytes, keys: dict, replace: int | None, 
                          "it by hand")
 
 
-def _plain(value):
-    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 else value
-
-
 def _entry_keys(target: str, result: dict, request, defaults: dict) -> dict:
     """The entry: the target, the answer's keys, and explicit values for the keys the table's
     defaults would otherwise give it."""
     from posenc_spec.gate.identify.declared import answer_keys, rope_answer_keys
+    from posenc_spec.gate.identify.toml_text import number
     from posenc_spec.gate.keys import CONVENTION_KEYS
 
     call = request.call
@@ -191,7 +188,7 @@ def _entry_keys(target: str, result: dict, request, defaults: dict) -> dict:
     else:
         keys = answer_keys(result, call.api, call.t_max, call.max_positions)
         fields = result["convention"]
-        keys |= {key: _plain(fields[key]) for key in CONVENTION_KEYS if key in defaults and key not in keys}
+        keys |= {key: number(fields[key]) for key in CONVENTION_KEYS if key in defaults and key not in keys}
     if "api" in defaults and "api" not in keys:
         keys["api"] = call.api
     return {"target": target, **keys}

@@ -11,14 +11,10 @@ from __future__ import annotations
 from posenc_spec.conventions import PRESETS, Convention
 from posenc_spec.gate.keys import CONVENTION_KEYS, DEFAULT_T_MAX
 
+from .toml_text import number
+
 FIELD_WORDS = {"layout": "layout", "first": "first", "freq_shift": "freq_shift", "base": "base", "offset": "offset",
                "scale": "scale", "odd": "odd widths"}
-
-
-def _value(value):
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
 
 
 def sinusoidal_keys(found: Convention, preferred: str | None = None, odd: bool = True) -> dict:
@@ -29,7 +25,7 @@ def sinusoidal_keys(found: Convention, preferred: str | None = None, odd: bool =
 
     order = sorted(PRESETS, key=lambda name: (len(changed(name)), name != preferred))
     preset = order[0]
-    keys = {"convention": preset, **{key: _value(getattr(found, key)) for key in changed(preset)}}
+    keys = {"convention": preset, **{key: number(getattr(found, key)) for key in changed(preset)}}
     if odd and found.odd is not None:
         keys["odd"] = found.odd
     return keys
@@ -53,9 +49,9 @@ def _shown(value) -> str:
 
 def rope_keys(convention: dict, api: str, layout: str | None) -> dict:
     """The rotary keys of an identified convention (``convention``: the answer's fields)."""
-    keys = {"rope_type": convention["rope_type"], "rope_theta": _value(convention["theta"])}
+    keys = {"rope_type": convention["rope_type"], "rope_theta": number(convention["theta"])}
     if convention.get("params"):
-        keys["rope_parameters"] = {name: _value(value) for name, value in convention["params"].items()}
+        keys["rope_parameters"] = {name: number(value) for name, value in convention["params"].items()}
     if convention.get("rotary_dim") is not None:
         keys["rotary_dim"] = convention["rotary_dim"]
     elif convention.get("partial_rotary_factor", 1.0) != 1.0:
@@ -87,14 +83,15 @@ def rope_differences(found: dict, found_layout: str | None, declared, declared_l
     if mine["rope_type"] == declared.rope_type:
         for name in sorted(set(params) | set(declared_params)):
             if params.get(name) != declared_params.get(name):
-                shown = [_listed(params.get(name)), _listed(declared_params.get(name))]
+                shown = [listed(params.get(name)), listed(declared_params.get(name))]
                 words.append(f"{name} {shown[0]} where {shown[1]} is declared")
     if found_layout is not None and declared_layout is not None and found_layout != declared_layout:
         words.append(f"layout {found_layout} where {declared_layout} is declared")
     return words
 
 
-def _listed(value) -> str:
+def listed(value) -> str:
+    """A parameter's value in a message: a list by its length, None as none."""
     if value is None:
         return "none"
     if isinstance(value, (list, tuple)):
@@ -112,7 +109,7 @@ def answer_keys(answer: dict, api: str, t_max=None, max_positions=None) -> dict:
     if api != "table":
         keys["api"] = api
     if t_max is not None and t_max != DEFAULT_T_MAX and api == "timesteps":
-        keys["t_max"] = _value(float(t_max))
+        keys["t_max"] = number(float(t_max))
     if max_positions is not None:
         keys["max_positions"] = max_positions
     return keys

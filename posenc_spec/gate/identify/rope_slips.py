@@ -40,12 +40,13 @@ from ..calls import Outcome
 from ..judge import Results
 from ..rope.judge import RopeJudge
 from ..rope.read import Unreadable
-from .fit import round_significant
+from .declared import listed
 from .hint import Hint
 from .rope_fit import candidates, thetas
 from .rope_readings import Reading, phase_frequencies, read_cache_call, read_frequencies
 from .rope_select import judged_by
 from .slips import Change, narrow_neighbours
+from .toml_text import number
 
 CHECKED = ("formula", "identity", "attention-factor", "norm", "passthrough")  # the checks of the values
 MAX_FITTED = 24  # conventions of rope_fit judged, at most (they come best first)
@@ -85,11 +86,6 @@ def explains(variant: Variant, spec, api: str, calls: list[Call]) -> bool:
         if _ratio(changed, api, probe, outcome) > 1.0:
             return False
     return True
-
-
-def _number(value: float):
-    value = float(round_significant(value, 10))
-    return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 
 def _with_outcome(call: Call, arrays: list) -> Outcome:
@@ -204,7 +200,7 @@ def _sizes_and_type(spec) -> list[Variant]:
         params = {**conv.params_dict(), "factor": factor * factor}
         found.append(_convention(spec, Change("scale-twice", f"the scaling factor applied twice: {factor * factor:g} "
                                                              f"= {factor:g} x {factor:g} where {factor:g} is declared",
-                                              (("rope_parameters", {"factor": _number(factor * factor)}),)),
+                                              (("rope_parameters", {"factor": number(factor * factor)}),)),
                                  ("factor twice",), params=params))
     return [variant for variant in found if variant is not None]
 
@@ -266,7 +262,7 @@ def _attention_change(conv, held: float, declared: float) -> Change:
     if math.isclose(held, declared * declared, rel_tol=1e-4):
         return Change("attention-factor-twice", f"the attention factor applied twice: A = {held:.6g} = "
                                                 f"{declared:.6g} x {declared:.6g} where {declared:.6g} is declared")
-    declare = (("rope_parameters", {"attention_factor": _number(held)}),) \
+    declare = (("rope_parameters", {"attention_factor": number(held)}),) \
         if conv.rope_type in ("yarn", "longrope") else ()
     return Change("attention-factor", f"the attention factor is {held:.6g} where {declared:.6g} is declared", declare)
 
@@ -328,7 +324,7 @@ def _theta_change(conv, theta: float, head_dims) -> Change:
             return Change("exponent-over-rotary-dim", "the exponent divides by the rotated size where proportional "
                                                       "divides by head_dim (`2i/r` for `2i/d`)")
     return Change("theta", f"rope_theta {theta:.6g} where {declared:g} is declared",
-                  (("rope_theta", _number(theta)),))
+                  (("rope_theta", number(theta)),))
 
 
 def _thetas(spec, readings: list[Reading]) -> list[Variant]:
@@ -383,7 +379,7 @@ def _differences(declared, found, head_dims) -> tuple[Change, ...]:
         for name in sorted(set(found.params_dict()) | set(declared.params_dict())):
             mine, theirs = found.param(name), declared.param(name)
             if mine != theirs and not isinstance(mine, tuple):
-                changes.append(Change("scaling-factor", f"{name} {_listed(mine)} where {_listed(theirs)} is declared",
+                changes.append(Change("scaling-factor", f"{name} {listed(mine)} where {listed(theirs)} is declared",
                                       (("rope_parameters", {name: mine}),) if mine is not None else ()))
     return tuple(changes)
 
@@ -504,7 +500,3 @@ def diagnose(spec, api: str, calls, statuses: dict, max_positions=None) -> list[
         return _rounded_positions(spec, api, made)
     fewest = min(len(variant.changes) for variant in found)
     return _hints([variant for variant in found if len(variant.changes) == fewest])
-
-
-def _listed(value) -> str:
-    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)

@@ -13,18 +13,23 @@ by element within the bounds of :mod:`posenc_spec.tolerance`. The variants tried
 - slips that depend on the table's size: ``d - 1`` for ``d``, the exponent over the number
   of positions, ``log(base) / half_dim - 1``, positions counted down from the end, positions
   from ``linspace(0, n, n)``;
-- the member of the family :mod:`.fit` finds, described field by field (a base, an offset,
-  a scale the code has);
+- slips of the values: the columns in reverse order, every value multiplied by one factor
+  (``sqrt(d)``, or each row normalised);
+- the member of the family :mod:`.fit` finds (unless its fastest frequency aliases between
+  rows), with every field that can go back to the declared value put back, described field
+  by field (a base, an offset, a scale the code has);
 - at a single width the denominator and the base trade off exactly (``h - s`` and ``base``
   give the same frequencies as ``h - s'`` and ``base ** ((h - s') / (h - s))``): there each
   variant's twin is tried too, and when both explain the tables the hint names both.
 
 A variant must match every table (the passing ones too); the one with the fewest slips is
-named, and when several share that count, all of them are, as possible causes. Positions
-rounded to float16 or bfloat16 are read from the failing tables alone (code often rounds
-only beyond a cached length): every row the rounding moves must match the declared
-convention at the rounded position, every other row the declared convention itself; the
-hint names the first row where the rounding shows. What none of these explains gets no
+named, and when several share that count, all of them are, as possible causes. Slips that
+move the positions of some rows only are read from the failing tables alone (code often
+rounds only beyond a cached length): positions formed in float16 or bfloat16 (each moved
+row right at one of its position's two neighbours in that type: rounded, truncated or
+accumulated by ``arange``), positions clamped to a buffer's last row, positions wrapped
+around a buffer; every row the slip leaves alone must match the declared convention, and
+the hint names the first row where the slip shows. What none of these explains gets no
 hint: a false hint is a false alarm.
 """
 
@@ -41,8 +46,9 @@ from posenc_spec.conventions import Convention
 from posenc_spec.tolerance import ratios
 
 from ..rope.grid import _round_to as round_to
-from .fit import Sample, best_member, max_ratio, round_significant
+from .fit import Sample, best_member, max_ratio
 from .hint import Hint
+from .toml_text import number
 
 FIT_LIMIT = 128 * 128  # tables fitted on are at most this large (128x64 and 50x8 on the default grid)
 FIT = object()  # diagnose's default: fit the family here
@@ -98,12 +104,6 @@ class Variant:
                       table.sample.positions if positions is None else positions), convention
 
 
-def _number(value: float) -> float | int:
-    """A value as a declaration writes it: an integer when it is one, else 10 significant digits."""
-    value = float(round_significant(value, 10))
-    return int(value) if value.is_integer() and abs(value) < 2**53 else value
-
-
 def _pattern(convention: Convention) -> str:
     first, second = convention.first, convention.second
     return f"{first}, {second}, {first}, {second}, ..." if convention.layout == "interleaved" else \
@@ -112,7 +112,7 @@ def _pattern(convention: Convention) -> str:
 
 def _base_change(found: Convention, declared: Convention) -> Change:
     b, base = found.base, declared.base
-    keys = (("base", _number(b)),)
+    keys = (("base", number(b)),)
     if declared.freq_shift == found.freq_shift == 0 and math.isclose(b, math.sqrt(base), rel_tol=_SAME):
         return Change("exponent-i-over-d", f"`i/d` written where the formula has `2i/d`: the frequencies fall only "
                                            f"to 1/{b:.6g} (base {b:.6g}, the square root of the declared {base:g})",
@@ -126,7 +126,7 @@ def _base_change(found: Convention, declared: Convention) -> Change:
 
 def _scale_change(found: Convention, declared: Convention, what: str) -> Change:
     s, scale = found.scale, declared.scale
-    keys = (("scale", _number(s)),)
+    keys = (("scale", number(s)),)
     if scale != 1 and math.isclose(s, scale * scale, rel_tol=_SAME):
         return Change("scale-twice", f"the scale applied twice: {s:g} = {scale:g} x {scale:g} where {scale:g} is "
                                      "declared", keys)
@@ -161,7 +161,7 @@ def changes(found: Convention, declared: Convention, what: str = "positions") ->
         off_by_one = " (off by one)" if abs(found.offset - declared.offset) == 1 else ""
         found_list.append(Change("positions-offset", f"the first row is {what[:-1]} {found.offset:g} where "
                                                      f"{declared.offset:g} is declared{off_by_one}",
-                                 (("offset", _number(found.offset)),)))
+                                 (("offset", number(found.offset)),)))
     if not math.isclose(found.scale, declared.scale, rel_tol=_SAME):
         found_list.append(_scale_change(found, declared, what))
     return tuple(found_list)

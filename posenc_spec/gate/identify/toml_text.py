@@ -36,6 +36,16 @@ def _float(number: float) -> str:
     return text if any(mark in text for mark in ".en") else text + ".0"
 
 
+def number(value):
+    """A number as a declaration writes it: an int when it is a whole number (``10000``, not
+    ``10000.0``), else the float to 10 significant digits; anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value != 0:
+        value = round(value, 9 - int(math.floor(math.log10(abs(value)))))
+    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+
+
 def key_name(name: str) -> str:
     """A key as TOML writes it: bare when it can be, else quoted."""
     return name if _BARE_KEY.match(name) else _string(name)
