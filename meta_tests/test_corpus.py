@@ -12,7 +12,8 @@ entry is then its own test, so a survivor or a false alarm is named in the test 
 import pytest
 
 from meta_tests.corpus import CORRECT, ENTRIES, WRONG
-from spec_tests.assertions import assert_fail_fast_agrees, check_named, failure_summary
+from meta_tests.corpus.hints import SINUSOIDAL as HINTS
+from spec_tests.assertions import assert_fail_fast_agrees, assert_hint, check_named, failure_summary
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +44,10 @@ def test_correct_implementation_is_accepted(entry, reports):
     assert report.conforms, (
         f"false alarm: {entry.target} ({entry.describe()}; {entry.description}) "
         f"was rejected: {failure_summary(report)}")
+
+
+@pytest.mark.parametrize("entry", WRONG, ids=[entry.id for entry in WRONG])
+def test_hint_names_the_planted_slip(entry, reports):
+    """The failure's hint names the slip planted in the entry, or stays silent where the tables
+    cannot show it."""
+    assert_hint(reports[entry.id], HINTS[entry.id], entry.description)

@@ -15,13 +15,14 @@ model's length is correct code), the length-dependent types are called at ``L0``
 
 import pytest
 
+from meta_tests.corpus.hints import ROPE as HINTS
 from meta_tests.corpus.rope_registry import ROPE_CORRECT, ROPE_ENTRIES, ROPE_WRONG, cache_outcome
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.judge import Results
 from posenc_spec.gate.rope import grid
 from posenc_spec.gate.rope.judge import RopeJudge
 from posenc_spec.rope import oracle
-from spec_tests.assertions import assert_fail_fast_agrees, check_named
+from spec_tests.assertions import assert_fail_fast_agrees, assert_hint, check_named
 from spec_tests.assertions import failure_summary as _summary
 
 DYNAMIC_2X = {"factor": 2.0, "original_max_position_embeddings": 4096}
@@ -62,6 +63,13 @@ def test_correct_rotary_embedding_conforms(entry, reports):
     report = reports[entry.id]
     assert report.conforms, (
         f"false alarm: {entry.target} ({entry.describe()}; {entry.description}) was rejected: {_summary(report)}")
+
+
+@pytest.mark.parametrize("entry", ROPE_WRONG, ids=[entry.id for entry in ROPE_WRONG])
+def test_hint_names_the_planted_slip(entry, reports):
+    """The failure's hint names the slip planted in the entry, or stays silent where the calls
+    cannot show it."""
+    assert_hint(reports[entry.id], HINTS[entry.id], entry.description)
 
 
 # -- the grid and judge rules the corpus relies on ------------------------------------------------

@@ -1,4 +1,4 @@
-"""``posenc-spec``: check, merge, identify, plot, snapshot and diff from the command line.
+"""``posenc-spec``: check, merge, identify, init, plot, snapshot and diff from the command line.
 
 Each subcommand lives in :mod:`posenc_spec.commands`; this module only wires them.
 """
@@ -12,7 +12,7 @@ from posenc_spec import __version__
 
 
 def build_parser():
-    from posenc_spec.commands import check, diff, identify, plot, snapshot
+    from posenc_spec.commands import check, diff, identify, init, plot, snapshot
     from posenc_spec.commands.arguments import Parser
 
     parser = Parser(prog="posenc-spec", description="Verify position encodings against a declared convention.")
@@ -20,6 +20,7 @@ def build_parser():
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     check.register(subparsers)
     identify.register(subparsers)
+    init.register(subparsers)
     plot.register(subparsers)
     snapshot.register(subparsers)
     diff.register(subparsers)

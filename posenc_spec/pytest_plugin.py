@@ -9,14 +9,14 @@ Installed with posenc-spec (the ``pytest11`` entry point), it does nothing unles
 
 Each check id of each target becomes one item (``posenc::TARGET::CHECK``), judged by the
 gate's engine (:func:`posenc_spec.gate.engine.check_many`, one run per target, made when
-the target's first item runs); its failure shows the check's one-line reason, a known
-deviation (``--posenc-xfails``) is an xfail, a check that could not run a skip. Every
-option of ``posenc-spec check`` that declares a target has a ``--posenc-*`` twin.
-Under pytest-xdist each item carries an ``xdist_group`` mark naming its target, so
-``--dist loadgroup`` keeps a target's items (and its one gate run) on one worker; without
-pytest-xdist the plugin registers that mark itself (``--strict-markers`` refuses an unknown
-mark). An item's node id is ``posenc::TARGET::CHECK``, so JUnit XML names its class
-``posenc.TARGET``.
+the target's first item runs); its failure shows the check's one-line reason and the
+target's hints (the slip its tables show), a known deviation (``--posenc-xfails``) is an
+xfail, a check that could not run a skip. Every option of ``posenc-spec check`` that
+declares a target has a ``--posenc-*`` twin. Under pytest-xdist each item carries an
+``xdist_group`` mark naming its target, so ``--dist loadgroup`` keeps a target's items (and
+its one gate run) on one worker; without pytest-xdist the plugin registers that mark itself
+(``--strict-markers`` refuses an unknown mark). An item's node id is
+``posenc::TARGET::CHECK``, so JUnit XML names its class ``posenc.TARGET``.
 
 Target names, reasons and usage errors come from targets and the user's files, and pytest
 prints them as they are given (on the terminal, in its JUnit XML): each is handed to pytest
@@ -135,7 +135,7 @@ class GateItem(pytest.Item):
         if result.status == "skipped":
             pytest.skip(said)
         if result.status == "failed":
-            raise GateFailure(said)
+            raise GateFailure("\n".join([said, *(shown_line(f"  hint: {hint.text()}") for hint in report.hints)]))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, GateFailure):

@@ -74,3 +74,17 @@ def failure_summary(report, limit: int = 3) -> str:
     failures = report.failures()
     shown = "; ".join(f"{check.name}: {check.message}" for check in failures[:limit])
     return shown + (f" (+{len(failures) - limit} more)" if len(failures) > limit else "")
+
+
+def assert_hint(report, expected: str, planted: str) -> None:
+    """The report's hints name the ``expected`` slip (an id of the SLIPS of
+    :mod:`posenc_spec.gate.identify.hint`), or, when ``expected`` is a reason why the tables
+    cannot show the slip, name none (a false hint is a false alarm); ``planted`` is the bug."""
+    from posenc_spec.gate.identify.hint import SLIPS
+
+    named = [slip for hint in report.hints for slip in hint.slips]
+    said = "; ".join(hint.text() for hint in report.hints) or "no hint"
+    if expected in SLIPS:
+        assert expected in named, f"{report.target} ({planted}): expected a hint naming {expected}, got: {said}"
+    else:
+        assert not named, f"{report.target} ({planted}): expected no hint ({expected}), got: {said}"

@@ -76,6 +76,7 @@ def test_each_check_is_an_item_outside_the_repository(pytester):
     assert _count(output, "xfailed") == 2, output
     assert "FAILED posenc::impl:swapped@vaswani::formula[50x8]" in output, output
     assert "impl:swapped under vaswani: formula[50x8]: 50x8 under vaswani, float64:" in output, output
+    assert "  hint: sin and cos swapped: each pair holds cos first where sin first is declared" in output, output
     assert "Traceback" not in output and 0 < _count(output, "failed") < _count(output, "passed"), output
 
 

@@ -139,6 +139,7 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
     if any(check.status == "failed" and check.name.startswith("formula[") for check in report.checks):
         found = advice.nearest(declaration, family.tables) if sinusoid else None
         report.nearest = found or {"name": "unknown", "message": f"run {advice.identify_command(declaration)}"}
+    report.hints = advice.hints(declaration, calls, outcomes, report)
     return report
 
 

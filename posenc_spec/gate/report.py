@@ -49,6 +49,7 @@ class GateReport:
     where: tuple | None = None  # (file, line) of the target's function, as its child reported it
     advice: list = field(default_factory=list)  # one cause said once, with its likely fix
     nearest: dict | None = None  # the member of the family the target computes, when a formula check failed
+    hints: list = field(default_factory=list)  # the slips its tables show (posenc_spec.gate.identify.hint.Hint)
 
     @property
     def target(self) -> str:

@@ -144,10 +144,13 @@ def answer(fit_samples, validation_samples=(), odd_probe=None, odd_outcome=None)
                        + (f"; {note}" if note else "")}
 
 
-def answer_each(targets, requests, timeout: float, options: RunOptions | None, answer_of) -> list[dict]:
+def answer_each(targets, requests, timeout: float, options: RunOptions | None, answer_of,
+                declaration_of=None) -> list[dict]:
     """``answer_of(target, outcomes)`` for each target, its ``requests`` made in its own sealed
-    child (a module shared by several targets imported once for them all).
-    :class:`IdentifyError` when a target cannot be imported."""
+    child (a module shared by several targets imported once for them all), then checked:
+    ``declaration_of(target, answer)`` gives the declaration of an answer that names a
+    convention, and ``check``'s whole grid runs under it in the same slot
+    (:func:`checked`). :class:`IdentifyError` when a target cannot be imported."""
     options = options or RunOptions()
     results = []
     with root_template(options.preload) as root:
@@ -161,10 +164,46 @@ def answer_each(targets, requests, timeout: float, options: RunOptions | None, a
                 run = slot.run(target, requests)
                 if not run.imported:
                     raise IdentifyError(run.import_message)
-                results.append(answer_of(target, run.outcomes))
+                result = answer_of(target, run.outcomes)
+                if declaration_of is not None and result["convention"] is not None:
+                    result = checked(result, declaration_of(target, result), slot)
+                results.append(result)
         finally:
             slot.close()
     return results
+
+
+# Checks that say nothing about the convention: a target that fails only these computes it.
+NOT_THE_CONVENTION = ("global-state", "determinism")
+
+
+def checked(result: dict, declaration, slot: Slot) -> dict:
+    """``result`` after ``check`` judged the target under it on the whole grid (``slot``
+    makes the calls): unchanged with ``"check": "conforms"`` when every check passes;
+    "none", with the answer as the nearest and the first failing check (its worst element
+    and the hints), when a check of the values fails; with a note when only a check that
+    says nothing about the convention (:data:`NOT_THE_CONVENTION`) fails."""
+    from ..engine import Calls, judge_run  # the engine imports this package's users: only when checking
+
+    calls = Calls.of(declaration)
+    report = judge_run(declaration, calls, slot.run(declaration.target, calls.requests(), declaration.search_path))
+    failed = report.failures()
+    hints = [hint.text() for hint in report.hints]
+    result = {**result, "check": "conforms" if not failed else "does-not-conform",
+              "hints": [hint.as_dict() for hint in report.hints]}
+    if not failed:
+        return {**result, "message": f"{result['message']}; check accepts it on its whole grid"}
+    values = [check for check in failed if check.name not in NOT_THE_CONVENTION]
+    first = (values or failed)[0]
+    said = "; ".join([f"{first.name}: {first.message}", *(f"hint: {hint}" for hint in hints)])
+    if not values:
+        return {**result, "message": f"{result['message']}; check also fails {', '.join(c.name for c in failed)} "
+                                     f"({said})"}
+    worst = first.worst.ratio if first.worst is not None else math.inf
+    nearest = {"name": result["name"], "convention": result["convention"], "max_error_ratio": worst}
+    return {**result, "name": "none", "convention": None, "max_error_ratio": worst, "nearest": nearest,
+            "message": f"none: {result['name']} fits the tables identify fitted, but check rejects it on its whole "
+                       f"grid ({len(failed)} failed check{'s' * (len(failed) != 1)}, first {said})"}
 
 
 def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, timeout: float = DEFAULT_TIMEOUT,
@@ -185,7 +224,14 @@ def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, tim
             result["message"] += "; " + "; ".join(problems)
         return result
 
-    return answer_each(targets, [probe.request() for probe in calls], timeout, options, answer_of)
+    def declaration_of(target, result):
+        from ..declaration import declare
+        from .declared import answer_keys
+
+        return declare({"target": target, **answer_keys(result, api, t_max, max_positions), "t_max": t_max,
+                        "timeout": timeout})
+
+    return answer_each(targets, [probe.request() for probe in calls], timeout, options, answer_of, declaration_of)
 
 
 def identify_target(target: str, **options) -> dict:

@@ -239,4 +239,12 @@ def identify_many(targets, shape: CallShape, head_dim=None, max_positions=None, 
             result["message"] += "; " + "; ".join(problems)
         return {"target": target, **result}
 
-    return answer_each(targets, [call.probe.request() for call in calls], timeout, options, answer_of)
+    def declaration_of(target, result):
+        from ..declaration import declare
+        from .declared import rope_answer_keys
+
+        return declare({"target": target, **rope_answer_keys(result, shape, head_dim, max_positions),
+                        "timeout": timeout})
+
+    return answer_each(targets, [call.probe.request() for call in calls], timeout, options, answer_of,
+                       declaration_of)

@@ -40,7 +40,11 @@ def _judge(call: Call, candidate, shape: CallShape) -> RopeJudge:
 def judged(call: Call, outcome, candidate, shape: CallShape) -> float:
     """The largest error/tolerance ratio of one call under ``candidate``: the gate's own
     reading and formula check (and, for rope-freqs, its attention-factor check)."""
-    judge, probe = _judge(call, candidate, shape), call.probe
+    return judged_by(_judge(call, candidate, shape), call.probe, outcome)
+
+
+def judged_by(judge: RopeJudge, probe, outcome) -> float:
+    """The largest error/tolerance ratio of one call as ``judge`` reads and checks it."""
     try:
         with np.errstate(all="ignore"):
             values, problem = judge.values(probe, outcome)

@@ -7,13 +7,15 @@ on the pull request, at line ``L`` of file ``F``. Per target that does not confo
 - each failed check: one ``::error`` titled ``posenc-spec CHECK_ID``, the message the
   target and the reason;
 - each of the target's warnings (a known deviation that is gone, a changed global
-  state): one ``::warning``.
+  state): one ``::warning``;
+- each hint (the slip its tables show, :mod:`posenc_spec.gate.identify.hint`): one
+  ``::notice``, first, so that the limit below never hides it.
 
 ``F`` and ``L`` are where the target's function is defined (the report's ``location``),
 ``F`` relative to ``root`` (the working directory). A location outside ``root`` is named in
 the message instead (GitHub can only place a file of the repository); a null location gives
 an annotation on the run, without ``file`` and ``line``. At most ``limit`` lines per target,
-errors first, then one line saying how many more the report holds: GitHub shows only a few
+hints first, then errors, then one line saying how many more the report holds: GitHub shows only a few
 annotations per step, and one broken target must not hide the others.
 
 Escaping follows the runner's parser (``@actions/core``'s ``command.ts``, the runner's
@@ -103,7 +105,7 @@ def target_annotations(target: dict, root, limit: int = MAX_LINES_PER_TARGET) ->
     elsewhere = ""
     if file is None and target.get("location"):
         elsewhere = f" (defined at {target['location']['file']}, line {target['location']['line']})"
-    found = []
+    found = [("notice", "posenc-spec hint", f"{name}{elsewhere}: {hint['text']}") for hint in target.get("hints", ())]
     for check in target["checks"]:
         if check["status"] != "failed":
             continue

@@ -9,7 +9,8 @@ The JSON Schema ships as ``posenc_spec/data/report-v1.schema.json``. In short::
                   or null, "declaration": {...},
                   "status", "seconds", "warnings": [...], "checks": [{"id", "status",
                   "reason", "worst": {"index", "size", "actual", "expected", "error",
-                  "tolerance", "ratio"} or null}], ...}]}
+                  "tolerance", "ratio"} or null}], "hints": [{"slips", "text", "flags",
+                  "keys"}] (only when the tables show a slip), ...}]}
 
 ``position`` is the target's place in the whole run, so that shard reports merge back in
 order (:func:`merge`); ``run_digest`` (SHA-256 of every target of the whole run with its
@@ -89,6 +90,8 @@ def target_entry(report, position: int, extra: dict | None = None) -> dict:
              "seconds": round(report.seconds, 3), "warnings": list(report.warnings),
              "advice": list(report.advice), "nearest": report.nearest,
              "checks": [check_entry(check) for check in report.checks]}
+    if report.hints:
+        entry["hints"] = [hint.as_dict() for hint in report.hints]
     entry.update(extra or {})
     return entry
 

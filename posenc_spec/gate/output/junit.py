@@ -14,12 +14,13 @@ passed, xpassed                                 none (xpassed: a ``<system-out>`
 =============================================  ==========================================
 
 ``FAMILY`` is the check id without its grid slot (``formula`` for ``formula[50x8]``); a
-failure's text adds the worst element. A suite counts ``tests``, ``failures``, ``errors``
-and ``skipped`` (skipped and xfailed); ``<testsuites>`` sums tests, failures and errors
-(the JUnit schema gives it no ``skipped``). The checks of a target
-are judged together after one run, so each ``<testcase>`` has ``time="0"`` and its suite
-the target's ``seconds``. A suite's ``<properties>`` hold the target's status, its resolved
-form and the line of its function; its ``<system-out>`` the target's warnings.
+failure's text adds the worst element and the target's hints (the slip its tables show).
+A suite counts ``tests``, ``failures``, ``errors`` and ``skipped`` (skipped and xfailed);
+``<testsuites>`` sums tests, failures and errors (the JUnit schema gives it no
+``skipped``). The checks of a target are judged together after one run, so each
+``<testcase>`` has ``time="0"`` and its suite the target's ``seconds``. A suite's
+``<properties>`` hold the target's status, its resolved form, the line of its function and
+one ``hint`` per hint; its ``<system-out>`` the target's warnings.
 
 The output depends on the report alone (no timestamp, no host name). ElementTree escapes
 every value; characters XML 1.0 cannot carry even escaped (most control characters, lone
@@ -101,7 +102,8 @@ def _testcase(suite: ET.Element, target: dict, check: dict) -> None:
     if _is_import_error(target, check):
         _element("error", case, reason, message=reason, type="import")
     elif status == "failed":
-        details = "\n".join(part for part in (reason, worst_text(check.get("worst"))) if part)
+        hints = [f"hint: {hint['text']}" for hint in target.get("hints", ())]
+        details = "\n".join(part for part in (reason, worst_text(check.get("worst")), *hints) if part)
         _element("failure", case, details, message=reason, type=check["id"].split("[", 1)[0])
     elif status == "skipped":
         _element("skipped", case, message=reason)
@@ -124,6 +126,8 @@ def _testsuite(parent: ET.Element, target: dict) -> dict[str, int]:
     _element("property", properties, name="resolved", value=target.get("resolved", target["target"]))
     if location:
         _element("property", properties, name="line", value=str(location["line"]))
+    for hint in target.get("hints", ()):
+        _element("property", properties, name="hint", value=hint["text"])
     for check in target["checks"]:
         _testcase(suite, target, check)
     if target.get("warnings"):

@@ -96,6 +96,7 @@ def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
     lines += [f"  warning: {warning}" for warning in report.warnings]
     if report.nearest is not None:
         lines.append(f"  nearest: {report.nearest['message']}")
+    lines += [f"  hint: {hint.text()}" for hint in report.hints]
     lines += [f"  {line}" for line in extra_lines]
     counts = report.counts()
     tally = f"{len(report.checks)} checks, {counts['failed']} failed"

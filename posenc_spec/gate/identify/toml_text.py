@@ -1,0 +1,102 @@
+"""Declaration keys written as a user types them: TOML assignments and command-line flags.
+
+The standard library reads TOML but does not write it, and a declaration needs little of
+it: strings, integers, floats, booleans, lists of numbers and one inline table
+(``rope_parameters``). :func:`value` writes each so that :mod:`tomllib` reads back the same
+value (a float keeps its decimal point or exponent, so it stays a float; a string is a
+basic string with every quote, backslash and control character escaped). :func:`flags`
+writes the same keys as the flags of ``posenc-spec check``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..keys import flag
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _string(text: str) -> str:
+    def escape(character: str) -> str:
+        if character in _ESCAPES:
+            return _ESCAPES[character]
+        code = ord(character)
+        return f"\\u{code:04x}" if code < 0x20 or code == 0x7F else character
+
+    return '"' + "".join(escape(character) for character in text) + '"'
+
+
+def _float(number: float) -> str:
+    if not math.isfinite(number):
+        raise ValueError(f"TOML holds no declaration value {number!r}")
+    text = repr(float(number))
+    return text if any(mark in text for mark in ".en") else text + ".0"
+
+
+def number(value):
+    """A number as a declaration writes it: an int when it is a whole number (``10000``, not
+    ``10000.0``), else the float to 10 significant digits; anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value != 0:
+        value = round(value, 9 - int(math.floor(math.log10(abs(value)))))
+    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+
+
+def key_name(name: str) -> str:
+    """A key as TOML writes it: bare when it can be, else quoted."""
+    return name if _BARE_KEY.match(name) else _string(name)
+
+
+def value(item) -> str:
+    """``item`` as a TOML value (see the module docstring)."""
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, int):
+        return str(item)
+    if isinstance(item, float):
+        return _float(item)
+    if isinstance(item, str):
+        return _string(item)
+    if isinstance(item, (list, tuple)):
+        return "[" + ", ".join(value(element) for element in item) + "]"
+    if isinstance(item, dict):
+        return "{" + ", ".join(f"{key_name(str(key))} = {value(element)}" for key, element in item.items()) + "}"
+    raise TypeError(f"TOML holds no declaration value of type {type(item).__name__}")
+
+
+def assignments(keys: dict) -> str:
+    """``key = value`` for each key, joined by ``, `` (one line, for a message)."""
+    return ", ".join(f"{key_name(key)} = {value(item)}" for key, item in keys.items())
+
+
+def lines(keys: dict) -> list[str]:
+    """``key = value`` for each key, one line each (the body of a table)."""
+    return [f"{key_name(key)} = {value(item)}" for key, item in keys.items()]
+
+
+def _flag_value(item) -> str:
+    if isinstance(item, float) and item.is_integer() and abs(item) < 1e16:
+        return str(int(item))
+    if isinstance(item, float):
+        return repr(item)
+    if isinstance(item, (list, tuple, dict, bool)):
+        import json
+
+        return json.dumps(item, separators=(",", ":"))
+    return str(item)
+
+
+def flags(keys: dict) -> str:
+    """The same keys as ``posenc-spec check`` flags: ``--layout concat``; ``rope_parameters``
+    as one ``--rope-param KEY=VALUE`` per parameter (VALUE in JSON)."""
+    parts = []
+    for key, item in keys.items():
+        if key == "rope_parameters":
+            parts += [f"{flag(key)} {name}={_flag_value(element)}" for name, element in item.items()]
+        else:
+            parts.append(f"{flag(key)} {_flag_value(item)}")
+    return " ".join(parts)
