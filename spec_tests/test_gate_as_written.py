@@ -4,7 +4,10 @@
 rotary-embedding-torch's ``RotaryEmbedding(dim).rotate_queries_or_keys``, and, copied
 verbatim where they cannot be installed (``spec_tests/real_targets/verbatim``), torchtune's
 ``RotaryPositionalEmbeddings``, Meta's ``apply_rotary_emb`` and the PyTorch tutorial's
-``PositionalEncoding``. Each conforms as declared and fails under a wrong declaration.
+``PositionalEncoding``. Each conforms as declared and fails under a wrong declaration, with
+a hint that names the difference: all but transformers' apply, which is handed the declared
+layout's cos and sin, so that no variant of the declaration reproduces a rotation paired one
+way with cos and sin laid out the other (it fails the formula, without a hint).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ LLAMA = "transformers.models.llama.modeling_llama"
 XFAILS = HERE.parent / "data" / "rotary_embedding_torch.xfails"
 SMALL = 64
 
-# name -> (what it is, as declared; a wrong key and the check it fails)
+# name -> (what it is, as declared; a wrong key)
 REAL = {
     "transformers-apply": ({"target": f"{LLAMA}:apply_rotary_pos_emb", "api": "rope-apply",
                             "signature": "q-k-cos-sin", "x_layout": "bhsd", "head_dim": 64},
@@ -72,6 +75,27 @@ def test_real_code_as_written_fails_a_wrong_declaration(reports, name):
     report = reports[1][name]
     failed = [check.name for check in report.failures()]
     assert failed and failed[0].startswith("formula["), f"{name}: {failure_summary(report)}"
+
+
+# name -> what the hint of its wrong declaration says (None: no hint, see the module docstring)
+HINTS = {
+    "transformers-apply": None,
+    "transformers-module": "rope_theta 500000 where 10000 is declared",
+    "rotary-embedding-torch": "rotate-half and interleaved pairs mixed up",
+    "torchtune": "rope_theta 10000 where 500000 is declared",
+    "meta": "rotate-half and interleaved pairs mixed up",
+    "pytorch-tutorial": "the columns are interleaved (sin, cos, sin, cos, ...) where concat",
+}
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_a_wrong_declaration_gets_a_hint_naming_the_difference(reports, name):
+    """The hint says what the code does where the declaration says otherwise, and how to declare it."""
+    hints = [hint.text() for hint in reports[1][name].hints]
+    if HINTS[name] is None:
+        assert hints == [], hints
+    else:
+        assert any(HINTS[name] in hint and "declare" in hint for hint in hints), hints
 
 
 def test_the_module_built_from_its_config_keeps_the_config_theta(reports):
