@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 from timing import median_seconds
 
-from posenc_spec import oracle
-from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
+# reference_impls is the repository's, not installed: run from anywhere, as written.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from posenc_spec import oracle  # noqa: E402
+from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl  # noqa: E402
 
 
 def main(argv=None) -> int:
