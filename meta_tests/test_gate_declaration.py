@@ -96,16 +96,16 @@ def test_config_file_targets_with_defaults_and_relative_paths(tmp_path):
     assert second.source == f"{config}: targets[1]"
 
 
-def _readme_toml_blocks() -> list[str]:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    return [block.split("\n```", 1)[0] for block in readme.split("```toml\n")[1:]]
+def _toml_blocks(document: str) -> list[str]:
+    text = (REPO / document).read_text(encoding="utf-8")
+    return [block.split("\n```", 1)[0] for block in text.split("```toml\n")[1:]]
 
 
-def test_the_readme_pyproject_snippets_combine(tmp_path):
-    """The README's sinusoidal and rotary [tool.posenc-spec] snippets in one pyproject.toml:
-    the top-level convention is a default for the sinusoidal targets only, and the rotary
-    target is declared from its config.json."""
-    sinusoidal, rotary = _readme_toml_blocks()[:2]
+def test_the_documented_pyproject_snippets_combine(tmp_path):
+    """The README's sinusoidal [tool.posenc-spec] snippet and docs/declaring.md's rotary one in
+    one pyproject.toml: the top-level convention is a default for the sinusoidal targets only,
+    and the rotary target is declared from its config.json."""
+    sinusoidal, rotary = _toml_blocks("README.md")[0], _toml_blocks("docs/declaring.md")[0]
     (tmp_path / "pyproject.toml").write_text(sinusoidal + "\n" + rotary, encoding="utf-8")
     (tmp_path / "posenc-xfails.txt").write_text("")
     config = tmp_path / "configs" / "llama3_1_8b" / "config.json"

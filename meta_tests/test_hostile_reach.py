@@ -1,5 +1,5 @@
 """What a target can reach of the gate's own processes (``meta_tests/hostile/reach.py``),
-as the README's isolation section states it, as root and as an ordinary user.
+as docs/checks.md, "What holds, and where", states it, as root and as an ordinary user.
 
 One target tries to trace the gate and the root template, to open the gate's standard
 output and memory through ``/proc``, and to signal the gate, the root template and the
@@ -62,7 +62,7 @@ def test_as_root_a_target_reaches_nothing_of_the_gate(tmp_path):
 def test_as_an_ordinary_user_a_target_cannot_trace_or_read_the_gate(tmp_path):
     """As an ordinary user the gate and its templates are not traceable or readable through
     /proc by the target (they are not dumpable), but the target, of the same user, can signal
-    them and the other lane's child: what the README says an ordinary user's run cannot stop."""
+    them and the other lane's child: what docs/checks.md says an ordinary user's run cannot stop."""
     attempts, done = _reach(tmp_path, run_as_other_user)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert {name: attempts[name] for name in TRACING} == dict.fromkeys(TRACING, "refused"), attempts

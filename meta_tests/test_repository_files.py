@@ -1,10 +1,12 @@
-"""The repository's own files agree with each other and leave the clone as it was: the README
-sections other files point to exist, the package says what it checks, tox writes nothing
-into the clone that git would offer to commit."""
+"""The repository's own files agree with each other and leave the clone as it was: the
+sections of README.md and docs/ that other files point to exist, the key table lists every
+key, the package says what it checks, tox writes nothing into the clone that git would offer
+to commit."""
 
 from __future__ import annotations
 
 import configparser
+import os
 import re
 import shutil
 import subprocess
@@ -14,9 +16,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# README.md#some-anchor, or the README named with a quoted heading: the README, "Heading".
-ANCHOR = re.compile(r"README\.md#([\w-]+)")
-QUOTED = re.compile(r"README(?:\.md)?(?:'s)?,?\s+(?:section\s+)?\"([^\"]+)\"")
+DOCUMENTS = ("README.md", *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")))
+# README.md#some-anchor or docs/checks.md#some-anchor, also at the end of the repository's URL.
+ANCHOR = re.compile(r"(?<![\w.-])(README\.md|docs/[\w-]+\.md)#([\w-]+)")
+# A document named with a quoted heading: the README, "Heading" or docs/checks.md, "Heading".
+QUOTED = re.compile(r"(README(?:\.md)?|docs/[\w-]+\.md)(?:'s)?,?\s+(?:section\s+)?\"([^\"]+)\"")
+# A Markdown link's target: [text](target).
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+REPOSITORY = "https://github.com/posenc-spec/posenc-spec/blob/main/"
 # A comment's line break and marker, so that a reference split over two comment lines reads as one.
 COMMENT_BREAK = re.compile(r"\s*\n\s*(?:#|//|\*)?\s*")
 
@@ -32,36 +39,76 @@ def _tracked_texts() -> dict[str, str]:
     return texts
 
 
-def readme_headings() -> dict[str, str]:
-    """The README's headings outside code blocks, by their GitHub anchor."""
-    headings, fenced = {}, False
-    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+def headings(document: str) -> dict[str, str]:
+    """A Markdown document's headings outside code blocks, by their GitHub anchor."""
+    found, fenced = {}, False
+    for line in (ROOT / document).read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
             fenced = not fenced
-        elif not fenced and (found := re.match(r"#{1,6} (.+)", line)):
-            heading = found.group(1).strip()
-            headings[re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")] = heading
-    return headings
+        elif not fenced and (heading := re.match(r"#{1,6} (.+)", line)):
+            text = heading.group(1).strip()
+            found[re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")] = text
+    return found
+
+
+def _has(document: str, anchor: str | None = None, heading: str | None = None) -> bool:
+    """Whether ``document`` (the README named as "the README" too) is a file with that
+    section, named by its anchor or by its heading."""
+    document = "README.md" if document.startswith("README") else document
+    if not (ROOT / document).is_file():
+        return False
+    found = headings(document)
+    return anchor in found if heading is None else heading in found.values()
+
+
+def _broken_links(name: str, text: str) -> list[str]:
+    """The links of a Markdown document to a file of the repository that does not exist, or
+    to a section its document lacks (relative links, and the repository's own URLs)."""
+    broken = []
+    for target in LINK.findall(text):
+        if target.startswith(REPOSITORY):
+            path, anchor = target[len(REPOSITORY):].partition("#")[::2]
+        elif "://" in target:
+            continue
+        else:
+            relative, anchor = target.partition("#")[::2]
+            path = os.path.normpath(Path(name).parent / relative) if relative else name
+        if not (ROOT / path).exists() or anchor and not _has(path, anchor):
+            broken.append(f"{name}: ({target})")
+    return broken
 
 
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs git and a checkout")
-def test_every_readme_section_named_in_the_repository_exists():
-    """Each README.md#anchor and each quoted README heading in a tracked file (the README's
-    own links included) names a heading the README has."""
-    headings = readme_headings()
+def test_every_section_named_in_the_repository_exists():
+    """Each README.md#anchor or docs/NAME.md#anchor and each quoted heading of the README or a
+    document of docs/ in a tracked file names a heading that document has, and each link of
+    the README and docs/ reaches a file of the repository and a section it has."""
     missing = []
     this_file = Path(__file__).resolve().relative_to(ROOT).as_posix()  # its patterns' examples are no references
     for name, text in _tracked_texts().items():
         if name == this_file:
             continue
         joined = COMMENT_BREAK.sub(" ", text)
-        missing += [f"{name}: README.md#{anchor}" for anchor in ANCHOR.findall(joined) if anchor not in headings]
-        missing += [f'{name}: the README, "{quoted}"' for quoted in QUOTED.findall(joined)
-                    if quoted not in headings.values()]
-        if name == "README.md":
-            missing += [f"README.md: (#{anchor})" for anchor in re.findall(r"\]\(#([\w-]+)\)", text)
-                        if anchor not in headings]
-    assert not missing, f"no such README section: {missing}; headings: {sorted(headings.values())}"
+        missing += [f"{name}: {document}#{anchor}" for document, anchor in ANCHOR.findall(joined)
+                    if not _has(document, anchor)]
+        missing += [f'{name}: {document}, "{heading}"' for document, heading in QUOTED.findall(joined)
+                    if not _has(document, heading=heading)]
+        if name in DOCUMENTS:
+            missing += _broken_links(name, text)
+    assert not missing, f"no such section: {missing}"
+
+
+def test_the_key_table_lists_every_key():
+    """docs/declaring.md's table of keys has one row per key a declaration reads, with the
+    flag that spells it, and no row for a key the gate does not read."""
+    from posenc_spec.gate.keys import KEYS, flag
+
+    section = (ROOT / "docs" / "declaring.md").read_text(encoding="utf-8").split("## Every key", 1)[1]
+    rows = dict(re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", section.split("\n## ", 1)[0], flags=re.M))
+    expected = {key: "TARGET" if key == "target" else flag(key) for key in KEYS}
+    wrong_flags = {key: (rows[key], expected[key]) for key in set(rows) & set(expected) if rows[key] != expected[key]}
+    assert rows == expected, {"missing": sorted(set(expected) - set(rows)),
+                              "unknown": sorted(set(rows) - set(expected)), "wrong flags": wrong_flags}
 
 
 def test_the_package_description_names_every_family_it_checks():

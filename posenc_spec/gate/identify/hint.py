@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from . import toml_text
 
-# Every slip a hint can name, with the words the README's list of common bugs uses.
+# Every slip a hint can name, with the words of docs/checks.md's list, "The slips a hint names".
 SLIPS = {
     "sin-cos-swapped": "sin and cos swapped",
     "exponent-i-over-d": "`i/d` written where the formula has `2i/d`",
