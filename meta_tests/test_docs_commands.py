@@ -189,8 +189,7 @@ class Command:
     document: str
     line: int
     text: str  # as written, without its comment
-    words: tuple[str, ...]
-    environment: tuple[tuple[str, str], ...] = ()  # NAME=VALUE words before it
+    words: tuple[str, ...]  # without the NAME=VALUE words before it
 
     @property
     def where(self) -> str:
@@ -226,11 +225,10 @@ def _command(document: str, line: int, text: str, variables: dict | None = None)
         if word != "&&":
             current.append(word)
             continue
-        environment = []
-        while current and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", current[0]):
-            environment.append(tuple(current.pop(0).split("=", 1)))
-        commands.append(Command(document, line, shlex.join([*(f"{n}={v}" for n, v in environment), *current]),
-                                tuple(current), tuple(environment)))
+        assignments = 0
+        while assignments < len(current) and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", current[assignments]):
+            assignments += 1
+        commands.append(Command(document, line, shlex.join(current), tuple(current[assignments:])))
         current = []
     return commands
 
