@@ -34,12 +34,13 @@ An extra token's row is zero in every dtype: its bound is 0. Every bound adds th
 oracle's own, the same formula with both precisions float64. ``u_a`` is float32's by
 default whatever the output dtype (correct code forms the angle in float32 or float64 and
 rounds once to float16 or bfloat16); float16 or bfloat16 angle arithmetic is not correct
-code: DETR's normalized angles reach 2 pi, where float16 alone is off by 2e-3.
+code: DETR's normalized angles reach 2 pi, where one float16 rounding is off by 3e-3.
 
-At a 512 x 512 grid of index positions the float32 bound of the highest frequency is about
-2.5e-4 at the last row; correct float32 tables measure up to about a third of their bound
-(``spec_tests/families/sincos2d/test_tolerance.py`` prints the ratios). In float16 and
-bfloat16 the output rounding dominates: about 4.9e-4 and 3.9e-3.
+At a 256 x 256 grid of index positions the float32 bound of the highest frequency is about
+1.2e-4 at the last row; correct float32 tables measure 0.12 to 0.35 of their bound
+(``spec_tests/families/sincos2d/test_tolerance.py`` lists the ratios). In float16 and
+bfloat16 the output rounding dominates (about 4.9e-4 and 3.9e-3): correct tables measure
+half of it, and the same code computed in float16 or bfloat16 three to five times it.
 """
 
 from __future__ import annotations
