@@ -45,6 +45,12 @@ def _detr_embeds(height, width):
     return not_mask.cumsum(1, dtype=torch.float32), not_mask.cumsum(2, dtype=torch.float32)
 
 
+def _detr_normalised(height, width, eps=1e-6, scale=2 * math.pi):
+    """DETR's normalize=True positions: cumsum / (last + eps) * 2 pi, per axis."""
+    y_embed, x_embed = _detr_embeds(height, width)
+    return y_embed / (y_embed[:, -1:, :] + eps) * scale, x_embed / (x_embed[:, :, -1:] + eps) * scale
+
+
 # -- axis order ---------------------------------------------------------------------------
 
 
@@ -74,10 +80,7 @@ def mae_meshgrid_ij(height, width, dim):
                 classes=("axis-order",), convention="detr", smallest="2x2:d=4",
                 seen="NVIDIA/physicsnemo#1096 (x and y stacked in the wrong order); HXMap/MapQR#17 ([y, x] for [x, y])")
 def detr_cat_x_then_y(height, width, dim):
-    y_embed, x_embed = _detr_embeds(height, width)
-    eps, scale = 1e-6, 2 * math.pi
-    y_embed = y_embed / (y_embed[:, -1:, :] + eps) * scale
-    x_embed = x_embed / (x_embed[:, :, -1:] + eps) * scale
+    y_embed, x_embed = _detr_normalised(height, width)
     return torch.cat((_detr_axis(x_embed, dim // 2), _detr_axis(y_embed, dim // 2)), dim=3).permute(0, 3, 1, 2)
 
 
@@ -86,9 +89,7 @@ def detr_cat_x_then_y(height, width, dim):
                 smallest="1x1:d=8", seen="huggingface/transformers DabDetrSinePositionEmbedding (dim_tx from "
                                      "temperature_width, dim_ty from temperature_height)")
 def dab_detr_temperatures_crossed(height, width, dim):
-    y_embed, x_embed = _detr_embeds(height, width)
-    y_embed = y_embed / (y_embed[:, -1:, :] + 1e-6) * 2 * math.pi
-    x_embed = x_embed / (x_embed[:, :, -1:] + 1e-6) * 2 * math.pi
+    y_embed, x_embed = _detr_normalised(height, width)
     pos_y = _detr_axis(y_embed, dim // 2, temperature=20.0)
     pos_x = _detr_axis(x_embed, dim // 2, temperature=10.0)
     return torch.cat((pos_y, pos_x), dim=3).permute(0, 3, 1, 2)
@@ -286,9 +287,7 @@ def exponent_over_full_width(height, width, dim):
                     "different frequencies", classes=("frequency", "layout"), convention="detr", smallest="1x1:d=8",
                 seen="shenweichen/DeepCTR#379 and Kyubyong/transformer#38 (2i/d per column, the 1-D slip)")
 def detr_dim_t_without_floor(height, width, dim):
-    y_embed, x_embed = _detr_embeds(height, width)
-    y_embed = y_embed / (y_embed[:, -1:, :] + 1e-6) * 2 * math.pi
-    x_embed = x_embed / (x_embed[:, :, -1:] + 1e-6) * 2 * math.pi
+    y_embed, x_embed = _detr_normalised(height, width)
     dim_t = 10000 ** (2 * torch.arange(dim // 2, dtype=torch.float32) / (dim // 2))
     pos = [(e[:, :, :, None] / dim_t) for e in (y_embed, x_embed)]
     pos = [torch.stack((p[:, :, :, 0::2].sin(), p[:, :, :, 1::2].cos()), dim=4).flatten(3) for p in pos]
@@ -368,9 +367,7 @@ def cls_row_at_the_end(height, width, dim):
                 classes=("output-layout",), convention="detr", smallest="1x1:d=4",
                 seen="facebookresearch/detr PositionEmbeddingSine (pos.permute(0, 3, 1, 2))")
 def detr_channels_last(height, width, dim):
-    y_embed, x_embed = _detr_embeds(height, width)
-    y_embed = y_embed / (y_embed[:, -1:, :] + 1e-6) * 2 * math.pi
-    x_embed = x_embed / (x_embed[:, :, -1:] + 1e-6) * 2 * math.pi
+    y_embed, x_embed = _detr_normalised(height, width)
     return torch.cat((_detr_axis(y_embed, dim // 2), _detr_axis(x_embed, dim // 2)), dim=3)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from posenc_spec.checks import CheckResult, Worst, check_finite, comparison_worst, skipped
+from posenc_spec.checks import _deviation_result as _judged  # one rule for derived quantities, shared with 1-D
 from posenc_spec.tolerance import compare, dtype_name, ratios
 
 from . import oracle
@@ -73,18 +74,6 @@ def expectation(height: int, width: int, dim: int, conv: Sincos2d, out_dtype,
 
 def _result(name, passed, message, worst: Worst | None = None) -> CheckResult:
     return CheckResult(name, "passed" if passed else "failed", message, worst)
-
-
-def _judged(name, measured, exact, bound, what) -> CheckResult:
-    """``|measured - exact|`` against ``bound`` element by element, as tables are compared."""
-    measured = np.asarray(measured, dtype=np.float64)
-    if measured.size == 0:
-        return skipped(name, f"{what}: nothing to measure")
-    result = compare(measured, np.broadcast_to(np.asarray(exact, dtype=np.float64), measured.shape), bound)
-    worst = comparison_worst(result)
-    message = (f"{what}: max {worst.error:.3g} vs bound {worst.tolerance:.3g}"
-               + ("" if result.ok else f" at {list(worst.index)} ({result.num_failing} out of bound)"))
-    return _result(name, result.ok, message, worst)
 
 
 def _grid(table, exp: Expectation2d) -> tuple[np.ndarray, np.ndarray]:
