@@ -1,0 +1,1 @@
+"""Encoding families, one package each: conventions, oracles, tolerances, properties and calls."""
