@@ -1,0 +1,1 @@
+"""The encoding families, each a package holding everything its specification needs."""
