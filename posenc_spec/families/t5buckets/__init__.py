@@ -14,10 +14,10 @@
 
 from .conventions import KEYS, PRESETS, BucketConvention, from_keys, get_convention
 from .grid import SIGNATURES, Probe, plan_ids, probes_for
-from .judge import judge, judge_repeat
+from .judge import judge_call, judge_repeat
 from .oracle import bucket_starts, buckets, exact_bucket
 from .tolerance import DEFAULT_LOG_DTYPE, LOG_DTYPES, bucket_band
 
 __all__ = ["DEFAULT_LOG_DTYPE", "KEYS", "LOG_DTYPES", "PRESETS", "SIGNATURES", "BucketConvention", "Probe",
-           "bucket_band", "bucket_starts", "buckets", "exact_bucket", "from_keys", "get_convention", "judge",
+           "bucket_band", "bucket_starts", "buckets", "exact_bucket", "from_keys", "get_convention", "judge_call",
            "judge_repeat", "plan_ids", "probes_for"]

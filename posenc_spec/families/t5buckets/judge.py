@@ -1,6 +1,6 @@
 """The verdicts on what one call of the grid (:mod:`.grid`) returned, each named by its check id.
 
-:func:`judge` takes the buckets a probe's call returned (as an array) and gives every check
+:func:`judge_call` takes the buckets a probe's call returned (as an array) and gives every check
 of that probe but ``call[S]``, whose verdict is the caller's (the call ran, or it raised);
 :func:`judge_repeat` gives ``determinism``. A result of the wrong shape fails every check
 of its slot with one message; nothing else is assumed about it.
@@ -31,13 +31,13 @@ def _named(result: CheckResult, check_id: str) -> CheckResult:
     return dataclasses.replace(result, name=check_id)
 
 
-def judge(probe: Probe, buckets, convention: BucketConvention, log_dtype=DEFAULT_LOG_DTYPE) -> list[CheckResult]:
+def judge_call(probe: Probe, buckets, convention: BucketConvention, log_dtype=DEFAULT_LOG_DTYPE) -> list[CheckResult]:
     """The verdicts of :meth:`Probe.check_ids` but ``call[S]`` (and ``determinism``)."""
     values = np.asarray(buckets)
     relative = probe.relative_positions(convention)
     ids = [check_id for check_id in probe.check_ids() if not check_id.startswith("call[")]
     if probe.role == "repeat":
-        raise ValueError("a repeat call is judged by judge_repeat")
+        raise ValueError("a repeat call is judged by judge_repeat, not judge_call")
     if values.shape != relative.shape:
         message = f"returned shape {values.shape} where the relative positions have shape {relative.shape}"
         return [CheckResult(check_id, "failed", message) for check_id in ids]
