@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from posenc_spec.families.t5buckets import grid
+from posenc_spec.families.t5buckets import calling, grid
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
 
 RECORD = Path(__file__).resolve().parents[2] / "data" / "t5buckets" / "real_code.json"
@@ -215,57 +215,17 @@ TARGETS: tuple[RealTarget, ...] = (
 )
 
 
-def _keyword(target: RealTarget, role: str) -> str:
-    return dict(target.keywords).get(role, role)
-
-
-def _arguments(target: RealTarget, convention: BucketConvention, **values) -> dict:
-    """The keyword arguments of a static or table call: the convention's settings and ``values``,
-    under the callee's names."""
-    roles = {"bidirectional": convention.bidirectional, "num_buckets": convention.num_buckets,
-             "max_distance": convention.max_distance, **values}
-    arguments = {}
-    for role, value in roles.items():
-        name = _keyword(target, role)
-        if name == "causal":
-            arguments[name] = not value
-        elif name:
-            arguments[name] = value
-    return arguments
-
-
 def call(target: RealTarget, probe: grid.Probe, convention: BucketConvention) -> np.ndarray:
-    """The buckets ``target`` returns for ``probe`` (an array of the dtype it returned, read
-    back as int64 from a bias that holds integers exactly)."""
-    import torch
-
-    with torch.no_grad():
-        if probe.kind == "positions":
-            positions = torch.tensor(probe.values, dtype=getattr(torch, probe.dtype))
-            function = target.function(convention)
-            if target.signature == "method":
-                return function(positions).numpy()
-            return function(**_arguments(target, convention, relative_position=positions)).numpy()
-        q_len, k_len = probe.shape
-        if target.signature == "table":
-            function = target.function(convention)
-            return function(**_arguments(target, convention, query_length=q_len, key_length=k_len)).numpy()
-        return _bias_buckets(target, convention, q_len, k_len)
-
-
-def _bias_buckets(target: RealTarget, convention: BucketConvention, q_len: int, k_len: int) -> np.ndarray:
-    """A bias module's ``(q, k)`` buckets: its embedding's row ``b`` set to ``b`` in every head,
-    the bias read back, each head checked equal to the first."""
-    import torch
-
-    module = target.build(convention, (q_len, k_len)).eval()
-    weight = getattr(module, target.embedding).weight
-    weight.copy_(torch.arange(weight.shape[0], dtype=weight.dtype)[:, None].expand_as(weight))
-    heads = target.bias_call(module, q_len, k_len).reshape(-1, q_len, k_len).double().numpy()
-    if not (heads == heads[:1]).all():
-        raise AssertionError(f"{target.id}: the heads of the read-back bias differ")
-    values = heads[0]
-    return values.astype(np.int64) if np.array_equal(values, np.rint(values)) else values
+    """The buckets ``target`` returns for ``probe``, through :mod:`~posenc_spec.families.t5buckets.calling`."""
+    keywords = dict(target.keywords)
+    if probe.kind == "positions":
+        return calling.call_positions(target.function(convention), probe, convention, keywords,
+                                      settings_from_object=target.signature == "method")
+    if target.signature == "table":
+        return calling.call_table(target.function(convention), probe, convention, keywords)
+    q_len, k_len = probe.shape
+    return calling.bias_buckets(target.build(convention, probe.shape), target.embedding,
+                                lambda module: target.bias_call(module, q_len, k_len), q_len, k_len)
 
 
 def _runs(relative: np.ndarray, values: np.ndarray) -> list[list[int]]:
