@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-from posenc_spec.families.t5buckets import grid, judge, oracle
+from posenc_spec.families.t5buckets import calling, grid, judge, oracle
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
 from spec_tests.families.t5buckets.assertions import assert_status
 
@@ -119,3 +120,34 @@ def test_unknown_signature_is_refused():
     """A signature outside the four is named with them."""
     with pytest.raises(ValueError, match="signature must be one of static, method, table, bias, got 'module'"):
         grid.probes_for(ENCODER, "module")
+
+
+def test_keyword_arguments_rename_negate_and_drop():
+    """Roles go under the callee's names: ``"causal"`` gets the negated flag, ``""`` is not passed."""
+    arguments = calling.keyword_arguments(PRESETS["t5-decoder"], {"bidirectional": "causal", "max_distance": "",
+                                                                  "relative_position": "relative_positions"},
+                                          relative_position="r")
+    assert arguments == {"causal": True, "num_buckets": 32, "relative_positions": "r"}
+
+
+class _Bias(torch.nn.Module):
+    """A bias module reading its buckets through ``table``, its heads optionally made to differ."""
+
+    def __init__(self, skew=0.0):
+        super().__init__()
+        self.table, self.skew = torch.nn.Embedding(32, 2), skew
+
+    def forward(self, q_len, k_len):
+        buckets = torch.tensor(oracle.table(q_len, k_len, ENCODER))
+        return (self.table(buckets) + torch.tensor([0.0, self.skew])).permute(2, 0, 1)
+
+
+def test_bias_buckets_read_back_the_table():
+    """Row b of the embedding set to b: the bias read back is the bucket table, as int64; heads
+    that disagree are refused; non-whole values come back as floats (``integer`` then fails)."""
+    read = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9), 6, 9)
+    assert read.dtype == np.int64 and np.array_equal(read, oracle.table(6, 9, ENCODER))
+    with pytest.raises(ValueError, match="the heads of the bias read back through table differ"):
+        calling.bias_buckets(_Bias(skew=1.0), "table", lambda module: module(6, 9), 6, 9)
+    halves = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9)[:1] / 2, 6, 9)
+    assert halves.dtype == np.float64
