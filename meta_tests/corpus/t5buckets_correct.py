@@ -90,20 +90,16 @@ def python_integer_powers(relative_position, bidirectional=True, num_buckets=32,
 @t5_correct(idiom="torch, clamped to [-max_distance, max_distance] before abs(): transformers' formula with no "
                   "overflow at -2**(b-1)", convention="t5-encoder")
 def torch_clamped_first(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_position = torch.clamp(relative_position, -max_distance, max_distance)
-    relative_buckets = 0
+    relative_position = torch.clamp(relative_position.to(torch.long), -max_distance, max_distance)
+    half = num_buckets // 2 if bidirectional else num_buckets
     if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
+        first, n = torch.where(relative_position > 0, half, 0), relative_position.abs()
     else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + (torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact)
-                         * (num_buckets - max_exact)).to(torch.long)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position.to(torch.long), large)
+        first, n = torch.zeros_like(relative_position), torch.clamp(-relative_position, min=0)
+    max_exact = half // 2
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (half - max_exact)).to(torch.long)
+    return first + torch.where(n < max_exact, n, torch.clamp(large, max=half - 1))
 
 
 @t5_correct(idiom="torch.bucketize against float64 boundaries E * (M/E) ** (k/L), the distance saturated at M",

@@ -17,7 +17,7 @@ are complete whichever is imported first.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from posenc_spec.families.t5buckets import calling, grid
 from posenc_spec.families.t5buckets.conventions import KEYS, BucketConvention, from_keys
@@ -49,14 +49,11 @@ class T5Entry:
     description: str
     seen_in: str = ""
     bug_classes: tuple[str, ...] = ()
+    function: object = field(default=None, compare=False, repr=False)  # the callable (a class for a method)
 
     @property
     def target(self) -> str:
         return f"{self.module}:{self.id}"
-
-    def function(self):
-        """The registered callable (a class for a method entry)."""
-        return getattr(importlib.import_module(self.module), self.id)
 
     def key(self, name: str, default=None):
         value = dict(self.keys).get(name, default)
@@ -78,8 +75,8 @@ def call(entry: T5Entry, probe: grid.Probe):
     convention = entry.convention()
     keywords = entry.key("keywords")
     if entry.signature == "table":
-        return calling.call_table(entry.function(), probe, convention, keywords)
-    function = entry.function()
+        return calling.call_table(entry.function, probe, convention, keywords)
+    function = entry.function
     if entry.signature == "method":
         init = calling.keyword_arguments(convention, entry.key("init"))
         function = function(**init)._relative_position_bucket
@@ -125,7 +122,7 @@ def _register(function, kind: str, description: str, seen: str, classes: tuple, 
     _ENTRIES.append(T5Entry(id=name, module=function.__module__, kind=kind,
                             keys=tuple(sorted((key, _frozen(value)) for key, value in keys.items())),
                             description=" ".join(description.split()), seen_in=" ".join(seen.split()),
-                            bug_classes=tuple(classes)))
+                            bug_classes=tuple(classes), function=function))
     return function
 
 

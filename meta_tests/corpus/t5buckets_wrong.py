@@ -25,6 +25,27 @@ def _log_buckets(n, max_exact, max_distance, log_buckets, dtype=torch.float32):
     return (torch.log(n.to(dtype) / max_exact) / math.log(max_distance / max_exact) * log_buckets).to(torch.long)
 
 
+def _split(relative_position, bidirectional, num_buckets):
+    """T5's directions: ``(first bucket of each, distance, buckets per direction)``."""
+    relative_buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+    else:
+        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    return relative_buckets, relative_position, num_buckets
+
+
+def _within(n, num_buckets, max_distance, dtype=torch.float32, last=None):
+    """T5's bucket of distance ``n`` within a direction of ``num_buckets``, clamped to ``last``
+    (by default ``num_buckets - 1``)."""
+    max_exact = num_buckets // 2
+    large = max_exact + _log_buckets(n, max_exact, max_distance, num_buckets - max_exact, dtype)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1 if last is None else last))
+    return torch.where(n < max_exact, n, large)
+
+
 # -- halving -----------------------------------------------------------------------------------
 
 
@@ -38,11 +59,7 @@ def halving_forgotten(relative_position, bidirectional=True, num_buckets=32, max
         relative_position = torch.abs(relative_position)
     else:
         relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    return relative_buckets + _within(relative_position, num_buckets, max_distance)
 
 
 @t5_wrong(bug="max_exact = num_buckets after the halving (max_exact taken before it): no logarithmic bucket is "
@@ -71,18 +88,11 @@ def max_exact_before_halving(relative_position, bidirectional=True, num_buckets=
           classes=("halving",), seen=f"{_T5}: `num_buckets //= 2` moved out of the bidirectional branch",
           convention="t5-decoder")
 def halving_in_both_directions(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    num_buckets //= 2
-    if bidirectional:
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    num_buckets //= 2  # hoisted out of the bidirectional branch
+    relative_buckets = (relative_position > 0).to(torch.long) * num_buckets if bidirectional else 0
+    n = torch.abs(relative_position) if bidirectional else \
+        -torch.min(relative_position, torch.zeros_like(relative_position))
+    return relative_buckets + _within(n, num_buckets, max_distance)
 
 
 # -- sign ------------------------------------------------------------------------------------
@@ -102,11 +112,7 @@ def sign_flipped(relative_position, bidirectional=True, num_buckets=32, max_dist
         n = torch.abs(n)
     else:
         n = torch.max(n, torch.zeros_like(n))
-    max_exact = num_buckets // 2
-    is_small = n < max_exact
-    val_if_large = max_exact + _log_buckets(n, max_exact, max_distance, num_buckets - max_exact)
-    val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
-    return ret + torch.where(is_small, n, val_if_large)
+    return ret + _within(n, num_buckets, max_distance)
 
 
 @t5_wrong(bug="(relative_position >= 0): the query itself (r = 0) lands in the upper half, bucket 16",
@@ -120,11 +126,7 @@ def zero_in_upper_half(relative_position, bidirectional=True, num_buckets=32, ma
         relative_position = torch.abs(relative_position)
     else:
         relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    return relative_buckets + _within(relative_position, num_buckets, max_distance)
 
 
 # -- direction --------------------------------------------------------------------------------
@@ -144,11 +146,7 @@ def causal_flag_inverted(relative_position, causal=True, num_buckets=32, max_dis
         n = torch.abs(n)
     else:
         n = torch.max(n, torch.zeros_like(n))
-    max_exact = num_buckets // 2
-    is_small = n < max_exact
-    val_if_large = max_exact + _log_buckets(n, max_exact, max_distance, num_buckets - max_exact)
-    val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
-    return ret + torch.where(is_small, n, val_if_large)
+    return ret + _within(n, num_buckets, max_distance)
 
 
 @t5_wrong(bug="causal attention buckets the keys after the query by their distance (abs), where T5 puts "
@@ -161,12 +159,7 @@ def causal_future_by_distance(relative_position, bidirectional=True, num_buckets
     if bidirectional:
         num_buckets //= 2
         ret += (relative_position > 0).long() * num_buckets
-    n = torch.abs(relative_position)
-    max_exact = num_buckets // 2
-    is_small = n < max_exact
-    val_if_large = max_exact + _log_buckets(n, max_exact, max_distance, num_buckets - max_exact)
-    val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
-    return ret + torch.where(is_small, n, val_if_large)
+    return ret + _within(torch.abs(relative_position), num_buckets, max_distance)
 
 
 @t5_wrong(bug="torch.max(relative_position, 0) for the causal distance, the minus of max(-r, 0) lost: later keys "
@@ -182,11 +175,7 @@ def causal_clamps_the_past(relative_position, bidirectional=True, num_buckets=32
         n = torch.abs(relative_position)
     else:
         n = torch.max(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = n < max_exact
-    val_if_large = max_exact + _log_buckets(n, max_exact, max_distance, num_buckets - max_exact)
-    val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
-    return ret + torch.where(is_small, n, val_if_large)
+    return ret + _within(n, num_buckets, max_distance)
 
 
 # -- exact region and logarithmic buckets ------------------------------------------------------------
@@ -199,17 +188,10 @@ def causal_clamps_the_past(relative_position, bidirectional=True, num_buckets=32
           convention="t5-decoder")
 def exact_region_a_quarter(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     max_exact = num_buckets // 4
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact)
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
+    large = max_exact + _log_buckets(n, max_exact, max_distance, num_buckets - max_exact)
     large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    return relative_buckets + torch.where(n < max_exact, n, large)
 
 
 @t5_wrong(bug="the logarithmic scale multiplied by max_exact - 1 where num_buckets - max_exact belongs: 7 "
@@ -217,18 +199,10 @@ def exact_region_a_quarter(relative_position, bidirectional=True, num_buckets=32
           classes=("log-buckets",), seen=f"{_T5}: * (num_buckets - max_exact), the count of logarithmic buckets",
           convention="t5-encoder")
 def log_buckets_miscounted(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, max_exact - 1)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    large = max_exact + _log_buckets(n, max_exact, max_distance, max_exact - 1)
+    return relative_buckets + torch.where(n < max_exact, n, torch.clamp(large, max=num_buckets - 1))
 
 
 @t5_wrong(bug="log(n) / log(max_distance) instead of log(n / max_exact) / log(max_distance / max_exact): "
@@ -236,19 +210,10 @@ def log_buckets_miscounted(relative_position, bidirectional=True, num_buckets=32
           classes=("log-buckets",), seen=f"{_T5}: both logarithms taken of ratios to max_exact",
           convention="t5-encoder")
 def log_of_distance_not_ratio(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + (torch.log(relative_position.float()) / math.log(max_distance)
-                         * (num_buckets - max_exact)).to(torch.long)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    large = max_exact + (torch.log(n.float()) / math.log(max_distance) * (num_buckets - max_exact)).to(torch.long)
+    return relative_buckets + torch.where(n < max_exact, n, torch.clamp(large, max=num_buckets - 1))
 
 
 # -- clamp and rounding --------------------------------------------------------------------------------
@@ -258,17 +223,10 @@ def log_of_distance_not_ratio(relative_position, bidirectional=True, num_buckets
           classes=("clamp",), seen="huggingface/candle#1312 ('Check min to buckets in relative_position_bucket')",
           convention="t5-encoder")
 def missing_clamp(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact)
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    large = max_exact + _log_buckets(n, max_exact, max_distance, num_buckets - max_exact)
+    return relative_buckets + torch.where(n < max_exact, n, large)
 
 
 @t5_wrong(bug="the clamp to the full count's last bucket (31) in a bidirectional half of 16: far keys before "
@@ -277,38 +235,19 @@ def missing_clamp(relative_position, bidirectional=True, num_buckets=32, max_dis
           convention="t5-encoder")
 def clamp_to_full_count(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     total = num_buckets
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact)
-    large = torch.min(large, torch.full_like(large, total - 1))
-    return torch.min(relative_buckets + torch.where(is_small, relative_position, large),
-                     torch.full_like(large, total - 1))
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
+    return relative_buckets + _within(n, num_buckets, max_distance, last=total - 1)
 
 
 @t5_wrong(bug=".round() where .to(torch.long) truncates: each logarithmic bucket starts half a step early",
           classes=("rounding",), seen=f"{_T5}: the truncating .to(torch.long) of the logarithmic position",
           convention="t5-encoder")
 def rounded_not_truncated(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + (torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact)
-                         * (num_buckets - max_exact)).round().to(torch.long)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    v = torch.log(n.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+    large = max_exact + v.round().to(torch.long)
+    return relative_buckets + torch.where(n < max_exact, n, torch.clamp(large, max=num_buckets - 1))
 
 
 @t5_wrong(bug="torch.ceil of the logarithmic position, borrowed from DeBERTa's log buckets: every distance "
@@ -317,19 +256,11 @@ def rounded_not_truncated(relative_position, bidirectional=True, num_buckets=32,
                                       "logarithmic position), carried into a T5 port",
           convention="t5-encoder")
 def ceil_from_deberta(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + torch.ceil(torch.log(relative_position.float() / max_exact)
-                                   / math.log(max_distance / max_exact) * (num_buckets - max_exact)).to(torch.long)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    v = torch.log(n.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+    large = max_exact + torch.ceil(v).to(torch.long)
+    return relative_buckets + torch.where(n < max_exact, n, torch.clamp(large, max=num_buckets - 1))
 
 
 # -- precision ---------------------------------------------------------------------------------------
@@ -341,19 +272,8 @@ def ceil_from_deberta(relative_position, bidirectional=True, num_buckets=32, max
                                        "for bfloat16 by computing its logarithm in float32)",
           convention="t5-encoder")
 def log_in_bfloat16(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact,
-                                     torch.bfloat16)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
+    return relative_buckets + _within(n, num_buckets, max_distance, dtype=torch.bfloat16)
 
 
 @t5_wrong(bug="the logarithm taken in float16: right at T5's 32 buckets, wrong at WavLM's 320, whose 80 "
@@ -363,20 +283,10 @@ def log_in_bfloat16(relative_position, bidirectional=True, num_buckets=32, max_d
                                        "range')",
           convention="wavlm")
 def log_in_float16(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     # Saturated first: float16 holds no distance above 65504.
-    clamped = torch.clamp(relative_position, max=max_distance)
-    large = max_exact + _log_buckets(clamped, max_exact, max_distance, num_buckets - max_exact, torch.float16)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    n = torch.where(n < num_buckets // 2, n, torch.clamp(n, max=max_distance))
+    return relative_buckets + _within(n, num_buckets, max_distance, dtype=torch.float16)
 
 
 @t5_wrong(bug="integer division before the logarithm (n // max_exact): distances 8..15 all give log 1 = 0, "
@@ -385,20 +295,11 @@ def log_in_float16(relative_position, bidirectional=True, num_buckets=32, max_di
                                        "the cast before the division this drops",
           convention="t5-encoder")
 def integer_division_before_log(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    quotient = torch.div(relative_position, max_exact, rounding_mode="floor").float()
-    large = max_exact + (torch.log(quotient) / math.log(max_distance / max_exact)
-                         * (num_buckets - max_exact)).to(torch.long)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    quotient = torch.div(n, max_exact, rounding_mode="floor").float()
+    large = max_exact + (torch.log(quotient) / math.log(max_distance / max_exact) * (num_buckets - max_exact)).long()
+    return relative_buckets + torch.where(n < max_exact, n, torch.clamp(large, max=num_buckets - 1))
 
 
 # -- overflow ------------------------------------------------------------------------------------------
@@ -411,15 +312,8 @@ def integer_division_before_log(relative_position, bidirectional=True, num_bucke
           convention="cpmant")
 def int32_wraparound(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_position = relative_position.to(torch.int32)
-    num_buckets //= 2
-    relative_buckets = (relative_position > 0).to(torch.int32) * num_buckets
-    relative_position = torch.abs(relative_position)
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + (torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact)
-                         * (num_buckets - max_exact)).to(torch.int32)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
+    return relative_buckets + _within(n, num_buckets, max_distance)
 
 
 # -- settings ---------------------------------------------------------------------------------------------
@@ -432,18 +326,8 @@ def int32_wraparound(relative_position, bidirectional=True, num_buckets=32, max_
           convention="layoutlm-2d")
 def max_distance_hard_coded(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     max_distance = 128
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
+    return relative_buckets + _within(n, num_buckets, max_distance)
 
 
 @t5_wrong(bug="the module keeps max_distance but calls the bucket function without it: the default 128 is used "
@@ -458,19 +342,8 @@ class module_ignores_max_distance(torch.nn.Module):  # noqa: N801 -- registered 
 
     @staticmethod
     def _bucket(relative_position, causal=True, num_buckets=32, max_distance=128):
-        ret = 0
-        n = -relative_position
-        if not causal:
-            num_buckets //= 2
-            ret += (n < 0).long() * num_buckets
-            n = torch.abs(n)
-        else:
-            n = torch.max(n, torch.zeros_like(n))
-        max_exact = num_buckets // 2
-        is_small = n < max_exact
-        val_if_large = max_exact + _log_buckets(n, max_exact, max_distance, num_buckets - max_exact)
-        val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
-        return ret + torch.where(is_small, n, val_if_large)
+        relative_buckets, n, num_buckets = _split(relative_position, not causal, num_buckets)
+        return relative_buckets + _within(n, num_buckets, max_distance)
 
     def _relative_position_bucket(self, relative_position):
         return self._bucket(relative_position, causal=self.causal, num_buckets=self.num_buckets)
@@ -480,19 +353,8 @@ def _t5_table(q_len, k_len, bidirectional, num_buckets, max_distance, query_star
     """T5's compute_bias buckets for queries from ``query_start`` and keys from ``key_start``."""
     context = torch.arange(q_len, dtype=torch.long)[:, None] + query_start
     memory = torch.arange(k_len, dtype=torch.long)[None, :] + key_start
-    relative_position = memory - context
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    large = max_exact + _log_buckets(relative_position, max_exact, max_distance, num_buckets - max_exact)
-    large = torch.min(large, torch.full_like(large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, large)
+    relative_buckets, n, num_buckets = _split(memory - context, bidirectional, num_buckets)
+    return relative_buckets + _within(n, num_buckets, max_distance)
 
 
 @t5_wrong(bug="the bucket table for 32 buckets whatever the configured count: a 64-bucket model's key one "

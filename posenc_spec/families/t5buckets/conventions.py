@@ -94,19 +94,14 @@ class BucketConvention:
 
     # -- forms ----------------------------------------------------------------------------
 
-    def replace(self, **changes) -> BucketConvention:
-        return dataclasses.replace(self, **changes)
-
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     def name(self) -> str:
         """The preset's name when this convention is one, else its fields in short form."""
-        for preset_name, preset in PRESETS.items():
-            if preset == self:
-                return preset_name
         sign = "" if self.relative_position == "memory-minus-query" else ", query-minus-memory"
-        return f"{self.direction}, {self.num_buckets} buckets, max_distance {self.max_distance}{sign}"
+        return _PRESET_NAMES.get(self) or (f"{self.direction}, {self.num_buckets} buckets, "
+                                           f"max_distance {self.max_distance}{sign}")
 
 
 def from_keys(keys: dict, name=str) -> BucketConvention:
@@ -169,4 +164,5 @@ def get_convention(name: str | BucketConvention = "t5-encoder", **overrides) -> 
     unknown = sorted(set(changes) - set(KEYS))
     if unknown:
         raise UsageError(f"unknown T5-bucket key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
-    return convention.replace(**changes) if changes else convention
+    return dataclasses.replace(convention, **changes) if changes else convention
+_PRESET_NAMES = {preset: name for name, preset in PRESETS.items()}
