@@ -111,3 +111,32 @@ def test_as_root_a_target_in_a_folder_only_root_reads_still_runs(tmp_path):
                           capture_output=True, text=True, timeout=RUN_LIMIT)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "conforms" in done.stdout
+
+
+GETUSER_TARGET = '''\
+import getpass
+
+import numpy as np
+
+
+def table(num_positions, dim):
+    getpass.getuser()  # what logging and cache paths ask
+    k = np.arange(dim // 2)
+    theta = np.arange(num_positions)[:, None] * 10000.0 ** (-2.0 * k / dim)[None, :]
+    out = np.empty((num_positions, dim))
+    out[:, 0::2], out[:, 1::2] = np.sin(theta), np.cos(theta)
+    return out.astype(np.float32)
+'''
+
+
+@needs_root
+def test_as_root_the_login_name_still_answers(tmp_path):
+    """The user of a target's own has no entry in the password database: a target asking
+    getpass.getuser(), in an environment that names no user (CI's), still conforms."""
+    (tmp_path / "asks_the_user.py").write_text(GETUSER_TARGET)
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("LOGNAME", "USER", "LNAME", "USERNAME")}
+    done = subprocess.run([sys.executable, "-m", "posenc_spec", "check", f"{tmp_path / 'asks_the_user.py'}:table",
+                           "--odd", "skip", "--max-positions", str(MAX_POSITIONS), "--timeout", str(TIMEOUT)],
+                          cwd=WORKTREE, env=environment, capture_output=True, text=True, timeout=RUN_LIMIT)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

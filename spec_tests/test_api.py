@@ -140,7 +140,7 @@ def test_a_failing_report_gives_checks_worst_elements_advice_and_figures():
     worst = report.worst["formula[50x8]"]
     assert (worst.index, worst.actual, worst.expected) == ((0, 0), 1.0, 0.0), worst
     assert report.failures() and all(check.status == "failed" for check in report.failures())
-    assert "interleaved/cos-first" in report.nearest, report.nearest
+    assert "the tables are vaswani with first cos" in report.nearest, report.nearest
     assert report.text().endswith("failed: does not conform") and "FAIL  formula[50x8]" in str(report), str(report)
     figures = report.plot()
     assert list(figures) == ["heatmap", "row_profiles", "similarity", "difference"], figures
@@ -168,14 +168,16 @@ def test_a_targets_text_is_escaped_in_html_and_in_the_terminal():
 
 def test_assert_conforms_fails_with_the_commands_lines():
     """assert_conforms returns the report of a conforming target; for a wrong one its
-    AssertionError reads as `check` prints: target, failed checks with worst elements, advice."""
+    AssertionError reads as `check` prints: target, failed checks with worst elements, the
+    hint that names the slip, the nearest member."""
     assert assert_conforms(vaswani, **QUICK).conforms
     with pytest.raises(AssertionError) as failure:
         assert_conforms(swapped, **QUICK)
     message = str(failure.value)
     assert message.startswith("spec_tests.test_api:swapped  [table API, vaswani, odd=skip]"), message
     assert "FAIL  formula[50x8]: 50x8 under vaswani, float64: 400 of 400 elements out of bound; worst at [0, 0]" \
-           in message and "\n  nearest: the tables are interleaved/cos-first" in message, message
+           in message and "\n  nearest: the tables are vaswani with first cos" in message, message
+    assert "\n  hint: sin and cos swapped" in message, message
 
 
 @pytest.mark.parametrize(("keys", "words"), [

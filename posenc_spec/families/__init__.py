@@ -1,1 +1,1 @@
-"""The encoding families, each a package holding everything its specification needs."""
+"""Encoding families, one package each: conventions, oracles, tolerances, properties and calls."""

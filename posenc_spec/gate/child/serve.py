@@ -77,9 +77,28 @@ def setup(init: dict) -> None:
             limits.drop_root(limits.CHILD_UID_BASE + os.getpid())
         except OSError as error:  # a container without CAP_SETUID, say: the target runs as root
             ISOLATION = f"the target ran as root: it could not be given a user of its own ({one_line(str(error), 120)})"
+        else:
+            _keep_the_login_name()
     bounds = init["limits"]
     limits.apply_limits(bounds.get("memory"), bounds.get("cpu_seconds"), bounds.get("processes"),
                         bounds.get("file_size"))
+
+
+def _keep_the_login_name() -> None:
+    """The user of a target's own has no name in the password database, where
+    ``getpass.getuser()`` looks when the environment names no user: there it answers as it
+    would in the caller's program (root's name), through ``LOGNAME``, the first variable it
+    reads."""
+    if not any(os.environ.get(name) for name in ("LOGNAME", "USER", "LNAME", "USERNAME")):
+        os.environ["LOGNAME"] = _ROOT_NAME
+
+
+try:
+    import pwd
+
+    _ROOT_NAME = pwd.getpwuid(0).pw_name
+except (ImportError, KeyError):
+    _ROOT_NAME = "root"
 
 
 def import_target(target: str, module_only: bool = False):

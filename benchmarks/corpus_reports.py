@@ -1,0 +1,78 @@
+"""The gate's JSON report of every corpus entry, recorded, or compared with a recording.
+
+A change that moves code without meaning to change a verdict (a restructuring) must leave
+every report byte for byte as it was: record the reports before it, compare after, on the
+same machine (float results, and so the numbers in the reports, differ between CPUs)::
+
+    python benchmarks/corpus_reports.py --record /tmp/before.jsonl     # at the old revision
+    python benchmarks/corpus_reports.py --compare /tmp/before.jsonl    # at the new one
+
+Both corpora (``meta_tests/corpus``), each entry under its own declaration, every call made
+(no ``--fail-fast``): one line per entry, ``{"id": ..., "report": ...}`` with the report's
+``seconds`` taken out. Exit status 0 when every report is the same (or recorded), 1 naming
+the first entries that differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from meta_tests.corpus import ENTRIES  # noqa: E402
+from meta_tests.corpus.rope_registry import ROPE_ENTRIES  # noqa: E402
+from posenc_spec.gate.engine import check_many  # noqa: E402
+from posenc_spec.gate.options import run_options  # noqa: E402
+from posenc_spec.gate.output import json_report  # noqa: E402
+
+SHOWN = 5  # entries whose difference is printed
+
+
+def reports(jobs: int) -> dict[str, str]:
+    """Entry id -> its JSON report entry, as text, without its seconds."""
+    entries = [*ENTRIES, *ROPE_ENTRIES]
+    made = check_many([entry.declaration() for entry in entries], run_options(jobs=jobs))
+    texts = {}
+    for position, (entry, report) in enumerate(zip(entries, made, strict=True)):
+        data = json_report.target_entry(report, position)
+        data.pop("seconds", None)
+        texts[entry.id] = json.dumps(data, sort_keys=True, indent=1)
+    return texts
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--record", metavar="FILE", help="write every entry's report")
+    action.add_argument("--compare", metavar="FILE", help="compare every entry's report with a recording")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    made = reports(args.jobs)
+    if args.record:
+        with open(args.record, "w") as out:
+            for entry_id, text in made.items():
+                out.write(json.dumps({"id": entry_id, "report": text}) + "\n")
+        print(f"{len(made)} reports recorded in {args.record}")
+        return 0
+    recorded = {}
+    with open(args.compare) as recording:
+        for line in recording:
+            item = json.loads(line)
+            recorded[item["id"]] = item["report"]
+    differing = [entry_id for entry_id in recorded.keys() | made.keys() if recorded.get(entry_id) != made.get(entry_id)]
+    for entry_id in sorted(differing)[:SHOWN]:
+        print(f"{entry_id}:")
+        old, new = recorded.get(entry_id, "").splitlines(), made.get(entry_id, "").splitlines()
+        print("\n".join(list(difflib.unified_diff(old, new, "recorded", "now", lineterm="", n=1))[:40]))
+    print(f"{len(made) - len(differing)} of {len(made | recorded)} reports the same byte for byte")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
