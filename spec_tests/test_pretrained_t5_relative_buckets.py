@@ -1,6 +1,6 @@
 """Seed 000's claim "T5 uses sinusoidal positional encodings", against the facts the repository
 holds (no network, no weights, no transformers): t5-small's packaged ``config.json`` and
-transformers' T5 modeling code as recorded in ``spec_tests/data/t5buckets/real_code.json``
+transformers' T5 modeling code as recorded in ``spec_tests/data/t5buckets_real_code.json``
 (its bias read back through an embedding whose row b holds b, with the version recorded).
 What T5 uses instead is a learned scalar per head for each bucket of ``key - query``: 32
 buckets, exact for small offsets, logarithmic up to distance 128, one bucket beyond.

@@ -7,7 +7,7 @@ presets it is checked at. :func:`call` makes one probe's call and returns the bu
 array (a bias module's output read back through an embedding whose row ``b`` holds ``b``).
 :func:`record` reduces what a target computes at one convention to a few facts: the runs of
 equal buckets over the dense grid, the buckets at the extremes and at ``-2**(b-1)``;
-``spec_tests/data/t5buckets/real_code.json`` holds them for every target (written by
+``spec_tests/data/t5buckets_real_code.json`` holds them for every target (written by
 ``python -m spec_tests.families.t5buckets.real_code``, with the versions it ran).
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 from posenc_spec.families.t5buckets import calling, grid
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
 
-RECORD = Path(__file__).resolve().parents[2] / "data" / "t5buckets" / "real_code.json"
+RECORD = Path(__file__).resolve().parents[2] / "data" / "t5buckets_real_code.json"
 # The versions the record was made with, and how to install each where the test suite does not.
 VERSIONS = {"transformers": "5.24.0", "x-transformers": "2.31.10", "torchtune": "0.6.1"}
 INSTALL = {

@@ -1,5 +1,5 @@
 """Real code against the family: what each implementation computes, recorded in
-``spec_tests/data/t5buckets/real_code.json`` (with the versions it was recorded with), held
+``spec_tests/data/t5buckets_real_code.json`` (with the versions it was recorded with), held
 against the installed library where it is installed and against the oracle always.
 
 Found (the record, and the tests below, say it): every implementation computes the exact
