@@ -16,8 +16,7 @@ machine, but ``fl(ln 8) / fl(ln 16)`` need not be ``0.75`` where the logarithm i
 ulp. Causal T5 (``M / E = 8``, ``L = 16``) has no such distance below the saturating one.
 
 The computation, as real code has it (u: the unit roundoff of the dtype the logarithm is
-taken in; every relative term below is at most 30u, so second-order terms are below 64u
-of the first-order ones, the factor ``1 + 64u``):
+taken in):
 
 1. the distance converted to that dtype: exact up to ``1/u`` (``2**24`` in float32), else a
    relative error ``u``: ``a_n = 0`` or 1;
@@ -32,25 +31,26 @@ of the first-order ones, the factor ``1 + 64u``):
 5. the quotient and the product by ``L``: ``u`` each, relative;
 6. where ``E`` is added before truncating (WavLM, ProphetNet): ``u (E + v)`` absolute.
 
-So the computed ``w`` has ``|w - v| <= delta(n)``::
+So the computed ``w`` has ``|w - v| <= delta(n)``, the first-order sum times ``1 + 2S``, where
+``S = |alpha| + 11u + gamma`` sums the relative errors multiplied together (for ``S <= 1/2`` a
+product of factors ``1 + e_i`` is within ``S (1 + 2S)`` of 1)::
 
-    delta(n) = (1 + 64u) * ( (L / l) * eta + v * (gamma + 2u) + u * (E + v) )
+    delta(n) = (1 + 2S) * ( (L / l) * eta + v * (gamma + 2u) + u * (E + v) )
 
 The truncation of ``w >= 0`` (the argument is at least 1, so ``w`` is never negative) then
 lands in ``[floor(max(v - delta, 0)), floor(v + delta)]``, clamped to ``L - 1``. Distances
 below ``E`` are compared as integers (``n < max_exact``) and have no band.
 
 The dtypes: float32 (the default: every real implementation takes the logarithm in
-float32; :data:`DEFAULT_LOG_DTYPE`), float64, and float16 for code that declares it (its
-band is wide: at ``n = M``, 0.09 of a bucket at T5's encoder settings, 0.18 at its decoder's,
-and beyond half a bucket at WavLM's (0.92) and CPM-Ant's (1.4), where it is refused
-(:func:`check_band`);
-and defined only for ``max_distance`` up to float16's largest finite value, 65504: beyond it
-the conversion overflows, so a float16 path must saturate first, and its buckets there are
-held exact). bfloat16 is
-refused: with 8 bits, ``delta`` approaches a whole bucket even at T5's settings (0.88 at
-``n = M``), and no bucket would be decided at all. A float16 logarithm judged against the float32 band is the
-slip it is (``meta_tests/corpus/t5buckets_wrong.py``).
+float32; :data:`DEFAULT_LOG_DTYPE`), float64, and float16 for code that declares it. The
+float16 band is wide: at ``n = M``, 0.09 of a bucket at T5's encoder settings and 0.18 at
+its decoder's, and beyond half a bucket at WavLM's (0.91) and CPM-Ant's (1.4), where it is
+refused (:func:`check_band`); it is defined only for ``max_distance`` up to float16's largest
+finite value, 65504, beyond which the conversion overflows (a float16 path must saturate
+first, and its buckets there are held exact). bfloat16 is refused: with 8 bits ``delta``
+approaches a whole bucket even at T5's settings (0.83 at ``n = M``), and no bucket would be
+decided. A float16 logarithm judged against the float32 band is the slip it is
+(``meta_tests/corpus/t5buckets_wrong.py``).
 
 Measured (``spec_tests/families/t5buckets/test_tolerance.py``, every distance up to ``4M``):
 transformers' float32 ``w`` reaches 0.07 of ``delta`` at T5's settings and 0.14 at WavLM's;
@@ -103,7 +103,8 @@ def log_position_bound(n, convention: BucketConvention, log_dtype=DEFAULT_LOG_DT
     alpha = (np.where(n > 1 / u, 1.0, 0.0) + 3) * u
     eta = 8 * u * v * ell / length + alpha
     gamma = 9 * u + u / ell
-    delta = (1 + 64 * u) * (length / ell * eta + v * (gamma + 2 * u) + u * (e + v))
+    second_order = 1 + 2 * (alpha + 11 * u + gamma)
+    delta = second_order * (length / ell * eta + v * (gamma + 2 * u) + u * (e + v))
     if name == "float16":
         if convention.max_distance > FLOAT16_MAX:
             raise ValueError(f"log_dtype float16 holds distances up to {FLOAT16_MAX:g}; max_distance is "
