@@ -9,6 +9,12 @@ array (a bias module's output read back through an embedding whose row ``b`` hol
 equal buckets over the dense grid, the buckets at the extremes and at ``-2**(b-1)``;
 ``spec_tests/data/t5buckets_real_code.json`` holds them for every target (written by
 ``python -m spec_tests.families.t5buckets.real_code``, with the versions it ran).
+
+Not here, because they do not install or import beside this torch: speechbrain 1.1.2 (BEATs'
+``_relative_positions_bucket``: it imports torchaudio, whose 2.11 library does not load with
+torch 2.13), keras-hub 0.32 (pulls tensorflow and tensorflow-text), OpenNMT-py (3.0.4, the
+release that resolves, predates its relative-position buckets), GluonNLP (0.10.0 on PyPI lacks
+``relative_position_bucket``; the code that has it needs MXNet: the corpus re-derives it).
 """
 
 from __future__ import annotations
