@@ -1,0 +1,177 @@
+"""The calls a gate makes of a T5-bucket target, the signatures real code has, and the check ids.
+
+Signatures (``signature``; ``keywords`` renames the roles ``relative_position``,
+``bidirectional``, ``num_buckets``, ``max_distance``, ``query_length``, ``key_length`` to the
+callee's parameter names; a role named ``"causal"`` is passed negated, one named ``""`` is not
+passed; every bucket result is an integer array of the input's shape)::
+
+    signature   the target is called as                          real code
+    static      fn(relative_position, bidirectional=,            transformers T5Attention, MT5Attention,
+                   num_buckets=, max_distance=)                   LongT5Attention, SwitchTransformersAttention,
+                -> buckets, the shape of relative_position        Pix2StructTextAttention, Pop2PianoAttention,
+                                                                  UdopAttention ._relative_position_bucket;
+                                                                  layoutlmv2's relative_position_bucket;
+                                                                  MPNetEncoder.relative_position_bucket
+                                                                  (bidirectional only: {bidirectional = ""});
+                                                                  ProphetNet's compute_relative_buckets
+                                                                  ({relative_position = "relative_positions",
+                                                                  bidirectional = "is_bidirectional"});
+                                                                  x-transformers' RelativePositionBias.
+                                                                  _relative_position_bucket ({bidirectional =
+                                                                  "causal"}); GluonNLP's relative_position_bucket
+                                                                  (relative_position = "query-minus-memory")
+    method      obj.METHOD(relative_position), obj built by       UMT5Attention(config)._relative_position_bucket,
+                init with the declared settings                   WavLMAttention(..., num_buckets=,
+                                                                  max_distance=)._relative_positions_bucket,
+                                                                  LayoutLMv3Encoder.relative_position_bucket and
+                                                                  CpmAntSegmentPositionEmbedding._position_bucket
+                                                                  (settings as keywords)
+    table       fn(query_length, key_length) -> (q, k) buckets    torchtune's _calc_birectional_rel_pos_to_bucket
+                of r = k - (q + offset)                           (num_buckets, max_dist, max_seq_len): square,
+                                                                  {query_length = "max_seq_len", key_length = ""}
+    bias        obj.METHOD(q_len, k_len) -> (..., heads, q, k),   T5Attention.compute_bias(q, k), WavLMAttention.
+                the gate first fills the embedding EMBEDDING      compute_bias(q, k) (heads, q, k); x-transformers'
+                with row b = b (exact in float32 below 2**24),    RelativePositionBias(scale=1).forward(i, j) (the
+                so that the bias read back is the bucket          queries the last i keys: query_offset = "end");
+                                                                  torchtune's T5EncoderRelativePositionBias.forward()
+                                                                  (square, its max_seq_len); MPNetEncoder.
+                                                                  compute_position_bias(x), x (1, L, hidden)
+
+``query_offset`` (tables and biases): ``start`` (query ``i`` at position ``i``, T5's
+``compute_bias`` without a cache) or ``end`` (the queries are the last ``q_len`` of the keys:
+x-transformers, and T5's ``compute_bias`` with ``past_seen_tokens = k_len - q_len``).
+
+The calls (``S`` names a slot)::
+
+    positions calls (static, method): relative positions as a 1-D tensor
+      int64, int32       every r in [-4 max_distance, 4 max_distance] (beyond DENSE_LIMIT
+                         values: that range's bucket starts and their neighbours, both signs,
+                         every r up to 4 max_exact, and the powers of two), each dtype
+      int64:2d           the (q, k) matrix T5's compute_bias hands it with past_seen_tokens = 2M:
+                         k - (q + 2M), shape (17, 4M + 1)
+      extremes[D]        the largest distances a dtype holds: +-(2**(b-1) - 1), +-(2**(b-1) - 2)
+                         (and, int64: +-2**31, +-2**32, +-(2**53 + 1))
+      int-min[D]         -2**(b-1) alone: no difference of two non-negative positions reaches it,
+                         and abs() returns it unchanged (negative): every implementation in the
+                         ecosystem gives a wrong bucket there; its own check, to be xfailed
+    table calls (table, bias): (q_len, k_len) of (1, 1), (5, 9), (9, 5), (1, L), (L, L) with
+      L = min(max_distance + 2, TABLE_LIMIT); the square ones alone for a square-only target
+
+Check ids: ``call[S]``, ``integer[S]``, ``range[S]``, ``formula[S]``, ``exact-small[S]``,
+``halves[S]``, ``monotone[S]``, ``saturation[S]`` for each slot; ``relative-only[S]`` for a
+table; ``extremes[D]`` and ``int-min[D]`` (a ``formula`` of those inputs); ``determinism``
+(the first slot again, bit for bit); ``global-state`` (as for every family). The judge of
+each call is :mod:`.judge`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import oracle
+from .conventions import BucketConvention
+
+SIGNATURES = ("static", "method", "table", "bias")
+QUERY_OFFSETS = ("start", "end")
+ROLES = ("relative_position", "bidirectional", "num_buckets", "max_distance", "query_length", "key_length")
+DENSE_LIMIT = 1 << 20
+TABLE_LIMIT = 2049
+TWO_D_ROWS = 17
+POSITION_CHECKS = ("call", "integer", "range", "formula", "exact-small", "halves", "monotone", "saturation")
+TABLE_CHECKS = (*POSITION_CHECKS, "relative-only")
+
+
+@dataclass(frozen=True, eq=False)
+class Probe:
+    """One call. ``kind``: ``positions`` (``values`` the int64 relative positions, handed in
+    ``dtype``, in the declared sign) or ``table`` (``shape`` the ``(q_len, k_len)`` asked);
+    ``role``: ``grid`` (the ordinary checks), ``extremes``, ``int-min`` or ``repeat``."""
+
+    slot: str
+    kind: str
+    role: str = "grid"
+    values: np.ndarray | None = None
+    dtype: str = "int64"
+    shape: tuple[int, int] | None = None
+    query_offset: str = "start"
+
+    def check_ids(self) -> list[str]:
+        if self.role == "repeat":
+            return ["determinism"]
+        if self.role in ("extremes", "int-min"):
+            return [f"call[{self.slot}]", self.slot]
+        names = TABLE_CHECKS if self.kind == "table" else POSITION_CHECKS
+        return [f"{name}[{self.slot}]" for name in names]
+
+    def relative_positions(self, convention: BucketConvention) -> np.ndarray:
+        """What the buckets returned must be the buckets of (int64, the result's shape)."""
+        if self.kind == "positions":
+            return self.values
+        q_len, k_len = self.shape
+        offset = k_len - q_len if self.query_offset == "end" else 0
+        relative = np.arange(k_len, dtype=np.int64)[None, :] - (np.arange(q_len, dtype=np.int64)[:, None] + offset)
+        return -relative if convention.relative_position == "query-minus-memory" else relative
+
+
+def dense_positions(convention: BucketConvention) -> np.ndarray:
+    """The relative positions of the ``int64`` and ``int32`` slots (memory - query, sorted)."""
+    reach = 4 * convention.max_distance
+    if 2 * reach + 1 <= DENSE_LIMIT:
+        return np.arange(-reach, reach + 1, dtype=np.int64)
+    starts = np.array(oracle.bucket_starts(convention), dtype=np.int64)
+    found = np.concatenate([starts - 1, starts, np.arange(4 * convention.max_exact + 1),
+                            [convention.max_distance - 1, convention.max_distance, convention.max_distance + 1, reach],
+                            2 ** np.arange(int(reach).bit_length())])
+    found = np.unique(found[(found >= 0) & (found <= reach)])
+    return np.unique(np.concatenate([-found, found]))
+
+
+def _declared(relative: np.ndarray, convention: BucketConvention) -> np.ndarray:
+    """Memory-minus-query positions in the declared sign."""
+    return -relative if convention.relative_position == "query-minus-memory" else relative
+
+
+def extremes(dtype: str) -> np.ndarray:
+    """The ``extremes[D]`` inputs: the largest distances of both signs a dtype holds."""
+    top = int(np.iinfo(dtype).max)
+    values = [top, top - 1]
+    if dtype == "int64":
+        values += [2**31, 2**32, 2**53 + 1]
+    return np.array(sorted({sign * value for value in values for sign in (-1, 1)}), dtype=np.int64)
+
+
+def probes_for(convention: BucketConvention, signature: str = "static", query_offset: str = "start",
+               square_only: bool = False) -> list[Probe]:
+    """Every call of a target of this signature, in order, the determinism repeat last."""
+    if signature not in SIGNATURES:
+        raise ValueError(f"signature must be one of {', '.join(SIGNATURES)}, got {signature!r}")
+    if signature in ("static", "method"):
+        dense = _declared(dense_positions(convention), convention)
+        past = min(2 * convention.max_distance, DENSE_LIMIT // (2 * TWO_D_ROWS))
+        two_d = np.arange(2 * past + 1, dtype=np.int64)[None, :] - (np.arange(TWO_D_ROWS, dtype=np.int64)[:, None]
+                                                                     + past)
+        probes = [Probe("int64", "positions", values=dense, dtype="int64")]
+        if dense.size and np.abs(dense).max() <= np.iinfo(np.int32).max:
+            probes.append(Probe("int32", "positions", values=dense, dtype="int32"))
+        probes.append(Probe("int64:2d", "positions", values=_declared(two_d, convention), dtype="int64"))
+        for dtype in ("int32", "int64"):
+            probes.append(Probe(f"extremes[{dtype}]", "positions", "extremes", extremes(dtype), dtype))
+            minimum = np.array([np.iinfo(dtype).min], dtype=np.int64)
+            probes.append(Probe(f"int-min[{dtype}]", "positions", "int-min", minimum, dtype))
+    else:
+        side = min(convention.max_distance + 2, TABLE_LIMIT)
+        shapes = [(1, 1), (side, side)] if square_only else [(1, 1), (5, 9), (9, 5), (1, side), (side, side)]
+        probes = [Probe(f"{q}x{k}", "table", shape=(q, k), query_offset=query_offset) for q, k in shapes]
+    first = probes[0]
+    probes.append(Probe(first.slot, first.kind, "repeat", first.values, first.dtype, first.shape, first.query_offset))
+    return probes
+
+
+def plan_ids(probes) -> list[str]:
+    """The check ids of a run, in order, ``global-state`` last."""
+    ids = []
+    for probe in probes:
+        ids += [check_id for check_id in probe.check_ids() if check_id not in ids]
+    return [*ids, "global-state"]

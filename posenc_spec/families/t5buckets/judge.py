@@ -1,0 +1,71 @@
+"""The verdicts on what one call of the grid (:mod:`.grid`) returned, each named by its check id.
+
+:func:`judge_call` takes the buckets a probe's call returned (as an array) and gives every check
+of that probe but ``call[S]``, whose verdict is the caller's (the call ran, or it raised);
+:func:`judge_repeat` gives ``determinism``. A result of the wrong shape fails every check
+of its slot with one message; nothing else is assumed about it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from posenc_spec.checks import CheckResult
+
+from . import properties
+from .conventions import BucketConvention
+from .grid import Probe
+from .tolerance import DEFAULT_LOG_DTYPE
+
+_STRUCTURAL = {
+    "exact-small": properties.check_exact_small,
+    "halves": properties.check_halves,
+    "monotone": properties.check_monotone,
+    "saturation": properties.check_saturation,
+}
+
+
+def _named(result: CheckResult, check_id: str) -> CheckResult:
+    return dataclasses.replace(result, name=check_id)
+
+
+def judge_call(probe: Probe, buckets, convention: BucketConvention, log_dtype=DEFAULT_LOG_DTYPE) -> list[CheckResult]:
+    """The verdicts of :meth:`Probe.check_ids` but ``call[S]`` (and ``determinism``)."""
+    values = np.asarray(buckets)
+    relative = probe.relative_positions(convention)
+    ids = [check_id for check_id in probe.check_ids() if not check_id.startswith("call[")]
+    if probe.role == "repeat":
+        raise ValueError("a repeat call is judged by judge_repeat, not judge_call")
+    if values.shape != relative.shape:
+        message = f"returned shape {values.shape} where the relative positions have shape {relative.shape}"
+        return [CheckResult(check_id, "failed", message) for check_id in ids]
+    if probe.role in ("extremes", "int-min"):
+        return [_named(properties.check_formula(values, convention, relative, log_dtype), probe.slot)]
+    if values.dtype.kind not in "iu":
+        integer = properties.check_integer(values)
+        rest = f"not judged further: {integer.message}"
+        return [_named(integer, ids[0]), *(CheckResult(check_id, "failed", rest) for check_id in ids[1:])]
+    verdicts = {
+        "integer": properties.check_integer(values),
+        "range": properties.check_range(values, convention, relative),
+        "formula": properties.check_formula(values, convention, relative, log_dtype),
+        **{name: check(values, convention, relative) for name, check in _STRUCTURAL.items()},
+    }
+    if probe.kind == "table":
+        verdicts["relative-only"] = properties.check_relative_only(values)
+    return [_named(verdicts[check_id.partition("[")[0]], check_id) for check_id in ids]
+
+
+def judge_repeat(first, again) -> CheckResult:
+    """``determinism``: the repeated call returned the same buckets, element for element."""
+    first, again = np.asarray(first), np.asarray(again)
+    if first.shape != again.shape:
+        return CheckResult("determinism", "failed", f"shape {again.shape} on the repeat, {first.shape} before")
+    differing = np.flatnonzero(first != again)
+    if differing.size:
+        flat = int(differing[0])
+        return CheckResult("determinism", "failed", f"{differing.size} buckets differ on the repeat; the first, "
+                                                    f"element {flat}: {first.flat[flat]} then {again.flat[flat]}")
+    return CheckResult("determinism", "passed", f"the same {first.size} buckets again")

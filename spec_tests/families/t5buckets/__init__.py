@@ -1,0 +1,1 @@
+"""Tests of the T5-bucket family (posenc_spec.families.t5buckets)."""
