@@ -1,0 +1,1 @@
+"""The encoding families, one package each: conventions, oracles, tolerances and properties."""
