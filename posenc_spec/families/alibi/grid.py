@@ -13,8 +13,9 @@ Falcon-7B's 71 among them), or the one a declaration fixes. Per head count, by s
 - ``mask-heads-dtype``: all-ones masks of those lengths, a left-padded mask (three padding
   keys, then 61 kept) and a mask with a hole (30 kept, 4 padded, 30 kept).
 
-A call is made only where its table holds at most :data:`ELEMENT_BUDGET` elements (a
-``(128, 2049, 2049)`` bias would not). Signatures that take a dtype are called in float32,
+A call is made only where its table holds at most :data:`ELEMENT_BUDGET` elements (2**21:
+a ``(31, 257, 257)`` bias does, a ``(1, 2049, 2049)`` one does not; the long distances of
+the forms with a row per query come from the decoding steps). Signatures that take a dtype are called in float32,
 float16 and bfloat16.
 
 Check ids (``H`` the head count, ``S`` the call's slot: ``64x64``, ``p=31``, ``L=2049``,
@@ -48,7 +49,7 @@ LENGTHS = (1, 2, 7, 64, 257, 2049, 8193)
 LEFT_PADDED = (0,) * 3 + (1,) * 61
 WITH_HOLE = (1,) * 30 + (0,) * 4 + (1,) * 30
 DTYPES = ("float32", "float16", "bfloat16")
-ELEMENT_BUDGET = 2**23
+ELEMENT_BUDGET = 2**21
 
 
 def _within_budget(call: AlibiCall, convention: AlibiConvention) -> bool:

@@ -45,10 +45,10 @@ def _bias_results(table, call: AlibiCall, conv: AlibiConvention, dtype: str, pre
     return results
 
 
-def judge(target, signature: str, convention: str | AlibiConvention, num_heads: int, init: dict | None = None
-          ) -> list[CheckResult]:
+def judge(target, signature: str, convention: str | AlibiConvention, num_heads: int, init: dict | None = None,
+          fail_fast: bool = False) -> list[CheckResult]:
     """Every verdict of one head count: ``target`` is the function, or the class a module
-    signature builds with ``init``."""
+    signature builds with ``init``. ``fail_fast`` stops after the first call with a failure."""
     conv = get_convention(convention)
     sequence = calls(signature, num_heads, conv)
     module = None
@@ -63,12 +63,16 @@ def judge(target, signature: str, convention: str | AlibiConvention, num_heads: 
             dtype = dtype_name(output_dtype(returned))
         except Exception as error:  # the target's own failure is a verdict, never a crash of the judge
             results.append(_failed("call", call, f"{type(error).__name__}: {error}"))
+            if fail_fast:
+                break
             continue
         results.append(CheckResult(check_id("call", call), "passed", f"{signature} returned {dtype}"))
         if signature == "slopes":
             results += _slope_results(values.tolist(), call, conv, dtype)
             continue
         results += _bias_results(values, call, conv, dtype, prefill)
+        if fail_fast and failures(results):
+            break
         if call.role == "prefill":
             prefill = (values, properties.expectation(call.num_heads, positions_of(call, conv), conv, dtype))
     return results
