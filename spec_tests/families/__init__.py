@@ -1,0 +1,1 @@
+"""Tests of the encoding families, one package each."""

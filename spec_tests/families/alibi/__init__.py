@@ -1,0 +1,1 @@
+"""Tests of the ALiBi family: oracle, bounds, properties, conventions and real code."""
