@@ -52,6 +52,11 @@ DTYPES = ("float32", "float16", "bfloat16")
 ELEMENT_BUDGET = 2**21
 
 
+def head_counts(declared: int | None = None) -> tuple[int, ...]:
+    """The grid's head counts: the declared model's, or every count from 1 to 128."""
+    return HEAD_COUNTS if declared is None else (declared,)
+
+
 def _within_budget(call: AlibiCall, convention: AlibiConvention) -> bool:
     rows = 1 if convention.key_only else call.q_len
     return call.num_heads * rows * call.k_len <= ELEMENT_BUDGET

@@ -26,7 +26,8 @@ def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positio
     return oracle.call_positions(call.q_len, call.k_len, convention)
 
 
-def _slope_results(values, call: AlibiCall, conv: AlibiConvention, dtype: str) -> list[CheckResult]:
+def slope_results(values, call: AlibiCall, conv: AlibiConvention, dtype: str) -> list[CheckResult]:
+    """The verdicts on the slopes one ``slopes`` call returned (``dtype``: the returned one)."""
     h = call.num_heads
     finite = all(value == value and abs(value) != float("inf") for value in values)
     return [CheckResult(check_id("finite", call), "passed" if finite else "failed", f"{h} slopes"),
@@ -34,7 +35,9 @@ def _slope_results(values, call: AlibiCall, conv: AlibiConvention, dtype: str) -
             properties.check_head_ratio(values, h, conv, dtype, name=check_id("head-ratio", call))]
 
 
-def _bias_results(table, call: AlibiCall, conv: AlibiConvention, dtype: str, prefill) -> list[CheckResult]:
+def bias_results(table, call: AlibiCall, conv: AlibiConvention, dtype: str, prefill) -> list[CheckResult]:
+    """The verdicts on the ``(heads, rows, keys)`` table one call returned; ``prefill`` is the
+    ``(table, expectation)`` of the sequence's prefill, for a decoding step's ``decode`` check."""
     exp = properties.expectation(call.num_heads, positions_of(call, conv), conv, dtype)
     results = [check(table, exp, name=check_id(check.__name__.removeprefix("check_").replace("_", "-"), call))
                for check in (properties.check_finite, properties.check_formula, properties.check_linear,
@@ -68,9 +71,9 @@ def judge(target, signature: str, convention: str | AlibiConvention, num_heads: 
             continue
         results.append(CheckResult(check_id("call", call), "passed", f"{signature} returned {dtype}"))
         if signature == "slopes":
-            results += _slope_results(values.tolist(), call, conv, dtype)
+            results += slope_results(values.tolist(), call, conv, dtype)
             continue
-        results += _bias_results(values, call, conv, dtype, prefill)
+        results += bias_results(values, call, conv, dtype, prefill)
         if fail_fast and failures(results):
             break
         if call.role == "prefill":
