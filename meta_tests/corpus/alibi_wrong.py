@@ -53,6 +53,15 @@ def _mpt_slopes(n_heads, alibi_bias_max=8):
     return slopes
 
 
+class _SlopesModule(nn.Module):
+    """A bias module's state: the paper's slopes as a (heads, 1, 1) buffer, and an empty bias cache."""
+
+    def __init__(self, heads):
+        super().__init__()
+        self.register_buffer("slopes", torch.tensor(_paper_slopes(heads))[:, None, None], persistent=False)
+        self.register_buffer("bias", None, persistent=False)
+
+
 def _key_last(slopes, length):
     """MPT's bias: slopes * (1 - L .. 0), (heads, 1, L)."""
     return torch.arange(1 - length, 1, dtype=torch.int32).view(1, 1, length) * slopes.view(-1, 1, 1)
@@ -214,12 +223,8 @@ alibi_wrong(bug="seq_range cast to the compute dtype before the product: under b
 # -- decoding and caches -----------------------------------------------------------------------
 
 
-class NoBiasWhenDecoding(nn.Module):
+class NoBiasWhenDecoding(_SlopesModule):
     """A causal bias kept in the attention mask, which the incremental-decoding path does not take."""
-
-    def __init__(self, heads):
-        super().__init__()
-        self.register_buffer("slopes", torch.tensor(_paper_slopes(heads))[:, None, None], persistent=False)
 
     def forward(self, i, j):
         if i == 1:  # incremental decoding: attn_mask is None, so no bias is added
@@ -252,13 +257,8 @@ alibi_wrong(bug="the bias is built over the query length, not the cache's: at a 
             signature="module-scores", init={}, convention="fairseq")(BiasFromQueryWindow)
 
 
-class CacheSlicedFromTopLeft(nn.Module):
+class CacheSlicedFromTopLeft(_SlopesModule):
     """x-transformers' AlibiPositionalBias from 0.x to 1.22.16: the cached bias sliced [..., :i, :j]."""
-
-    def __init__(self, heads):
-        super().__init__()
-        self.register_buffer("slopes", torch.tensor(_paper_slopes(heads))[:, None, None], persistent=False)
-        self.register_buffer("bias", None, persistent=False)
 
     def forward(self, i, j):
         if self.bias is not None and self.bias.shape[-1] >= j and self.bias.shape[-2] >= i:
@@ -274,12 +274,8 @@ alibi_wrong(bug="a bias cached by the prefill is sliced from its top-left corner
             signature="module-ij", init={"heads": "{num_heads}"}, convention="bidirectional")(CacheSlicedFromTopLeft)
 
 
-class QueriesAtTheStart(nn.Module):
+class QueriesAtTheStart(_SlopesModule):
     """x-transformers' get_bias before dcae403: i_arange = arange(i), j_arange = arange(j)."""
-
-    def __init__(self, heads):
-        super().__init__()
-        self.register_buffer("slopes", torch.tensor(_paper_slopes(heads))[:, None, None], persistent=False)
 
     def forward(self, i, j):
         i_arange, j_arange = torch.arange(i), torch.arange(j)
@@ -293,13 +289,8 @@ alibi_wrong(bug="the queries are placed at positions 0 .. i-1: right when i == j
             signature="module-ij", init={"heads": "{num_heads}"}, convention="bidirectional")(QueriesAtTheStart)
 
 
-class CacheKeptWhenTooShort(nn.Module):
+class CacheKeptWhenTooShort(_SlopesModule):
     """x-transformers' first AlibiPositionalBias: the cache is reused when it is shorter than asked."""
-
-    def __init__(self, heads):
-        super().__init__()
-        self.register_buffer("slopes", torch.tensor(_paper_slopes(heads))[:, None, None], persistent=False)
-        self.register_buffer("bias", None, persistent=False)
 
     def forward(self, i, j):
         if self.bias is not None and self.bias.shape[-1] <= j:
@@ -342,12 +333,8 @@ def sign_flipped(num_heads, length):
     return torch.tensor(_paper_slopes(num_heads))[:, None, None] * (q_idx - kv_idx)[None]
 
 
-class NonsymmetricBidirectional(nn.Module):
+class NonsymmetricBidirectional(_SlopesModule):
     """x-transformers' bidirectional ALiBi of 82bd182: j - i with no absolute value (past and future slopes equal)."""
-
-    def __init__(self, heads):
-        super().__init__()
-        self.register_buffer("slopes", torch.tensor(_paper_slopes(heads))[:, None, None], persistent=False)
 
     def forward(self, i, j):
         i_arange, j_arange = torch.arange(j - i, j), torch.arange(j)
