@@ -28,8 +28,10 @@ One bound covers all three::
 
     delta_s = (2 a + 2 ln2 e + 3) u_s
 
-and a slope returned by itself in ``u_o`` is within ``m (delta_s + u_o)``. It grows with the
-power: BLOOM-176B's 112 heads take powers up to 128 of ``2 ** (-1/16)``, so float32 slopes
+with ``a`` the power of the finest ratio (``2h`` for the first ``P`` heads of a count that is
+not a power of two: an idiom may build them from either ratio, and the finer one's power is
+the larger). A slope returned by itself in ``u_o`` is within ``m (delta_s + u_o)``. It grows
+with the power: BLOOM-176B's 112 heads take powers up to 128 of ``2 ** (-1/16)``, so float32 slopes
 are legitimately several ULPs off (transformers' are up to 7.1 ULP off, on head 104, the 81st
 power, where the bound is 173 ``u_32`` with the store's: ratio 0.043; the largest ratio of
 the 112 is 0.059).
@@ -65,6 +67,11 @@ Float16 and bfloat16 outputs are rounded from float32 arithmetic by correct code
 in them is declared (``compute_dtype``) or wrong: a bfloat16 slope is off by up to 2**-9
 relative, 2**15 times float32's unit. Every bound adds the float64 oracle's own, the same
 terms with every dtype float64 (:func:`oracle_bound`).
+
+Measured (``spec_tests/families/alibi/test_tolerance.py``): float32 slopes of 1 .. 128 heads
+up to 0.16 of their bound; 128 heads' biases over 8193 keys 0.12 in float32, 0.43 as a
+difference of products, 0.996 stored in float16 or bfloat16 (the store's rounding is then
+the bound's main term, and round-to-nearest never exceeds it).
 """
 
 from __future__ import annotations
