@@ -1,1 +1,1 @@
-"""The encoding families, one package each: conventions, oracles, tolerances and properties."""
+"""Encoding families, one package each: conventions, oracles, tolerances, properties and calls."""

@@ -1,1 +1,0 @@
-"""Tests of the encoding families, one package each."""

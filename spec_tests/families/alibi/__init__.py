@@ -1,1 +1,0 @@
-"""Tests of the ALiBi family: oracle, bounds, properties, conventions and real code."""
