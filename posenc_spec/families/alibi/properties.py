@@ -1,0 +1,263 @@
+"""The properties correct ALiBi slopes and biases have, each a function returning a
+:class:`~posenc_spec.checks.CheckResult` with its worst element.
+
+A bias table is ``(heads, rows, keys)`` as :mod:`.oracle` lays it out (one row for the key-only
+forms); :func:`expectation` holds what one call must give: the float64 oracle, each element's
+bound (:mod:`.tolerance`) and which elements are judged (the causal region, no padded key).
+Elements outside it may hold anything finite or not (a bias with the causal mask folded in
+holds ``-inf`` there). Each derived quantity's bound follows from the element bounds ``t`` by
+the first-order rule written beside its check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from posenc_spec.checks import CheckResult, Worst, comparison_worst, skipped
+from posenc_spec.tolerance import compare, dtype_name
+
+from . import oracle
+from .conventions import AlibiConvention, get_convention
+from .tolerance import bias_tolerance, slope_tolerance
+
+
+@dataclass(frozen=True, eq=False)
+class BiasExpectation:
+    """What the bias of one call must hold."""
+
+    num_heads: int
+    positions: oracle.Positions
+    convention: AlibiConvention
+    out_dtype: str
+    table: np.ndarray  # (heads, rows, keys) float64
+    tolerance: np.ndarray  # the same shape
+    judged: np.ndarray  # (rows, keys) bool
+
+    @property
+    def size(self) -> str:
+        rows, keys = self.positions.shape
+        return f"h={self.num_heads}:{rows}x{keys}"
+
+    @property
+    def slopes(self) -> np.ndarray:
+        return oracle.slopes(self.num_heads, self.convention)
+
+
+def expectation(num_heads, positions: oracle.Positions, convention: str | AlibiConvention = "paper",
+                out_dtype="float32") -> BiasExpectation:
+    """The expectation of one call: ``positions`` from :func:`~.oracle.call_positions` or
+    :func:`~.oracle.mask_positions`."""
+    conv = get_convention(convention)
+    return BiasExpectation(num_heads, positions, conv, dtype_name(out_dtype), oracle.bias(num_heads, positions, conv),
+                           bias_tolerance(num_heads, positions, conv, out_dtype), oracle.judged(conv, positions))
+
+
+def _result(name, passed, message, worst: Worst | None = None) -> CheckResult:
+    return CheckResult(name, "passed" if passed else "failed", message, worst)
+
+
+def _table(table, exp: BiasExpectation) -> np.ndarray:
+    """``table`` as float64 with the unjudged elements replaced by the expected ones (so that
+    they count as exact), after checking its shape."""
+    values = np.array(table, dtype=np.float64)
+    if values.shape != exp.table.shape:
+        raise ValueError(f"shape {values.shape} differs from the expected {exp.table.shape}")
+    values[:, ~exp.judged] = exp.table[:, ~exp.judged]
+    return values
+
+
+def _judged_result(name, measured, exact, bound, what) -> CheckResult:
+    """Judge ``|measured - exact|`` against ``bound`` element by element."""
+    measured = np.asarray(measured, dtype=np.float64)
+    if measured.size == 0:
+        return skipped(name, f"{what}: nothing to measure")
+    result = compare(measured, np.broadcast_to(exact, measured.shape), np.broadcast_to(bound, measured.shape))
+    worst = comparison_worst(result)
+    message = f"{what}: max error/bound {result.max_ratio:.3g}" + (
+        "" if result.ok else f"; worst at {list(worst.index)}: got {worst.actual:.9g}, expected "
+                             f"{worst.expected:.9g}, error {worst.error:.3g} > bound {worst.tolerance:.3g}")
+    return _result(name, result.ok, message, worst)
+
+
+# -- slopes -----------------------------------------------------------------------------
+
+
+def check_slopes(values, num_heads, convention: str | AlibiConvention = "paper", out_dtype="float32",
+                 name="slopes") -> CheckResult:
+    """Every slope within its bound ``m (delta_s + u_o)`` of the exact one (0 for a head
+    without a bias)."""
+    conv = get_convention(convention)
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if values.size != num_heads:
+        return _result(name, False, f"{values.size} slopes for {num_heads} heads")
+    return _judged_result(name, values, oracle.slopes(num_heads, conv), slope_tolerance(num_heads, conv, out_dtype),
+                          f"{num_heads} slopes under {conv.name()}, {dtype_name(out_dtype)}")
+
+
+def check_head_ratio(values, num_heads, convention: str | AlibiConvention = "paper", out_dtype="float32",
+                     name="head-ratio") -> CheckResult:
+    """Consecutive biased heads' slopes stand in the rule's ratios (``2 ** (-B/n)`` for a power
+    of two; ``2 ** (-B/P)`` within each half of the paper's interleave, and the first extra
+    slope ``2 ** (-B/2P)``): a table with the right slopes in the wrong heads (reversed,
+    shuffled) fails here. With relative bounds ``t/m``, a ratio is off by at most
+    ``ratio (t_h/m_h + t_{h+1}/m_{h+1})`` to first order."""
+    conv = get_convention(convention)
+    count = conv.biased_heads(num_heads)
+    values = np.asarray(values, dtype=np.float64).reshape(-1)[:count]
+    if count < 2:
+        return skipped(name, f"{count} biased head: no ratio")
+    exact = oracle.slopes(num_heads, conv)[:count]
+    relative = slope_tolerance(num_heads, conv, out_dtype)[:count] / exact
+    with np.errstate(divide="ignore", invalid="ignore"):
+        measured = values[1:] / values[:-1]
+    expected = exact[1:] / exact[:-1]
+    measured = np.where(np.isfinite(measured), measured, np.inf)
+    return _judged_result(name, measured, expected, expected * (relative[1:] + relative[:-1]),
+                          f"slope ratios between {count} heads")
+
+
+# -- bias tables ----------------------------------------------------------------------------
+
+
+def check_finite(table, exp: BiasExpectation, name="finite") -> CheckResult:
+    """Every judged element finite (the masked ones may hold ``-inf``)."""
+    values = np.asarray(table, dtype=np.float64)
+    bad = ~np.isfinite(values) & exp.judged[None]
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        return _result(name, False, f"{int(bad.sum())} NaN or Inf values among the judged elements of {exp.size}, "
+                                    f"first at {list(where)}: {values[where]}")
+    return _result(name, True, f"all {int(exp.judged.sum()) * exp.num_heads} judged values finite")
+
+
+def _row_constants(difference: np.ndarray, tolerance: np.ndarray, judged: np.ndarray) -> np.ndarray:
+    """Per (head, row), the constant ``c`` with every judged ``|difference - c| <= tolerance``
+    when one exists: the middle of ``[max(difference - t), min(difference + t)]``."""
+    low = np.where(judged[None], difference - tolerance, -np.inf).max(axis=2, initial=-np.inf)
+    high = np.where(judged[None], difference + tolerance, np.inf).min(axis=2, initial=np.inf)
+    middle = (low + high) / 2
+    return np.where(np.isfinite(middle), middle, 0.0)[:, :, None]
+
+
+def check_formula(table, exp: BiasExpectation, name="formula") -> CheckResult:
+    """Every judged element within its bound of the exact bias; under ``up_to_row_constant``,
+    after one constant per head and row (the one that fits best)."""
+    values = _table(table, exp)
+    expected = exp.table
+    what = f"{exp.size} under {exp.convention.name()}, {exp.out_dtype}"
+    if exp.convention.up_to_row_constant:
+        with np.errstate(invalid="ignore"):
+            expected = expected + _row_constants(values - exp.table, exp.tolerance, exp.judged)
+        what += ", up to a constant per row"
+    return _judged_result(name, values, expected, exp.tolerance, what)
+
+
+def _causal_exact(exp: BiasExpectation) -> np.ndarray:
+    """``m (k - q)`` at every element, float64."""
+    q, k = exp.positions.queries, exp.positions.keys
+    return exp.slopes[:, None, None] * (k[None, :] - q[:, None])[None]
+
+
+def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckResult:
+    """The attention the bias gives is the paper's: at the keys each query may attend, the
+    table minus ``m (k - q)`` is one constant per row (softmax cancels it). Within bounds:
+    some ``c`` has ``|table - m (k - q) - c| <= t`` at every such key of the row."""
+    values = np.asarray(table, dtype=np.float64)
+    if values.shape != exp.table.shape:
+        raise ValueError(f"shape {values.shape} differs from the expected {exp.table.shape}")
+    region = oracle.judged(exp.convention.replace(region="causal"), exp.positions)
+    causal = _causal_exact(exp)
+    with np.errstate(invalid="ignore"):
+        expected = causal + _row_constants(values - causal, exp.tolerance, region)
+    values = np.where(region[None], values, expected)
+    return _judged_result(name, values, expected, exp.tolerance,
+                          f"{exp.size} against m (k - q) up to a constant per row")
+
+
+def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
+    """Along each row, neighbouring judged keys one position apart differ by the head's slope
+    times the change of distance (``+m`` into the future for the causal and key forms, ``-m``
+    past the query under ``symmetric``): the bias is linear in the distance, with the slope
+    its head declares. A row constant cancels, so it holds under ``up_to_row_constant`` too.
+    Bound: ``t_j + t_{j+1}``."""
+    values = _table(table, exp)
+    keys = exp.positions.keys
+    steps = np.flatnonzero((np.diff(keys) == 1) & exp.judged[:, :-1].any(axis=0) & exp.judged[:, 1:].any(axis=0))
+    if steps.size == 0:
+        return skipped(name, f"{exp.size}: no two judged keys one position apart")
+    pair = exp.judged[:, steps] & exp.judged[:, steps + 1]
+    measured = values[:, :, steps + 1] - values[:, :, steps]
+    expected = exp.table[:, :, steps + 1] - exp.table[:, :, steps]
+    bound = exp.tolerance[:, :, steps] + exp.tolerance[:, :, steps + 1]
+    measured = np.where(pair[None], measured, expected)
+    return _judged_result(name, measured, expected, bound, f"{exp.size}: steps between neighbouring keys")
+
+
+def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
+    """The bias depends on ``k - q`` only: moving the query and the key one position on
+    leaves it unchanged (``b[r+1, c+1] = b[r, c]``), for the forms with a row per query.
+    Bound: the two elements' ``t`` summed."""
+    if exp.convention.key_only:
+        return skipped(name, f"{exp.convention.bias_form} is one row of keys")
+    values = _table(table, exp)
+    q, k = exp.positions.queries, exp.positions.keys
+    rows = np.flatnonzero(np.diff(q) == 1)
+    cols = np.flatnonzero(np.diff(k) == 1)
+    if rows.size == 0 or cols.size == 0:
+        return skipped(name, f"{exp.size}: no two rows and keys one position apart")
+    both = exp.judged[np.ix_(rows, cols)] & exp.judged[np.ix_(rows + 1, cols + 1)]
+    later = values[:, rows + 1][:, :, cols + 1]
+    earlier = values[:, rows][:, :, cols]
+    bound = exp.tolerance[:, rows][:, :, cols] + exp.tolerance[:, rows + 1][:, :, cols + 1]
+    later = np.where(both[None], later, earlier)
+    return _judged_result(name, later, earlier, bound, f"{exp.size}: b[r+1, c+1] against b[r, c]")
+
+
+def check_diagonal(table, exp: BiasExpectation, name="diagonal") -> CheckResult:
+    """Where the distance is 0 (a query's own key; the last key of ``key-last``; key 0 of
+    ``key``) every correct idiom gives exactly 0: ``m * 0`` and ``m k - m k`` alike."""
+    if exp.convention.up_to_row_constant:
+        return skipped(name, "up_to_row_constant: any constant per row is accepted")
+    zero = (oracle.distances(exp.convention, exp.positions) == 0) & exp.judged
+    if not zero.any():
+        return skipped(name, f"{exp.size}: no judged element at distance 0")
+    values = np.asarray(table, dtype=np.float64)[:, zero]
+    return _judged_result(name, values, 0.0, 0.0, f"{exp.size}: the {int(zero.sum())} elements at distance 0")
+
+
+def check_unbiased_heads(table, exp: BiasExpectation, name="unbiased-heads") -> CheckResult:
+    """Under partial ALiBi, the heads past ``alibi_heads`` add exactly nothing."""
+    count = exp.convention.biased_heads(exp.num_heads)
+    if count == exp.num_heads:
+        return skipped(name, "every head carries a bias")
+    values = np.asarray(table, dtype=np.float64)[count:]
+    values = np.where(exp.judged[None], values, 0.0)
+    return _judged_result(name, values, 0.0, 0.0, f"heads {count}..{exp.num_heads - 1} of {exp.size}")
+
+
+def check_decode(decode, prefill, decode_exp: BiasExpectation, prefill_exp: BiasExpectation,
+                 name="decode") -> CheckResult:
+    """A decoding call (one query at position ``p``, keys ``0 .. p``) made after a prefill
+    of longer length, by the same module, agrees with the prefill's row for query ``p`` on
+    those keys: the same values for the causal, symmetric and key forms, the same up to one
+    constant for ``key-last`` (0 moves to the last key) and under ``up_to_row_constant``.
+    Bound: the two calls' ``t`` summed."""
+    conv = decode_exp.convention
+    p = int(decode_exp.positions.keys[-1])
+    rows = np.flatnonzero(prefill_exp.positions.queries == p) if not conv.key_only else np.array([0])
+    if rows.size == 0 or prefill_exp.positions.keys.size <= p:
+        return skipped(name, f"the prefill {prefill_exp.size} has no row for query {p}")
+    keys = np.flatnonzero(decode_exp.judged[0])
+    new = np.asarray(decode, dtype=np.float64)[:, 0, keys]
+    old = np.asarray(prefill, dtype=np.float64)[:, rows[0], keys]
+    bound = decode_exp.tolerance[:, 0, keys] + prefill_exp.tolerance[:, rows[0], keys]
+    what = f"decode at position {p} against row {rows[0]} of the prefill {prefill_exp.size}"
+    if conv.bias_form == "key-last" or conv.up_to_row_constant:
+        judged = np.ones((1, keys.size), dtype=bool)
+        with np.errstate(invalid="ignore"):
+            shift = _row_constants((new - old)[:, None, :], bound[:, None, :], judged)[:, 0, :]
+        old = old + shift
+        what += ", up to a constant"
+    return _judged_result(name, new, old, bound, what)

@@ -1,0 +1,171 @@
+"""ALiBi's properties: each passes on correct tables (float32, as correct code forms them) and
+fails on a table broken the way the property is there to catch, naming the worst element."""
+
+import numpy as np
+import pytest
+
+from posenc_spec.families.alibi import oracle, properties
+from posenc_spec.families.alibi.conventions import AlibiConvention
+
+HEADS = 12  # not a power of two: 8 slopes and 4 interleaved
+
+
+def float32_table(heads, positions, convention):
+    return oracle.bias(heads, positions, convention).astype(np.float32).astype(np.float64)
+
+
+def expect(convention, q_len=16, k_len=16, heads=HEADS):
+    positions = oracle.call_positions(q_len, k_len, convention)
+    return properties.expectation(heads, positions, convention), float32_table(heads, positions, convention)
+
+
+def assert_status(result, status):
+    assert result.status == status, f"{result.name}: {result.status}, expected {status}: {result.message}"
+
+
+CHECKS = [properties.check_finite, properties.check_formula, properties.check_linear, properties.check_toeplitz,
+          properties.check_diagonal, properties.check_equivalent]
+
+
+@pytest.mark.parametrize("name", ["paper", "bidirectional", "mpt", "fairseq", "labml", "geometric"])
+def test_correct_tables_pass_every_property(name):
+    """Each preset's own float32 table passes every check that applies (the others skip)."""
+    exp, table = expect(name)
+    for check in CHECKS:
+        assert check(table, exp).status in ("passed", "skipped"), check(table, exp).message
+
+
+def test_formula_fails_on_one_wrong_element_and_names_it():
+    """One element off by a thousandth fails, at its own index."""
+    exp, table = expect("paper")
+    table[3, 10, 4] += 1e-3
+    result = properties.check_formula(table, exp)
+    assert_status(result, "failed")
+    assert result.worst.index == (3, 10, 4)
+
+
+def test_causal_region_ignores_masked_elements():
+    """-inf above the diagonal (the causal mask folded in) is neither judged nor non-finite; a NaN
+    below it is."""
+    exp, table = expect("paper")
+    table[:, np.triu_indices(16, 1)[0], np.triu_indices(16, 1)[1]] = -np.inf
+    assert_status(properties.check_formula(table, exp), "passed")
+    assert_status(properties.check_finite(table, exp), "passed")
+    table[0, 5, 2] = np.nan
+    assert_status(properties.check_finite(table, exp), "failed")
+
+
+def test_up_to_row_constant_accepts_a_shift_per_row_and_nothing_else():
+    """Under up_to_row_constant, m (k + 1) (labml) passes; a shift that changes along the row fails."""
+    conv = AlibiConvention(bias_form="key", up_to_row_constant=True)
+    exp, table = expect(conv)
+    shifted = table + oracle.slopes(HEADS)[:, None, None]
+    assert_status(properties.check_formula(shifted, exp), "passed")
+    tilted = shifted.copy()
+    tilted[:, :, 8:] += 1e-3
+    assert_status(properties.check_formula(tilted, exp), "failed")
+
+
+def test_linear_fails_on_a_wrong_slope():
+    """A head whose steps are another head's slope fails linearity, even up to a row constant."""
+    exp, table = expect(AlibiConvention(bias_form="key", up_to_row_constant=True))
+    table[2] = table[3]
+    assert_status(properties.check_linear(table, exp), "failed")
+
+
+def test_toeplitz_fails_when_rows_are_not_shifted_copies():
+    """A causal table whose last row is the first row's fails: k - q alone no longer decides it."""
+    exp, table = expect("paper")
+    table[:, 15, :] = table[:, 0, :]
+    exp_full = properties.expectation(HEADS, oracle.call_positions(16, 16), AlibiConvention(region="full"))
+    assert_status(properties.check_toeplitz(table, exp), "failed")
+    assert_status(properties.check_toeplitz(float32_table(HEADS, exp_full.positions, "paper"), exp_full), "passed")
+    assert_status(properties.check_toeplitz(table, expect("mpt")[0]), "skipped")
+
+
+def test_diagonal_must_be_exactly_zero():
+    """A diagonal of 1e-30 (within any bound) fails: every correct idiom gives exactly 0 there."""
+    exp, table = expect("bidirectional")
+    table[5, 7, 7] = 1e-30
+    result = properties.check_diagonal(table, exp)
+    assert_status(result, "failed")
+    assert result.worst.index == (5, 7)
+
+
+def test_equivalent_tells_the_same_attention_from_another():
+    """MPT's and BLOOM's rows give the paper's attention; a flipped sign does not."""
+    for name in ("mpt", "fairseq", "bidirectional"):
+        exp, table = expect(name)
+        assert_status(properties.check_equivalent(table, exp), "passed")
+    exp, table = expect("paper")
+    assert_status(properties.check_equivalent(-table, exp), "failed")
+
+
+def test_unbiased_heads_must_be_zero():
+    """Under alibi_heads = 4 of 12, a bias on head 4 fails; all heads biased skips."""
+    conv = AlibiConvention(bias_form="symmetric", region="full", alibi_heads=4)
+    exp, table = expect(conv)
+    assert_status(properties.check_unbiased_heads(table, exp), "passed")
+    table[4, 0, 1] = -0.5
+    assert_status(properties.check_unbiased_heads(table, exp), "failed")
+    assert_status(properties.check_unbiased_heads(*reversed(expect("paper"))), "skipped")
+
+
+def test_head_ratio_catches_reversed_slopes():
+    """The paper's slopes pass for 1 .. 128 heads; reversed they fail (their ratios invert)."""
+    for heads in (2, 3, 12, 71, 112, 128):
+        slopes = oracle.slopes(heads).astype(np.float32)
+        assert_status(properties.check_head_ratio(slopes, heads), "passed")
+        assert_status(properties.check_head_ratio(slopes[::-1], heads), "failed")
+    assert_status(properties.check_head_ratio([2.0**-8], 1), "skipped")
+    assert_status(properties.check_slopes(oracle.slopes(71)[:70], 71), "failed")
+
+
+def decode_pair(convention, p=9, length=16, heads=HEADS):
+    prefill_positions = oracle.call_positions(length, length, convention)
+    decode_positions = oracle.call_positions(1, p + 1, convention)
+    prefill_exp = properties.expectation(heads, prefill_positions, convention)
+    decode_exp = properties.expectation(heads, decode_positions, convention)
+    return (float32_table(heads, decode_positions, convention), float32_table(heads, prefill_positions, convention),
+            decode_exp, prefill_exp)
+
+
+@pytest.mark.parametrize("name", ["paper", "bidirectional", "mpt", "fairseq"])
+def test_decode_agrees_with_the_prefill_row(name):
+    """A decoding step at 9 after a 16-long prefill agrees with the prefill's row for query 9
+    (MPT's up to a constant: its 0 moves to the last key)."""
+    assert_status(properties.check_decode(*decode_pair(name)), "passed")
+
+
+def test_decode_from_the_wrong_corner_fails():
+    """The symmetric bias's row for query 0 handed to a decoding step at 9 fails against row 9."""
+    decode, prefill, decode_exp, prefill_exp = decode_pair("bidirectional")
+    wrong_corner = prefill[:, :1, :10]
+    result = properties.check_decode(wrong_corner, prefill, decode_exp, prefill_exp)
+    assert_status(result, "failed")
+    assert_status(properties.check_formula(wrong_corner, decode_exp), "failed")
+    assert_status(properties.check_decode(np.zeros_like(decode), prefill, decode_exp, prefill_exp), "failed")
+
+
+def test_decode_past_the_prefill_is_skipped():
+    """A step beyond the prefill's length has no row to agree with."""
+    decode, prefill, decode_exp, prefill_exp = decode_pair("paper", p=40)
+    assert_status(properties.check_decode(decode, prefill, decode_exp, prefill_exp), "skipped")
+
+
+def test_bloom_mask_with_a_hole_is_judged_on_kept_keys():
+    """BLOOM's row over a mask with a hole: padded keys are free, kept keys at their cumsum positions."""
+    positions = oracle.mask_positions([1] * 5 + [0] * 3 + [1] * 5)
+    exp = properties.expectation(7, positions, "bloom")
+    table = float32_table(7, positions, "bloom")
+    table[:, :, 5:8] = 123.0
+    assert_status(properties.check_formula(table, exp), "passed")
+    counted = oracle.slopes(7)[:, None, None] * np.arange(13)[None, None, :]
+    assert_status(properties.check_formula(counted, exp), "failed")
+
+
+def test_shape_mismatch_is_an_error():
+    """A table of another shape is refused with the two shapes named."""
+    exp, table = expect("paper")
+    with pytest.raises(ValueError, match=r"shape \(12, 16, 15\) differs from the expected \(12, 16, 16\)"):
+        properties.check_formula(table[:, :, :15], exp)
