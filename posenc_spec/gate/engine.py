@@ -26,12 +26,13 @@ import time
 
 import numpy as np
 
-from . import advice, against, grid, judge, sinusoidal, vacuity
+from . import advice, against, grid, judge, sequences, sinusoidal, vacuity
 from .declaration import Declaration
 from .loader import module_key
 from .options import RunOptions
 from .report import GateReport, finish
 from .rope import grid as rope_grid
+from .rope import sequences as rope_sequences
 from .rope.judge import RopeJudge
 from .runner import Slot
 from .sandbox import Limits, root_template
@@ -54,10 +55,22 @@ def probes(declaration: Declaration) -> list:
     return sinusoidal.probes(declaration)
 
 
+def sequence_probes(declaration: Declaration) -> list:
+    """The call sequences played after the grid, on the target imported afresh
+    (:mod:`posenc_spec.gate.sequences`, :mod:`posenc_spec.gate.rope.sequences`)."""
+    if not declaration.formula:
+        return []
+    if _family(declaration) == "rope":
+        signature = declaration.calling.signature
+        made = rope_sequences.probes_for(declaration.rope, declaration.api, signature, declaration.max_positions)
+        return rope_grid.with_rotation(made, declaration.rope, signature) if signature in WITH_ROTATION else made
+    return sequences.sequences_for(declaration.api, declaration.t_max, declaration.max_positions)
+
+
 def plan(declaration: Declaration, calls: list | None = None) -> list[str]:
     """Every check id the declaration's report holds, in order (``calls``: its
-    :func:`probes`, when already built)."""
-    calls = probes(declaration) if calls is None else calls
+    :func:`probes` and :func:`sequence_probes`, when already built)."""
+    calls = probes(declaration) + sequence_probes(declaration) if calls is None else calls
     if not calls:
         ids = ["import"]
     elif _family(declaration) == "rope":
@@ -69,18 +82,50 @@ def plan(declaration: Declaration, calls: list | None = None) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Calls:
-    """What one run of a declaration asks: the grid's probes, then a snapshot's replayed calls."""
+    """What one run of a declaration asks: the grid's probes, a snapshot's replayed calls,
+    then the sequences, the first of them made by the target imported afresh."""
 
-    probes: list
+    grid: list
     replayed: list
+    sequences: list = ()
 
     @classmethod
     def of(cls, declaration: Declaration) -> Calls:
         replayed = against.replay_requests(declaration.against) if declaration.against is not None else []
-        return cls(probes(declaration), replayed)
+        return cls(probes(declaration), replayed, sequence_probes(declaration))
+
+    @property
+    def probes(self) -> list:
+        """The probes the judge reads, in order: the grid's, then the sequences'."""
+        return [*self.grid, *self.sequences]
 
     def requests(self) -> list:
-        return [probe.request() for probe in self.probes] + self.replayed
+        played = [probe.request() for probe in self.sequences]
+        if played:
+            played[0] = dataclasses.replace(played[0], fresh=True)
+        return [probe.request() for probe in self.grid] + self.replayed + played
+
+    def split(self, outcomes: list) -> tuple[list, list]:
+        """The outcomes of :attr:`probes`, in their order, and those of the replayed calls."""
+        grid_end, replayed_end = len(self.grid), len(self.grid) + len(self.replayed)
+        return outcomes[:grid_end] + outcomes[replayed_end:], outcomes[grid_end:replayed_end]
+
+    def probe_at(self, index: int):
+        """The probe of request ``index`` (None for a replayed call)."""
+        if index < len(self.grid):
+            return self.grid[index]
+        index -= len(self.grid) + len(self.replayed)
+        return self.sequences[index] if index >= 0 else None
+
+    def overwritten(self, outcomes: list) -> list[tuple[str, str, str]]:
+        """``(earlier slot, later slot, what)`` for each result the next call of the same
+        child changed (a fresh child's first call has no earlier one)."""
+        requests, found = self.requests(), []
+        for index in range(1, len(outcomes)):
+            if not requests[index].fresh:
+                found += [(requests[index - 1].label, requests[index].label, what)
+                          for what in outcomes[index].overwrote]
+        return found
 
 
 def judge_run(declaration: Declaration, calls: Calls, run, keep_table: bool = False) -> GateReport:
@@ -93,6 +138,7 @@ def judge_run(declaration: Declaration, calls: Calls, run, keep_table: bool = Fa
 def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> GateReport:
     calls = made.probes
     ids = plan(declaration, calls)
+    outcomes, replayed = made.split(run.outcomes)
     results = judge.Results()
     warnings = judge.import_warnings(run.import_state)
     if not run.imported:
@@ -101,15 +147,13 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         return finish(declaration, ids, results.by_id, results.causes, importable=False, warnings=warnings)
     results.add(judge.passed("import", run.import_message))
     if declaration.against is not None:
-        replayed = run.outcomes[len(calls):]
         check, diffs, notes = against.judge_regression(declaration, declaration.against, replayed, made.replayed,
-                                                       calls)
+                                                       made.grid)
         results.add(dataclasses.replace(check, details=tuple(diff.as_dict() for diff in diffs if diff is not None)))
         warnings += notes
     if not calls:
         return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
     family = _family_judge(declaration, results, keep_table)
-    outcomes = run.outcomes[:len(calls)]
     firsts, changes, written, reseeded = {}, [], [], []
     for probe, outcome in zip(calls, outcomes, strict=True):
         changes += [(probe.slot, change) for change in outcome.state]
@@ -125,6 +169,7 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         elif outcome.ran:
             reseeded = judge.reseeded_generators(first, outcome)
     ran = [outcome for outcome in outcomes if outcome.ran]
+    results.add(judge.judge_aliasing(made.overwritten(run.outcomes), bool(ran)))
     results.add(judge.judge_state(changes, written, reseeded, bool(ran), judge.unreadable_generators(ran),
                                   run.import_state.failures))
     warnings += judge.call_warnings([(probe.slot, outcome) for probe, outcome in zip(calls, outcomes, strict=True)])
@@ -161,14 +206,17 @@ def first_failure(declaration: Declaration, calls: Calls):
     family = _family_judge(declaration, results, keep_table=False)
 
     def stop_after(index: int, outcome) -> str | None:
-        if index >= len(calls.probes):
+        probe = calls.probe_at(index)
+        if probe is None:
             return None
         if outcome.ran and judge.breaks_global_state(outcome) and declaration.xfails.match("global-state") is None:
             return f"{STOPPED}, global-state"
-        if calls.probes[index].role == "repeat":
+        if outcome.overwrote and index and declaration.xfails.match("aliasing") is None:
+            return f"{STOPPED}, aliasing"
+        if probe.role == "repeat":
             return None
         with np.errstate(all="ignore"):
-            family.judge(calls.probes[index], outcome)
+            family.judge(probe, outcome)
         failed = next((name for name, result in results.by_id.items()
                        if result.status == "failed" and declaration.xfails.match(name) is None), None)
         return None if failed is None else f"{STOPPED}, {failed}"

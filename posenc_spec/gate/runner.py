@@ -8,8 +8,10 @@ computes the next table while the gate reads this one) and reads the replies, ea
 the per-call timeout, through :mod:`posenc_spec.gate.wire`, which checks every reply
 against its request. A child that dies is replaced (the target is imported again) until
 the ``MAX_DEATHS``-th death; after a hang, a broken reply, a resource limit or a reason
-to stop (``--fail-fast``) the remaining calls are reported as not run. When the target's turn ends
-its child, and everything the child started, is killed.
+to stop (``--fail-fast``) the remaining calls are reported as not run. A request marked
+``fresh`` starts a new child for itself and the calls after it, so that they see a target
+imported afresh, none of the earlier calls' state. When the target's turn ends its child,
+and everything the child started, is killed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from .calls import CallRequest, Outcome
+from .child.limits import CHILD_UID_BASE
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
 from .loader import module_key
 from .sandbox import (
@@ -81,9 +84,13 @@ class TargetRun:
 class _Child:
     """One sealed child: its socket, its process id and the template that forked it."""
 
-    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=()):
+    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=(),
+                 uid: int | None = None):
         self.template = template
-        self.sock, self.pid = template.spawn(limits, calls, search_path)
+        self.sock, self.pid = template.spawn(limits, calls, search_path, uid)
+        # The user it runs as when the gate runs as root: one for every child of a turn, so that
+        # a child started afresh can use what the earlier ones wrote.
+        self.uid = uid or CHILD_UID_BASE + self.pid
         self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
         self.tokens: dict[int, str] = {}
 
@@ -98,13 +105,14 @@ class _Child:
 
     def send_ahead(self, pending) -> None:
         """Send the first pending calls not sent yet, as long as the calls in flight hold at
-        most ``SEND_AHEAD_BYTES`` (always at least one)."""
+        most ``SEND_AHEAD_BYTES`` (always at least one), and none meant for a fresh child
+        after this one."""
         in_flight = sum(request_bytes(request) for call_id, request in pending if call_id in self.tokens)
         unsent = [(call_id, request) for call_id, request in pending if call_id not in self.tokens]
         batch = []
         for call_id, request in unsent:
             size = request_bytes(request)
-            if (in_flight or batch) and in_flight + size > SEND_AHEAD_BYTES:
+            if (in_flight or batch) and (in_flight + size > SEND_AHEAD_BYTES or request.fresh):
                 break
             batch.append((call_id, request))
             in_flight += size
@@ -290,10 +298,13 @@ class _Turn:
         self.limits, self.search_path, self.stop_after = slot.limits, search_path, stop_after
         self.import_state, self.how = import_state, how
         self.child: _Child | None = None
+        self.uid: int | None = None  # the user of the turn's first child, for the ones after it
         self.helper_failure: str | None = None  # why a helper process above the child failed
 
     def _start(self) -> tuple[bool, str, ImportState]:
-        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path)
+        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path,
+                            self.uid)
+        self.uid = self.child.uid
         deadline = time.monotonic() + self.limits.timeout
         try:
             return self.child.load(self.target, deadline, self.how)
@@ -335,6 +346,10 @@ class _Turn:
         self.deaths, self.stop, answered = 0, None, []
         try:
             while pending:
+                if pending[0][1].fresh and answered and not self.stop:
+                    self._vouch(turn, answered)
+                    answered = []
+                    self._start_fresh()
                 if self.child is not None and not self.stop:
                     self.child.send_ahead(pending)
                 call_id, request = pending.pop(0)
@@ -354,15 +369,30 @@ class _Turn:
                     # follow them. The target has failed already; no frame of its own can change that.
                     self.stop = f"not run: {reason}"
                     self._finish()
-            if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
-                for index in answered:  # every reply this child gave is suspect
-                    turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
-                                                                "did not send for its calls (a forged reply)")
+            self._vouch(turn, answered)
         finally:
             self._finish()
         if self.helper_failure is not None:
             blame_helper_failure(turn, self.helper_failure)
         return turn
+
+    def _vouch(self, turn: TargetRun, answered: list[int]) -> None:
+        """The replies of the child in hand are its own: the frame after the last one answers
+        a fresh sync request, or every reply it gave is suspect."""
+        if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
+            for index in answered:
+                turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
+                                                            "did not send for its calls (a forged reply)")
+
+    def _start_fresh(self) -> None:
+        """A new child, the target imported afresh, in place of the one in hand."""
+        self._finish()
+        try:
+            ok, message, _ = self._start()
+        except SandboxError as error:
+            self.helper_failure, ok, message = str(error), False, str(error)
+        if not ok:
+            self.stop = f"not run: the target failed to import afresh ({message})"
 
     def _after_death(self, more: bool) -> None:
         """Start another child for the calls left, up to ``MAX_DEATHS`` deaths."""
