@@ -38,6 +38,12 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
     (the ``adds-to-x`` signature: a module that returns ``x + table``; every other call
     hands it zeros) with ``x`` of seeded values, what it returns minus ``x`` is the table,
     within its bound and one rounding of the sum.
+``aliasing``
+    no result changed during the next call (the child reads each result again after it): a
+    view of a cache the target rewrites, an output buffer it reuses, changes under the caller.
+``grow[d=16]``, ``dtype-order[64x32]``, ``memo[48x32]``
+    the call sequences played after the grid on the target imported afresh
+    (:mod:`posenc_spec.gate.sequences`).
 ``global-state``
     no call changed global state (see :mod:`posenc_spec.gate.child.state`: torch's and
     NumPy's modes and flags, warnings filters, environment, import path and hooks, working

@@ -38,8 +38,11 @@ Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes on
     ``relative[d=D]``: ``q(m) . k(n)`` equals ``q(m + S) . k(n + S)`` for ``S = 65536``
     (less when ``--max-positions`` is smaller); ``history[d=D]``: the short call (and the
     ``L0 + 1`` one) again after the long one; ``length-N`` slots as for caches, float32 x.
-``determinism``, ``global-state``
+``determinism``, ``aliasing``, ``global-state``
     as for tables (:mod:`posenc_spec.gate.grid`).
+``dtype-order[d=D]``, ``decode[d=D]``, ``offsets[d=D]``, ``grow[d=D]``, ``batch[d=D]``, ``rows[d=D]``, ``view[d=D]``
+    the call sequences played after the grid on the target imported afresh
+    (:mod:`posenc_spec.gate.rope.sequences`).
 """
 
 from __future__ import annotations
