@@ -1,8 +1,9 @@
 """The call sequences the gate plays after its grid, and the aliasing check: which sequences
 each call pattern gets, that their ids do not move with the grid's options, that they stay
-below ``--max-positions`` and small, that they run on a target imported afresh (as the same
-user), that a view argument is a view, that a result rewritten under the caller fails
-``aliasing``, and that ``check --help`` and the README name every id."""
+below ``--max-positions`` and small, that they start clean (at a size the grid never asks,
+or on a target imported afresh, as the same user), that a view argument is a view, that a
+result rewritten under the caller fails ``aliasing``, and that ``check --help`` and the
+README name every id."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from spec_tests.assertions import check_named, failure_summary
 HERE = Path(__file__).resolve()
 README = HERE.parents[1] / "README.md"
 RECORD = "POSENC_SEQUENCES_RECORD"
-_CALLS: list[int] = []
+_CALLS: list[int] = []  # the calls whose positions jumped, in this process
 _BUFFER = {"table": torch.empty(0)}
 _SAME: dict = {}
 
@@ -126,12 +127,21 @@ def test_the_timestep_sequences_hold_their_dtypes_values():
             assert np.array_equal(probe.timesteps.view(np.uint32) & 0xFFFF, np.zeros(probe.length, np.uint32))
 
 
-def test_only_the_first_sequence_call_asks_for_a_fresh_child():
-    """The grid and the replayed calls run in one child; the sequences start another."""
-    declaration = _rope("rope-apply")
-    calls = Calls.of(declaration)
-    fresh = [index for index, request in enumerate(calls.requests()) if request.fresh]
-    assert fresh == [len(probes(declaration))]
+@pytest.mark.parametrize("keys, head, fresh", [({"api": "rope-apply", "head_dim": 64}, 64, True),
+                                               ({"api": "rope-cache"}, 32, False),
+                                               ({"api": "table"}, None, False), ({"api": "timesteps"}, None, False)])
+def test_the_sequences_start_clean(keys, head, fresh):
+    """At a size the grid never asks (width 16 or 32; head size 32 beside the grid's 8, 64
+    and 128) the sequences go on in the grid's process; at the one head size a declaration
+    names, its first call starts a child of its own, and no other call does."""
+    declaration = declare({"target": "m:f", **keys})
+    made = sequence_probes(declaration)
+    assert head is None or {probe.head_dim for probe in made} == {head}
+    assert not {getattr(probe, "width", None) for probe in made} & {probe.width for probe in probes(declaration)
+                                                                     if hasattr(probe, "width")}
+    requests = Calls.of(declaration).requests()
+    assert [index for index, request in enumerate(requests) if request.fresh] == (
+        [len(probes(declaration))] if fresh else [])
 
 
 def test_a_view_argument_is_a_non_contiguous_view_of_the_same_values():
@@ -159,15 +169,23 @@ def test_a_cache_for_a_batch_is_read_per_row_or_broadcast():
 # -- through the gate ---------------------------------------------------------------------------
 
 
-def wrong_after_the_grid(n, d):
-    """Right for as many calls as the grid makes, then doubled: right only if the sequences
-    start on a fresh import."""
-    _CALLS.append(n)
-    table = sinusoidal_encoding(n, d, "vaswani", dtype=np.float32)
+def rotary_wrong_after_the_grid(x, positions):
+    """Rotary embeddings (half pairs, theta 10000), doubled for bfloat16 x in a process that has
+    made a call whose positions jump (as the grid's relative call does, after its bfloat16
+    calls, and no sequence does): right only if the sequences start on a fresh import."""
+    tainted = bool(_CALLS)
+    if positions.numel() > 1 and bool((positions.diff() != 1).any()):
+        _CALLS.append(len(positions))
     if os.environ.get(RECORD):
         with open(os.environ[RECORD], "a") as record:
             record.write(f"{os.getpid()} {os.getuid()}\n")
-    return table if len(_CALLS) <= GRID_CALLS else 2 * table
+    half = x.shape[-1] // 2
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, x.shape[-1], 2, dtype=torch.int64).float() / x.shape[-1]))
+    angles = torch.outer(positions.float(), inv_freq)
+    cos, sin = torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
+    rotated = x * cos[None, :, None, :].to(x.dtype) + torch.cat((-x[..., half:], x[..., :half]), -1) * sin[
+        None, :, None, :].to(x.dtype)
+    return 2 * rotated if tainted and x.dtype == torch.bfloat16 else rotated
 
 
 def table_in_one_buffer(n, d):
@@ -186,21 +204,21 @@ def the_same_tensor_for_a_size(n, d):
     return _SAME[n, d]
 
 
-GRID_CALLS = len(probes(declare({"target": f"{HERE}:wrong_after_the_grid", "max_positions": 64, "odd": "skip"})))
+ROTARY = {"target": f"{HERE}:rotary_wrong_after_the_grid", "api": "rope-apply", "head_dim": 8, "max_positions": 64}
 
 
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory):
-    """The reports of the three targets above, and what ``wrong_after_the_grid`` recorded of the
-    processes that called it: ``(process id, user id)`` per call."""
+    """The reports of the three targets above, and what ``rotary_wrong_after_the_grid`` recorded
+    of the processes that called it: ``(process id, user id)`` per call."""
     folder = tmp_path_factory.mktemp("sequences")
     folder.chmod(0o777)  # the targets' users write here
     record = folder / "record"
     os.environ[RECORD] = str(record)
     try:
-        reports = check_named({name: declare({"target": f"{HERE}:{name}", "max_positions": 64, "odd": "skip"})
-                               for name in ("wrong_after_the_grid", "table_in_one_buffer",
-                                            "the_same_tensor_for_a_size")})
+        reports = check_named({"rotary_wrong_after_the_grid": declare(ROTARY), **{
+            name: declare({"target": f"{HERE}:{name}", "max_positions": 64, "odd": "skip"})
+            for name in ("table_in_one_buffer", "the_same_tensor_for_a_size")}})
     finally:
         os.environ.pop(RECORD)
     return reports, [tuple(line.split()) for line in record.read_text().splitlines()]
@@ -210,8 +228,8 @@ def test_the_sequences_run_on_a_fresh_import_as_the_same_user(gated):
     """A target that turns wrong after the grid's calls conforms: its sequences ran in another
     process, with none of the grid's state, and as the same user as the grid's calls."""
     reports, records = gated
-    report = reports["wrong_after_the_grid"]
-    assert report.conforms and report.result("grow[d=16]").passed, failure_summary(report)
+    report = reports["rotary_wrong_after_the_grid"]
+    assert report.conforms and report.result("dtype-order[d=8]").passed, failure_summary(report)
     assert len({pid for pid, _ in records}) == 2 and len({uid for _, uid in records}) == 1, records
 
 

@@ -3,7 +3,9 @@
 Caches keyed on the dtype and the length (or built in float32 and cast on the way out),
 slices taken at the call's offset, tables grown by recomputing them, memos keyed on the
 values, results that are the caller's. Each is registered with the ``[[targets]]`` table
-the gate reads for it (:mod:`meta_tests.corpus.stateful_registry`) and must conform.
+the gate reads for it (:mod:`meta_tests.corpus.stateful_registry`) and must conform. (The
+PyTorch tutorial's PositionalEncoding, its table built once for ``max_len``, is gated as
+written in ``spec_tests/test_gate_as_written.py``.)
 """
 
 from __future__ import annotations
@@ -21,11 +23,15 @@ from .stateful_wrong import (
     X_POSITIONS_CACHE,
     _apply_bshd,
     _cache_of,
+    _fairseq_embedding,
+    _flash_rotate,
     _half,
     _inv_freq,
     _rotate_half,
     _rotate_pairs,
     _tensor2tensor_timesteps,
+    _torchtune_cache,
+    _torchtune_rotate,
 )
 
 
@@ -86,11 +92,8 @@ class FlashRotaryEmbedding(nn.Module):
             self._cos_cached, self._sin_cached = torch.cos(freqs).to(dtype), torch.sin(freqs).to(dtype)
 
     def forward(self, x, offset=0):
-        seqlen = x.shape[-2]
-        self._update_cos_sin_cache(seqlen + offset, x.device, x.dtype)
-        cos = _half(self._cos_cached[offset:offset + seqlen])
-        sin = _half(self._sin_cached[offset:offset + seqlen])
-        return x * cos + _rotate_half(x) * sin
+        self._update_cos_sin_cache(x.shape[-2] + offset, x.device, x.dtype)
+        return _flash_rotate(x, self._cos_cached, self._sin_cached, offset)
 
 
 @stateful_correct(idiom="rotary-embedding-torch's cached freqs: a hit when offset + seq_len fits the cached length "
@@ -129,19 +132,10 @@ class RotaryEmbeddingTorchCache(nn.Module):
 class TorchtuneRotaryPositionalEmbeddings(nn.Module):
     def __init__(self, dim, max_seq_len=4096, base=10000):
         super().__init__()
-        theta = 1.0 / (base ** (torch.arange(0, dim, 2)[: dim // 2].float() / dim))
-        idx_theta = torch.einsum("i, j -> ij", torch.arange(max_seq_len, dtype=theta.dtype), theta).float()
-        self.register_buffer("cache", torch.stack([torch.cos(idx_theta), torch.sin(idx_theta)], dim=-1),
-                             persistent=False)
+        self.register_buffer("cache", _torchtune_cache(dim, max_seq_len, base), persistent=False)
 
     def forward(self, x, *, input_pos=None):
-        seq_len = x.size(1)
-        rope_cache = self.cache[:seq_len] if input_pos is None else self.cache[input_pos]
-        xshaped = x.float().reshape(*x.shape[:-1], -1, 2)
-        rope_cache = rope_cache.view(-1, xshaped.size(1), 1, xshaped.size(3), 2)
-        x_out = torch.stack([xshaped[..., 0] * rope_cache[..., 0] - xshaped[..., 1] * rope_cache[..., 1],
-                             xshaped[..., 1] * rope_cache[..., 0] + xshaped[..., 0] * rope_cache[..., 1]], -1)
-        return x_out.flatten(3).type_as(x)
+        return _torchtune_rotate(x, self.cache[: x.size(1)] if input_pos is None else self.cache[input_pos])
 
 
 @stateful_correct(idiom="Meta's reference: freqs_cis precomputed for 2 * max_seq_len, sliced "
@@ -223,17 +217,9 @@ class FairseqSinusoidalPositionalEmbedding:
     def __init__(self, embedding_dim):
         self.embedding_dim, self.weights = embedding_dim, None
 
-    @staticmethod
-    def get_embedding(num_embeddings, embedding_dim):
-        half_dim = embedding_dim // 2
-        emb = math.log(10000) / (half_dim - 1)
-        emb = torch.exp(torch.arange(half_dim, dtype=torch.float) * -emb)
-        emb = torch.arange(num_embeddings, dtype=torch.float).unsqueeze(1) * emb.unsqueeze(0)
-        return torch.cat([torch.sin(emb), torch.cos(emb)], dim=1)
-
     def positions(self, num_positions, dim):
         if self.weights is None or num_positions > self.weights.size(0):
-            self.weights = self.get_embedding(num_positions, self.embedding_dim)
+            self.weights = _fairseq_embedding(num_positions, self.embedding_dim)
         return self.weights[:num_positions]
 
 
@@ -264,26 +250,6 @@ class EspnetPositionalEncoding(nn.Module):
     def positions(self, num_positions, dim):
         self.extend_pe(torch.zeros(1, num_positions))
         return self.pe[0, :num_positions]
-
-
-@stateful_correct(idiom="the PyTorch tutorial's PositionalEncoding: pe built once for max_len at init, forward "
-                        "returns dropout(x + pe[:len(x)]) (eval: no dropout)",
-                  seen="pytorch/tutorials beginner_source/transformer_tutorial.py",
-                  api="table", convention="vaswani", signature="adds-to-x", x_layout="sbd", odd="skip",
-                  init={"d_model": "{dim}", "max_len": 5000}, **TABLE)
-class TutorialPositionalEncoding(nn.Module):
-    def __init__(self, d_model, dropout=0.1, max_len=5000):
-        super().__init__()
-        self.dropout = nn.Dropout(p=dropout)
-        position = torch.arange(max_len).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
-        pe = torch.zeros(max_len, 1, d_model)
-        pe[:, 0, 0::2] = torch.sin(position * div_term)
-        pe[:, 0, 1::2] = torch.cos(position * div_term)
-        self.register_buffer("pe", pe)
-
-    def forward(self, x):
-        return self.dropout(x + self.pe[:x.size(0)])
 
 
 @stateful_correct(idiom="Wan's sinusoidal_embedding_1d: positions cast to float64 first, the result cast back to a "

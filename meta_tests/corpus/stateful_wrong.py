@@ -55,6 +55,38 @@ def _apply_bshd(x, cos, sin):
     return x * cos + _rotate_half(x) * sin
 
 
+def _fairseq_embedding(num_embeddings, embedding_dim):
+    """fairseq's get_embedding: [sin | cos], log(10000) / (half - 1), positions 0 .. num_embeddings - 1."""
+    half_dim = embedding_dim // 2
+    emb = math.log(10000) / (half_dim - 1)
+    emb = torch.exp(torch.arange(half_dim, dtype=torch.float) * -emb)
+    emb = torch.arange(num_embeddings, dtype=torch.float).unsqueeze(1) * emb.unsqueeze(0)
+    return torch.cat([torch.sin(emb), torch.cos(emb)], dim=1)
+
+
+def _torchtune_cache(dim, max_seq_len, base):
+    """torchtune's build_rope_cache: (max_seq_len, dim / 2, 2) of cos and sin."""
+    theta = 1.0 / (base ** (torch.arange(0, dim, 2)[: dim // 2].float() / dim))
+    idx_theta = torch.einsum("i, j -> ij", torch.arange(max_seq_len, dtype=theta.dtype), theta).float()
+    return torch.stack([torch.cos(idx_theta), torch.sin(idx_theta)], dim=-1)
+
+
+def _torchtune_rotate(x, rope_cache):
+    """torchtune's forward after it picked its rows of the cache: x (b, s, n_h, h_d), pairs interleaved."""
+    xshaped = x.float().reshape(*x.shape[:-1], -1, 2)
+    rope_cache = rope_cache.view(-1, xshaped.size(1), 1, xshaped.size(3), 2)
+    x_out = torch.stack([xshaped[..., 0] * rope_cache[..., 0] - xshaped[..., 1] * rope_cache[..., 1],
+                         xshaped[..., 1] * rope_cache[..., 0] + xshaped[..., 0] * rope_cache[..., 1]], -1)
+    return x_out.flatten(3).type_as(x)
+
+
+def _flash_rotate(x, cos_cached, sin_cached, offset):
+    """flash-attn's non-interleaved rotation of x (b, h, s, d) with its cached rows from ``offset`` on."""
+    seqlen = x.shape[-2]
+    cos, sin = _half(cos_cached[offset:offset + seqlen]), _half(sin_cached[offset:offset + seqlen])
+    return x * cos.to(x.dtype) + _rotate_half(x) * sin.to(x.dtype)
+
+
 def _tensor2tensor_timesteps(timesteps, dim):
     """Ho et al.'s get_timestep_embedding: [sin | cos], log(10000) / (half - 1)."""
     half = dim // 2
@@ -109,11 +141,8 @@ class FlashRotaryCacheWithoutDtype(nn.Module):
             self._cos_cached, self._sin_cached = torch.cos(freqs).to(dtype), torch.sin(freqs).to(dtype)
 
     def forward(self, x, offset=0):
-        seqlen = x.shape[-2]
-        self._update_cos_sin_cache(seqlen + offset, x.device, x.dtype)
-        cos = _half(self._cos_cached[offset:offset + seqlen]).to(x.dtype)
-        sin = _half(self._sin_cached[offset:offset + seqlen]).to(x.dtype)
-        return x * cos + _rotate_half(x) * sin
+        self._update_cos_sin_cache(x.shape[-2] + offset, x.device, x.dtype)
+        return _flash_rotate(x, self._cos_cached, self._sin_cached, offset)
 
 
 @stateful_wrong(bug="GPT-NeoX's legacy rotary: cos/sin cached in the dtype of the call that built them, rebuilt only "
@@ -216,9 +245,7 @@ class FlashRotaryCacheWithoutOffset(nn.Module):
             self._seq_len_cached = seqlen
             freqs = torch.outer(torch.arange(seqlen, dtype=torch.float32), self.inv_freq)
             self._cos_cached, self._sin_cached = torch.cos(freqs).to(x.dtype), torch.sin(freqs).to(x.dtype)
-        cos = _half(self._cos_cached[offset:offset + seqlen])
-        sin = _half(self._sin_cached[offset:offset + seqlen])
-        return x * cos + _rotate_half(x) * sin
+        return _flash_rotate(x, self._cos_cached, self._sin_cached, offset)
 
 
 # -- offsets: a cache keyed on the length -------------------------------------------------------
@@ -331,18 +358,10 @@ class FairseqEmbeddingExtendedFromZero:
     def __init__(self, embedding_dim):
         self.embedding_dim, self.weights = embedding_dim, None
 
-    @staticmethod
-    def get_embedding(num_embeddings, embedding_dim):
-        half_dim = embedding_dim // 2
-        emb = math.log(10000) / (half_dim - 1)
-        emb = torch.exp(torch.arange(half_dim, dtype=torch.float) * -emb)
-        emb = torch.arange(num_embeddings, dtype=torch.float).unsqueeze(1) * emb.unsqueeze(0)
-        return torch.cat([torch.sin(emb), torch.cos(emb)], dim=1)
-
     def positions(self, num_positions, dim):
         have = 0 if self.weights is None else self.weights.size(0)
         if num_positions > have:
-            more = self.get_embedding(num_positions - have, self.embedding_dim)
+            more = _fairseq_embedding(num_positions - have, self.embedding_dim)
             self.weights = more if self.weights is None else torch.cat([self.weights, more])
         return self.weights[:num_positions]
 
@@ -401,19 +420,10 @@ class RotaryFromTheFirstRow(nn.Module):
 class TorchtuneRopeFromTheFirstRow(nn.Module):
     def __init__(self, dim, max_seq_len=4096, base=10000):
         super().__init__()
-        theta = 1.0 / (base ** (torch.arange(0, dim, 2)[: dim // 2].float() / dim))
-        idx_theta = torch.einsum("i, j -> ij", torch.arange(max_seq_len, dtype=theta.dtype), theta).float()
-        self.register_buffer("cache", torch.stack([torch.cos(idx_theta), torch.sin(idx_theta)], dim=-1),
-                             persistent=False)
+        self.register_buffer("cache", _torchtune_cache(dim, max_seq_len, base), persistent=False)
 
     def forward(self, x, *, input_pos=None):
-        seq_len = x.size(1)
-        rope_cache = self.cache[:seq_len] if input_pos is None else self.cache[input_pos[0]]
-        xshaped = x.float().reshape(*x.shape[:-1], -1, 2)
-        rope_cache = rope_cache.view(-1, xshaped.size(1), 1, xshaped.size(3), 2)
-        x_out = torch.stack([xshaped[..., 0] * rope_cache[..., 0] - xshaped[..., 1] * rope_cache[..., 1],
-                             xshaped[..., 1] * rope_cache[..., 0] + xshaped[..., 0] * rope_cache[..., 1]], -1)
-        return x_out.flatten(3).type_as(x)
+        return _torchtune_rotate(x, self.cache[: x.size(1)] if input_pos is None else self.cache[input_pos[0]])
 
 
 @stateful_wrong(bug="apply_rotary_pos_emb after the old comment 'the first two dimensions of cos and sin are always 1, "

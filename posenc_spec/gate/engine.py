@@ -56,8 +56,8 @@ def probes(declaration: Declaration) -> list:
 
 
 def sequence_probes(declaration: Declaration) -> list:
-    """The call sequences played after the grid, on the target imported afresh
-    (:mod:`posenc_spec.gate.sequences`, :mod:`posenc_spec.gate.rope.sequences`)."""
+    """The call sequences played after the grid, at a size it never asks or on the target
+    imported afresh (:mod:`posenc_spec.gate.sequences`, :mod:`posenc_spec.gate.rope.sequences`)."""
     if not declaration.formula:
         return []
     if _family(declaration) == "rope":
@@ -83,16 +83,19 @@ def plan(declaration: Declaration, calls: list | None = None) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class Calls:
     """What one run of a declaration asks: the grid's probes, a snapshot's replayed calls,
-    then the sequences, the first of them made by the target imported afresh."""
+    then the sequences, the first of them made by the target imported afresh when
+    ``fresh_start`` (their head size is one the grid called)."""
 
     grid: list
     replayed: list
     sequences: list = ()
+    fresh_start: bool = False
 
     @classmethod
     def of(cls, declaration: Declaration) -> Calls:
         replayed = against.replay_requests(declaration.against) if declaration.against is not None else []
-        return cls(probes(declaration), replayed, sequence_probes(declaration))
+        fresh = _family(declaration) == "rope" and rope_sequences.needs_fresh_start(declaration.rope)
+        return cls(probes(declaration), replayed, sequence_probes(declaration), fresh)
 
     @property
     def probes(self) -> list:
@@ -101,7 +104,7 @@ class Calls:
 
     def requests(self) -> list:
         played = [probe.request() for probe in self.sequences]
-        if played:
+        if played and self.fresh_start:
             played[0] = dataclasses.replace(played[0], fresh=True)
         return [probe.request() for probe in self.grid] + self.replayed + played
 
@@ -211,7 +214,7 @@ def first_failure(declaration: Declaration, calls: Calls):
             return None
         if outcome.ran and judge.breaks_global_state(outcome) and declaration.xfails.match("global-state") is None:
             return f"{STOPPED}, global-state"
-        if outcome.overwrote and index and declaration.xfails.match("aliasing") is None:
+        if outcome.overwrote and declaration.xfails.match("aliasing") is None:
             return f"{STOPPED}, aliasing"
         if probe.role == "repeat":
             return None

@@ -42,7 +42,7 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
     no result changed during the next call (the child reads each result again after it): a
     view of a cache the target rewrites, an output buffer it reuses, changes under the caller.
 ``grow[d=16]``, ``dtype-order[64x32]``, ``memo[48x32]``
-    the call sequences played after the grid on the target imported afresh
+    the call sequences played after the grid, at widths it never asks
     (:mod:`posenc_spec.gate.sequences`).
 ``global-state``
     no call changed global state (see :mod:`posenc_spec.gate.child.state`: torch's and

@@ -94,8 +94,10 @@ class _Child:
         self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
         self.tokens: dict[int, str] = {}
 
-    def load(self, target: str, deadline: float, how: dict | None = None):
-        send(self.sock, {"op": "load", "target": target, "how": how})
+    def load(self, target: str, deadline: float, how: dict | None = None, locate: bool = True):
+        """Import ``target`` in the child; ``locate``: also find where its source is (costly
+        for a class: its module's source is read; a turn asks its first child only)."""
+        send(self.sock, {"op": "load", "target": target, "how": how, "locate": locate})
         header, _, _ = self.reader.read(deadline, 0)
         where = header.get("where")
         self.where = None
@@ -302,12 +304,13 @@ class _Turn:
         self.helper_failure: str | None = None  # why a helper process above the child failed
 
     def _start(self) -> tuple[bool, str, ImportState]:
+        first = self.uid is None
         self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path,
                             self.uid)
         self.uid = self.child.uid
         deadline = time.monotonic() + self.limits.timeout
         try:
-            return self.child.load(self.target, deadline, self.how)
+            return self.child.load(self.target, deadline, self.how, locate=first)
         except ChannelTimeout:
             self._finish()
             return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
@@ -387,12 +390,16 @@ class _Turn:
     def _start_fresh(self) -> None:
         """A new child, the target imported afresh, in place of the one in hand."""
         self._finish()
+        self._start_again("afresh")
+
+    def _start_again(self, why: str) -> None:
+        """Another child for the calls left; the reason they are not run when it cannot import."""
         try:
             ok, message, _ = self._start()
         except SandboxError as error:
             self.helper_failure, ok, message = str(error), False, str(error)
         if not ok:
-            self.stop = f"not run: the target failed to import afresh ({message})"
+            self.stop = f"not run: the target failed to import {why} ({message})"
 
     def _after_death(self, more: bool) -> None:
         """Start another child for the calls left, up to ``MAX_DEATHS`` deaths."""
@@ -402,12 +409,7 @@ class _Turn:
         elif self.deaths >= MAX_DEATHS:
             self.stop = f"not run: the process died on {self.deaths} calls of this target"
         elif more:
-            try:
-                ok, message, _ = self._start()
-            except SandboxError as error:
-                self.helper_failure, ok, message = str(error), False, str(error)
-            if not ok:
-                self.stop = f"not run: the target failed to import again after a death ({message})"
+            self._start_again("again after a death")
 
     def _receive(self, request: CallRequest, call_id: int) -> tuple[Outcome, str | None]:
         """The call's outcome, and why the remaining calls cannot run (None: they can)."""

@@ -4,10 +4,12 @@ The grid (:mod:`posenc_spec.gate.grid`) calls each size once, float32 first. Cac
 and buffers fail in the order of calls instead: a table cached at the first length asked
 and sliced for a longer one, grown by appending rows counted from 0 again, stored in half
 precision once asked twice; a memo of timestep embeddings keyed on the batch's shape; a
-bfloat16 call that builds what a later float32 call reuses. So after the grid, a target
-imported afresh (a new child, none of the grid's state) plays these sequences, in this
-order, each call judged against the formula at its own size and values; the calls of a
-sequence share one check id, and the first of its worst calls is reported:
+bfloat16 call that builds what a later float32 call reuses. So after the grid the target
+plays these sequences, in this order, each call judged against the formula at its own size
+and values; the calls of a sequence share one check id, and the first of its worst calls
+is reported. They are played at widths the grid never asks (16 for tables, 32 for
+timesteps): a cache, a memo or a module kept per width starts empty there, as it would in
+a process of its own, at none of the cost of one.
 
 ``grow[d=16]`` (table API)
     one width at growing lengths: 24 positions, the same 24 again, 80 (past the length a

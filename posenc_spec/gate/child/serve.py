@@ -2,7 +2,7 @@
 
 Requests (JSON headers, see :mod:`.protocol`)::
 
-    {"op": "load", "target": "pkg.mod:fn"}
+    {"op": "load", "target": "pkg.mod:fn", "locate": true}   (locate: reply with where its source is)
     {"op": "call", "id": 3, "token": "...", "args": [ARG, ...], "rng": "a" | "b",
      "max_bytes": N, "allow_complex": false, "max_items": 1}
     {"op": "sync", "token": "..."}           after the last call: the next frame must answer it
@@ -305,12 +305,13 @@ def serve(sock, init: dict) -> None:
         if request.get("op") == "load":
             function, message, changes, effects, failures = import_target(request["target"])
             baseline, module = state.snapshot(), target_module(request["target"])
-            written = function  # where the target is defined, for annotations
+            written = function  # where the target is defined, for annotations (the first child says)
+            where = _where(written) if request.get("locate", True) else None
             if function is not None and request.get("how"):
                 function = adapters.adapt(function, request["how"])
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
                            "import_changes": changes, "import_effects": effects, "import_failures": failures,
-                           "isolation": ISOLATION, "where": _where(written)}, []
+                           "isolation": ISOLATION, "where": where}, []
         elif request.get("op") == "call" and function is not None:
             reply, data, kept = _call(function, request, payloads, baseline, module, kept)
         elif request.get("op") == "sync":

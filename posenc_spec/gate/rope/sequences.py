@@ -5,13 +5,16 @@ The grid (:mod:`posenc_spec.gate.rope.grid`) makes each call once, float32 first
 more than in formulas: a cos/sin cache built for one length and reused for another, keyed
 on the length but not the dtype or the offset, grown by appending rows counted from 0
 again; a path taken only for one-token decode steps; positions broadcast wrong for a batch
-of two; a kernel that assumes a contiguous ``q``. So after the grid, a target imported
-afresh (a new child: the same module instance for every call of a head size, none of the
-grid's state) plays these sequences at one head size ``D`` (64 where the grid has it,
-else the declared one), in this order, each call judged against the oracle at its own
-positions; the calls of a sequence share one check id and the first of its worst calls is
-reported. The sequences that build or grow a cache come in order of growing length (24,
-42, then 96 positions), so that each builds or grows whatever a cache held before it:
+of two; a kernel that assumes a contiguous ``q``. So after the grid the target plays these
+sequences at one head size ``D``, in this order, each call judged against the oracle at
+its own positions; the calls of a sequence share one check id and the first of its worst
+calls is reported. ``D`` starts clean: where the grid asks several head sizes it is one
+the grid never asks (32), so that a module built or a cache kept per head size starts
+empty; where the grid asks one (a declared ``head_dim``), it is that one, and the target is
+imported afresh first (a new process, as the same user: none of the grid's state). Every
+call of a head size goes to one module instance, as a model keeps it. The sequences that
+build or grow a cache come in order of growing length (24, 42, then 96 positions), so that
+each builds or grows whatever a cache held before it:
 
 ``dtype-order[d=D]`` (``x`` carries a dtype: rope-apply, an ``x-positions`` cache)
     positions ``0..23`` with bfloat16 ``x``, then float16, then float32, then ``0..11`` in
@@ -59,9 +62,28 @@ PACKED_START = 29
 PER_ROW = {"rope-cache": ("batched", "x-positions"), "rope-apply": ("q-k-cos-sin", "x-input-pos")}
 
 
+SPARE_HEADS = (32, 16, 96)  # head sizes the default grid (8, 64, 128) never asks
+
+
 def sequence_head(spec) -> int:
-    """The head size the sequences are played at."""
-    return 64 if 64 in spec.head_dims else spec.head_dims[0]
+    """The head size the sequences are played at: where the grid asks several, one it never
+    asks (a module built, or a cache kept, per head size starts empty there); else the one
+    it asks."""
+    if len(spec.head_dims) > 1:
+        for head in SPARE_HEADS:
+            try:
+                spec.convention.frequencies(head)
+            except ValueError:  # a rotary size or factor list this head size cannot take
+                continue
+            if head not in spec.head_dims:
+                return head
+    return spec.head_dims[0]
+
+
+def needs_fresh_start(spec) -> bool:
+    """Whether the sequences need the target imported afresh: the grid has called their head
+    size (a declared ``head_dim``), so whatever it built for that size is there."""
+    return sequence_head(spec) in spec.head_dims
 
 
 class _Builder:
