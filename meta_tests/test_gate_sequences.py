@@ -1,7 +1,7 @@
 """The call sequences the gate plays after its grid, and the aliasing check: which sequences
 each call pattern gets, that their ids do not move with the grid's options, that they stay
-below ``--max-positions`` and small, that they start clean (at a size the grid never asks,
-or on a target imported afresh, as the same user), that a view argument is a view, that a
+below ``--max-positions`` and small, that they start clean (after the grid at a size it
+never asks, before it at a declared head size), that a view argument is a view, that a
 result rewritten under the caller fails ``aliasing``, and that ``check --help`` and the
 README name every id."""
 
@@ -127,21 +127,23 @@ def test_the_timestep_sequences_hold_their_dtypes_values():
             assert np.array_equal(probe.timesteps.view(np.uint32) & 0xFFFF, np.zeros(probe.length, np.uint32))
 
 
-@pytest.mark.parametrize("keys, head, fresh", [({"api": "rope-apply", "head_dim": 64}, 64, True),
+@pytest.mark.parametrize("keys, head, first", [({"api": "rope-apply", "head_dim": 64}, 64, True),
                                                ({"api": "rope-cache"}, 32, False),
                                                ({"api": "table"}, None, False), ({"api": "timesteps"}, None, False)])
-def test_the_sequences_start_clean(keys, head, fresh):
+def test_the_sequences_start_clean(keys, head, first):
     """At a size the grid never asks (width 16 or 32; head size 32 beside the grid's 8, 64
-    and 128) the sequences go on in the grid's process; at the one head size a declaration
-    names, its first call starts a child of its own, and no other call does."""
+    and 128) the sequences come after the grid; at the one head size a declaration names,
+    before it. The judge reads the outcomes back in the probes' order either way."""
     declaration = declare({"target": "m:f", **keys})
-    made = sequence_probes(declaration)
-    assert head is None or {probe.head_dim for probe in made} == {head}
-    assert not {getattr(probe, "width", None) for probe in made} & {probe.width for probe in probes(declaration)
-                                                                     if hasattr(probe, "width")}
-    requests = Calls.of(declaration).requests()
-    assert [index for index, request in enumerate(requests) if request.fresh] == (
-        [len(probes(declaration))] if fresh else [])
+    made, grid = sequence_probes(declaration), probes(declaration)
+    sizes = {getattr(probe, "width", getattr(probe, "head_dim", None)) for probe in made}
+    assert head is None or sizes == {head}
+    assert first == bool(sizes & {getattr(probe, "width", getattr(probe, "head_dim", None)) for probe in grid})
+    calls = Calls.of(declaration)
+    labels = [request.label for request in calls.requests()]
+    assert labels == [probe.slot for probe in (made + grid if first else grid + made)]
+    outcomes, _ = calls.split(labels)
+    assert outcomes == [probe.slot for probe in grid + made]
 
 
 def test_a_view_argument_is_a_non_contiguous_view_of_the_same_values():
@@ -172,13 +174,13 @@ def test_a_cache_for_a_batch_is_read_per_row_or_broadcast():
 def rotary_wrong_after_the_grid(x, positions):
     """Rotary embeddings (half pairs, theta 10000), doubled for bfloat16 x in a process that has
     made a call whose positions jump (as the grid's relative call does, after its bfloat16
-    calls, and no sequence does): right only if the sequences start on a fresh import."""
+    calls, and no sequence does): right only if the sequences come before the grid."""
     tainted = bool(_CALLS)
     if positions.numel() > 1 and bool((positions.diff() != 1).any()):
         _CALLS.append(len(positions))
     if os.environ.get(RECORD):
         with open(os.environ[RECORD], "a") as record:
-            record.write(f"{os.getpid()} {os.getuid()}\n")
+            record.write(f"{os.getpid()}\n")
     half = x.shape[-1] // 2
     inv_freq = 1.0 / (10000.0 ** (torch.arange(0, x.shape[-1], 2, dtype=torch.int64).float() / x.shape[-1]))
     angles = torch.outer(positions.float(), inv_freq)
@@ -209,8 +211,8 @@ ROTARY = {"target": f"{HERE}:rotary_wrong_after_the_grid", "api": "rope-apply", 
 
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory):
-    """The reports of the three targets above, and what ``rotary_wrong_after_the_grid`` recorded
-    of the processes that called it: ``(process id, user id)`` per call."""
+    """The reports of the three targets above, and the process ids ``rotary_wrong_after_the_grid``
+    recorded, one a call."""
     folder = tmp_path_factory.mktemp("sequences")
     folder.chmod(0o777)  # the targets' users write here
     record = folder / "record"
@@ -221,16 +223,16 @@ def gated(tmp_path_factory):
             for name in ("table_in_one_buffer", "the_same_tensor_for_a_size")}})
     finally:
         os.environ.pop(RECORD)
-    return reports, [tuple(line.split()) for line in record.read_text().splitlines()]
+    return reports, record.read_text().split()
 
 
-def test_the_sequences_run_on_a_fresh_import_as_the_same_user(gated):
-    """A target that turns wrong after the grid's calls conforms: its sequences ran in another
-    process, with none of the grid's state, and as the same user as the grid's calls."""
+def test_at_a_declared_head_size_the_sequences_come_before_the_grid(gated):
+    """A target that turns wrong after the grid's calls conforms at its declared head size:
+    its sequences ran first, with none of the grid's state, in the grid's process."""
     reports, records = gated
     report = reports["rotary_wrong_after_the_grid"]
     assert report.conforms and report.result("dtype-order[d=8]").passed, failure_summary(report)
-    assert len({pid for pid, _ in records}) == 2 and len({uid for _, uid in records}) == 1, records
+    assert len(set(records)) == 1, records
 
 
 def test_a_result_rewritten_by_the_next_call_fails_aliasing(gated):

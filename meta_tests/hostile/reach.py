@@ -80,9 +80,8 @@ def _neighbour() -> int | None:
 def reaches_for_the_gate(num_positions, dim):
     """Tries to trace the gate and its root template, to open the gate's standard output and
     memory through ``/proc``, and to signal the gate, the root template and the other lane's
-    child, on its turn's first call (a child started afresh finds the record and tries no
-    more); records what each got."""
-    if _TRIED or os.path.exists(os.environ["POSENC_HOSTILE_REACH"]):
+    child, on its first call; records what each got."""
+    if _TRIED:
         return vaswani(num_positions, dim)
     _TRIED.append(True)
     gate, root = _gate_and_root()

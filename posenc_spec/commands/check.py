@@ -43,11 +43,10 @@ degenerate[L=1], odd[7], odd[65], determinism, aliasing, global-state; regressio
 embeddings (D a head size, S long or short, T the dtype of x): call, finite and formula at
 [d=D], [d=D:S] or [d=D:T]; attention-factor[d=D]; identity, prefix, passthrough, norm,
 relative and history at [d=D...]; see posenc_spec.gate.rope.grid. After the grid, at a
-size it never asks (or, at a declared head_dim, on the target imported afresh), the call
-sequences real code plays: grow[d=16] (tables),
-dtype-order[64x32] and memo[48x32] (timesteps); dtype-order, decode, offsets, grow, batch,
-rows and view at [d=D] (rotary); see posenc_spec.gate.sequences and
-posenc_spec.gate.rope.sequences.
+size it never asks (at a declared head_dim, before the grid), the call sequences real code
+plays: grow[d=16] (tables), dtype-order[64x32] and memo[48x32] (timesteps); dtype-order,
+decode, offsets, grow, batch, rows and view at [d=D] (rotary); see
+posenc_spec.gate.sequences and posenc_spec.gate.rope.sequences.
 
 Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml with a
 [tool.posenc-spec] table (from the working directory up to the repository root); with

@@ -48,9 +48,7 @@ class ArrayArg:
 @dataclass(frozen=True, eq=False)
 class CallRequest:
     """``fn(*args)``, labelled by its grid slot. ``shape`` is the result the call must return
-    (one array, or one per item when ``max_items`` > 1); it also bounds what the gate reads.
-    ``fresh``: made by a target imported afresh (a new child), with none of the earlier
-    calls' state."""
+    (one array, or one per item when ``max_items`` > 1); it also bounds what the gate reads."""
 
     label: str
     args: tuple
@@ -58,7 +56,6 @@ class CallRequest:
     max_items: int = 1
     allow_complex: bool = False
     rng: str = "a"
-    fresh: bool = False
 
     @property
     def max_bytes(self) -> int:

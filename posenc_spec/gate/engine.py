@@ -56,8 +56,8 @@ def probes(declaration: Declaration) -> list:
 
 
 def sequence_probes(declaration: Declaration) -> list:
-    """The call sequences played after the grid, at a size it never asks or on the target
-    imported afresh (:mod:`posenc_spec.gate.sequences`, :mod:`posenc_spec.gate.rope.sequences`)."""
+    """The call sequences real code plays, each starting clean (:class:`Calls` says when;
+    :mod:`posenc_spec.gate.sequences`, :mod:`posenc_spec.gate.rope.sequences`)."""
     if not declaration.formula:
         return []
     if _family(declaration) == "rope":
@@ -82,53 +82,57 @@ def plan(declaration: Declaration, calls: list | None = None) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Calls:
-    """What one run of a declaration asks: the grid's probes, a snapshot's replayed calls,
-    then the sequences, the first of them made by the target imported afresh when
-    ``fresh_start`` (their head size is one the grid called)."""
+    """What one run of a declaration asks: the grid's probes, a snapshot's replayed calls and
+    the sequences, in one process. The sequences come after the grid, at sizes it never asks,
+    or, where their head size is one the grid calls (a declared ``head_dim``), before it
+    (``sequences_first``): either way they start clean."""
 
     grid: list
     replayed: list
     sequences: list = ()
-    fresh_start: bool = False
+    sequences_first: bool = False
 
     @classmethod
     def of(cls, declaration: Declaration) -> Calls:
         replayed = against.replay_requests(declaration.against) if declaration.against is not None else []
-        fresh = _family(declaration) == "rope" and rope_sequences.needs_fresh_start(declaration.rope)
-        return cls(probes(declaration), replayed, sequence_probes(declaration), fresh)
+        first = _family(declaration) == "rope" and rope_sequences.plays_first(declaration.rope)
+        return cls(probes(declaration), replayed, sequence_probes(declaration), first)
 
     @property
     def probes(self) -> list:
         """The probes the judge reads, in order: the grid's, then the sequences'."""
         return [*self.grid, *self.sequences]
 
+    def _order(self) -> list:
+        """What each request is, in the order they are made: ``("grid" | "replayed" | "sequence", index)``."""
+        grid = [("grid", index) for index in range(len(self.grid))]
+        replayed = [("replayed", index) for index in range(len(self.replayed))]
+        played = [("sequence", index) for index in range(len(self.sequences))]
+        return played + grid + replayed if self.sequences_first else grid + replayed + played
+
     def requests(self) -> list:
-        played = [probe.request() for probe in self.sequences]
-        if played and self.fresh_start:
-            played[0] = dataclasses.replace(played[0], fresh=True)
-        return [probe.request() for probe in self.grid] + self.replayed + played
+        made = {"grid": self.grid, "sequence": self.sequences}
+        return [self.replayed[index] if kind == "replayed" else made[kind][index].request()
+                for kind, index in self._order()]
 
     def split(self, outcomes: list) -> tuple[list, list]:
-        """The outcomes of :attr:`probes`, in their order, and those of the replayed calls."""
-        grid_end, replayed_end = len(self.grid), len(self.grid) + len(self.replayed)
-        return outcomes[:grid_end] + outcomes[replayed_end:], outcomes[grid_end:replayed_end]
+        """The outcomes of :attr:`probes`, in their order, and those of the replayed calls
+        (none where the target did not import)."""
+        by_kind = {"grid": [], "replayed": [], "sequence": []}
+        for (kind, _), outcome in zip(self._order(), outcomes, strict=False):  # none without an import
+            by_kind[kind].append(outcome)
+        return by_kind["grid"] + by_kind["sequence"], by_kind["replayed"]
 
     def probe_at(self, index: int):
         """The probe of request ``index`` (None for a replayed call)."""
-        if index < len(self.grid):
-            return self.grid[index]
-        index -= len(self.grid) + len(self.replayed)
-        return self.sequences[index] if index >= 0 else None
+        kind, position = self._order()[index]
+        return None if kind == "replayed" else {"grid": self.grid, "sequence": self.sequences}[kind][position]
 
     def overwritten(self, outcomes: list) -> list[tuple[str, str, str]]:
-        """``(earlier slot, later slot, what)`` for each result the next call of the same
-        child changed (a fresh child's first call has no earlier one)."""
-        requests, found = self.requests(), []
-        for index in range(1, len(outcomes)):
-            if not requests[index].fresh:
-                found += [(requests[index - 1].label, requests[index].label, what)
-                          for what in outcomes[index].overwrote]
-        return found
+        """``(earlier slot, later slot, what)`` for each result the next call changed."""
+        labels = [request.label for request in self.requests()]
+        return [(labels[index - 1], labels[index], what) for index in range(1, len(outcomes))
+                for what in outcomes[index].overwrote]
 
 
 def judge_run(declaration: Declaration, calls: Calls, run, keep_table: bool = False) -> GateReport:
@@ -203,10 +207,13 @@ def first_failure(declaration: Declaration, calls: Calls):
     """For ``--fail-fast``: a ``stop_after`` for :meth:`~posenc_spec.gate.runner.Slot.run`
     that judges each probe's outcome as it arrives and, once a check has failed (one the
     xfails do not name; ``global-state`` fails with the first call that breaks it), gives
-    the reason to make no more calls. The report is still judged afresh from the outcomes:
-    this only decides when to stop."""
+    the reason to make no more calls. Sequences played before the grid stop nothing: the
+    grid's calls say the first failure, as they do when the sequences come after it (a
+    formula slip fails both, and is the grid's to name). The report is still judged afresh
+    from the outcomes: this only decides when to stop."""
     results = judge.Results()
     family = _family_judge(declaration, results, keep_table=False)
+    ahead = {probe.check_id for probe in calls.sequences} if calls.sequences_first else set()
 
     def stop_after(index: int, outcome) -> str | None:
         probe = calls.probe_at(index)
@@ -221,7 +228,8 @@ def first_failure(declaration: Declaration, calls: Calls):
         with np.errstate(all="ignore"):
             family.judge(probe, outcome)
         failed = next((name for name, result in results.by_id.items()
-                       if result.status == "failed" and declaration.xfails.match(name) is None), None)
+                       if result.status == "failed" and name not in ahead and declaration.xfails.match(name) is None),
+                      None)
         return None if failed is None else f"{STOPPED}, {failed}"
 
     return stop_after

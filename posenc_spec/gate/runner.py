@@ -8,10 +8,8 @@ computes the next table while the gate reads this one) and reads the replies, ea
 the per-call timeout, through :mod:`posenc_spec.gate.wire`, which checks every reply
 against its request. A child that dies is replaced (the target is imported again) until
 the ``MAX_DEATHS``-th death; after a hang, a broken reply, a resource limit or a reason
-to stop (``--fail-fast``) the remaining calls are reported as not run. A request marked
-``fresh`` starts a new child for itself and the calls after it, so that they see a target
-imported afresh, none of the earlier calls' state. When the target's turn ends its child,
-and everything the child started, is killed.
+to stop (``--fail-fast``) the remaining calls are reported as not run. When the target's turn ends
+its child, and everything the child started, is killed.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ import time
 from dataclasses import dataclass, field
 
 from .calls import CallRequest, Outcome
-from .child.limits import CHILD_UID_BASE
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
 from .loader import module_key
 from .sandbox import (
@@ -84,20 +81,14 @@ class TargetRun:
 class _Child:
     """One sealed child: its socket, its process id and the template that forked it."""
 
-    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=(),
-                 uid: int | None = None):
+    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=()):
         self.template = template
-        self.sock, self.pid = template.spawn(limits, calls, search_path, uid)
-        # The user it runs as when the gate runs as root: one for every child of a turn, so that
-        # a child started afresh can use what the earlier ones wrote.
-        self.uid = uid or CHILD_UID_BASE + self.pid
+        self.sock, self.pid = template.spawn(limits, calls, search_path)
         self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
         self.tokens: dict[int, str] = {}
 
-    def load(self, target: str, deadline: float, how: dict | None = None, locate: bool = True):
-        """Import ``target`` in the child; ``locate``: also find where its source is (costly
-        for a class: its module's source is read; a turn asks its first child only)."""
-        send(self.sock, {"op": "load", "target": target, "how": how, "locate": locate})
+    def load(self, target: str, deadline: float, how: dict | None = None):
+        send(self.sock, {"op": "load", "target": target, "how": how})
         header, _, _ = self.reader.read(deadline, 0)
         where = header.get("where")
         self.where = None
@@ -107,14 +98,13 @@ class _Child:
 
     def send_ahead(self, pending) -> None:
         """Send the first pending calls not sent yet, as long as the calls in flight hold at
-        most ``SEND_AHEAD_BYTES`` (always at least one), and none meant for a fresh child
-        after this one."""
+        most ``SEND_AHEAD_BYTES`` (always at least one)."""
         in_flight = sum(request_bytes(request) for call_id, request in pending if call_id in self.tokens)
         unsent = [(call_id, request) for call_id, request in pending if call_id not in self.tokens]
         batch = []
         for call_id, request in unsent:
             size = request_bytes(request)
-            if (in_flight or batch) and (in_flight + size > SEND_AHEAD_BYTES or request.fresh):
+            if (in_flight or batch) and in_flight + size > SEND_AHEAD_BYTES:
                 break
             batch.append((call_id, request))
             in_flight += size
@@ -300,17 +290,13 @@ class _Turn:
         self.limits, self.search_path, self.stop_after = slot.limits, search_path, stop_after
         self.import_state, self.how = import_state, how
         self.child: _Child | None = None
-        self.uid: int | None = None  # the user of the turn's first child, for the ones after it
         self.helper_failure: str | None = None  # why a helper process above the child failed
 
     def _start(self) -> tuple[bool, str, ImportState]:
-        first = self.uid is None
-        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path,
-                            self.uid)
-        self.uid = self.child.uid
+        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path)
         deadline = time.monotonic() + self.limits.timeout
         try:
-            return self.child.load(self.target, deadline, self.how, locate=first)
+            return self.child.load(self.target, deadline, self.how)
         except ChannelTimeout:
             self._finish()
             return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
@@ -349,10 +335,6 @@ class _Turn:
         self.deaths, self.stop, answered = 0, None, []
         try:
             while pending:
-                if pending[0][1].fresh and answered and not self.stop:
-                    self._vouch(turn, answered)
-                    answered = []
-                    self._start_fresh()
                 if self.child is not None and not self.stop:
                     self.child.send_ahead(pending)
                 call_id, request = pending.pop(0)
@@ -372,34 +354,15 @@ class _Turn:
                     # follow them. The target has failed already; no frame of its own can change that.
                     self.stop = f"not run: {reason}"
                     self._finish()
-            self._vouch(turn, answered)
+            if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
+                for index in answered:  # every reply this child gave is suspect
+                    turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
+                                                                "did not send for its calls (a forged reply)")
         finally:
             self._finish()
         if self.helper_failure is not None:
             blame_helper_failure(turn, self.helper_failure)
         return turn
-
-    def _vouch(self, turn: TargetRun, answered: list[int]) -> None:
-        """The replies of the child in hand are its own: the frame after the last one answers
-        a fresh sync request, or every reply it gave is suspect."""
-        if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
-            for index in answered:
-                turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
-                                                            "did not send for its calls (a forged reply)")
-
-    def _start_fresh(self) -> None:
-        """A new child, the target imported afresh, in place of the one in hand."""
-        self._finish()
-        self._start_again("afresh")
-
-    def _start_again(self, why: str) -> None:
-        """Another child for the calls left; the reason they are not run when it cannot import."""
-        try:
-            ok, message, _ = self._start()
-        except SandboxError as error:
-            self.helper_failure, ok, message = str(error), False, str(error)
-        if not ok:
-            self.stop = f"not run: the target failed to import {why} ({message})"
 
     def _after_death(self, more: bool) -> None:
         """Start another child for the calls left, up to ``MAX_DEATHS`` deaths."""
@@ -409,7 +372,12 @@ class _Turn:
         elif self.deaths >= MAX_DEATHS:
             self.stop = f"not run: the process died on {self.deaths} calls of this target"
         elif more:
-            self._start_again("again after a death")
+            try:
+                ok, message, _ = self._start()
+            except SandboxError as error:
+                self.helper_failure, ok, message = str(error), False, str(error)
+            if not ok:
+                self.stop = f"not run: the target failed to import again after a death ({message})"
 
     def _receive(self, request: CallRequest, call_id: int) -> tuple[Outcome, str | None]:
         """The call's outcome, and why the remaining calls cannot run (None: they can)."""

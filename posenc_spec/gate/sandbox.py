@@ -70,15 +70,13 @@ class Limits:
         target declared with ``timeout``."""
         return cls(run.max_memory, run.max_processes, timeout, run.max_file_size)
 
-    def init(self, calls: int | None, search_path=(), uid: int | None = None) -> dict:
+    def init(self, calls: int | None, search_path=()) -> dict:
         """The start-up record a child applies to itself (see ``child.serve.setup``): for a
         process that makes ``calls`` calls after its import, or for a slot template (None),
         which runs no target code and takes no limits. ``search_path`` goes first on its
-        import path; ``uid``, the user a child started as root becomes (None: its own)."""
+        import path."""
         init = {"environ": dict(os.environ), "cwd": os.getcwd(),
                 "sys_path": [*search_path, os.getcwd(), *sys.path]}
-        if uid is not None:
-            init["uid"] = uid
         if calls is not None:
             cpu = int(self.timeout * (calls + 2)) + 1
             init["limits"] = {"memory": self.memory, "cpu_seconds": cpu, "processes": self.processes,
@@ -181,9 +179,9 @@ class Template:
         sock, pid = self._fork({"op": "template", "init": limits.init(calls, search_path), "subreaper": True})
         return Template(sock, pid)
 
-    def spawn(self, limits: Limits, calls: int, search_path=(), uid: int | None = None) -> tuple[socket.socket, int]:
-        """A sealed child serving the returned socket (as ``uid``, see :meth:`Limits.init`)."""
-        return self._fork({"op": "spawn", "init": limits.init(calls, search_path, uid)})
+    def spawn(self, limits: Limits, calls: int, search_path=()) -> tuple[socket.socket, int]:
+        """A sealed child serving the returned socket."""
+        return self._fork({"op": "spawn", "init": limits.init(calls, search_path)})
 
     def finish(self, pid: int) -> int | None:
         """Kill ``pid`` (a process this template forked) with its group and every other

@@ -2,7 +2,7 @@
 
 Requests (JSON headers, see :mod:`.protocol`)::
 
-    {"op": "load", "target": "pkg.mod:fn", "locate": true}   (locate: reply with where its source is)
+    {"op": "load", "target": "pkg.mod:fn"}
     {"op": "call", "id": 3, "token": "...", "args": [ARG, ...], "rng": "a" | "b",
      "max_bytes": N, "allow_complex": false, "max_items": 1}
     {"op": "sync", "token": "..."}           after the last call: the next frame must answer it
@@ -69,8 +69,7 @@ ISOLATION = ""  # what weakened this process's isolation, when something did (se
 def setup(init: dict) -> None:
     """Make this process the target's: environment, working directory, import path, limits;
     one that will run target code (``init`` has limits) and runs as root takes a user of its
-    own first (:func:`.limits.drop_root`): ``init``'s ``uid``, the user of the target's
-    earlier children in its turn, or one named after this process."""
+    own first (:func:`.limits.drop_root`)."""
     limits.silence_output()
     os.environ.clear()
     os.environ.update(init["environ"])
@@ -84,7 +83,7 @@ def setup(init: dict) -> None:
     global ISOLATION
     if os.geteuid() == 0 and limits.IS_LINUX:
         try:
-            limits.drop_root(init.get("uid") or limits.CHILD_UID_BASE + os.getpid())
+            limits.drop_root(limits.CHILD_UID_BASE + os.getpid())
         except OSError as error:  # a container without CAP_SETUID, say: the target runs as root
             ISOLATION = f"the target ran as root: it could not be given a user of its own ({one_line(str(error), 120)})"
     bounds = init["limits"]
@@ -305,13 +304,12 @@ def serve(sock, init: dict) -> None:
         if request.get("op") == "load":
             function, message, changes, effects, failures = import_target(request["target"])
             baseline, module = state.snapshot(), target_module(request["target"])
-            written = function  # where the target is defined, for annotations (the first child says)
-            where = _where(written) if request.get("locate", True) else None
+            written = function  # where the target is defined, for annotations
             if function is not None and request.get("how"):
                 function = adapters.adapt(function, request["how"])
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
                            "import_changes": changes, "import_effects": effects, "import_failures": failures,
-                           "isolation": ISOLATION, "where": where}, []
+                           "isolation": ISOLATION, "where": _where(written)}, []
         elif request.get("op") == "call" and function is not None:
             reply, data, kept = _call(function, request, payloads, baseline, module, kept)
         elif request.get("op") == "sync":

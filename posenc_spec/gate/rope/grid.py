@@ -41,8 +41,8 @@ Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes on
 ``determinism``, ``aliasing``, ``global-state``
     as for tables (:mod:`posenc_spec.gate.grid`).
 ``dtype-order[d=D]``, ``decode[d=D]``, ``offsets[d=D]``, ``grow[d=D]``, ``batch[d=D]``, ``rows[d=D]``, ``view[d=D]``
-    the call sequences played after the grid, at a head size it never asks or on the
-    target imported afresh (:mod:`posenc_spec.gate.rope.sequences`).
+    the call sequences, after the grid at a head size it never asks, or before it at a
+    declared head size (:mod:`posenc_spec.gate.rope.sequences`).
 """
 
 from __future__ import annotations

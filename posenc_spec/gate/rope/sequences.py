@@ -10,9 +10,10 @@ sequences at one head size ``D``, in this order, each call judged against the or
 its own positions; the calls of a sequence share one check id and the first of its worst
 calls is reported. ``D`` starts clean: where the grid asks several head sizes it is one
 the grid never asks (32), so that a module built or a cache kept per head size starts
-empty; where the grid asks one (a declared ``head_dim``), it is that one, and the target is
-imported afresh first (a new process, as the same user: none of the grid's state). Every
-call of a head size goes to one module instance, as a model keeps it. The sequences that
+empty, and the sequences come after the grid; where the grid asks one (a declared
+``head_dim``), it is that one, and the sequences come first, before anything has been
+asked of the target. Every call of a head size goes to one module instance, as a model
+keeps it. The sequences that
 build or grow a cache come in order of growing length (24, 42, then 96 positions), so that
 each builds or grows whatever a cache held before it:
 
@@ -80,9 +81,9 @@ def sequence_head(spec) -> int:
     return spec.head_dims[0]
 
 
-def needs_fresh_start(spec) -> bool:
-    """Whether the sequences need the target imported afresh: the grid has called their head
-    size (a declared ``head_dim``), so whatever it built for that size is there."""
+def plays_first(spec) -> bool:
+    """Whether the sequences come before the grid: their head size is one the grid calls (a
+    declared ``head_dim``), and after the grid whatever it built for that size is there."""
     return sequence_head(spec) in spec.head_dims
 
 
