@@ -21,10 +21,11 @@ from .stateful_wrong import (
     ROPE,
     TABLE,
     X_POSITIONS_CACHE,
+    FlashRotary,
+    LegacyLlamaRotary,
     _apply_bshd,
     _cache_of,
     _fairseq_embedding,
-    _flash_rotate,
     _half,
     _inv_freq,
     _rotate_half,
@@ -39,23 +40,8 @@ from .stateful_wrong import (
                         "(float32), rebuilt past the cached length in float32 again, cast to x's dtype on the way out",
                   seen="huggingface/transformers#25681",
                   **X_POSITIONS_CACHE, init={"dim": "{head_dim}", "max_position_embeddings": 16})
-class LegacyLlamaRotaryEmbedding(nn.Module):
-    def __init__(self, dim, max_position_embeddings=2048, base=10000.0):
-        super().__init__()
-        self.register_buffer("inv_freq", _inv_freq(dim, base), persistent=False)
-        self._set_cos_sin_cache(max_position_embeddings)
-
-    def _set_cos_sin_cache(self, seq_len):
-        self.max_seq_len_cached = seq_len
-        emb = _half(torch.einsum("i,j->ij", torch.arange(seq_len, dtype=self.inv_freq.dtype), self.inv_freq))
-        self.register_buffer("cos_cached", emb.cos().to(torch.get_default_dtype()), persistent=False)
-        self.register_buffer("sin_cached", emb.sin().to(torch.get_default_dtype()), persistent=False)
-
-    def forward(self, x, position_ids):
-        seq_len = int(position_ids.max()) + 1
-        if seq_len > self.max_seq_len_cached:
-            self._set_cos_sin_cache(seq_len)
-        return self.cos_cached[position_ids].to(x.dtype), self.sin_cached[position_ids].to(x.dtype)
+class LegacyLlamaRotaryEmbedding(LegacyLlamaRotary):
+    pass
 
 
 @stateful_correct(idiom="transformers' current rotary forward: inv_freq expanded over the batch, matmul with "
@@ -78,22 +64,8 @@ class CurrentLlamaRotaryEmbedding(nn.Module):
                         "needs more positions, another device or another dtype, sliced at the offset",
                   seen="Dao-AILab/flash-attention flash_attn/layers/rotary.py",
                   api="rope-apply", signature="x-offset", x_layout="bhsd", **ROPE, **PER_HEAD)
-class FlashRotaryEmbedding(nn.Module):
-    def __init__(self, dim, base=10000.0):
-        super().__init__()
-        self.register_buffer("inv_freq", _inv_freq(dim, base), persistent=False)
-        self._seq_len_cached, self._cos_cached, self._sin_cached = 0, None, None
-
-    def _update_cos_sin_cache(self, seqlen, device, dtype):
-        if (seqlen > self._seq_len_cached or self._cos_cached is None or self._cos_cached.device != device
-                or self._cos_cached.dtype != dtype):
-            self._seq_len_cached = seqlen
-            freqs = torch.outer(torch.arange(seqlen, device=device, dtype=torch.float32), self.inv_freq)
-            self._cos_cached, self._sin_cached = torch.cos(freqs).to(dtype), torch.sin(freqs).to(dtype)
-
-    def forward(self, x, offset=0):
-        self._update_cos_sin_cache(x.shape[-2] + offset, x.device, x.dtype)
-        return _flash_rotate(x, self._cos_cached, self._sin_cached, offset)
+class FlashRotaryEmbedding(FlashRotary):
+    pass
 
 
 @stateful_correct(idiom="rotary-embedding-torch's cached freqs: a hit when offset + seq_len fits the cached length "

@@ -3,7 +3,9 @@
 Each class or function is written the way its library writes it, with the slip of the
 issue or pull request it cites (``seen``), and registered with the sequence of the gate
 that exposes it (:mod:`meta_tests.corpus.stateful_registry`). Most pass the grid alone:
-its calls come one size at a time, float32 first, batch 1, ``x`` contiguous.
+its calls come one size at a time, float32 first, batch 1, ``x`` contiguous. The helpers
+and the two unregistered classes below are the library code both this module and
+:mod:`.stateful_correct` build on; a slip is in the registered entry.
 
 A catalogue, one entry per slip; it grows by appending, so it stays one file.
 """
@@ -96,19 +98,18 @@ def _tensor2tensor_timesteps(timesteps, dim):
     return torch.cat([torch.sin(emb), torch.cos(emb)], dim=1)
 
 
-# -- dtype-order: a cache built or grown in one dtype, read in another -------------------------
+class LegacyLlamaRotary(nn.Module):
+    """transformers' legacy LlamaRotaryEmbedding: the cos/sin cache built at init for
+    max_position_embeddings in the default dtype and rebuilt, in :meth:`_cache_dtype`, by a call
+    past it; read at position_ids and cast to x's dtype."""
 
-
-@stateful_wrong(bug="transformers' legacy LlamaRotaryEmbedding: a call past the cached length rebuilds the cos/sin "
-                    "cache in its own dtype (_set_cos_sin_cache(seq_len, dtype=x.dtype)): after a bfloat16 call grew "
-                    "it, float32 calls read bfloat16 values",
-                classes=("dtype-cache",), sequence="dtype-order", seen="huggingface/transformers#25681",
-                **X_POSITIONS_CACHE, init={"dim": "{head_dim}", "max_position_embeddings": 16})
-class LegacyLlamaRotaryGrownInCallDtype(nn.Module):
     def __init__(self, dim, max_position_embeddings=2048, base=10000.0):
         super().__init__()
         self.register_buffer("inv_freq", _inv_freq(dim, base), persistent=False)
         self._set_cos_sin_cache(max_position_embeddings, torch.get_default_dtype())
+
+    def _cache_dtype(self, x):
+        return torch.get_default_dtype()
 
     def _set_cos_sin_cache(self, seq_len, dtype):
         self.max_seq_len_cached = seq_len
@@ -120,29 +121,52 @@ class LegacyLlamaRotaryGrownInCallDtype(nn.Module):
     def forward(self, x, position_ids):
         seq_len = int(position_ids.max()) + 1  # the attention layer's kv_seq_len
         if seq_len > self.max_seq_len_cached:
-            self._set_cos_sin_cache(seq_len, x.dtype)
+            self._set_cos_sin_cache(seq_len, self._cache_dtype(x))
         return self.cos_cached[position_ids].to(x.dtype), self.sin_cached[position_ids].to(x.dtype)
+
+
+class FlashRotary(nn.Module):
+    """flash-attn's RotaryEmbedding, non-interleaved: cos/sin cached for seqlen +
+    seqlen_offset, rebuilt when :meth:`_stale` says so, sliced at the offset."""
+
+    def __init__(self, dim, base=10000.0):
+        super().__init__()
+        self.register_buffer("inv_freq", _inv_freq(dim, base), persistent=False)
+        self._seq_len_cached, self._cos_cached, self._sin_cached = 0, None, None
+
+    def _stale(self, seqlen, device, dtype) -> bool:
+        return (seqlen > self._seq_len_cached or self._cos_cached is None or self._cos_cached.device != device
+                or self._cos_cached.dtype != dtype)
+
+    def forward(self, x, offset=0):
+        seqlen = x.shape[-2] + offset
+        if self._stale(seqlen, x.device, x.dtype):
+            self._seq_len_cached = seqlen
+            freqs = torch.outer(torch.arange(seqlen, device=x.device, dtype=torch.float32), self.inv_freq)
+            self._cos_cached, self._sin_cached = torch.cos(freqs).to(x.dtype), torch.sin(freqs).to(x.dtype)
+        return _flash_rotate(x, self._cos_cached, self._sin_cached, offset)
+
+
+# -- dtype-order: a cache built or grown in one dtype, read in another -------------------------
+
+
+@stateful_wrong(bug="transformers' legacy LlamaRotaryEmbedding: a call past the cached length rebuilds the cos/sin "
+                    "cache in its own dtype (_set_cos_sin_cache(seq_len, dtype=x.dtype)): after a bfloat16 call grew "
+                    "it, float32 calls read bfloat16 values",
+                classes=("dtype-cache",), sequence="dtype-order", seen="huggingface/transformers#25681",
+                **X_POSITIONS_CACHE, init={"dim": "{head_dim}", "max_position_embeddings": 16})
+class LegacyLlamaRotaryGrownInCallDtype(LegacyLlamaRotary):
+    def _cache_dtype(self, x):
+        return x.dtype
 
 
 @stateful_wrong(bug="flash-attn's RotaryEmbedding cache without its dtype condition: rebuilt only when a call needs "
                     "more positions or another device, so the bfloat16 call that built it serves later float32 calls",
                 classes=("dtype-cache",), sequence="dtype-order", seen="openai/gpt-oss#43",
                 api="rope-apply", signature="x-offset", x_layout="bhsd", **ROPE, **PER_HEAD)
-class FlashRotaryCacheWithoutDtype(nn.Module):
-    def __init__(self, dim, base=10000.0):
-        super().__init__()
-        self.register_buffer("inv_freq", _inv_freq(dim, base), persistent=False)
-        self._seq_len_cached, self._cos_cached, self._sin_cached = 0, None, None
-
-    def _update_cos_sin_cache(self, seqlen, device, dtype):
-        if seqlen > self._seq_len_cached or self._cos_cached is None or self._cos_cached.device != device:
-            self._seq_len_cached = seqlen
-            freqs = torch.outer(torch.arange(seqlen, device=device, dtype=torch.float32), self.inv_freq)
-            self._cos_cached, self._sin_cached = torch.cos(freqs).to(dtype), torch.sin(freqs).to(dtype)
-
-    def forward(self, x, offset=0):
-        self._update_cos_sin_cache(x.shape[-2] + offset, x.device, x.dtype)
-        return _flash_rotate(x, self._cos_cached, self._sin_cached, offset)
+class FlashRotaryCacheWithoutDtype(FlashRotary):
+    def _stale(self, seqlen, device, dtype) -> bool:
+        return seqlen > self._seq_len_cached or self._cos_cached is None or self._cos_cached.device != device
 
 
 @stateful_wrong(bug="GPT-NeoX's legacy rotary: cos/sin cached in the dtype of the call that built them, rebuilt only "
