@@ -1,13 +1,15 @@
 """The gate's mutation score on the corpora: kill rate, false-alarm rate, survivors, false alarms.
 
-Runs the gate once over every entry of both corpora (``meta_tests/corpus``: sinusoidal
-tables and timestep embeddings; rotary embeddings), each under the declaration it
-registers, and prints per corpus:
+Runs the gate once over every entry of the three corpora (``meta_tests/corpus``: sinusoidal
+tables and timestep embeddings; rotary embeddings; stateful code, whose bugs show in the
+order of calls), each under the declaration it registers, and prints per corpus:
 
 - the kill rate: wrong implementations the gate rejects, out of all wrong ones;
 - the false-alarm rate: correct implementations the gate rejects, out of all correct ones;
 - the survivors and false alarms, with their bug and where it was seen;
-- kills per bug class, and which check rejected each wrong implementation first.
+- kills per bug class, and which check rejected each wrong implementation first;
+- the kills only a call sequence or the aliasing check made (every check of the grid
+  passed: the grid alone, as the gate was before them, lets these through).
 
 Exit status 0 only at 100% killed and 0% false alarms (``tox -e mutation``)::
 
@@ -30,8 +32,9 @@ if str(ROOT) not in sys.path:
 
 from meta_tests.corpus import BUG_CLASSES, ENTRIES  # noqa: E402
 from meta_tests.corpus.rope_registry import ROPE_BUG_CLASSES, ROPE_ENTRIES  # noqa: E402
+from meta_tests.corpus.stateful_registry import STATEFUL_BUG_CLASSES, STATEFUL_ENTRIES  # noqa: E402
 from posenc_spec.gate.declaration import declare  # noqa: E402
-from posenc_spec.gate.engine import check_many  # noqa: E402
+from posenc_spec.gate.engine import check_many, sequence_probes  # noqa: E402
 from posenc_spec.gate.options import run_options  # noqa: E402
 
 
@@ -50,7 +53,16 @@ class Corpus:
         return [entry for entry in self.entries if entry.kind == "correct"]
 
 
-CORPORA = (Corpus("sinusoidal", tuple(ENTRIES), BUG_CLASSES), Corpus("rope", tuple(ROPE_ENTRIES), ROPE_BUG_CLASSES))
+CORPORA = (Corpus("sinusoidal", tuple(ENTRIES), BUG_CLASSES), Corpus("rope", tuple(ROPE_ENTRIES), ROPE_BUG_CLASSES),
+           Corpus("stateful", tuple(STATEFUL_ENTRIES), STATEFUL_BUG_CLASSES))
+
+
+def beyond_the_grid(report) -> bool:
+    """Whether only the call sequences or the aliasing check failed the target: every check of
+    the grid passed, as the grid was played before them."""
+    played = {probe.check_id for probe in sequence_probes(report.declaration)} | {"aliasing"}
+    failed = {check.name for check in report.failures()}
+    return bool(failed) and failed <= played
 
 
 def score(corpus: Corpus, reports: dict) -> dict:
@@ -63,7 +75,9 @@ def score(corpus: Corpus, reports: dict) -> dict:
                  for name in corpus.bug_classes
                  for members in [[entry for entry in corpus.wrong if name in entry.bug_classes]]}
     wrong, correct = len(corpus.wrong), len(corpus.correct)
+    sequences_only = [entry.id for entry in corpus.wrong if beyond_the_grid(reports[entry.id])]
     return {"wrong": wrong, "correct": correct, "killed": wrong - len(survivors), "false_alarms": len(false_alarms),
+            "killed_by_sequences_only": sequences_only,
             "kill_rate": (wrong - len(survivors)) / wrong, "false_alarm_rate": len(false_alarms) / correct,
             "survivors": survivors, "false_alarm_entries": false_alarms, "killed_by": killed_by,
             "per_class": per_class}
@@ -87,6 +101,9 @@ def print_score(corpus: Corpus, result: dict, reports: dict, verbose: bool) -> N
         print(f"    {name:24s} {killed:3d}/{total:<3d} {corpus.bug_classes[name]}")
     kinds = Counter(result["killed_by"].values())
     print("  first failing check of each kill: " + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()))
+    only = result["killed_by_sequences_only"]
+    print(f"  killed only by a call sequence or aliasing (the grid passed them): {len(only)}"
+          + (f" ({', '.join(only)})" if verbose and only else ""))
     if verbose:
         for entry in corpus.wrong:
             if entry.id in result["killed_by"]:
@@ -102,6 +119,7 @@ def as_json(result: dict) -> dict:
     return {"wrong": result["wrong"], "correct": result["correct"], "kill_rate": result["kill_rate"],
             "false_alarm_rate": result["false_alarm_rate"], "survivors": [brief(e) for e in result["survivors"]],
             "false_alarms": [brief(e) for e in result["false_alarm_entries"]], "killed_by": result["killed_by"],
+            "killed_by_sequences_only": result["killed_by_sequences_only"],
             "per_class": {name: {"killed": k, "total": t} for name, (k, t) in result["per_class"].items()}}
 
 

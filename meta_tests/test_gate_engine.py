@@ -37,7 +37,7 @@ def vaswani_refusing_width_8(n, d):
 
 
 def concat_timesteps(timesteps, d):
-    return sinusoidal_encoding(timesteps.numpy(), d, "concat", dtype=np.float32)
+    return sinusoidal_encoding(timesteps.double().numpy(), d, "concat", dtype=np.float32)
 
 
 @pytest.mark.parametrize("api, t_max", [("table", 1000.0), ("timesteps", 1000.0), ("timesteps", 1.0)])

@@ -112,15 +112,15 @@ def gptj_sinusoidal_positions(num_pos, head_dim):
     return _create_sinusoidal_positions(torch.arange(num_pos, dtype=torch.int64), 64)
 
 
-@rope_correct(idiom="position interpolation as t / scaling_factor, torch.einsum('i,j->ij') in float32, for "
-                    "position_ids of shape (1, seq)",
+@rope_correct(idiom="position interpolation as t / scaling_factor, torch.einsum('bi,j->bij') in float32, for "
+                    "position_ids of shape (batch, seq)",
               api="rope-cache", cache_call="batched", rope_type="linear", rope_parameters={"factor": 4.0})
 def linear_scaled_einsum(position_ids, head_dim):
     inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
-    t = position_ids[0].to(torch.float32) / 4.0
-    freqs = torch.einsum("i,j->ij", t, inv_freq)
+    t = position_ids.to(torch.float32) / 4.0
+    freqs = torch.einsum("bi,j->bij", t, inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos()[None], emb.sin()[None]
+    return emb.cos(), emb.sin()
 
 
 class _RotaryEmbedding(nn.Module):

@@ -17,15 +17,32 @@ RESULT_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "com
 LARGEST_ITEMSIZE = 16
 
 
+def held_in(values: np.ndarray, dtype: str) -> np.ndarray:
+    """The float32 values nearest to ``values`` that ``dtype`` holds exactly (bfloat16 by
+    round-to-nearest-even of the bits): what an :class:`ArrayArg` of that dtype carries."""
+    values = np.asarray(values).astype(np.float32)
+    if dtype == "float16":
+        return values.astype(np.float16).astype(np.float32)
+    if dtype == "bfloat16":
+        bits = values.view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.astype(np.uint32).view(np.float32)
+    return values
+
+
 @dataclass(frozen=True, eq=False)
 class ArrayArg:
     """An array argument: exact ``values`` (bfloat16 as float32 values it holds exactly),
-    the ``dtype`` the target receives it in, as a torch tensor or a NumPy array."""
+    the ``dtype`` the target receives it in, as a torch tensor or a NumPy array. ``order``,
+    when given, hands it over as a non-contiguous view: its memory holds the axes in that
+    order (``(0, 2, 1, 3)``: a ``(b, h, s, d)`` view of ``(b, s, h, d)`` memory, the
+    transposed ``q`` transformers passes on)."""
 
     values: np.ndarray
     dtype: str
     container: str = "torch"
     name: str = "array"
+    order: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +76,7 @@ class Outcome:
     changed (and the child restored); ``effects`` what modules the call imported changed
     (kept: their side effects, see :mod:`posenc_spec.gate.child.attribution`), ``imports``
     which modules it imported; ``written`` names the arguments it wrote into;
+    ``overwrote`` what of the previous call's result changed during this call;
     ``rng_before``/``rng_after`` are digests of the global generators."""
 
     status: str
@@ -71,6 +89,7 @@ class Outcome:
     effects: list = field(default_factory=list)
     imports: str = ""
     written: list = field(default_factory=list)
+    overwrote: list = field(default_factory=list)
     rng_before: dict = field(default_factory=dict)
     rng_after: dict = field(default_factory=dict)
     exception: str | None = None

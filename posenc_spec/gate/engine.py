@@ -27,12 +27,13 @@ import time
 
 import numpy as np
 
-from . import advice, against, grid, judge, sinusoidal, vacuity
+from . import advice, against, grid, judge, sequences, sinusoidal, vacuity
 from .declaration import Declaration
 from .loader import module_key
 from .options import RunOptions
 from .report import GateReport, finish
 from .rope import grid as rope_grid
+from .rope import sequences as rope_sequences
 from .rope.judge import RopeJudge
 from .runner import Slot
 from .sandbox import Limits, root_template
@@ -55,10 +56,22 @@ def probes(declaration: Declaration) -> list:
     return sinusoidal.probes(declaration)
 
 
+def sequence_probes(declaration: Declaration) -> list:
+    """The call sequences real code plays, each starting clean (:class:`Calls` says when;
+    :mod:`posenc_spec.gate.sequences`, :mod:`posenc_spec.gate.rope.sequences`)."""
+    if not declaration.formula:
+        return []
+    if _family(declaration) == "rope":
+        signature = declaration.calling.signature
+        made = rope_sequences.probes_for(declaration.rope, declaration.api, signature, declaration.max_positions)
+        return rope_grid.with_rotation(made, declaration.rope, signature) if signature in WITH_ROTATION else made
+    return sequences.sequences_for(declaration.api, declaration.t_max, declaration.max_positions)
+
+
 def plan(declaration: Declaration, calls: list | None = None) -> list[str]:
     """Every check id the declaration's report holds, in order (``calls``: its
-    :func:`probes`, when already built)."""
-    calls = probes(declaration) if calls is None else calls
+    :func:`probes` and :func:`sequence_probes`, when already built)."""
+    calls = probes(declaration) + sequence_probes(declaration) if calls is None else calls
     if not calls:
         ids = ["import"]
     elif _family(declaration) == "rope":
@@ -70,18 +83,57 @@ def plan(declaration: Declaration, calls: list | None = None) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Calls:
-    """What one run of a declaration asks: the grid's probes, then a snapshot's replayed calls."""
+    """What one run of a declaration asks: the grid's probes, a snapshot's replayed calls and
+    the sequences, in one process. The sequences come after the grid, at sizes it never asks,
+    or, where their head size is one the grid calls (a declared ``head_dim``), before it
+    (``sequences_first``): either way they start clean."""
 
-    probes: list
+    grid: list
     replayed: list
+    sequences: list = ()
+    sequences_first: bool = False
 
     @classmethod
     def of(cls, declaration: Declaration) -> Calls:
         replayed = against.replay_requests(declaration.against) if declaration.against is not None else []
-        return cls(probes(declaration), replayed)
+        first = _family(declaration) == "rope" and rope_sequences.plays_first(declaration.rope)
+        return cls(probes(declaration), replayed, sequence_probes(declaration), first)
+
+    @property
+    def probes(self) -> list:
+        """The probes the judge reads, in order: the grid's, then the sequences'."""
+        return [*self.grid, *self.sequences]
+
+    def _order(self) -> list:
+        """What each request is, in the order they are made: ``("grid" | "replayed" | "sequence", index)``."""
+        grid = [("grid", index) for index in range(len(self.grid))]
+        replayed = [("replayed", index) for index in range(len(self.replayed))]
+        played = [("sequence", index) for index in range(len(self.sequences))]
+        return played + grid + replayed if self.sequences_first else grid + replayed + played
 
     def requests(self) -> list:
-        return [probe.request() for probe in self.probes] + self.replayed
+        made = {"grid": self.grid, "sequence": self.sequences}
+        return [self.replayed[index] if kind == "replayed" else made[kind][index].request()
+                for kind, index in self._order()]
+
+    def split(self, outcomes: list) -> tuple[list, list]:
+        """The outcomes of :attr:`probes`, in their order, and those of the replayed calls
+        (none where the target did not import)."""
+        by_kind = {"grid": [], "replayed": [], "sequence": []}
+        for (kind, _), outcome in zip(self._order(), outcomes, strict=False):  # none without an import
+            by_kind[kind].append(outcome)
+        return by_kind["grid"] + by_kind["sequence"], by_kind["replayed"]
+
+    def probe_at(self, index: int):
+        """The probe of request ``index`` (None for a replayed call)."""
+        kind, position = self._order()[index]
+        return None if kind == "replayed" else {"grid": self.grid, "sequence": self.sequences}[kind][position]
+
+    def overwritten(self, outcomes: list) -> list[tuple[str, str, str]]:
+        """``(earlier slot, later slot, what)`` for each result the next call changed."""
+        labels = [request.label for request in self.requests()]
+        return [(labels[index - 1], labels[index], what) for index in range(1, len(outcomes))
+                for what in outcomes[index].overwrote]
 
 
 def judge_run(declaration: Declaration, calls: Calls, run, keep_table: bool = False) -> GateReport:
@@ -94,6 +146,7 @@ def judge_run(declaration: Declaration, calls: Calls, run, keep_table: bool = Fa
 def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> GateReport:
     calls = made.probes
     ids = plan(declaration, calls)
+    outcomes, replayed = made.split(run.outcomes)
     results = judge.Results()
     warnings = judge.import_warnings(run.import_state)
     if not run.imported:
@@ -102,15 +155,13 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         return finish(declaration, ids, results.by_id, results.causes, importable=False, warnings=warnings)
     results.add(judge.passed("import", run.import_message))
     if declaration.against is not None:
-        replayed = run.outcomes[len(calls):]
         check, diffs, notes = against.judge_regression(declaration, declaration.against, replayed, made.replayed,
-                                                       calls)
+                                                       made.grid)
         results.add(dataclasses.replace(check, details=tuple(diff.as_dict() for diff in diffs if diff is not None)))
         warnings += notes
     if not calls:
         return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
     family = _family_judge(declaration, results, keep_table)
-    outcomes = run.outcomes[:len(calls)]
     firsts, changes, written, reseeded = {}, [], [], []
     for probe, outcome in zip(calls, outcomes, strict=True):
         changes += [(probe.slot, change) for change in outcome.state]
@@ -126,6 +177,7 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         elif outcome.ran:
             reseeded = judge.reseeded_generators(first, outcome)
     ran = [outcome for outcome in outcomes if outcome.ran]
+    results.add(judge.judge_aliasing(made.overwritten(run.outcomes), bool(ran)))
     results.add(judge.judge_state(changes, written, reseeded, bool(ran), judge.unreadable_generators(ran),
                                   run.import_state.failures))
     warnings += judge.call_warnings([(probe.slot, outcome) for probe, outcome in zip(calls, outcomes, strict=True)])
@@ -157,22 +209,29 @@ def first_failure(declaration: Declaration, calls: Calls):
     """For ``--fail-fast``: a ``stop_after`` for :meth:`~posenc_spec.gate.runner.Slot.run`
     that judges each probe's outcome as it arrives and, once a check has failed (one the
     xfails do not name; ``global-state`` fails with the first call that breaks it), gives
-    the reason to make no more calls. The report is still judged afresh from the outcomes:
-    this only decides when to stop."""
+    the reason to make no more calls. Sequences played before the grid stop nothing: the
+    grid's calls say the first failure, as they do when the sequences come after it (a
+    formula slip fails both, and is the grid's to name). The report is still judged afresh
+    from the outcomes: this only decides when to stop."""
     results = judge.Results()
     family = _family_judge(declaration, results, keep_table=False)
+    ahead = {probe.check_id for probe in calls.sequences} if calls.sequences_first else set()
 
     def stop_after(index: int, outcome) -> str | None:
-        if index >= len(calls.probes):
+        probe = calls.probe_at(index)
+        if probe is None:
             return None
         if outcome.ran and judge.breaks_global_state(outcome) and declaration.xfails.match("global-state") is None:
             return f"{STOPPED}, global-state"
-        if calls.probes[index].role == "repeat":
+        if outcome.overwrote and declaration.xfails.match("aliasing") is None:
+            return f"{STOPPED}, aliasing"
+        if probe.role == "repeat":
             return None
         with np.errstate(all="ignore"):
-            family.judge(calls.probes[index], outcome)
+            family.judge(probe, outcome)
         failed = next((name for name, result in results.by_id.items()
-                       if result.status == "failed" and declaration.xfails.match(name) is None), None)
+                       if result.status == "failed" and name not in ahead and declaration.xfails.match(name) is None),
+                      None)
         return None if failed is None else f"{STOPPED}, {failed}"
 
     return stop_after

@@ -38,6 +38,12 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
     (the ``adds-to-x`` signature: a module that returns ``x + table``; every other call
     hands it zeros) with ``x`` of seeded values, what it returns minus ``x`` is the table,
     within its bound and one rounding of the sum.
+``aliasing``
+    no result changed during the next call (the child reads each result again after it): a
+    view of a cache the target rewrites, an output buffer it reuses, changes under the caller.
+``grow[d=16]``, ``dtype-order[64x32]``, ``memo[48x32]``
+    the call sequences played after the grid, at widths it never asks
+    (:mod:`posenc_spec.gate.sequences`).
 ``global-state``
     no call changed global state (see :mod:`posenc_spec.gate.child.state`: torch's and
     NumPy's modes and flags, warnings filters, environment, import path and hooks, working
@@ -102,9 +108,11 @@ class Probe:
     """One call of the target and the checks it feeds.
 
     ``slot`` names it in check ids (stable); ``role``: ``table`` (``call[S]`` and the table
-    checks), ``odd``, ``degenerate`` or ``repeat`` (one check, ``check_id``). ``timesteps``
-    holds the int64 or float32 values passed to a timesteps-API target, None for the table
-    API. ``rng`` names the generators' starting state (the repeat starts from another).
+    checks), ``odd``, ``degenerate``, ``repeat`` or ``sequence`` (one check, ``check_id``,
+    which the calls of a sequence share: :mod:`posenc_spec.gate.sequences`). ``timesteps``
+    holds the values passed to a timesteps-API target (exact in ``input_dtype``, when that
+    is given: bfloat16 or float16), None for the table API. ``rng`` names the generators'
+    starting state (the repeat starts from another); ``note`` says what a call of a sequence is.
     """
 
     slot: str
@@ -117,13 +125,15 @@ class Probe:
     rng: str = "a"
     derived: bool | None = None  # None: decided by the size; the grid sets it from the slot's nominal size
     x_layout: str | None = None  # the adds probe: how x is laid out for the module
+    input_dtype: str | None = None
+    note: str = ""
 
     @property
     def size(self) -> str:
         """The size actually called, ``LxD`` (or ``N int64 timesteps x D``)."""
         if self.timesteps is None:
             return f"{self.length}x{self.width}"
-        return f"{self.length} {self.timesteps.dtype.name} timesteps x {self.width}"
+        return f"{self.length} {self.input_dtype or self.timesteps.dtype.name} timesteps x {self.width}"
 
     @property
     def positions(self):
@@ -147,7 +157,7 @@ class Probe:
     def request(self, label: str | None = None) -> CallRequest:
         """The call, labelled by the slot (or by ``label``)."""
         first = self.length if self.timesteps is None else ArrayArg(
-            self.timesteps, self.timesteps.dtype.name, "torch", "timesteps")
+            self.timesteps, self.input_dtype or self.timesteps.dtype.name, "torch", "timesteps")
         more = ()
         if self.role == "adds":
             more = (ArrayArg(np.ascontiguousarray(_ADDS_LAYOUTS[self.x_layout](adds_x(self.length, self.width))),
@@ -236,5 +246,9 @@ def probes_for(api: str, t_max: float, max_positions=None, skip_odd=False, adds_
 
 
 def plan_ids(probes: list[Probe]) -> list[str]:
-    """Every check id a run over ``probes`` reports, in report order."""
-    return ["import", *(check_id for probe in probes for check_id in probe.check_ids()), "global-state"]
+    """Every check id a run over ``probes`` reports, in report order (the calls of a
+    sequence share one)."""
+    ids = ["import"]
+    for probe in probes:
+        ids += [check_id for check_id in probe.check_ids() if check_id not in ids]
+    return ids + ["aliasing", "global-state"]

@@ -41,6 +41,9 @@ def call_problem(probe, outcome: Outcome) -> str | None:
     return shape_problem(outcome.table.shape, (probe.length, probe.width))
 
 
+_RANK = {"passed": 0, "skipped": 1, "failed": 2}
+
+
 class Results:
     """Check results by id, and for each check that could not run, the id that stopped it."""
 
@@ -50,6 +53,15 @@ class Results:
 
     def add(self, result: CheckResult) -> None:
         self.by_id[result.name] = result
+
+    def merge(self, result: CheckResult) -> None:
+        """Add the verdict of one of several calls that share a check id (a sequence's): the
+        first of the worst verdicts stands, and of passing calls the one closest to its bound."""
+        earlier = self.by_id.get(result.name)
+        closer = (earlier is not None and result.status == earlier.status == "passed" and result.worst is not None
+                  and (earlier.worst is None or result.worst.ratio > earlier.worst.ratio))
+        if earlier is None or _RANK[result.status] > _RANK[earlier.status] or closer:
+            self.add(result)
 
     def not_run(self, names, cause: str, reason: str) -> None:
         for name in names:
@@ -116,6 +128,13 @@ def judge_adds(probe, outcome: Outcome, convention) -> CheckResult:
     bound = expectation.tolerance + tolerance.addition_bound(x, expectation.table, outcome.dtype)
     result = checks.check_formula(added, dataclasses.replace(expectation, tolerance=bound), name=check_id)
     return dataclasses.replace(result, message="what it adds to x: " + result.message)
+
+
+def judge_sequence_call(probe, outcome: Outcome, convention) -> CheckResult:
+    """One call of a sequence (:mod:`posenc_spec.gate.sequences`): its outcome, finite, then
+    the formula, said of the call (``probe.note``)."""
+    result = _formula_verdict(probe.check_id, probe, outcome, convention)
+    return dataclasses.replace(result, message=f"{probe.note}: {result.message}")
 
 
 def judge_odd(probe, outcome: Outcome, convention) -> CheckResult:
@@ -249,6 +268,23 @@ def judge_state(changes: list[tuple[str, str]], written: list[tuple[str, str]], 
         return skipped("global-state", "not run: no call returned")
     return passed("global-state", "no call changed global state, wrote into its arguments, or reseeded a global "
                                   "random number generator")
+
+
+def judge_aliasing(overwritten: list[tuple[str, str, str]], ran: bool) -> CheckResult:
+    """``aliasing``: what a call returned is the caller's. ``overwritten`` holds ``(earlier
+    slot, later slot, what)`` for every result the next call changed (the child reads each
+    result again after the next call: :mod:`posenc_spec.gate.child.serve`)."""
+    if overwritten:
+        problems = [f"the call for {later} changed {what} of the call for {earlier}"
+                    for earlier, later, what in overwritten]
+        shown = problems[:MAX_STATE_PROBLEMS]
+        more = f"; and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        return CheckResult("aliasing", "failed", "; ".join(shown) + more + " (a result the caller holds changed "
+                           "under it: return a copy, not a view of a cache or a buffer the next call rewrites)",
+                           details=tuple(problems))
+    if not ran:
+        return skipped("aliasing", "not run: no call returned")
+    return passed("aliasing", "no result changed during the next call")
 
 
 def import_warnings(import_state) -> list[str]:

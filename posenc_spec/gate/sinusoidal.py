@@ -53,6 +53,9 @@ class SinusoidalJudge:
         if probe.role == "adds":
             self.results.add(judge.judge_adds(probe, outcome, self.convention))
             return False
+        if probe.role == "sequence":
+            self.results.merge(judge.judge_sequence_call(probe, outcome, self.convention))
+            return False
         judge.judge_table(probe, outcome, self.convention, self.results)
         if not outcome.ok or judge.call_problem(probe, outcome):
             return False

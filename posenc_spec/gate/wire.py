@@ -34,8 +34,11 @@ def encode_args(args) -> tuple[list, list]:
                 carrier = bfloat16_bits(arg.values)
             else:
                 carrier = np.ascontiguousarray(arg.values, dtype=np.dtype(arg.dtype).newbyteorder("="))
-            specs.append({"array": len(payloads), "dtype": arg.dtype, "shape": list(arg.values.shape),
-                          "as": arg.container, "name": arg.name})
+            spec = {"array": len(payloads), "dtype": arg.dtype, "shape": list(arg.values.shape),
+                    "as": arg.container, "name": arg.name}
+            if arg.order is not None:
+                spec["order"] = [int(axis) for axis in arg.order]
+            specs.append(spec)
             payloads.append(carrier)
         elif isinstance(arg, bool) or not isinstance(arg, (int, float)):
             raise TypeError(f"unsupported call argument {arg!r}")
@@ -75,12 +78,13 @@ def read_outcome(header: dict, payloads: list, request: CallRequest, call_id: in
     status = header.get("status")
     if status not in STATUSES:
         raise ChannelError("malformed reply (unknown status)")
-    state, written = header.get("state", []), header.get("written", [])
-    if not isinstance(state, list) or not isinstance(written, list):
+    state, written, overwrote = header.get("state", []), header.get("written", []), header.get("overwrote", [])
+    if not isinstance(state, list) or not isinstance(written, list) or not isinstance(overwrote, list):
         raise ChannelError("malformed reply (bad state list)")
     outcome = Outcome(status, text(header.get("message", "")), state=change_lines(state),
                       effects=change_lines(header.get("effects")), imports=text(header.get("imports", ""), 120),
                       written=[text(name, 40) for name in written[:8]],
+                      overwrote=[text(what, CHANGE_LINE) for what in overwrote[:4]],
                       rng_before=_digests(header.get("rng_before")), rng_after=_digests(header.get("rng_after")),
                       exception=text(header.get("exception", ""), 80) or None)
     if status != "ok":
@@ -94,7 +98,7 @@ def read_outcome(header: dict, payloads: list, request: CallRequest, call_id: in
         refused = _add_array(outcome, spec, data, request.allow_complex)
         if refused:
             return Outcome("bad", refused, state=outcome.state, effects=outcome.effects, imports=outcome.imports,
-                           written=outcome.written,
+                           written=outcome.written, overwrote=outcome.overwrote,
                            rng_before=outcome.rng_before, rng_after=outcome.rng_after)
     outcome.is_tuple = bool(header.get("tuple"))
     descriptions = [text(spec.get("description", ""), 120) for spec in specs]

@@ -196,8 +196,9 @@ def adapt(target, how: dict | None):
         return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=axis)
 
     def x_input_pos(x, positions):
+        input_pos = positions if positions.dim() == 2 else positions[None]  # (batch, seq): a row each
         with _quiet(maker):
-            return maker(head_dim=int(x.shape[-1]))(x, input_pos=positions[None])
+            return maker(head_dim=int(x.shape[-1]))(x, input_pos=input_pos)
 
     return {"canonical": canonical, "adds-to-x": adds_to_x, "q-k-cos-sin": q_k_cos_sin,
             "xq-xk-freqs-cis": xq_xk_freqs_cis, "x-offset": x_offset, "x-input-pos": x_input_pos}[signature]

@@ -75,7 +75,8 @@ def _is_tensor(value) -> bool:
     return torch is not None and issubclass(type(value), torch.Tensor)
 
 
-def _is_array(value) -> bool:
+def is_array(value) -> bool:
+    """Whether ``value`` is a torch tensor or a NumPy array (of any class): read by its memory."""
     return issubclass(type(value), np.ndarray) or _is_tensor(value)
 
 
@@ -215,7 +216,7 @@ def _items(result, max_items: int):
         items = list(tuple.__getitem__(result, slice(None)))
     elif max_items > 1 and issubclass(cls, list):
         items = list.copy(result)
-        if not items or not all(_is_array(item) for item in items):
+        if not items or not all(is_array(item) for item in items):
             return None
     else:
         return None

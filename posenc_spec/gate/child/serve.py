@@ -7,8 +7,11 @@ Requests (JSON headers, see :mod:`.protocol`)::
      "max_bytes": N, "allow_complex": false, "max_items": 1}
     {"op": "sync", "token": "..."}           after the last call: the next frame must answer it
         ARG: {"int": 50} | {"float": 1.5} |
-             {"array": K, "dtype": "int64", "shape": [50], "as": "torch" | "numpy", "name": "timesteps"}
-             (payload K holds the values; bfloat16 as uint16 bits)
+             {"array": K, "dtype": "int64", "shape": [50], "as": "torch" | "numpy", "name": "timesteps",
+              "order": [0, 2, 1, 3]}
+             (payload K holds the values in C order; bfloat16 as uint16 bits; with "order" the argument
+             is a non-contiguous view whose memory holds the axes in that order, as transformers hands
+             over ``q``)
 
 Replies::
 
@@ -19,7 +22,7 @@ Replies::
      "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "...",
                                  "container": "torch" | "numpy"}],
      "state": [...], "effects": [...], "imports": "...", "written": [argument names],
-     "rng_before": {...}, "rng_after": {...}}
+     "overwrote": [what of the previous call's result changed], "rng_before": {...}, "rng_after": {...}}
                                                                   + one payload per array
 
 Each reply echoes its request's random token, and a turn ends with a ``sync`` whose answer
@@ -31,6 +34,11 @@ is compared with the state after the import: what the target changed is named an
 what the libraries it imported meanwhile changed is named as their side effect and kept
 (:mod:`.attribution`; ``imports`` says which modules the call imported). A process
 forked by the target that returns into this loop exits at once instead of answering.
+
+What a call returned is the caller's: each result whose items are tensors or arrays is kept
+with a digest of the bytes sent, read again (by its memory, as :mod:`.convert` reads it)
+after the next call, and a change is named in that call's ``overwrote`` (a cache handed out
+as a view and then rewritten, an output buffer reused).
 """
 
 from __future__ import annotations
@@ -38,13 +46,14 @@ from __future__ import annotations
 import os
 import sys
 import types
+import zlib
 
 import numpy as np
 
 from posenc_spec.text import describe_exception, one_line
 
 from . import adapters, attribution, limits, state
-from .convert import BadResult, to_arrays
+from .convert import BadResult, is_array, to_arrays
 from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
 try:
@@ -185,13 +194,19 @@ def _arguments(specs, payloads):
             arguments.append(float(spec["float"]))
         else:
             carrier = np.uint16 if spec["dtype"] == "bfloat16" else np.dtype(spec["dtype"])
-            values = np.frombuffer(payloads[spec["array"]], dtype=carrier).reshape(spec["shape"]).copy()
+            values = np.frombuffer(payloads[spec["array"]], dtype=carrier).reshape(spec["shape"])
+            order = spec.get("order")
+            if order is None:
+                values = values.copy()
+            else:  # laid out in memory in this order of axes, then viewed back: a non-contiguous view
+                values = np.ascontiguousarray(values.transpose(order))
             if spec.get("as") == "torch":
                 value = torch.from_numpy(values)
                 if spec["dtype"] == "bfloat16":
                     value = value.view(torch.bfloat16)
+                value = value if order is None else value.permute(*np.argsort(order).tolist())
             else:
-                value = values
+                value = values if order is None else values.transpose(np.argsort(order))
             arrays.append((spec.get("name", f"argument {len(arguments)}"), value, _bits(value)))
             arguments.append(value)
     return arguments, arrays
@@ -212,7 +227,41 @@ def _written_arguments(arrays) -> list[str]:
     return [name for name, value, before in arrays if _bits(value) != before]
 
 
-def _call(function, request, payloads, baseline, module=None):
+class Kept:
+    """A call's result as the caller holds it, and the digest of each array's bytes as sent."""
+
+    def __init__(self, result, converted, allow_complex: bool, max_items: int):
+        self.result, self.allow_complex, self.max_items = result, allow_complex, max_items
+        self.digests = [_digest(array) for array, _, _ in converted]
+
+    @classmethod
+    def of(cls, result, converted, request) -> Kept | None:
+        """None for a result that cannot be read again without running its own code (an
+        object NumPy's protocols convert): only tensors and arrays, alone or in a tuple or list."""
+        items = list(result) if type(result) in (tuple, list) else [result]
+        if not items or not all(is_array(item) for item in items):
+            return None
+        return cls(result, converted, request.get("allow_complex", False), request.get("max_items", 1))
+
+    def changes(self) -> list[str]:
+        """What of the result no longer holds the bytes the gate was sent."""
+        try:
+            _, now = to_arrays(self.result, self.allow_complex, self.max_items)
+        except Exception as error:  # its storage was freed or resized under the caller
+            return [f"the result's storage (it can no longer be read: {describe_exception(error)})"]
+        if len(now) != len(self.digests):
+            return [f"the result's arrays (now {len(now)}, not {len(self.digests)})"]
+        which = [index for index, ((array, _, _), digest) in enumerate(zip(now, self.digests, strict=True))
+                 if _digest(array) != digest]
+        return [f"array {index} of the result" if len(now) > 1 else "the result" for index in which]
+
+
+def _digest(array: np.ndarray) -> tuple:
+    return array.shape, array.dtype.str, zlib.crc32(np.ascontiguousarray(array).view(np.uint8).reshape(-1))
+
+
+def _call(function, request, payloads, baseline, module=None, previous: Kept | None = None):
+    """The reply to one call and its payloads, and what to read again after the next call."""
     reply = {"op": "result", "id": request["id"], "token": request.get("token"), "status": "ok", "message": "",
              "tuple": False, "arrays": []}
     data = []
@@ -236,6 +285,8 @@ def _call(function, request, payloads, baseline, module=None):
     reply["effects"] = _lines(verdict.effects)
     reply["imports"] = one_line(_imports(verdict), 120)
     reply["written"] = [one_line(name, 40) for name in _written_arguments(arrays)]
+    reply["overwrote"] = [one_line(what, 200) for what in previous.changes()][:4] if previous is not None else []
+    kept = None
     if reply["status"] == "ok":
         try:
             is_tuple, converted = to_arrays(result, request.get("allow_complex", False), request.get("max_items", 1))
@@ -249,19 +300,21 @@ def _call(function, request, payloads, baseline, module=None):
                                 "container": "torch" if description.startswith("torch ") else "numpy"}
                                for array, dtype, description in converted]
             data = [array for array, _, _ in converted]
+            kept = Kept.of(result, converted, request)
         except BadResult as error:
             reply.update(status="bad", message=str(error))
         except Exception as error:  # a result whose own methods raise
             reply.update(status="bad", message=f"returned a {type(result).__name__} that cannot be read "
                                                 f"({describe_exception(error)})")
-    return reply, data
+            kept = None
+    return reply, data, kept
 
 
 def serve(sock, init: dict) -> None:
     """Answer requests on ``sock`` until the gate closes it."""
     setup(init)
     reader = Reader(sock)
-    function, baseline, module = None, state.snapshot(), None
+    function, baseline, module, kept = None, state.snapshot(), None, None
     while True:
         try:
             request, payloads, _ = reader.read(None, MAX_REQUEST_BYTES)
@@ -277,7 +330,7 @@ def serve(sock, init: dict) -> None:
                            "import_changes": changes, "import_effects": effects, "import_failures": failures,
                            "isolation": ISOLATION, "where": _where(written)}, []
         elif request.get("op") == "call" and function is not None:
-            reply, data = _call(function, request, payloads, baseline, module)
+            reply, data, kept = _call(function, request, payloads, baseline, module, kept)
         elif request.get("op") == "sync":
             reply, data = {"op": "synced", "token": request.get("token")}, []
         else:

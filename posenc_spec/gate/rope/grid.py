@@ -38,8 +38,11 @@ Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes on
     ``relative[d=D]``: ``q(m) . k(n)`` equals ``q(m + S) . k(n + S)`` for ``S = 65536``
     (less when ``--max-positions`` is smaller); ``history[d=D]``: the short call (and the
     ``L0 + 1`` one) again after the long one; ``length-N`` slots as for caches, float32 x.
-``determinism``, ``global-state``
+``determinism``, ``aliasing``, ``global-state``
     as for tables (:mod:`posenc_spec.gate.grid`).
+``dtype-order[d=D]``, ``decode[d=D]``, ``offsets[d=D]``, ``grow[d=D]``, ``batch[d=D]``, ``rows[d=D]``, ``view[d=D]``
+    the call sequences, after the grid at a head size it never asks, or before it at a
+    declared head size (:mod:`posenc_spec.gate.rope.sequences`).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..calls import ArrayArg, CallRequest
+from ..calls import ArrayArg, CallRequest, held_in
 
 X_DTYPES = ("float32", "bfloat16", "float16")
 SHORT = 64
@@ -109,25 +112,17 @@ def switch_positions(length: int) -> np.ndarray:
     return np.unique(np.concatenate([np.arange(SHORT), [length - 2, length - 1]])).astype(np.int64)
 
 
-def _round_to(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 values that ``dtype`` holds exactly (bfloat16 by round-to-nearest-even of the bits)."""
-    values = values.astype(np.float32)
-    if dtype == "float16":
-        return values.astype(np.float16).astype(np.float32)
-    if dtype == "bfloat16":
-        bits = values.view(np.uint32).astype(np.uint64)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        return bits.astype(np.uint32).view(np.float32)
-    return values
-
-
 def x_values(head_dim: int, rows: int, dtype: str, seed_offset: int = 0) -> np.ndarray:
     """Seeded ``(HEADS, rows, head_dim)`` values, exact in ``dtype``."""
     generator = np.random.default_rng(X_SEED + 1000 * head_dim + seed_offset)
-    return _round_to(generator.standard_normal((HEADS, rows, head_dim)), dtype)
+    return held_in(generator.standard_normal((HEADS, rows, head_dim)), dtype)
 
 
-# x as the target takes it, from the canonical (batch 1, heads, seq, head_dim)
+# How each x layout's memory is laid out when x is handed over as a view (the view
+# sequence): the axes in this order, then viewed back as the layout (bhsd from bshd
+# memory, as transformers' q; bshd from bhsd; sbhd from bshd; thd from htd).
+VIEW_ORDER = {"bhsd": (0, 2, 1, 3), "bshd": (0, 2, 1, 3), "sbhd": (1, 0, 2, 3), "thd": (1, 0, 2)}
+# x as the target takes it, from the canonical (batch, heads, seq, head_dim)
 _TO_LAYOUT = {"bshd": lambda x: x.transpose(0, 2, 1, 3), "bhsd": lambda x: x,
               "sbhd": lambda x: x.transpose(2, 0, 1, 3), "thd": lambda x: x[0].transpose(1, 0, 2)}
 _FROM_LAYOUT = {"bshd": lambda y: y.transpose(0, 2, 1, 3), "bhsd": lambda y: y,
@@ -146,9 +141,12 @@ def from_layout(y: np.ndarray, layout: str) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class RopeProbe:
     """One call of a RoPE target. ``kind``: freqs, cache or apply; ``role``: ``table`` (the
-    ordinary checks), ``prefix``, ``history``, ``relative`` or ``repeat`` (one check each).
-    ``positions`` are the int64 positions the call covers; ``x`` the canonical ``(1, heads,
-    seq, head_dim)`` values of an apply or x-positions call, exact in ``x_dtype``."""
+    ordinary checks), ``prefix``, ``history``, ``relative``, ``repeat`` or ``sequence`` (one
+    check each; the calls of a sequence share it: :mod:`.sequences`). ``positions`` are the
+    int64 positions the call covers, ``(seq,)``, or ``(batch, seq)`` where each row of a
+    batch has its own; ``x`` the canonical ``(batch, heads, seq, head_dim)`` values of an
+    apply or x-positions call, exact in ``x_dtype``, handed over as a non-contiguous view
+    when ``view``; ``note`` says what a call of a sequence is."""
 
     slot: str
     kind: str
@@ -163,6 +161,13 @@ class RopeProbe:
     call: str = "positions"
     x_layout: str = "bshd"
     inputs: tuple = ()  # what an apply call hands beside x and positions (cos and sin, or freqs_cis)
+    view: bool = False
+    note: str = ""
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The positions as ``(batch, seq)``: one row each."""
+        return self.positions if self.positions.ndim == 2 else self.positions[None]
 
     def check_ids(self) -> list[str]:
         if self.role != "table":
@@ -176,20 +181,20 @@ class RopeProbe:
         label = label or self.slot
         if self.kind == "freqs":
             return CallRequest(label, (self.head_dim,), (self.head_dim // 2,), max_items=2)
-        rows = self.positions.size
         positions = ArrayArg(self.positions, "int64", "torch", "positions")
         if self.kind == "apply":
-            x = ArrayArg(to_layout(self.x, self.x_layout), self.x_dtype, "torch", "x")
+            order = VIEW_ORDER[self.x_layout] if self.view else None
+            x = ArrayArg(to_layout(self.x, self.x_layout), self.x_dtype, "torch", "x", order)
             return CallRequest(label, (x, positions, *self.inputs), (self.x.size,), rng=self.rng)
-        cache_size = rows * self.head_dim  # as large as the widest legitimate form: (L, r) twice
+        cache_size = self.positions.size * self.head_dim  # as large as the widest legitimate form: (L, r) twice
         if self.call == "length":
-            return CallRequest(label, (rows, self.head_dim), (cache_size,), max_items=2, allow_complex=True,
-                               rng=self.rng)
+            return CallRequest(label, (self.positions.size, self.head_dim), (cache_size,), max_items=2,
+                               allow_complex=True, rng=self.rng)
         if self.call == "batched":
-            positions = ArrayArg(self.positions[None], "int64", "torch", "positions")
+            positions = ArrayArg(self.rows, "int64", "torch", "positions")
         if self.call == "x-positions":
-            x = ArrayArg(self.x[0, :1].reshape(1, rows, self.head_dim), self.x_dtype, "torch", "x")
-            return CallRequest(label, (x, ArrayArg(self.positions[None], "int64", "torch", "positions")),
+            x = ArrayArg(np.ascontiguousarray(self.x[:, 0]), self.x_dtype, "torch", "x")  # (batch, seq, head_dim)
+            return CallRequest(label, (x, ArrayArg(self.rows, "int64", "torch", "positions")),
                                (cache_size,), max_items=2, allow_complex=True, rng=self.rng)
         return CallRequest(label, (positions, self.head_dim), (cache_size,), max_items=2, allow_complex=True,
                            rng=self.rng)
@@ -281,11 +286,13 @@ def with_rotation(probes, spec, signature: str) -> list[RopeProbe]:
     made = []
     for probe in probes:
         if probe.kind == "apply":
-            cos, sin = oracle.cache(probe.positions, spec.convention, probe.head_dim)
-            if signature == "xq-xk-freqs-cis":
-                inputs = (ArrayArg((cos + 1j * sin).astype(np.complex64), "complex64", "torch", "freqs_cis"),)
-            else:
-                inputs = tuple(ArrayArg(_round_to(oracle.expand(part, spec.rope_layout), probe.x_dtype)[None],
+            length = int(probe.positions.max()) + 1  # the call's length, for every row
+            parts = [oracle.cache(row, spec.convention, probe.head_dim, length) for row in probe.rows]
+            cos, sin = np.stack([cos for cos, _ in parts]), np.stack([sin for _, sin in parts])
+            if signature == "xq-xk-freqs-cis":  # one row: (seq, r/2)
+                inputs = (ArrayArg((cos[0] + 1j * sin[0]).astype(np.complex64), "complex64", "torch", "freqs_cis"),)
+            else:  # (batch, seq, r), one row for every row of positions
+                inputs = tuple(ArrayArg(held_in(oracle.expand(part, spec.rope_layout), probe.x_dtype),
                                         probe.x_dtype, "torch", name) for name, part in (("cos", cos), ("sin", sin)))
             probe = dataclasses.replace(probe, inputs=inputs)
         made.append(probe)
@@ -293,7 +300,9 @@ def with_rotation(probes, spec, signature: str) -> list[RopeProbe]:
 
 
 def plan_ids(probes) -> list[str]:
+    """Every check id a run over ``probes`` reports, in report order (the calls of a
+    sequence, and the history calls, share one)."""
     ids = ["import"]
     for probe in probes:
         ids += [check_id for check_id in probe.check_ids() if check_id not in ids]
-    return ids + ["global-state"]
+    return ids + ["aliasing", "global-state"]

@@ -27,7 +27,15 @@ def _compare(name, what, pieces) -> CheckResult:
     return CheckResult(name, "passed" if worst.ok else "failed", f"{what}: {summary}", comparison_worst(worst))
 
 
-_RANK = {"passed": 0, "skipped": 1, "failed": 2}  # the worse verdict of two calls sharing a check id
+def _by_row(probe, compute) -> tuple:
+    """``compute(row, positions, length)``'s arrays for the probe's positions: called once for
+    ``(seq,)`` positions (row None), else once per row of ``(batch, seq)`` positions, every
+    row at the call's length (its largest position + 1), and stacked."""
+    if probe.positions.ndim == 1:
+        return compute(None, probe.positions, None)
+    length = int(probe.positions.max()) + 1
+    per_row = [compute(row, positions, length) for row, positions in enumerate(probe.positions)]
+    return tuple(np.stack(arrays) for arrays in zip(*per_row, strict=True))
 
 
 class RopeJudge:
@@ -51,17 +59,16 @@ class RopeJudge:
                 self.results.add(self._prefix(probe.check_id))
                 self.prefix = []
             return False
-        if probe.role == "history":
+        if probe.role in ("history", "sequence"):
             values, problem = self.values(probe, outcome)
+            what = f"{probe.slot} ({probe.note})" if probe.note else probe.slot
             if outcome.status == "not-run":
-                result = skipped(probe.check_id, f"{probe.slot}: {outcome.message}")
+                result = skipped(probe.check_id, f"{what}: {outcome.message}")
             elif problem:
-                result = failed(probe.check_id, f"{probe.slot}: {problem}")
+                result = failed(probe.check_id, f"{what}: {problem}")
             else:
-                result = self.formula(probe, values, probe.check_id, "the same call after a longer one")
-            earlier = self.results.by_id.get(probe.check_id)
-            if earlier is None or _RANK[result.status] > _RANK[earlier.status]:
-                self.results.add(result)  # several calls share the id: the first of the worst verdicts stands
+                result = self.formula(probe, values, probe.check_id, probe.note or "the same call after a longer one")
+            self.results.merge(result)
             return False
         return self._table(probe, outcome)
 
@@ -77,8 +84,9 @@ class RopeJudge:
             if probe.kind == "freqs":
                 return read_freqs(outcome, pairs), None
             if probe.kind == "cache":
-                parts, dtype = read_cache(outcome, self.spec.cache_form, self.spec.cache_layout, probe.positions.size,
-                                          pairs)
+                batch, rows = probe.rows.shape
+                parts, dtype = read_cache(outcome, self.spec.cache_form, self.spec.cache_layout, rows, pairs,
+                                          batch if probe.positions.ndim == 2 else 1)
                 if probe.x_dtype and dtype not in WIDER[probe.x_dtype]:
                     raise Unreadable(f"returned {dtype} for a {probe.x_dtype} x: narrower than x")
                 return (parts, dtype), None
@@ -134,7 +142,7 @@ class RopeJudge:
     def expected_pieces(self, probe, values) -> tuple[str, list[tuple]]:
         """``(the dtypes in words, [(label, actual, expected, bound), ...])`` of one call's read
         ``values``: what the formula check compares (and ``plot`` draws)."""
-        conv, head_dim, positions = self.conv, probe.head_dim, probe.positions
+        conv, head_dim = self.conv, probe.head_dim
         if probe.kind == "freqs":
             inv_freq, dtype, _ = values
             expected, _ = conv.frequencies(head_dim)
@@ -143,8 +151,14 @@ class RopeJudge:
         if probe.kind == "apply":
             result, dtype = values
             layout = self.spec.rope_layout
-            expected = oracle.apply(probe.x, positions, conv, head_dim, layout)
-            bound = tolerance.rope_apply_tolerance(probe.x, positions, conv, head_dim, layout, probe.x_dtype, dtype)
+
+            def rotated(x, positions, length):
+                return (oracle.apply(x, positions, conv, head_dim, layout, length),
+                        tolerance.rope_apply_tolerance(x, positions, conv, head_dim, layout, probe.x_dtype, dtype,
+                                                       seq_len=length))
+
+            expected, bound = _by_row(probe, lambda row, positions, length: rotated(
+                probe.x if row is None else probe.x[row], positions, length))
             return f"{probe.x_dtype} x, {dtype} result", [("x'", result, expected, bound)]
         parts, dtype = values
         layout = self.cache_layout
@@ -153,12 +167,14 @@ class RopeJudge:
             return compact if layout == "compact" else oracle.expand(compact, layout)
 
         if self.spec.cache_form == "angles":
-            theta, _, _ = oracle.angles(positions, conv, head_dim)
-            bound = shaped(tolerance.rope_angle_tolerance(positions, conv, head_dim, dtype))
-            return dtype, [("angles", parts[0], shaped(theta), bound)]
-        cos, sin = oracle.cache(positions, conv, head_dim)
-        bound = shaped(tolerance.rope_cache_tolerance(positions, conv, head_dim, dtype))
-        return dtype, [("cos", parts[0], shaped(cos), bound), ("sin", parts[1], shaped(sin), bound)]
+            theta, bound = _by_row(probe, lambda _, positions, length: (
+                oracle.angles(positions, conv, head_dim, length)[0],
+                tolerance.rope_angle_tolerance(positions, conv, head_dim, dtype, seq_len=length)))
+            return dtype, [("angles", parts[0], shaped(theta), shaped(bound))]
+        cos, sin, bound = _by_row(probe, lambda _, positions, length: (
+            *oracle.cache(positions, conv, head_dim, length),
+            tolerance.rope_cache_tolerance(positions, conv, head_dim, dtype, seq_len=length)))
+        return dtype, [("cos", parts[0], shaped(cos), shaped(bound)), ("sin", parts[1], shaped(sin), shaped(bound))]
 
     def attention_factor(self, probe, values, name) -> CheckResult:
         _, _, factor = values

@@ -59,8 +59,9 @@ def read_freqs(outcome, pairs: int):
     return inv_freq.astype(np.float64), dtype, factor
 
 
-def _parts(outcome, form: str):
-    """The arrays of a cache as its form holds them: ``(cos, sin)`` or ``(angles,)``."""
+def _parts(outcome, form: str, batched: bool = False):
+    """The arrays of a cache as its form holds them: ``(cos, sin)`` or ``(angles,)`` (with a
+    leading batch axis when ``batched``)."""
     arrays = [np.asarray(array) for array in outcome.arrays]
     count = 2 if form == "cos-sin" else 1
     if len(arrays) != count:
@@ -73,25 +74,36 @@ def _parts(outcome, form: str):
     if any(np.iscomplexobj(array) for array in arrays):
         raise Unreadable(f"returned complex values; declare --cache-form complex if that is the cache (got {form})")
     if form == "stacked":
-        stacked = _squeezed(arrays[0], 3)
-        if stacked.ndim != 3 or stacked.shape[-1] != 2:
+        stacked = _squeezed(arrays[0], 3 + batched)
+        if stacked.ndim not in (3, 3 + batched) or stacked.shape[-1] != 2:
             raise Unreadable(f"returned {shape_text(stacked.shape)}, expected (L, r/2, 2) for the stacked form")
         return stacked[..., 0], stacked[..., 1]
     if form in ("sin-cos-cat", "cos-sin-cat"):
-        both = _squeezed(arrays[0], 2)
-        if both.ndim != 2 or both.shape[-1] % 2:
+        both = _squeezed(arrays[0], 2 + batched)
+        if both.ndim not in (2, 2 + batched) or both.shape[-1] % 2:
             raise Unreadable(f"returned {shape_text(both.shape)}, expected (L, 2w) for the {form} form")
         first, second = np.split(both, 2, axis=-1)
         return (second, first) if form == "sin-cos-cat" else (first, second)
     return tuple(arrays)
 
 
-def read_cache(outcome, form: str, layout: str, rows: int, pairs: int) -> tuple:
-    """``(cos, sin)`` (or ``(angles,)``), each ``(rows, width)`` in the declared layout, and the dtype."""
-    parts = _parts(outcome, form)
+def read_cache(outcome, form: str, layout: str, rows: int, pairs: int, batch: int = 1) -> tuple:
+    """``(cos, sin)`` (or ``(angles,)``), each ``(rows, width)`` in the declared layout (for
+    positions of ``batch`` rows, ``(batch, rows, width)``: one cache for all of them is read
+    as each row's), and the dtype."""
+    parts = _parts(outcome, form, batch > 1)
     width = pairs if effective_layout(form, layout) == "compact" else 2 * pairs
     read = []
     for part in parts:
+        if batch > 1:
+            if _squeezed(part, 2).shape == (rows, width):
+                part = np.broadcast_to(_squeezed(part, 2), (batch, rows, width))
+            part = _squeezed(part, 3)
+            if part.shape != (batch, rows, width):
+                raise Unreadable(f"returned {shape_text(part.shape)} for positions of {batch} rows, expected "
+                                 f"{batch}x{rows}x{width} (or {rows}x{width} for every row)")
+            read.append(part.astype(np.float64))
+            continue
         part = _squeezed(part, 2)
         if part.shape != (rows, width):
             hint = ""
