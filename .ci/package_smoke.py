@@ -21,7 +21,10 @@ temporary folder, so that nothing of the repository can be imported. Inside it c
 4. ``posenc-spec check`` in a subfolder finds ``[tool.posenc-spec]`` in a parent folder;
 5. ``posenc-spec check`` in an empty folder without configuration checks nothing and exits 2;
    ``posenc-spec check --builtin`` runs the targets of the installed
-   ``posenc_spec.references.BUILT_IN_TARGETS``, all conforming.
+   ``posenc_spec.references.BUILT_IN_TARGETS``, all conforming;
+6. code as its authors wrote it, with no wrapper: Meta's ``apply_rotary_emb(xq, xk,
+   freqs_cis)`` and the PyTorch tutorial's ``PositionalEncoding`` module conform under their
+   signatures, and each fails a wrong declaration with a hint naming the difference.
 """
 
 from __future__ import annotations
@@ -54,6 +57,38 @@ def table(num_positions, dim):
 BUGGY = CORRECT.replace("np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)")
 
 
+# Meta's reference apply and the PyTorch tutorial's module, as their authors wrote them
+# (spec_tests/real_targets/verbatim has their sources and licences).
+AS_WRITTEN = '''\
+import math
+
+import torch
+from torch import nn
+
+
+def apply_rotary_emb(xq, xk, freqs_cis):
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    freqs_cis = freqs_cis.view(1, xq_.shape[1], 1, xq_.shape[-1])
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, dropout=0.1, max_len=5000):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, 1, d_model)
+        pe[:, 0, 0::2] = torch.sin(position * div_term)
+        pe[:, 0, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe)
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[: x.size(0)])
+'''
 STARTED = time.monotonic()
 
 
@@ -210,6 +245,24 @@ def check_builtin_default(folder: Path) -> None:
            f"the built-in default conforms: {[target['status'] for target in report['targets']]}")
 
 
+def check_targets_as_written(folder: Path) -> None:
+    code = folder / "as_written"
+    code.mkdir()
+    (code / "real.py").write_text(AS_WRITTEN)
+    meta = ["posenc-spec", "check", "real.py:apply_rotary_emb", "--api", "rope-apply", "--signature",
+            "xq-xk-freqs-cis", "--head-dim", "64"]
+    tutorial = ["posenc-spec", "check", "real.py:PositionalEncoding", "--signature", "adds-to-x", "--init",
+                "d_model={dim}", "--init", "max_len={num_positions}", "--max-positions", "64"]
+    run([*meta, "--rope-layout", "interleaved"], code, expected=0)
+    run(tutorial, code, expected=0)
+    for command, wrong, words in ((meta, ["--rope-layout", "half"], "rotate-half and interleaved pairs mixed up"),
+                                  (tutorial, ["--convention", "concat"], "the columns are interleaved")):
+        failed = run([*command, *wrong, "--fail-fast"], code, expected=1)
+        hints = [line for line in failed.stdout.splitlines() if line.strip().startswith("hint:")]
+        expect(any(words in line for line in hints),
+               f"{command[2]} declared with {' '.join(wrong)} fails with a hint naming it: {hints}")
+
+
 def inside(version: str) -> int:
     folder = Path.cwd()
     expect(not any(folder.iterdir()), f"the smoke test starts in an empty folder, {folder}")
@@ -218,6 +271,7 @@ def inside(version: str) -> int:
     check_pytest_plugin(folder)
     check_config_discovery(folder)
     check_builtin_default(folder)
+    check_targets_as_written(folder)
     return 0
 
 

@@ -45,7 +45,7 @@ from posenc_spec import checks
 from posenc_spec.conventions import Convention
 from posenc_spec.tolerance import ratios
 
-from ..rope.grid import _round_to as round_to
+from ..calls import held_in as round_to
 from .fit import Sample, best_member, max_ratio
 from .hint import Hint
 from .toml_text import number
