@@ -3,7 +3,7 @@ each call pattern gets, that their ids do not move with the grid's options, that
 below ``--max-positions`` and small, that they start clean (after the grid at a size it
 never asks, before it at a declared head size), that a view argument is a view, that a
 result rewritten under the caller fails ``aliasing``, and that ``check --help`` and the
-README name every id."""
+docs name every id."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from reference_impls.family import sinusoidal_encoding
 from spec_tests.assertions import check_named, failure_summary
 
 HERE = Path(__file__).resolve()
-README = HERE.parents[1] / "README.md"
+CHECKS_DOC = HERE.parents[1] / "docs" / "checks.md"  # where the docs list the check ids
 RECORD = "POSENC_SEQUENCES_RECORD"
 _CALLS: list[int] = []  # the calls whose positions jumped, in this process
 _BUFFER = {"table": torch.empty(0)}
@@ -259,11 +259,11 @@ def _id_names() -> set[str]:
     return names
 
 
-def test_check_help_and_the_readme_name_every_check():
+def test_check_help_and_the_docs_name_every_check():
     """Every check id the plans hold, the sequences' and aliasing included, is named in
-    ``check --help``'s epilog and in the README."""
-    readme = README.read_text(encoding="utf-8")
+    ``check --help``'s epilog and in docs/checks.md."""
+    docs = CHECKS_DOC.read_text(encoding="utf-8")
     help_text = " ".join(CHECK_EPILOG.split())
-    missing = {name: [where for where, text in (("check --help", help_text), ("README", readme))
+    missing = {name: [where for where, text in (("check --help", help_text), ("docs/checks.md", docs))
                       if not re.search(rf"\b{re.escape(name)}\b", text)] for name in _id_names()}
     assert not {name: where for name, where in missing.items() if where}

@@ -55,6 +55,7 @@ def double_fork_grandchild(num_positions, dim):
     if not _STARTED:
         _STARTED.append(True)
         folder = os.environ["POSENC_HOSTILE_ESCAPE_DIR"]
+        recorded, said = os.pipe()  # the grandchild says it has recorded itself: the turn cannot end before
         middle = os.fork()
         if middle == 0:
             os.setsid()
@@ -63,9 +64,13 @@ def double_fork_grandchild(num_positions, dim):
                 with open(os.path.join(folder, "grandchild.pid.tmp"), "w") as record:
                     record.write(f"{me} {_start_time(me)} {time.time() + ESCAPE_DELAY}\n")
                 os.replace(os.path.join(folder, "grandchild.pid.tmp"), os.path.join(folder, "grandchild.pid"))
+                os.write(said, b"1")
                 time.sleep(ESCAPE_DELAY)
                 with open(os.path.join(folder, "grandchild.escaped"), "w") as escaped:
                     escaped.write("the grandchild outlived the target's turn\n")
             os._exit(0)
         os.waitpid(middle, 0)
+        os.close(said)
+        os.read(recorded, 1)
+        os.close(recorded)
     return vaswani(num_positions, dim)
