@@ -151,3 +151,17 @@ def test_numpy_results_stay_numpy():
     """A module that returns a NumPy array is handed back as one (the report says what came back)."""
     out = adapt(lambda x: np.asarray(x) + 1, {"api": "table", "signature": "adds-to-x", "x_layout": "sd"})(2, 2)
     assert isinstance(out, np.ndarray) and out.tolist() == [[1, 1], [1, 1]]
+
+
+def test_kwargs_reach_every_call_with_the_calls_sizes():
+    """kwargs are passed on each call, a size placeholder filled from the call."""
+    seen = []
+
+    def table(num_positions, dim, scale=1.0, width=None):
+        seen.append((scale, width))
+        return np.zeros((num_positions, dim))
+
+    call = adapt(table, {"api": "table", "signature": "canonical", "kwargs": {"scale": 2.0, "width": "{dim}"}})
+    call(3, 4)
+    call(5, 6)
+    assert seen == [(2.0, 4), (2.0, 6)]

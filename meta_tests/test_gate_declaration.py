@@ -332,5 +332,7 @@ def test_rotary_errors_name_the_flag_once():
     base = {"target": "pkg.mod:fn", "api": "rope-freqs"}
     with pytest.raises(UsageError, match=r"^--rope-param: rope parameter 'factor=abc'"):
         declare({**base, "rope_type": "linear", "rope_parameters": ["factor=abc"]}, flags=True)
+    with pytest.raises(UsageError, match=r"^--rope-param: 'factor' given twice"):
+        declare({**base, "rope_type": "linear", "rope_parameters": ["factor=2", "factor=4"]}, flags=True)
     with pytest.raises(UsageError, match=r"^--layer-type goes with a rope config"):
         declare({**base, "layer_type": "full_attention"}, flags=True)

@@ -7,7 +7,7 @@ import pytest
 
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.signatures import parse_init
+from posenc_spec.gate.signatures import parse_keyword_texts
 
 TARGET = "pkg.mod:fn"
 CONFIG = "spec_tests/data/rope_configs/llama3_1_8b.json"
@@ -67,12 +67,13 @@ def test_init_config_needs_a_rope_config():
 
 def test_command_line_init_reads_as_typed():
     """--init KEY=VALUE: numbers and true/false are read as such, other text as words; a
-    missing '=' is a usage error naming --init."""
-    assert parse_init(["dim={head_dim}", "base=10000", "scale=0.5", "cached=true", "name=rope"]) == {
+    missing "=" or a key given twice is a usage error naming --init."""
+    assert parse_keyword_texts(["dim={head_dim}", "base=10000", "scale=0.5", "cached=true", "name=rope"]) == {
         "dim": "{head_dim}", "base": 10000, "scale": 0.5, "cached": True, "name": "rope"}
     declaration = declare({"target": TARGET, "init": ["d_model={dim}"], "signature": "adds-to-x"}, flags=True)
     assert declaration.how()["init"] == {"d_model": "{dim}"}
     assert_refused({"init": ["d_model"]}, "--init", "KEY=VALUE", flags=True)
+    assert_refused({"init": ["d_model={dim}", "d_model=8"]}, "--init", "'d_model' given twice", flags=True)
 
 
 def test_method_is_a_name():
@@ -96,3 +97,17 @@ def test_the_report_says_how_the_target_was_called():
     adapted = declare({"target": TARGET, "api": "rope-apply", "signature": "q-k-cos-sin", "x_layout": "bhsd"})
     assert adapted.as_dict()["signature"] == "q-k-cos-sin"
     assert "signature" not in declare({"target": TARGET}).as_dict()
+
+
+def test_kwargs_are_passed_on_every_call():
+    """kwargs holds keyword arguments for every call (a function's options), with the same
+    sizes as init; --kwarg KEY=VALUE on the command line; a bad one is refused naming it."""
+    declaration = declare({"target": TARGET, "api": "timesteps", "kwargs": {"flip_sin_to_cos": True,
+                                                                          "downscale_freq_shift": 0}})
+    assert declaration.calling.adapted and declaration.how()["kwargs"] == {"downscale_freq_shift": 0,
+                                                                          "flip_sin_to_cos": True}
+    flagged = declare({"target": TARGET, "kwargs": ["scale={dim}"]}, flags=True)
+    assert flagged.how()["kwargs"] == {"scale": "{dim}"}
+    assert_refused({"kwargs": {"scale": [1]}}, "kwargs.scale")
+    assert_refused({"kwargs": ["scale"]}, "--kwarg", "KEY=VALUE", flags=True)
+    assert_refused({"api": "rope-apply", "kwargs": {"n": "{dim}"}}, "kwargs.n", "{head_dim}")

@@ -3,8 +3,9 @@
 ``apply_rotary_pos_emb`` and ``LlamaRotaryEmbedding`` built from a ``config.json``,
 rotary-embedding-torch's ``RotaryEmbedding(dim).rotate_queries_or_keys``, and, copied
 verbatim where they cannot be installed (``spec_tests/real_targets/verbatim``), torchtune's
-``RotaryPositionalEmbeddings``, Meta's ``apply_rotary_emb`` and the PyTorch tutorial's
-``PositionalEncoding``. Each conforms as declared and fails under a wrong declaration, with
+``RotaryPositionalEmbeddings``, Meta's ``apply_rotary_emb``, the PyTorch tutorial's
+``PositionalEncoding`` and diffusers' ``get_timestep_embedding`` called with Stable
+Diffusion's options (``kwargs``). Each conforms as declared and fails under a wrong declaration, with
 a hint that names the difference: all but transformers' apply, which is handed the declared
 layout's cos and sin, so that no variant of the declaration reproduces a rotation paired one
 way with cos and sin laid out the other (it fails the formula, without a hint).
@@ -46,6 +47,10 @@ REAL = {
     "meta": ({"target": f"{VERBATIM / 'meta_llama.py'}:apply_rotary_emb", "api": "rope-apply",
               "signature": "xq-xk-freqs-cis", "rope_layout": "interleaved", "head_dim": 64},
              {"rope_layout": "half"}),
+    "diffusers-timesteps": ({"target": f"{VERBATIM / 'diffusers_timesteps.py'}:get_timestep_embedding",
+                             "api": "timesteps", "convention": "guided-diffusion", "odd": "zero-pad",
+                             "kwargs": {"flip_sin_to_cos": True, "downscale_freq_shift": 0}},
+                            {"kwargs": {"flip_sin_to_cos": True, "downscale_freq_shift": 1}}),
     "pytorch-tutorial": ({"target": f"{VERBATIM / 'pytorch_tutorial.py'}:PositionalEncoding",
                           "signature": "adds-to-x", "init": {"d_model": "{dim}", "max_len": "{num_positions}"},
                           "convention": "vaswani", "max_positions": SMALL},
@@ -85,6 +90,7 @@ HINTS = {
     "torchtune": "rope_theta 10000 where 500000 is declared",
     "meta": "rotate-half and interleaved pairs mixed up",
     "pytorch-tutorial": "the columns are interleaved (sin, cos, sin, cos, ...) where concat",
+    "diffusers-timesteps": "the exponent divides by `half_dim - 1`",
 }
 
 

@@ -93,6 +93,8 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
                              "--init config to build it from --rope-config")
     parser.add_argument("--method", metavar="NAME", default=None,
                         help="the method to call on the object --init builds (default: the object itself)")
+    parser.add_argument("--kwarg", dest="kwargs", metavar="KEY=VALUE", action="append", default=None,
+                        help="a keyword argument passed on every call (repeatable), such as flip_sin_to_cos=true")
 
 
 ROPE_FLAGS = {

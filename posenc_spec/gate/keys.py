@@ -15,7 +15,7 @@ ROPE_KEYS = ("rope_config", "rope_theta", "rope_type", "layer_type", "rope_param
              "rotary_dim", "rotary_features", "attention_factor", "rope_layout", "cache_layout", "cache_form",
              "cache_call", "x_layout", "head_dim")
 # How the target is called, for any API (posenc_spec.gate.signatures).
-CALLING_KEYS = ("signature", "init", "method")
+CALLING_KEYS = ("signature", "init", "method", "kwargs")
 # What declares a target besides its name: everything but the target and its xfails file.
 DECLARATION_KEYS = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout",
                     "against", "max_ulp", *ROPE_KEYS, *CALLING_KEYS)
@@ -32,9 +32,9 @@ DEFAULT_TIMEOUT = 60.0
 
 
 # A key whose flag is not its name: one --rope-param KEY=VALUE per parameter.
-_FLAGS = {"rope_parameters": "--rope-param"}
+_FLAGS = {"rope_parameters": "--rope-param", "kwargs": "--kwarg"}
 # The keys whose flag is given once per item (KEY=VALUE each).
-REPEATED = ("rope_parameters", "init")
+REPEATED = ("rope_parameters", "init", "kwargs")
 
 
 def flag(key: str) -> str:

@@ -26,6 +26,10 @@ For ``q-k-cos-sin`` and ``xq-xk-freqs-cis`` the gate hands the target the exact 
 (``freqs_cis`` in complex64), and judges what the function does with them; ``q`` and ``k``
 are two heads of the gate's ``x``.
 
+``kwargs`` passes keyword arguments on every call, as a caller fixes a function's options
+(diffusers' ``get_timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0)``),
+with the same ``"{name}"`` sizes as ``init``.
+
 ``init`` builds an object of a class target first, then ``method`` (default: the object
 itself, its ``forward``) is called: keyword arguments, in which ``"{name}"`` stands for a
 size of the call (``num_positions``, ``dim`` for tables and timesteps; ``head_dim`` for
@@ -69,17 +73,20 @@ _PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
 class Calling:
     """How the target is called: ``signature`` (see the module docstring), ``init`` (sorted
     ``(name, value)`` pairs, ``"config"``, or None: the target is called as it is),
-    ``method`` and, for ``adds-to-x``, ``x_layout``."""
+    ``method``, ``kwargs`` (sorted ``(name, value)`` pairs passed on every call) and, for
+    ``adds-to-x``, ``x_layout``."""
 
     signature: str
     init: tuple | str | None = None
     method: str | None = None
     x_layout: str | None = None
+    kwargs: tuple = ()
 
     @property
     def adapted(self) -> bool:
         """Whether the child must adapt the call (False: the target takes the canonical call)."""
-        return self.signature not in DEFAULTS or self.init is not None or self.method is not None
+        return (self.signature not in DEFAULTS or self.init is not None or self.method is not None
+                or bool(self.kwargs))
 
     def describe(self) -> str:
         """``Class(dim={head_dim}).method, q-k-cos-sin`` (empty for the canonical call)."""
@@ -88,13 +95,15 @@ class Calling:
             made = "built from rope_config"
         elif self.init:
             made = "built with " + ", ".join(f"{name}={value}" for name, value in self.init)
-        parts = [part for part in (made, f"method {self.method}" if self.method else "",
+        given = ("called with " + ", ".join(f"{name}={value}" for name, value in self.kwargs)) if self.kwargs else ""
+        parts = [part for part in (made, f"method {self.method}" if self.method else "", given,
                                    "" if self.signature in DEFAULTS else self.signature) if part]
         return "; ".join(parts)
 
     def as_dict(self) -> dict:
         init = self.init if self.init is None or self.init == "config" else dict(self.init)
-        return {"signature": self.signature, "init": init, "method": self.method}
+        return {"signature": self.signature, "init": init, "method": self.method,
+                **({"kwargs": dict(self.kwargs)} if self.kwargs else {})}
 
     def for_child(self, api: str, sizes: dict, x_layout: str | None, config: str | None) -> dict | None:
         """What the child needs to call the target (None: call it as it is)."""
@@ -102,7 +111,8 @@ class Calling:
             return None
         signature = self.signature if self.signature not in DEFAULTS else "canonical"
         return {"api": api, "signature": signature, "init": dict(self.init) if isinstance(self.init, tuple)
-                else self.init, "method": self.method, "x_layout": self.x_layout or x_layout, "config": config,
+                else self.init, "method": self.method, "kwargs": dict(self.kwargs),
+                "x_layout": self.x_layout or x_layout, "config": config,
                 "sizes": sizes}
 
 
@@ -115,13 +125,14 @@ def calling(keys: dict, api: str, name, has_config: bool) -> Calling:
     its key (``name(key)``)."""
     signature = choice(name("signature"), keys.get("signature", SIGNATURES[api][0]), SIGNATURES[api])
     init = _init(keys["init"], api, name, has_config) if "init" in keys else None
+    kwargs = _arguments(keys["kwargs"], api, "kwargs", name) if "kwargs" in keys else ()
     method = keys.get("method")
     if method is not None and (not isinstance(method, str) or not _IDENTIFIER.fullmatch(method)):
         fail(name("method"), "the name of a method, such as forward or rotate_queries_or_keys", method)
     x_layout = None
     if signature == "adds-to-x":
         x_layout = choice(name("x_layout"), keys.get("x_layout", "sbd"), ADDS_LAYOUTS)
-    return Calling(signature, init, method, x_layout)
+    return Calling(signature, init, method, x_layout, kwargs)
 
 
 def check_layout(signature: str, x_layout: str, name) -> None:
@@ -133,44 +144,52 @@ def check_layout(signature: str, x_layout: str, name) -> None:
 
 
 def _init(value, api: str, name, has_config: bool):
-    if isinstance(value, (list, tuple)):  # the command line's repeated --init KEY=VALUE
-        if list(value) == ["config"]:
-            value = "config"
-        else:
-            try:
-                value = parse_init(value)
-            except ValueError as error:
-                raise UsageError(f"{name('init')}: {error}") from None
+    if isinstance(value, (list, tuple)) and list(value) == ["config"]:  # --init config
+        value = "config"
     if value == "config":
         if api not in ROPE_APIS or not has_config:
             fail(name("init"), "\"config\" with a rope_config (a transformers config.json), or a table of keyword "
                                "arguments", value)
         return "config"
+    return _arguments(value, api, "init", name)
+
+
+def _arguments(value, api: str, key: str, name) -> tuple:
+    """Keyword arguments (``init``'s or ``kwargs``') as sorted pairs, each value plain or a
+    size of the call."""
+    if isinstance(value, (list, tuple)):  # the command line's repeated --KEY NAME=VALUE
+        try:
+            value = parse_keyword_texts(value)
+        except ValueError as error:
+            raise UsageError(f"{name(key)}: {error}") from None
     if not isinstance(value, dict) or not value:
-        fail(name("init"), "a table of keyword arguments, such as {dim = \"{head_dim}\"}, or \"config\"", value)
+        fail(name(key), "a table of keyword arguments, such as {dim = \"{head_dim}\"}"
+                        + (", or \"config\"" if key == "init" else ""), value)
     known = PLACEHOLDERS["rope" if api in ROPE_APIS else api]
     pairs = []
-    for key, item in value.items():
-        if not isinstance(key, str) or not _IDENTIFIER.fullmatch(key):
-            fail(name("init"), "keyword argument names", key)
+    for argument, item in value.items():
+        if not isinstance(argument, str) or not _IDENTIFIER.fullmatch(argument):
+            fail(name(key), "keyword argument names", argument)
         if not isinstance(item, (bool, int, float, str)):
-            fail(f"{name('init')}.{key}", "a number, true or false, a word, or a size such as \"{head_dim}\"", item)
+            fail(f"{name(key)}.{argument}", "a number, true or false, a word, or a size such as \"{head_dim}\"", item)
         match = _PLACEHOLDER.match(item) if isinstance(item, str) else None
         if match is not None and match.group(1) not in known:
-            fail(f"{name('init')}.{key}", f"one of {', '.join('{' + size + '}' for size in known)} for the {api} API",
+            fail(f"{name(key)}.{argument}", f"one of {', '.join('{' + size + '}' for size in known)} for the {api} API",
                  item)
-        pairs.append((key, item))
+        pairs.append((argument, item))
     return tuple(sorted(pairs))
 
 
-def parse_init(items) -> dict:
-    """``KEY=VALUE`` texts (the command line's repeated ``--init``) as a table: a value that
+def parse_keyword_texts(items) -> dict:
+    """``KEY=VALUE`` texts (the command line's repeated ``--init`` or ``--kwarg``) as a table: a value that
     reads as a number, ``true`` or ``false`` is one, anything else a word."""
     table = {}
     for item in items:
         key, equals, text = str(item).partition("=")
         if not equals or not key.strip():
             raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        if key.strip() in table:
+            raise ValueError(f"{key.strip()!r} given twice")
         table[key.strip()] = _literal(text.strip())
     return table
 

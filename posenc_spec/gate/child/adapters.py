@@ -12,6 +12,7 @@ user writes a wrapper:
   the whole turn, as a model keeps its modules, and a ``torch.nn.Module`` runs in ``eval()``
   mode (no dropout) under ``torch.no_grad()``;
 - ``method`` names what to call on it (the object itself by default);
+- ``kwargs`` are keyword arguments passed on every call (with the same sizes as ``init``);
 - the signature maps the canonical arguments onto the call and its result back: ``q`` and
   ``k`` are the first and second heads of the gate's ``x``, and the rotated pair comes back
   as one ``x`` again.
@@ -22,6 +23,7 @@ before it is cut or joined here, so an adapter runs none of a result's own code.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -79,12 +81,19 @@ class _Maker:
 
     def __init__(self, target, how: dict):
         self.target, self.init, self.method = target, how.get("init"), how.get("method")
+        self.kwargs = dict(how.get("kwargs") or {})
         self.sizes = dict(how.get("sizes") or {})
         self.config_path = how.get("config")
         self.objects: dict = {}
         self.config = None
 
     def __call__(self, **sizes):
+        call = self._callable(sizes)
+        if not self.kwargs:
+            return call
+        return functools.partial(call, **{name: self._value(value, sizes) for name, value in self.kwargs.items()})
+
+    def _callable(self, sizes):
         if self.init is None:
             return self.target if self.method is None else getattr(self.target, self.method)
         if self.init == "config":
@@ -106,7 +115,7 @@ class _Maker:
         name = match.group(1)
         known = {**self.sizes, **sizes}
         if known.get(name) is None:
-            raise ValueError(f"init: {value} has no value in this call")
+            raise ValueError(f"{value} has no value in this call")
         return known[name]
 
     def _config(self):

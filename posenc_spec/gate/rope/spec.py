@@ -76,10 +76,16 @@ def _rope_parameters(name, value) -> dict:
     if isinstance(value, dict):
         return dict(value)
     if isinstance(value, (list, tuple)):
-        try:
-            return dict(parse_rope_param(item) for item in value)
-        except RopeConfigError as error:
-            raise UsageError(f"{name}: {error}") from None
+        table = {}
+        for item in value:
+            try:
+                key, parsed = parse_rope_param(item)
+            except RopeConfigError as error:
+                raise UsageError(f"{name}: {error}") from None
+            if key in table:
+                raise UsageError(f"{name}: {key!r} given twice")
+            table[key] = parsed
+        return table
     raise UsageError(f"{name} must be a table of that type's parameters, got {value!r}")
 
 
