@@ -100,5 +100,5 @@ def test_correct_entry_matches_the_formula_at_a_small_size(entry):
 def test_config_table_declares_the_registered_convention(entry):
     """The entry's ``[[targets]]`` table reads back as the convention, API and odd behaviour it registered."""
     declaration = entry.declaration()
-    assert (declaration.convention, declaration.api, declaration.skip_odd) == (entry.convention, entry.api,
+    assert (declaration.spec.convention, declaration.api, declaration.spec.skip_odd) == (entry.convention, entry.api,
                                                                                entry.skip_odd), entry.config_table()

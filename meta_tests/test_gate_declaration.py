@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from posenc_spec.conventions import PRESETS, get_convention
+from posenc_spec.families.sinusoidal.spec import SinusoidalSpec
 from posenc_spec.gate.config import find_pyproject, read_config
 from posenc_spec.gate.declaration import Declaration, declare
 from posenc_spec.gate.errors import UsageError
@@ -20,16 +21,17 @@ REPO = Path(__file__).resolve().parent.parent
 def test_defaults():
     """A bare target: vaswani, odd error, the table API, t_max 1000, no cap, no xfails."""
     declaration = declare({"target": "pkg.mod:fn"})
-    assert declaration == Declaration("pkg.mod:fn", PRESETS["vaswani"], written="pkg.mod:fn")
-    assert (declaration.preset, declaration.odd, declaration.convention_name()) == ("vaswani", "error", "vaswani")
+    assert declaration == Declaration("pkg.mod:fn", SinusoidalSpec(PRESETS["vaswani"]), written="pkg.mod:fn")
+    spec = declaration.spec
+    assert (spec.preset, spec.odd, declaration.convention_name()) == ("vaswani", "error", "vaswani")
 
 
 def test_fields_override_the_preset():
     """Explicit fields replace the preset's; odd 'skip' keeps the preset's odd and skips."""
     declaration = declare({"target": "m:f", "convention": "tensor2tensor", "offset": 2, "scale": 1000.0,
                            "base": 500, "odd": "skip", "api": "timesteps", "t_max": 1.0, "max_positions": 512})
-    assert declaration.convention == get_convention("tensor2tensor", offset=2, scale=1000.0, base=500)
-    assert (declaration.skip_odd, declaration.api, declaration.t_max, declaration.max_positions) == (
+    assert declaration.spec.convention == get_convention("tensor2tensor", offset=2, scale=1000.0, base=500)
+    assert (declaration.spec.skip_odd, declaration.api, declaration.t_max, declaration.max_positions) == (
         True, "timesteps", 1.0, 512)
     assert declaration.convention_name() == "tensor2tensor (base=500, offset=2, scale=1000)"
 
@@ -90,9 +92,9 @@ def test_config_file_targets_with_defaults_and_relative_paths(tmp_path):
                       '[[targets]]\ntarget = "pkg.mod:fn"\nconvention = "fairseq"\nmax_positions = 64\n')
     first, second = read_config(config)
     assert first.target == f"{tmp_path / 'impl.py'}:table" and first.written == "impl.py:table"
-    assert (first.convention, first.max_positions) == (PRESETS["concat"], 300)
+    assert (first.spec.convention, first.max_positions) == (PRESETS["concat"], 300)
     assert [entry.pattern for entry in first.xfails.entries] == ["odd[7]"]
-    assert (second.convention, second.max_positions) == (PRESETS["fairseq"], 64)
+    assert (second.spec.convention, second.max_positions) == (PRESETS["fairseq"], 64)
     assert second.source == f"{config}: targets[1]"
 
 
@@ -112,9 +114,9 @@ def test_the_documented_pyproject_snippets_combine(tmp_path):
     config.parent.mkdir(parents=True)
     config.write_bytes((REPO / "spec_tests" / "data" / "rope_configs" / "llama3_1_8b.json").read_bytes())
     table, timesteps, rope = read_config(tmp_path / "pyproject.toml")
-    assert (table.preset, table.odd, table.max_positions) == ("vaswani", "ceil", 2048), table
-    assert (timesteps.api, timesteps.preset) == ("timesteps", "tensor2tensor"), timesteps
-    assert rope.api == "rope-apply" and rope.rope.convention.rope_type == "llama3", rope
+    assert (table.spec.preset, table.spec.odd, table.max_positions) == ("vaswani", "ceil", 2048), table
+    assert (timesteps.api, timesteps.spec.preset) == ("timesteps", "tensor2tensor"), timesteps
+    assert rope.api == "rope-apply" and rope.spec.convention.rope_type == "llama3", rope
 
 
 def test_a_default_no_target_fits_is_a_usage_error(tmp_path):
@@ -158,7 +160,7 @@ def test_pyproject_single_target_and_array(tmp_path):
     """[tool.posenc-spec] holds one target directly, or a targets array."""
     single = tmp_path / "single.toml"
     single.write_text('[project]\nname = "x"\n\n[tool.posenc-spec]\ntarget = "pkg.mod:fn"\nconvention = "concat"\n')
-    assert [declaration.convention for declaration in read_config(single)] == [PRESETS["concat"]]
+    assert [declaration.spec.convention for declaration in read_config(single)] == [PRESETS["concat"]]
     many = tmp_path / "many.toml"
     many.write_text('[tool.posenc-spec]\napi = "timesteps"\n[[tool.posenc-spec.targets]]\ntarget = "a:f"\n'
                     '[[tool.posenc-spec.targets]]\ntarget = "b:g"\n')
@@ -298,7 +300,7 @@ def test_config_file_slips_are_named(tmp_path, text, message):
         read_config(path)
     assert str(error.value).startswith(f"{path}{message}"), str(error.value)
     path.write_text('convention = "concat"\ntarget = "a:f"\n')
-    assert [(d.target, d.preset) for d in read_config(path)] == [("a:f", "concat")]
+    assert [(d.target, d.spec.preset) for d in read_config(path)] == [("a:f", "concat")]
 
 
 @pytest.mark.parametrize("kwargs, words", [

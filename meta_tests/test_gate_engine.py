@@ -167,12 +167,13 @@ def test_a_rotary_declaration_is_not_judged_by_the_sinusoidal_vacuity_rule():
     """One position is too few to tell sinusoidal shifts apart, and the gate refuses such a
     table declaration; a rotary grid is fixed by head sizes and positions, so the same cap
     on a RoPE target is no reason to refuse it."""
-    from posenc_spec.gate import vacuity
     from posenc_spec.gate.errors import UsageError
 
+    table = declare({"target": "a.b:c", "max_positions": 1})
     with pytest.raises(UsageError, match="cannot be checked at these options"):
-        vacuity.assert_distinguishable(declare({"target": "a.b:c", "max_positions": 1}))
-    vacuity.assert_distinguishable(declare({"target": "a.b:c", "api": "rope-apply", "max_positions": 1}))
+        table.family.assert_checkable(table)
+    rotary = declare({"target": "a.b:c", "api": "rope-apply", "max_positions": 1})
+    rotary.family.assert_checkable(rotary)
 
 
 def test_finished_slot_templates_are_collected(tmp_path):

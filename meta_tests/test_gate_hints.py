@@ -100,7 +100,7 @@ def test_rope_slips_the_corpus_does_not_plant(declared, made, slip, flags):
     """A cache made with theta 10000 where 500000 is declared, and one scaled by factor 4 where
     linear factor 2 is declared: each hint names the slip and the flags that declare it."""
     spec = declare({"target": "m:f", "api": "rope-cache", "rope_theta": declared.theta,
-                    "rope_type": declared.rope_type, "rope_parameters": declared.params_dict()}).rope
+                    "rope_type": declared.rope_type, "rope_parameters": declared.params_dict()}).spec
     calls = _rope_calls(spec, made)
     statuses = {f"formula[{probe.slot}]": "failed" for probe, _ in calls}
     hints = diagnose_rope(spec, "rope-cache", calls, statuses)

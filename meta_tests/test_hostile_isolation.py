@@ -101,7 +101,7 @@ def test_twins_each_import_their_own_helper(run):
     """The helpers differ: what conforms as vaswani in one twin is concat in the other, so
     neither twin could conform with the other's helper."""
     reports = run["reports"]
-    assert reports["twin_a"].declaration.convention.layout != reports["twin_b"].declaration.convention.layout
+    assert reports["twin_a"].declaration.spec.convention.layout != reports["twin_b"].declaration.spec.convention.layout
     assert reports["twin_a"].conforms and reports["twin_b"].conforms
 
 

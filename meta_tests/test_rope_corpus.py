@@ -77,7 +77,7 @@ def test_hint_names_the_planted_slip(entry, reports):
 
 def _probes(api, max_positions=None, **keys):
     declaration = declare({"target": "m:f", "api": api, "max_positions": max_positions, **keys})
-    return grid.probes_for(declaration.rope, api, max_positions), declaration
+    return grid.probes_for(declaration.spec, api, max_positions), declaration
 
 
 @pytest.mark.parametrize("api", ["rope-cache", "rope-apply"])
@@ -95,7 +95,7 @@ def test_dynamic_max_positions_is_its_l0_not_a_cap():
     """Without ``original_max_position_embeddings``, dynamic's ``max_positions`` is ``L0``
     (transformers' reading), the length scaling starts from: the grid goes past it."""
     probes, declaration = _probes("rope-cache", 4096, rope_type="dynamic", rope_parameters={"factor": 2.0})
-    assert declaration.rope.convention.original_length() == 4096
+    assert declaration.spec.convention.original_length() == 4096
     assert max(int(probe.positions.max()) for probe in probes) == grid.LONGEST
 
 
@@ -108,8 +108,8 @@ def test_length_dependent_types_are_called_where_they_switch(api, rope_type, par
     again as the first call after it, a history call (the short call cannot show a state
     that every call below ``L0`` resets, as transformers' dynamic update does)."""
     probes, declaration = _probes(api, rope_type=rope_type, rope_parameters=parameters, head_dim=head_dim)
-    l0 = declaration.rope.convention.original_length()
-    head = declaration.rope.head_dims[0]
+    l0 = declaration.spec.convention.original_length()
+    head = declaration.spec.head_dims[0]
     mine = [probe for probe in probes if probe.head_dim == head and probe.role in ("table", "history")]
     lengths = [(probe.role, int(probe.positions.max()) + 1) for probe in mine]
     long_call = max(length for _, length in lengths)
@@ -130,11 +130,11 @@ def test_a_passing_history_call_does_not_hide_a_failing_one():
     long call's frequencies, as transformers keeps them), then the short call again, right.
     The check fails and names the ``L0 + 1`` call."""
     probes, declaration = _probes("rope-cache", rope_type="dynamic", rope_parameters=DYNAMIC_2X, head_dim=8)
-    conv = declaration.rope.convention
+    conv = declaration.spec.convention
     history = [probe for probe in probes if probe.role == "history"]
     assert [probe.slot for probe in history] == ["d=8:length-4097-again", "d=8:short-again"]
     results = Results()
-    judge = RopeJudge(declaration.rope, "rope-cache", results)
+    judge = RopeJudge(declaration.spec, "rope-cache", results)
     again_long, again_short = history
     judge.judge(again_long, cache_outcome(*oracle.cache(again_long.positions, conv, again_long.head_dim,
                                                         seq_len=grid.LONGEST + 1)))
@@ -147,7 +147,7 @@ def test_a_history_call_that_is_right_passes():
     """The same two calls, both right: the check passes (the merge does not fail by itself)."""
     probes, declaration = _probes("rope-cache", rope_type="dynamic", rope_parameters=DYNAMIC_2X, head_dim=8)
     results = Results()
-    judge = RopeJudge(declaration.rope, "rope-cache", results)
+    judge = RopeJudge(declaration.spec, "rope-cache", results)
     for probe in (probe for probe in probes if probe.role == "history"):
-        judge.judge(probe, cache_outcome(*oracle.cache(probe.positions, declaration.rope.convention, probe.head_dim)))
+        judge.judge(probe, cache_outcome(*oracle.cache(probe.positions, declaration.spec.convention, probe.head_dim)))
     assert results.by_id["history[d=8]"].passed, results.by_id["history[d=8]"].message

@@ -248,16 +248,16 @@ def test_every_bug_class_is_covered_and_most_bugs_are_cited():
 
 # Where the gate's declaration holds each key a registration may state.
 READ_BACK = {
-    "rope_theta": lambda d: d.rope.convention.theta,
-    "rope_type": lambda d: d.rope.convention.rope_type,
-    "rope_parameters": lambda d: d.rope.convention.params_dict(),
-    "partial_rotary_factor": lambda d: d.rope.convention.partial_rotary_factor,
-    "rotary_dim": lambda d: d.rope.convention.rotary_dim,
-    "rotary_features": lambda d: d.rope.convention.rotary_features,
-    "attention_factor": lambda d: d.rope.convention.attention_factor_placement,
-    "max_positions": lambda d: (d.max_positions, d.rope.convention.max_position_embeddings),
-    "head_dim": lambda d: d.rope.head_dims,
-    **{key: (lambda d, key=key: getattr(d.rope, key)) for key in ("rope_layout", "x_layout", "cache_layout",
+    "rope_theta": lambda d: d.spec.convention.theta,
+    "rope_type": lambda d: d.spec.convention.rope_type,
+    "rope_parameters": lambda d: d.spec.convention.params_dict(),
+    "partial_rotary_factor": lambda d: d.spec.convention.partial_rotary_factor,
+    "rotary_dim": lambda d: d.spec.convention.rotary_dim,
+    "rotary_features": lambda d: d.spec.convention.rotary_features,
+    "attention_factor": lambda d: d.spec.convention.attention_factor_placement,
+    "max_positions": lambda d: (d.max_positions, d.spec.convention.max_position_embeddings),
+    "head_dim": lambda d: d.spec.head_dims,
+    **{key: (lambda d, key=key: getattr(d.spec, key)) for key in ("rope_layout", "x_layout", "cache_layout",
                                                                   "cache_form", "cache_call")},
 }
 # A declared value as READ_BACK finds it, where the gate holds it in another form.

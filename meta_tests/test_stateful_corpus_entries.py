@@ -125,7 +125,7 @@ class RopePlayer:
 
     def __init__(self, entry):
         self.entry, self.declaration = entry, entry.declaration()
-        self.spec, self.conv = self.declaration.rope, self.declaration.rope.convention
+        self.spec, self.conv = self.declaration.spec, self.declaration.spec.convention
         self.head = self.spec.head_dims[0]
         self.make = _instances(entry)
         self.sizes = {"head_dim": self.head, "max_positions": self.declaration.max_positions}
@@ -220,7 +220,7 @@ class SinusoidalPlayer:
         self.make = _instances(entry)
 
     def __call__(self, call: Call):
-        convention = self.declaration.convention
+        convention = self.declaration.spec.convention
         if self.entry.api == "timesteps":
             timesteps = torch.as_tensor(call.positions)
             timesteps = timesteps.to(DTYPES[call.dtype]) if timesteps.is_floating_point() else timesteps

@@ -64,7 +64,7 @@ def check(target, /, **keys) -> Report:
 
 
 def _check(target, keys: dict) -> Report:
-    from .gate import callables, vacuity
+    from .gate import callables
     from .gate.declaration import declare, refuse_quoted_numbers, refuse_unknown_keys
     from .gate.engine import check_many
 
@@ -78,7 +78,7 @@ def _check(target, keys: dict) -> Report:
         name = callables.label(target)
         declaration = dataclasses.replace(declare({"target": registered, **declared}), written=name)
         if declaration.formula:
-            vacuity.assert_distinguishable(declaration)  # before anything is forked
+            declaration.family.assert_checkable(declaration)  # before anything is forked
         with callables.caller_template(options.preload) as root:
             report = check_many([declaration], options, keep_table=True, root=root)[0]
     return Report(_renamed(report, registered, name))
@@ -218,8 +218,9 @@ class Report:
             return "it conforms"
         if self.verdict == "error":
             return "it could not be imported"
-        if self.gate_report.declaration.rope is not None:
-            return f"rotary embeddings are drawn by posenc-spec plot TARGET --api {self.gate_report.declaration.api}"
+        declaration = self.gate_report.declaration
+        if not declaration.family.report_figures:
+            return f"the {declaration.api} API is drawn by posenc-spec plot TARGET --api {declaration.api}"
         return "no call returned a table"
 
 

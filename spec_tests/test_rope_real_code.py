@@ -178,7 +178,7 @@ def test_rotary_embedding_torch_forms_positions_in_the_dtype_of_q(reports):
     gate reports ``formula[d=D:bfloat16]``, worst at a position above 256, and
     ``finite[d=D:float16]``, first at a position above 65504, and nothing else."""
     report = reports["lucidrains-rotate-queries", "declared"]
-    positions = grid.grid_positions(report.declaration.rope.convention)  # the long calls, as the gate made them
+    positions = grid.grid_positions(report.declaration.spec.convention)  # the long calls, as the gate made them
     expected = {f"{check}[d={d}:{dtype}]" for d in GRID_HEAD_DIMS
                 for check, dtype in (("formula", "bfloat16"), ("finite", "float16"))}
     assert {check.name for check in report.failures()} == expected, failure_summary(report)

@@ -12,8 +12,10 @@ import importlib
 from dataclasses import dataclass
 
 from posenc_spec.conventions import Convention, get_convention
-from posenc_spec.gate.declaration import ODD_CHOICES
-from posenc_spec.gate.keys import APIS
+from posenc_spec.families.sinusoidal.keys import NAMES
+from posenc_spec.families.sinusoidal.spec import ODD_CHOICES
+
+APIS = NAMES.apis
 
 # The bug classes of issue 6, each with the words the issue uses for it.
 BUG_CLASSES: dict[str, str] = {

@@ -20,11 +20,13 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from posenc_spec.families.rope.keys import NAMES as ROPE_NAMES
 from posenc_spec.gate.calls import Outcome
 from posenc_spec.gate.declaration import Declaration, declare
-from posenc_spec.gate.keys import ROPE_APIS
 from posenc_spec.rope import oracle
 from posenc_spec.rope.conventions import RopeConvention
+
+ROPE_APIS = ROPE_NAMES.apis
 
 # The keys only some apis read (the gate takes every rotary key with every rotary api):
 # how the call is shaped, and which features rotate (a cache holds no features).
@@ -88,7 +90,7 @@ class RopeEntry:
 
     def setting(self, key: str):
         """How the gate reads a key of ``READ_BY`` or ``attention_factor``: declared, or its default."""
-        rope = self.declaration().rope
+        rope = self.declaration().spec
         if key in _ON_CONVENTION:
             return getattr(rope.convention, _ON_CONVENTION[key])
         if key not in READ_BY:
@@ -97,13 +99,13 @@ class RopeEntry:
 
     def convention(self) -> RopeConvention:
         """The RoPE convention the entry claims, as the gate reads it."""
-        return self.declaration().rope.convention
+        return self.declaration().spec.convention
 
     def head_dims(self) -> tuple[int, ...]:
-        return self.declaration().rope.head_dims
+        return self.declaration().spec.head_dims
 
     def describe(self) -> str:
-        return f"{self.api}: {self.declaration().rope.describe()}" + "".join(
+        return f"{self.api}: {self.declaration().spec.describe()}" + "".join(
             f", {key}={value}" for key, value in self.keys if key in READ_BY)
 
 

@@ -12,7 +12,8 @@ import contextlib
 import difflib
 import sys
 
-from posenc_spec.gate.keys import CONVENTION_KEYS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, flag
+from posenc_spec import families
+from posenc_spec.gate.keys import APIS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, flag
 
 USAGE_STATUS = 2
 OUTPUT_STATUS = 3  # the work was done, but a report, picture or snapshot could not be written at the end
@@ -57,26 +58,22 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_declaration_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags that declare a target's convention, API and grid (all default None)."""
-    text = {"metavar": "VALUE", "default": None}
-    parser.add_argument("--convention", metavar="NAME", default=None,
-                        help="the declared preset: vaswani, concat, tensor2tensor, fairseq, guided-diffusion "
-                             "(default vaswani)")
-    helps = {"layout": "interleaved or concat", "first": "sin or cos", "freq_shift": "0 or 1",
-             "base": "the base (> 1)", "offset": "the position of row 0", "scale": "the scale of the argument"}
-    for key in CONVENTION_KEYS:
-        parser.add_argument(flag(key), dest=key, help=f"override the preset's {key}: {helps[key]}", **text)
-    parser.add_argument("--odd", **text, help="odd widths: error (expect an exception; default), zero-pad, ceil, "
-                                             "or skip (test none)")
+    """The flags that declare a target: how it is called, and each family's keys, a group per
+    family (all default None)."""
     add_call_arguments(parser)
+    for names in families.names():
+        group = parser.add_argument_group(names.group)
+        for key in names.keys:
+            metavar, text = names.help[key]
+            group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text,
+                               action="append" if key in names.repeated else "store")
 
 
 def add_call_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that say how a target is called: its API, the timesteps, the lengths and the
     time it gets (all default None)."""
     parser.add_argument("--api", metavar="API", default=None,
-                        help="table: fn(num_positions, dim) (default); timesteps: fn(timesteps, dim); "
-                             "rope-freqs, rope-cache, rope-apply: rotary embeddings")
+                        help=f"the API the target has, which names its family: {', '.join(APIS)} (default {APIS[0]})")
     parser.add_argument("--t-max", dest="t_max", metavar="T", default=None,
                         help=f"largest timestep for the timesteps API (default {DEFAULT_T_MAX:g})")
     parser.add_argument("--max-positions", dest="max_positions", metavar="N", default=None,
@@ -95,34 +92,9 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the method to call on the object --init builds (default: the object itself)")
     parser.add_argument("--kwarg", dest="kwargs", metavar="KEY=VALUE", action="append", default=None,
                         help="a keyword argument passed on every call (repeatable), such as flip_sin_to_cos=true")
-
-
-ROPE_FLAGS = {
-    "rope_config": ("FILE", "a Hugging Face config.json stating the rotary convention (flags override it)"),
-    "rope_theta": ("B", "the RoPE base (default 10000)"),
-    "rope_type": ("TYPE", "default, linear, dynamic, yarn, llama3, longrope or proportional"),
-    "layer_type": ("NAME", "pick one entry of a per-layer-type rope_parameters (Gemma 3/4)"),
-    "partial_rotary_factor": ("F", "rotary_dim = int(head_dim * F) (default 1.0)"),
-    "rotary_dim": ("N", "the rotated size itself (GPT-J, CodeGen)"),
-    "rotary_features": ("first|last", "which features rotate (default first; DeepSeek-V3: last)"),
-    "attention_factor": ("in-cache|separate", "A multiplies cos/sin (default) or is applied elsewhere"),
-    "rope_layout": ("half|interleaved", "pairs (i, i + r/2) (default) or (2i, 2i + 1)"),
-    "cache_layout": ("half|interleaved|compact", "rope-cache: each of cos and sin (default half)"),
-    "cache_form": ("FORM", "rope-cache: cos-sin (default), complex, angles, sin-cos-cat, cos-sin-cat or stacked"),
-    "cache_call": ("CALL", "rope-cache: positions (default), batched, length or x-positions"),
-    "x_layout": ("LAYOUT", "rope-apply: bshd (default), bhsd, sbhd or thd"),
-    "head_dim": ("N", "the model's head size: the grid then uses only it"),
-}
-
-
-def add_rope_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of a rotary-embedding declaration (--api rope-freqs, rope-cache, rope-apply)."""
-    group = parser.add_argument_group("rotary embeddings (--api rope-freqs | rope-cache | rope-apply)")
-    for key, (metavar, text) in ROPE_FLAGS.items():
-        group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text)
-    group.add_argument(flag("rope_parameters"), dest="rope_parameters", metavar="KEY=VALUE", action="append",
-                       default=None,
-                       help="a parameter of the rope type, Hugging Face's name, VALUE in JSON (repeatable)")
+    parser.add_argument("--x-layout", dest="x_layout", metavar="LAYOUT", default=None,
+                        help="how the x the target takes is laid out: rope-apply: bshd (default), bhsd, sbhd or thd; "
+                             "the adds-to-x signature: sbd (default), bsd or sd")
 
 
 def add_against_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,6 @@ from .arguments import (
     OUTPUT_STATUS,
     add_against_arguments,
     add_declaration_arguments,
-    add_rope_arguments,
     add_run_arguments,
     declaration_flags,
     error,
@@ -66,7 +65,6 @@ def register(subparsers) -> None:
     check.add_argument("--builtin", action="store_true",
                        help="check the reference implementations posenc-spec ships (no TARGET, no --config)")
     add_declaration_arguments(check)
-    add_rope_arguments(check)
     add_against_arguments(check)
     check.add_argument("--xfails", metavar="FILE", help="known deviations: check ids or glob patterns, # reasons")
     check.add_argument("--json", metavar="FILE", help="write the report as JSON (- for standard output)")
@@ -118,15 +116,13 @@ def _check(args, held: contextlib.ExitStack) -> int:
             contextlib.closing(destination.open_folder("--plots", args.plots)))
         annotate = annotations_wanted(args.annotations)
         from posenc_spec.gate.engine import check_many, shard
-        from posenc_spec.gate.vacuity import assert_distinguishable
-
         positions = shard(list(range(len(declarations))), *options.shard)
         selected = [declarations[position] for position in positions]
         # Before the header, so that a usage error is the only line; check_many asks again
-        # (its guard for every caller), which vacuity answers from its cache.
+        # (its guard for every caller), which the family answers from its cache.
         for declaration in selected:
             if declaration.formula:
-                assert_distinguishable(declaration)
+                declaration.family.assert_checkable(declaration)
         check_preload(options.preload)
         out = sys.stderr if args.json == "-" else sys.stdout
         destination.emit(text.run_header(len(selected), config, options.jobs, options.shard), out)

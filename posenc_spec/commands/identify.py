@@ -13,11 +13,11 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from posenc_spec.gate.keys import CONVENTION_KEYS, ROPE_APIS, flag
+from posenc_spec import families
+from posenc_spec.gate.keys import flag
 
 from .arguments import (
     OUTPUT_STATUS,
-    ROPE_FLAGS,
     add_call_arguments,
     add_run_arguments,
     error,
@@ -38,42 +38,32 @@ rotated features and the scaling type with its parameters, where the calls deter
 With a declaration (the declaration flags below, else the TARGET's entry in the nearest
 pyproject.toml's [tool.posenc-spec]) the answer says how it differs from it.
 """
-# The RoPE flags identify reads: how the target is called and what it returns (the rest it finds).
-ROPE_CALL_FLAGS = {"head_dim": None, "rope_layout": ("rope-apply",), "cache_layout": ("rope-cache",),
-                   "cache_form": ("rope-cache",), "cache_call": ("rope-cache",), "x_layout": ("rope-apply",)}
-# The keys of a declaration the answer is compared with (flags of check; identify finds them).
-SINUSOIDAL_DECLARED = ("convention", *CONVENTION_KEYS, "odd")
-ROPE_DECLARED = ("rope_config", "rope_theta", "rope_type", "layer_type", "rope_parameters", "partial_rotary_factor",
-                 "rotary_dim", "rotary_features", "attention_factor")
+
+
+def _declared_keys(names) -> tuple[str, ...]:
+    """A family's keys the answer is compared with: those identify does not read to call."""
+    return tuple(key for key in names.keys if key not in names.identify_keys)
 
 
 def add_identify_arguments(parser: argparse.ArgumentParser) -> None:
     """TARGET and the flags of ``identify`` (``init`` takes the same)."""
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_call_arguments(parser)
-    group = parser.add_argument_group("rotary embeddings (--api rope-freqs | rope-cache | rope-apply)")
-    for key in ROPE_CALL_FLAGS:
-        metavar, text = ROPE_FLAGS[key]
-        if key == "head_dim":
-            text = "the model's head size: identify calls only it (default: 64 and 128)"
-        elif key == "rope_layout":
-            text = "rope-apply: judge under this pairing (default: the pairing the calls show)"
-        elif key == "cache_layout":
-            text = "rope-cache: each of cos and sin: half, interleaved or compact (default: read from the columns)"
-        group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text)
+    for names in families.names():
+        own = [key for key in names.identify_keys if families.owner_of_key(key) is names]
+        if own:
+            group = parser.add_argument_group(names.group)
+            for key in own:
+                metavar, text = names.identify_help.get(key, names.help[key])
+                group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text)
     declared = parser.add_argument_group(
         "the declaration the answer is compared with (default: the TARGET's entry in the nearest "
         "[tool.posenc-spec]); they change nothing identify fits")
-    declared.add_argument("--convention", metavar="NAME", default=None, help="the declared preset")
-    for key in (*CONVENTION_KEYS, "odd"):
-        declared.add_argument(flag(key), dest=key, metavar="VALUE", default=None, help=f"the declared {key}")
-    for key in ROPE_DECLARED:
-        if key == "rope_parameters":
-            declared.add_argument(flag(key), dest=key, metavar="KEY=VALUE", action="append", default=None,
-                                  help="a declared parameter of the rope type (repeatable)")
-        else:
-            metavar, text = ROPE_FLAGS[key]
-            declared.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text)
+    for names in families.names():
+        for key in _declared_keys(names):
+            metavar, text = names.help[key]
+            declared.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text,
+                                  action="append" if key in names.repeated else "store")
     add_run_arguments(parser)
 
 
@@ -94,46 +84,17 @@ def register(subparsers) -> None:
     parser.add_argument("--json", metavar="FILE", help="write the answer as JSON (- for standard output)")
 
 
-def _call_shape(args, api: str):
-    """The RoPE call flags as a :class:`~posenc_spec.gate.identify.rope.CallShape`, and the head size."""
-    from posenc_spec.gate.errors import UsageError
-    from posenc_spec.gate.identify.rope import CallShape
-    from posenc_spec.gate.rope.spec import CACHE_CALLS, CACHE_FORMS, CACHE_LAYOUTS, ROPE_LAYOUTS, X_LAYOUTS
-    from posenc_spec.gate.rope.spec import head_dim as valid_head_dim
-    from posenc_spec.gate.values import choice
-
-    for key, apis in ROPE_CALL_FLAGS.items():
-        if getattr(args, key) is not None and apis is not None and api not in apis:
-            raise UsageError(f"{flag(key)} is read by --api {' and '.join(apis)}, not by --api {api}")
-    head_dim = None if args.head_dim is None else valid_head_dim(flag("head_dim"), args.head_dim)
-
-    def pick(key, choices, default):
-        value = getattr(args, key)
-        return default if value is None else choice(flag(key), value, choices)
-
-    return CallShape(api, cache_form=pick("cache_form", CACHE_FORMS, "cos-sin"),
-                     cache_layout=pick("cache_layout", CACHE_LAYOUTS, None),
-                     cache_call=pick("cache_call", CACHE_CALLS, "positions"),
-                     x_layout=pick("x_layout", X_LAYOUTS, "bshd"),
-                     rope_layout=pick("rope_layout", ROPE_LAYOUTS, None)), head_dim
-
-
 @dataclass
 class Request:
     """What ``identify`` was asked: the call's declaration (the keys a call is made with), the
-    RoPE call shape and head size, the declaration to compare with (and where it came
-    from), and the run's options."""
+    family's request (:class:`~posenc_spec.gate.family.Identification`), the declaration to
+    compare with (and where it came from), and the run's options."""
 
     call: object
-    shape: object = None
-    head_dim: int | None = None
+    asked: object = None
     compared: object = None
     source: str = ""
     options: object = None
-
-    @property
-    def rope(self) -> bool:
-        return self.shape is not None
 
 
 def request_of(args) -> Request:
@@ -144,33 +105,31 @@ def request_of(args) -> Request:
 
     call = declare({"target": args.target, "api": args.api, "t_max": args.t_max,
                     "max_positions": args.max_positions, "timeout": args.timeout}, flags=True)
-    shape = head_dim = None
-    if call.api in ROPE_APIS:
-        if args.t_max is not None:
-            raise UsageError("--t-max is read by --api timesteps, not by the rotary APIs")
-        shape, head_dim = _call_shape(args, call.api)
-    else:
-        given = [key for key in ROPE_CALL_FLAGS if getattr(args, key) is not None]
+    own = families.names_of_api(call.api)
+    for names in families.names():
+        given = [key for key in names.identify_keys if names is not own and getattr(args, key, None) is not None
+                 and key not in own.identify_keys]
         if given:
-            raise UsageError(f"{flag(given[0])} describes a rotary embedding: give --api rope-freqs, rope-cache "
-                             "or rope-apply")
-    request = Request(call, shape, head_dim, options=run_options_of(args))
-    request.compared, request.source = _compared(args, call)
+            raise UsageError(f"{flag(given[0])} describes {names.noun}: give --api {' or '.join(names.apis)}")
+    flags = {key: getattr(args, key) for key in own.identify_keys if getattr(args, key, None) is not None}
+    if args.t_max is not None:
+        flags["t_max"] = args.t_max
+    request = Request(call, call.family.identify_request(flags, call), options=run_options_of(args))
+    request.compared, request.source = _compared(args, call, request.asked)
     check_preload(request.options.preload)
     return request
 
 
-def _compared(args, call):
+def _compared(args, call, asked):
     """``(declaration, where it came from)`` the answer is compared with, or ``(None, "")``."""
     from posenc_spec.gate.config import find_pyproject, read_config
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
 
-    keys = {key: getattr(args, key) for key in (*SINUSOIDAL_DECLARED, *ROPE_DECLARED)
-            if getattr(args, key, None) is not None}
-    if keys:
-        layouts = {key: getattr(args, key) for key in ("rope_layout", "cache_layout") if getattr(args, key)}
-        return declare({"target": args.target, "api": call.api, **keys, **layouts}, flags=True), "the flags"
+    given = {key: getattr(args, key) for names in families.names() for key in _declared_keys(names)
+             if getattr(args, key, None) is not None}
+    if given:
+        return declare({"target": args.target, "api": call.api, **asked.compared_keys(given)}, flags=True), "the flags"
     try:
         search = find_pyproject()
         declarations = read_config(search.found) if search.found is not None else []
@@ -186,16 +145,7 @@ def identify(request: Request) -> dict:
     """The answer (see the module docstring), compared with the request's declaration.
     IdentifyError when the target cannot be imported."""
     call = request.call
-    if request.rope:
-        from posenc_spec.gate.identify.rope import identify_many
-
-        result = identify_many([call.target], request.shape, request.head_dim, call.max_positions, call.timeout,
-                               request.options)[0]
-    else:
-        from posenc_spec.gate.identify import identify_target
-
-        result = identify_target(call.target, api=call.api, t_max=call.t_max, timeout=call.timeout,
-                                 max_positions=call.max_positions, options=request.options)
+    result = request.asked.run(request.options)
     result["target"] = call.name
     if request.compared is not None:
         result = _with_differences(result, request)
@@ -207,20 +157,10 @@ def identify(request: Request) -> dict:
 def _with_differences(result: dict, request: Request) -> dict:
     """The answer with ``declared``: where the declaration came from and how the answer (or,
     for "none", its nearest) differs from it, also said at the end of the message."""
-    from posenc_spec.conventions import Convention
-    from posenc_spec.gate.identify.declared import rope_differences, sinusoidal_differences
-
     answer = result["convention"] or (result.get("nearest") or {}).get("convention")
     if answer is None:
         return result
-    declared = request.compared
-    if request.rope:
-        layout = declared.rope.rope_layout if request.call.api == "rope-apply" else declared.rope.cache_layout
-        words = rope_differences(answer, answer.get("layout"), declared.rope.convention, layout)
-    else:
-        odd = answer.get("odd")
-        found = Convention(**{**answer, "odd": odd or declared.convention.odd})
-        words = sinusoidal_differences(found, declared.convention, odd is not None and not declared.skip_odd)
+    words = request.asked.differences(answer, request.compared)
     what = "the answer" if result["convention"] is not None else "the nearest"
     said = "; ".join(words) if words else "as declared"
     return {**result, "declared": {"source": request.source, "differences": words},

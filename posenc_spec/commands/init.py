@@ -178,17 +178,8 @@ def _checked(pyproject: Pyproject, new: bytes, keys: dict, replace: int | None, 
 def _entry_keys(target: str, result: dict, request, defaults: dict) -> dict:
     """The entry: the target, the answer's keys, and explicit values for the keys the table's
     defaults would otherwise give it."""
-    from posenc_spec.gate.identify.declared import answer_keys, rope_answer_keys
-    from posenc_spec.gate.identify.toml_text import number
-    from posenc_spec.gate.keys import CONVENTION_KEYS
-
     call = request.call
-    if request.rope:
-        keys = rope_answer_keys(result, request.shape, request.head_dim, call.max_positions)
-    else:
-        keys = answer_keys(result, call.api, call.t_max, call.max_positions)
-        fields = result["convention"]
-        keys |= {key: number(fields[key]) for key in CONVENTION_KEYS if key in defaults and key not in keys}
+    keys = request.asked.entry_keys(result, defaults)
     if "api" in defaults and "api" not in keys:
         keys["api"] = call.api
     return {"target": target, **keys}

@@ -59,15 +59,11 @@ from .arguments import (
     OUTPUT_STATUS,
     add_against_arguments,
     add_declaration_arguments,
-    add_rope_arguments,
     add_run_arguments,
     declaration_flags,
     error,
     run_options_of,
 )
-
-DEFAULT_NUM_POSITIONS = 300  # seed 000's table: PE(300, 512)
-DEFAULT_DIM = 512
 
 
 def register(subparsers) -> None:
@@ -82,12 +78,11 @@ def register(subparsers) -> None:
     )
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_declaration_arguments(parser)
-    add_rope_arguments(parser)
     add_against_arguments(parser)
     add_run_arguments(parser)
     parser.add_argument("--num-positions", default=None, metavar="N",
-                        help=f"rows (positions, or timesteps for --api timesteps); default {DEFAULT_NUM_POSITIONS}")
-    parser.add_argument("--dim", default=None, metavar="D", help=f"embedding width; default {DEFAULT_DIM}")
+                        help="rows (positions, or timesteps for --api timesteps); default 300")
+    parser.add_argument("--dim", default=None, metavar="D", help="embedding width; default 512")
     parser.add_argument("--out", default=None, metavar="DIR|FILE.png",
                         help="folder for the PNGs (created); with --against the PNG to write (its folder must "
                              "exist; default: the snapshot's path with .png), or a folder for it (one that exists, "
@@ -104,11 +99,11 @@ def run(args: argparse.Namespace) -> int:
         declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
         options = run_options_of(args)
         check_preload(options.preload)
-        sized = next((name for name, value in (("--num-positions", args.num_positions), ("--dim", args.dim))
+        sized = next((name for name, value in (("num_positions", args.num_positions), ("dim", args.dim))
                       if value is not None), None)
-        if sized and (declaration.against is not None or declaration.rope is not None):
+        if sized and (declaration.against is not None or sized not in declaration.family.plot_sizes):
             other = "--against" if declaration.against is not None else f"--api {declaration.api}"
-            raise UsageError(f"{sized} sizes a table; it does not apply to {other}")
+            raise UsageError(f"--{sized.replace('_', '-')} sizes a table; it does not apply to {other}")
         if declaration.against is None and args.out is None:
             raise UsageError("--out DIR is required: the folder for the PNGs")
         if declaration.against is not None and declaration.formula:
@@ -119,9 +114,7 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.closing(out):
         if declaration.against is not None:
             return _against(args, declaration, options, out)
-        if declaration.rope is not None:
-            return _rope(args, declaration, options, out)
-        return _table(args, declaration, options, out)
+        return _family(args, declaration, options, out)
 
 
 def _open_out(value: str | None, snapshot: str | None):
@@ -170,119 +163,21 @@ def _written(out, title: str, verdict: str, pictures: dict, *notes: str) -> int:
     return 0
 
 
-# -- tables ---------------------------------------------------------------------------------
+# -- a family's pictures ----------------------------------------------------------------------
 
 
-def _table(args, declaration, options, out) -> int:
-    import numpy as np
-
-    from posenc_spec.checks import expectation
-    from posenc_spec.conventions import UndefinedWidthError
+def _family(args, declaration, options, out) -> int:
     from posenc_spec.gate.errors import UsageError
-    from posenc_spec.gate.grid import Probe
-    from posenc_spec.gate.judge import call_problem
-    from posenc_spec.gate.runner import run_target
-    from posenc_spec.gate.values import integer
-    from posenc_spec.tolerance import compare
+    from posenc_spec.gate.family import NothingToDraw
 
+    sizes = {"num_positions": args.num_positions, "dim": args.dim}
     try:
-        num_positions = integer("--num-positions", args.num_positions or DEFAULT_NUM_POSITIONS, maximum=2**20)
-        dim = integer("--dim", args.dim or DEFAULT_DIM, minimum=2, maximum=2**16)
-        declaration.convention.check_odd(dim)
-    except (UsageError, UndefinedWidthError) as problem:  # an odd --dim the convention has no value at
+        drawing = declaration.family.plot(declaration, sizes, options)
+    except UsageError as problem:
         return error("plot", problem)
-    if declaration.api == "timesteps":
-        steps = np.round(np.linspace(0.0, declaration.t_max, num_positions)).astype(np.int64)
-        probe = Probe(f"plot-int64:{num_positions}x{dim}", "table", num_positions, dim, steps)
-    else:
-        probe = Probe(f"plot-{num_positions}x{dim}", "table", num_positions, dim)
-    turn = run_target(declaration, [probe.request()], options)
-    if not turn.imported:
-        return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
-    outcome = turn.outcomes[0]
-    problem = call_problem(probe, outcome)
-    if problem:
-        return _nothing_to_draw(f"{args.target} at {probe.size}", problem)
-
-    from posenc_spec.figures.diagnostics import table_figures  # matplotlib: only once there is something to draw
-    from posenc_spec.figures.gate_plots import table_labels
-    from posenc_spec.figures.style import quiet_floats
-
-    exp = expectation(probe.positions, dim, declaration.convention, outcome.dtype)
-    table = np.asarray(outcome.table, dtype=np.float64)
-    title, row_kind = table_labels(declaration, outcome.dtype)
-    with quiet_floats():  # a table near the largest float overflows its error ratios to Inf, as judged
-        summary = compare(table, exp.table, exp.tolerance)
-    figures = table_figures(table, exp, title=title, row_kind=row_kind, comparison=summary)
-    return _written(out, title, "every element within tolerance" if summary.ok else summary.describe(),
-                    {name: (f"{name}.png", figure) for name, figure in figures.items()})
-
-
-# -- rotary embeddings ----------------------------------------------------------------------
-
-
-def _rope_parts(judge, probe, values):
-    """``(dtype text, {name: (actual, expected, bound)} as drawn, the same over the whole
-    call, the rows' positions, the columns' label)`` of one readable call: what the gate's
-    formula check compares (:meth:`~posenc_spec.gate.rope.judge.RopeJudge.expected_pieces`)."""
-    from posenc_spec.figures.rope import COLUMN_LABELS
-
-    dtype, pieces = judge.expected_pieces(probe, values)
-    whole = {label.rstrip("'"): arrays for label, *arrays in pieces}
-    if probe.kind == "freqs":
-        return dtype, whole, whole, None, COLUMN_LABELS["inv_freq"]
-    if probe.kind == "cache":
-        return dtype, whole, whole, probe.positions, f"{COLUMN_LABELS['cache']} ({judge.cache_layout} layout)"
-    whole = {"x": tuple(array[0] for array in whole["x"])}  # the first sequence: (heads, positions, features)
-    drawn = {"x": tuple(array[0] for array in whole["x"])}  # and its first head
-    return dtype, drawn, whole, probe.positions, COLUMN_LABELS["x"]
-
-
-def _rope(args, declaration, options, out) -> int:
-    from posenc_spec.figures.style import quiet_floats
-    from posenc_spec.gate.rope import grid as rope_grid
-    from posenc_spec.gate.rope.judge import RopeJudge
-    from posenc_spec.gate.runner import run_target
-    from posenc_spec.tolerance import compare
-
-    spec, api = declaration.rope, declaration.api
-    probes = [probe for probe in rope_grid.probes_for(spec, api, declaration.max_positions) if probe.role == "table"]
-    turn = run_target(declaration, [probe.request() for probe in probes], options)
-    if not turn.imported:
-        return error("plot", f"cannot import TARGET {args.target}: {turn.import_message}")
-    judge = RopeJudge(spec, api, None)  # only its reading and expectations: it records no results here
-    calls, problems = [], []
-    for probe, outcome in zip(probes, turn.outcomes, strict=True):
-        values, problem = judge.values(probe, outcome)
-        if problem:
-            problems.append(f"{probe.slot}: {problem}")
-            continue
-        dtype, drawn, whole, positions, columns = _rope_parts(judge, probe, values)
-        with quiet_floats():  # as in _table
-            comparisons = {name: compare(*arrays) for name, arrays in whole.items()}
-        worst = max(comparisons, key=lambda name: comparisons[name].max_ratio)
-        calls.append((comparisons[worst].max_ratio, probe, dtype, drawn, positions, columns, worst,
-                      comparisons[worst]))
-    if not calls:
-        return _nothing_to_draw(args.target, f"every call of the grid failed; first {problems[0]}")
-    ratio, probe, dtype, drawn, positions, columns, name, summary = max(calls, key=lambda call: call[0])
-
-    from posenc_spec.figures.rope import DIFFERENCE_FILE, rope_difference_figures  # matplotlib: only now
-
-    title = f"{declaration.name} at {probe.slot} under {spec.describe()}, {dtype}"
-    figures = rope_difference_figures(drawn, title=title, columns=columns, positions=positions)
-    if summary.ok:
-        verdict = f"every element within tolerance (max error/tolerance {ratio:.3g})"
-    else:
-        verdict = f"{name}: {summary.describe()}"
-        if positions is not None:
-            verdict += f"; row {summary.worst_index[-2]} is position {positions[summary.worst_index[-2]]}"
-    notes = [f"drawn: the call furthest out of bound of {len(calls)}"
-             + (" (head 0 of the rotated x)" if probe.kind == "apply" else "")]
-    if problems:
-        notes.append(f"{len(problems)} call(s) gave nothing to draw; first {problems[0]}")
-    return _written(out, title, verdict, {name: (DIFFERENCE_FILE.format(name), figure)
-                                          for name, figure in figures.items()}, *notes)
+    except NothingToDraw as nothing:
+        return _nothing_to_draw(nothing.what, nothing.problem)
+    return _written(out, drawing.title, drawing.verdict, drawing.pictures, *drawing.notes)
 
 
 # -- regression ------------------------------------------------------------------------------

@@ -25,8 +25,7 @@ import tempfile
 
 from .arguments import (
     OUTPUT_STATUS,
-    add_call_arguments,
-    add_rope_arguments,
+    add_declaration_arguments,
     add_run_arguments,
     declaration_flags,
     error,
@@ -39,11 +38,10 @@ def register(subparsers) -> None:
         "snapshot", help="record what a target returns on the gate's grid, for check --against",
         description="Record every output of TARGET on the gate's default grid (with its exact inputs) in FILE.npz.")
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
-    add_call_arguments(parser)
+    add_declaration_arguments(parser)
     parser.add_argument("--out", required=True, metavar="FILE.npz",
                         help="the snapshot to write (its folder must exist; checked before the target runs)")
     parser.add_argument("--force", action="store_true", help="replace an existing file")
-    add_rope_arguments(parser)
     add_run_arguments(parser)
     parser.set_defaults(run=run)
 

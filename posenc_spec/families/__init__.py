@@ -1,1 +1,48 @@
-"""Encoding families, one package each: conventions, oracles, tolerances, properties and calls."""
+"""The encoding families, one package each, and the registry the gate's core asks.
+
+Each family is ``posenc_spec/families/<name>/`` with a ``keys.py`` (the names its
+declarations are made of; imports nothing) and a ``family.py`` (``FAMILY``: what the core
+asks, :class:`posenc_spec.gate.family.Family`). Adding a family is its package and its name
+in :data:`GATED`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from posenc_spec.gate.family import Family, FamilyKeys
+
+# The families the gate checks, in the order the docs and --help list them.
+GATED = ("sinusoidal", "rope")
+
+
+@cache
+def names() -> tuple[FamilyKeys, ...]:
+    """Each gated family's :class:`~posenc_spec.gate.family.FamilyKeys` (no NumPy imported)."""
+    return tuple(import_module(f"{__name__}.{name}.keys").NAMES for name in GATED)
+
+
+def apis() -> tuple[str, ...]:
+    """Every API of every gated family, the first the default."""
+    return tuple(api for keys in names() for api in keys.apis)
+
+
+def names_of_api(api: str) -> FamilyKeys:
+    """The names of the family that owns ``api`` (a ``KeyError`` for no family's)."""
+    for keys in names():
+        if api in keys.apis:
+            return keys
+    raise KeyError(api)
+
+
+def owner_of_key(key: str) -> FamilyKeys | None:
+    """The names of the family whose declaration key ``key`` is (None: the core's)."""
+    return next((keys for keys in names() if key in keys.keys), None)
+
+
+def family_of_api(api: str) -> Family:
+    """The family that owns ``api`` (its ``family.py`` imported on first use)."""
+    return import_module(f"{__name__}.{names_of_api(api).name}.family").FAMILY

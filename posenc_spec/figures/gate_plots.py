@@ -109,7 +109,7 @@ def report_figures(report) -> dict:
 
     kept, declaration = report.kept, report.declaration
     title, row_kind = table_labels(declaration, kept.dtype, kept.slot)
-    exp = expectation(kept.positions, kept.table.shape[1], declaration.convention, kept.dtype)
+    exp = expectation(kept.positions, kept.table.shape[1], declaration.spec.convention, kept.dtype)
     return table_figures(kept.table, exp, title=title, row_kind=row_kind)
 
 

@@ -212,11 +212,7 @@ class _Bounds:
         self.declaration = declaration
         self.probes = {_label(probe): probe for probe in probes if probe.role != "repeat"}
         self.unbounded = 0
-        if declaration.rope is not None:
-            from .judge import Results
-            from .rope.judge import RopeJudge
-
-            self.rope = RopeJudge(declaration.rope, declaration.api, Results())
+        self._pieces = declaration.family.regression_bounds(declaration)
 
     def judge(self, call: RecordedCall, outcome: Outcome, diff):
         """``diff`` (an exact comparison) judged again within the bounds where it failed."""
@@ -246,32 +242,6 @@ class _Bounds:
             return None
         args = tuple(_recorded_arg(arg) for arg in probe.request(call.label).args)
         return None if input_difference(call, RecordedCall(call.label, args, None, "Unused")) else probe
-
-    def _pieces(self, probe, outcome: Outcome):
-        """``[(values, bound), ...]`` of one call's outcome, or None where the convention
-        gives it no bound (a width or a dtype it does not define)."""
-        if self.declaration.rope is not None:
-            values, problem = self.rope.values(probe, outcome)
-            if problem:
-                return None
-            return [(actual, bound) for _, actual, _, bound in self.rope.expected_pieces(probe, values)[1]]
-        return _table_pieces(probe, outcome, self.declaration.convention)
-
-
-def _table_pieces(probe, outcome: Outcome, convention):
-    from posenc_spec import checks
-    from posenc_spec.conventions import UndefinedWidthError
-
-    from .judge import call_problem
-
-    if call_problem(probe, outcome):
-        return None
-    limit = probe.role == "degenerate" and probe.width == 2 and convention.freq_shift == 1
-    try:
-        expected = checks.expectation(probe.positions, probe.width, convention, outcome.dtype, limit)
-    except (UndefinedWidthError, ValueError):  # an odd width under odd=error, or no bound for this dtype
-        return None
-    return [(outcome.table, expected.tolerance)]
 
 
 def _carried(array: RecordedArray) -> np.ndarray:

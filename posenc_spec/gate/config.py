@@ -45,9 +45,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from posenc_spec import families
+
 from .declaration import Declaration, declare, refuse_quoted_numbers, refuse_unknown_keys
 from .errors import UsageError
-from .keys import DECLARING_KEYS, KEYS, ROPE_APIS, ROPE_KEYS
+from .keys import APIS, KEYS
 from .user_files import read_toml
 
 MAX_CONFIG_BYTES = 1 << 20  # a TOML file's objects take up to ~300 times its size in memory
@@ -137,16 +139,19 @@ def declarations_from_table(section, base_dir, where: str, overrides: dict | Non
     unused = [key for key in defaults if key not in taken]
     if unused:
         raise UsageError(f"{where}{unused[0]} is a default for the targets it fits, and no target is "
-                         f"{'a rotary embedding' if unused[0] in ROPE_KEYS else 'a sinusoidal table'}")
+                         f"{families.owner_of_key(unused[0]).noun}")
     return declarations
 
 
 def _defaults_for(keys: dict, defaults: dict) -> dict:
-    """The top-level ``defaults`` that fit the target ``keys`` declare: the sinusoidal keys
-    (``convention``, its fields, ``odd``) go to sinusoidal targets only, the rotary keys to
-    rotary targets only (its ``api`` says which), so that one table holds both kinds."""
-    other = DECLARING_KEYS if keys.get("api") in ROPE_APIS else ROPE_KEYS
-    return {key: value for key, value in defaults.items() if key not in other}
+    """The top-level ``defaults`` that fit the target ``keys`` declare: a family's keys go to
+    the targets of that family only (their ``api`` says which), the core's to every target,
+    so that one table holds targets of several families."""
+    api = keys.get("api", APIS[0])
+    if api not in APIS:  # declare() says so
+        return dict(defaults)
+    own = families.names_of_api(api)
+    return {key: value for key, value in defaults.items() if families.owner_of_key(key) in (None, own)}
 
 
 def read_config(path, overrides: dict | None = None) -> list[Declaration]:

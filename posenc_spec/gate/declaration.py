@@ -5,33 +5,26 @@ Every value a user can type reaches the gate through :func:`declare` (one target
 :mod:`posenc_spec.gate.values`: from command-line flags, from ``[tool.posenc-spec]`` or a
 ``--config`` file, from the pytest plugin's options. Each bad value is a
 :class:`UsageError` (exit status 2) with one line naming where it came from, the key and
-the value; the message is the same whichever way it came in. The keys::
+the value; the message is the same whichever way it came in. The core's keys::
 
     target          "package.module:attr" or "path/to/file.py:attr" (required)
-    convention      a preset name (default "vaswani"); the next six keys override its fields
-    layout          "interleaved" | "concat"
-    first           "sin" | "cos"
-    freq_shift      0 | 1
-    base            finite, > 1
-    offset          finite
-    scale           finite, != 0
-    odd             "error" | "zero-pad" | "ceil" | "skip"     (default "error")
-    api             "table" | "timesteps" | "rope-freqs" | "rope-cache" | "rope-apply"  (default "table")
-    t_max           largest timestep for the timesteps API     (default 1000; < 2**63)
+    api             one of the families' APIs (default "table"): it names the family
+    t_max           largest timestep of an API that takes timesteps (default 1000; < 2**63)
     max_positions   cap on every length of the grid            (an int >= 1)
     xfails          a file of known deviations (:mod:`posenc_spec.gate.xfails`)
     timeout         seconds for the import and for each call   (default 60; at most MAX_TIMEOUT)
     against         a snapshot (``posenc-spec snapshot``): replay its calls and compare in ULPs
     max_ulp         the largest ULP distance ``against`` allows, wherever the snapshot was
                     recorded (without it: :func:`posenc_spec.gate.against.regression_rule`)
+    signature, init, method, kwargs, x_layout
+                    how the target is called (:mod:`posenc_spec.gate.signatures`)
 
-The rotary APIs take the keys of :mod:`posenc_spec.gate.rope.spec` instead of the
-convention's (``rope_config``, ``rope_theta``, ``rope_type`` ...); the names of every key
-live in :mod:`posenc_spec.gate.keys`.
+The API's family (:mod:`posenc_spec.families`) validates its own keys into the
+declaration's ``spec``; a key of another family is refused, naming the APIs it goes with.
+The names of every key live in :mod:`posenc_spec.gate.keys`.
 
-With ``against`` and none of the keys that declare a convention (``convention``, its six
-fields, ``odd``), only the ``regression`` check runs: a snapshot judges any encoding, also
-one no convention describes.
+With ``against`` and none of the family's keys, only the ``regression`` check runs: a
+snapshot judges any encoding, also one no convention describes.
 """
 
 from __future__ import annotations
@@ -42,22 +35,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from posenc_spec.conventions import FUNCTIONS, LAYOUTS, ODD_BEHAVIOURS, PRESETS, Convention, get_convention
+from posenc_spec import families
 
 from .errors import UsageError
-from .keys import APIS, CONVENTION_KEYS, DECLARING_KEYS, KEYS, NUMBER_KEYS, ROPE_APIS, ROPE_KEYS, flag
+from .family import Context
+from .keys import APIS, FAMILY_KEYS, KEYS, NUMBER_KEYS, flag
 from .loader import TargetError, absolute_target
-from .signatures import Calling, calling, check_layout
+from .signatures import Calling, calling
 from .values import choice, fail, integer, number
 from .xfails import Xfails, read_xfails
 
 if TYPE_CHECKING:
     from posenc_spec.regression import Snapshot
 
-    from .rope.spec import RopeSpec
+    from .family import Family, Spec
 
-ODD_CHOICES = (*ODD_BEHAVIOURS, "skip")
-DEFAULT_PRESET = "vaswani"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_T_MAX = 1000.0
 # Timeouts are waited out in short steps and also bound the child's CPU time (an int of
@@ -71,10 +63,6 @@ MAX_ULP = 2**62  # beyond any distance between two finite float64 values that ma
 # -- a target's declaration -----------------------------------------------------------------
 
 
-def _short(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 @dataclass(frozen=True)
 class Declaration:
     """One target and what it is declared to compute.
@@ -83,22 +71,19 @@ class Declaration:
     user wrote it and ``source`` where it was declared (for reports and annotations);
     ``search_path`` holds the folders put first on the target's import path (a config
     file's folder, so that its module targets import from wherever the gate runs).
+    ``spec`` is what the API's family validated (:class:`~posenc_spec.gate.family.Spec`).
     ``against`` is a snapshot whose calls are replayed and compared (within ``max_ulp``
     when ``max_ulp_given``, else as :func:`~posenc_spec.gate.against.regression_rule` says);
     ``formula`` says whether the convention's checks run (False: only ``regression``).
-    ``api="table"`` calls ``fn(num_positions, dim)``; ``api="timesteps"`` calls
-    ``fn(timesteps, dim)`` with 1-D int64 and float32 torch tensors of values in ``[0,
-    t_max]``. ``max_positions`` caps every length of the grid. ``skip_odd`` tests no odd
-    width (otherwise ``convention.odd`` decides). ``timeout`` bounds each import and each call.
+    ``t_max`` is the largest timestep of an API that takes timesteps; ``max_positions`` caps
+    every length of the grid; ``timeout`` bounds each import and each call.
     """
 
     target: str
-    convention: Convention
-    preset: str = DEFAULT_PRESET
+    spec: Spec
     api: str = "table"
     t_max: float = DEFAULT_T_MAX
     max_positions: int | None = None
-    skip_odd: bool = False
     xfails: Xfails = field(default_factory=Xfails)
     timeout: float = DEFAULT_TIMEOUT
     written: str = ""
@@ -109,7 +94,6 @@ class Declaration:
     max_ulp: int = 0
     max_ulp_given: bool = False
     formula: bool = True
-    rope: RopeSpec | None = None
     calling: Calling = Calling("n-d")
 
     @property
@@ -117,34 +101,25 @@ class Declaration:
         return self.written or self.target
 
     @property
-    def odd(self) -> str:
-        return "skip" if self.skip_odd else self.convention.odd
+    def family(self) -> Family:
+        """The family of the declared API (:mod:`posenc_spec.families`)."""
+        return families.family_of_api(self.api)
 
     def convention_name(self) -> str:
-        """The preset's name, with the fields that differ from it (a RoPE convention's description)."""
-        if self.rope is not None:
-            return self.rope.describe()
-        preset = PRESETS[self.preset]
-        changed = [f"{key}={_short(getattr(self.convention, key))}" for key in CONVENTION_KEYS
-                   if getattr(self.convention, key) != getattr(preset, key)]
-        return self.preset + (f" ({', '.join(changed)})" if changed else "")
+        """The declared convention in a few words (the preset and what differs from it)."""
+        return self.spec.describe()
 
     def as_dict(self) -> dict:
-        fields = self.rope.as_dict() if self.rope is not None else self.convention.as_dict()
-        fields["odd"] = self.odd
         calling = self.calling.as_dict() if self.calling.adapted else {}
-        return {"preset": self.preset, **fields, "api": self.api, "t_max": self.t_max,
+        return {"preset": self.spec.preset, **self.spec.as_dict(), "api": self.api, "t_max": self.t_max,
                 "max_positions": self.max_positions, "timeout": self.timeout, "formula": self.formula,
                 "against": self.against_path, "max_ulp": self.max_ulp, **calling}
 
     def how(self) -> dict | None:
         """What the child needs to call the target as it is written (None: in the API's own
         form); see :mod:`posenc_spec.gate.signatures`."""
-        rope = self.rope
-        sizes = {"max_positions": self.max_positions, "t_max": self.t_max,
-                 "rope_theta": rope.convention.theta if rope is not None else None}
-        return self.calling.for_child(self.api, sizes, rope.x_layout if rope is not None else None,
-                                      rope.config if rope is not None else None)
+        sizes = {"max_positions": self.max_positions, "t_max": self.t_max, **self.spec.child_sizes()}
+        return self.calling.for_child(self.api, sizes, self.spec.child_options())
 
 
 def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> Declaration:
@@ -172,27 +147,28 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         against_path = str(_path(name("against"), keys["against"], base_dir))
         against = _read_snapshot(against_path, api)
         api = api or against.api
-    api = api or "table"
+    api = api or APIS[0]
+    own = families.names_of_api(api)
+    for key in FAMILY_KEYS:
+        owner = families.owner_of_key(key)
+        if key in keys and owner is not own:
+            raise UsageError(f"{name(key)} declares {owner.noun}, not {own.noun}: give --api "
+                             f"{' or '.join(owner.apis)}")
     max_positions = integer(name("max_positions"), keys["max_positions"]) if "max_positions" in keys else None
-    how = calling(keys, api, name, has_config="rope_config" in keys)
-    if api in ROPE_APIS:
-        preset, convention, odd, rope = _rope(keys, base_dir, name, max_positions, where)
-        check_layout(how.signature, rope.x_layout, name)
-    else:
-        preset, convention, odd = _sinusoidal(keys, name)
-        rope = None
+    t_max = number(name("t_max"), keys.get("t_max", DEFAULT_T_MAX), above=0, maximum=MAX_T_MAX)
+    how = calling(keys, api, name)
+    context = Context(api, name, where, base_dir, max_positions, t_max, how)
+    spec = families.family_of_api(api).declare({key: keys[key] for key in (*own.keys, "x_layout") if key in keys},
+                                               context)
     return Declaration(
-        target=resolved, convention=convention, preset=preset, api=api,
-        t_max=number(name("t_max"), keys.get("t_max", DEFAULT_T_MAX), above=0, maximum=MAX_T_MAX),
-        max_positions=max_positions, skip_odd=odd == "skip",
+        target=resolved, spec=spec, api=api, t_max=t_max, max_positions=max_positions,
         xfails=read_xfails(_path(name("xfails"), keys["xfails"], base_dir)) if "xfails" in keys else Xfails(),
         timeout=number(name("timeout"), keys.get("timeout", DEFAULT_TIMEOUT), above=0, maximum=MAX_TIMEOUT),
         written=target, source=where.rstrip(": "), search_path=(str(base_dir),) if base_dir is not None else (),
         against=against, against_path=against_path,
         max_ulp=integer(name("max_ulp"), keys["max_ulp"], minimum=0, maximum=MAX_ULP) if "max_ulp" in keys else 0,
         max_ulp_given="max_ulp" in keys,
-        formula=against is None or any(key in keys for key in (*DECLARING_KEYS, *ROPE_KEYS)), rope=rope,
-        calling=how,
+        formula=against is None or any(key in keys for key in own.keys), calling=how,
     )
 
 
@@ -215,50 +191,6 @@ def refuse_quoted_numbers(keys: dict, where: str = "") -> None:
         value = keys.get(key)
         if isinstance(value, str):
             raise UsageError(f"{where}{key} must be a number, got {value!r} (text: write it without quotes)")
-
-
-def _sinusoidal(keys: dict, name) -> tuple[str, Convention, str]:
-    """``(preset, convention, odd)`` of the sinusoidal keys; RoPE keys are refused."""
-    adds_to_x = keys.get("signature") == "adds-to-x"  # its x_layout says how the table is added to x
-    misplaced = [key for key in ROPE_KEYS if key in keys and not (key == "x_layout" and adds_to_x)]
-    if misplaced:
-        raise UsageError(f"{name(misplaced[0])} declares a rotary embedding: give --api rope-freqs, rope-cache "
-                         "or rope-apply")
-    preset = choice(name("convention"), keys.get("convention", DEFAULT_PRESET), tuple(PRESETS))
-    fields = {}
-    if "layout" in keys:
-        fields["layout"] = choice(name("layout"), keys["layout"], LAYOUTS)
-    if "first" in keys:
-        fields["first"] = choice(name("first"), keys["first"], FUNCTIONS)
-    if "freq_shift" in keys:
-        fields["freq_shift"] = choice(name("freq_shift"), keys["freq_shift"], (0, 1))
-        if isinstance(keys["freq_shift"], bool):
-            fail(name("freq_shift"), "0 or 1", keys["freq_shift"])
-    if "base" in keys:
-        fields["base"] = number(name("base"), keys["base"], above=1)
-    if "offset" in keys:
-        fields["offset"] = number(name("offset"), keys["offset"])
-    if "scale" in keys:
-        fields["scale"] = number(name("scale"), keys["scale"], nonzero=True)
-    odd = choice(name("odd"), keys.get("odd", "error"), ODD_CHOICES)
-    if odd != "skip":
-        fields["odd"] = odd
-    try:
-        return preset, get_convention(preset, **fields), odd
-    except ValueError as error:
-        raise UsageError(f"{name('convention')}: {error}") from None
-
-
-def _rope(keys: dict, base_dir, name, max_positions, where):
-    """``(preset, convention, odd, rope spec)`` of a RoPE declaration; sinusoidal keys are refused."""
-    from .rope.spec import rope_spec
-
-    misplaced = [key for key in DECLARING_KEYS if key in keys]
-    if misplaced:
-        raise UsageError(f"{name(misplaced[0])} declares a sinusoidal table, not a rotary embedding "
-                         "(RoPE keys: --rope-type, --rope-theta, --rope-param, --rope-layout, ...)")
-    spec = rope_spec(keys, base_dir, name, max_positions, where)
-    return spec.convention.rope_type, PRESETS[DEFAULT_PRESET], "skip", spec
 
 
 def _path(name: str, value, base_dir) -> Path:

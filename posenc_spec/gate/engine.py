@@ -1,11 +1,12 @@
 """The gate's engine: declarations in, reports out.
 
-``declaration -> grid -> sealed child -> judge -> report``: :func:`check_many` checks
-that each declaration can be told from its neighbours on the grid
-(:mod:`posenc_spec.gate.vacuity`), starts the root template in the background, then gives
+``declaration -> grid -> sealed child -> judge -> report``: :func:`check_many` asks each
+declaration's family (:mod:`posenc_spec.families`) whether its options leave anything to
+check, starts the root template in the background, then gives
 each target a turn in a :class:`~posenc_spec.gate.runner.Slot` (``jobs`` slots take turns
 in parallel, targets of one module one after another so that a slot imports the module
-once) and judges its outcomes (:mod:`posenc_spec.gate.judge`); under ``fail_fast``
+once) and judges its outcomes: the family judges the values, :mod:`posenc_spec.gate.judge`
+what every family shares (import, determinism, aliasing, global state); under ``fail_fast``
 (:func:`first_failure`) a target's calls stop at its first failed check. Reports come back
 in the declarations' order, the same for any number of jobs.
 
@@ -27,57 +28,30 @@ import time
 
 import numpy as np
 
-from . import advice, against, grid, judge, sequences, sinusoidal, vacuity
+from . import advice, against, judge
 from .declaration import Declaration
 from .loader import module_key
 from .options import RunOptions
 from .report import GateReport, finish
-from .rope import grid as rope_grid
-from .rope import sequences as rope_sequences
-from .rope.judge import RopeJudge
 from .runner import Slot
 from .sandbox import Limits, root_template
-from .signatures import WITH_ROTATION
-
-
-def _family(declaration: Declaration):
-    return "rope" if declaration.rope is not None else "sinusoidal"
 
 
 def probes(declaration: Declaration) -> list:
     """The calls of the convention's checks (none when only a snapshot judges the target)."""
-    if not declaration.formula:
-        return []
-    if _family(declaration) == "rope":
-        made = rope_grid.probes_for(declaration.rope, declaration.api, declaration.max_positions)
-        if declaration.calling.signature in WITH_ROTATION:
-            made = rope_grid.with_rotation(made, declaration.rope, declaration.calling.signature)
-        return made
-    return sinusoidal.probes(declaration)
+    return declaration.family.probes(declaration) if declaration.formula else []
 
 
 def sequence_probes(declaration: Declaration) -> list:
-    """The call sequences real code plays, each starting clean (:class:`Calls` says when;
-    :mod:`posenc_spec.gate.sequences`, :mod:`posenc_spec.gate.rope.sequences`)."""
-    if not declaration.formula:
-        return []
-    if _family(declaration) == "rope":
-        signature = declaration.calling.signature
-        made = rope_sequences.probes_for(declaration.rope, declaration.api, signature, declaration.max_positions)
-        return rope_grid.with_rotation(made, declaration.rope, signature) if signature in WITH_ROTATION else made
-    return sequences.sequences_for(declaration.api, declaration.t_max, declaration.max_positions)
+    """The call sequences real code plays, each starting clean (:class:`Calls` says when)."""
+    return declaration.family.sequence_probes(declaration) if declaration.formula else []
 
 
 def plan(declaration: Declaration, calls: list | None = None) -> list[str]:
     """Every check id the declaration's report holds, in order (``calls``: its
     :func:`probes` and :func:`sequence_probes`, when already built)."""
     calls = probes(declaration) + sequence_probes(declaration) if calls is None else calls
-    if not calls:
-        ids = ["import"]
-    elif _family(declaration) == "rope":
-        ids = rope_grid.plan_ids(calls)
-    else:
-        ids = grid.plan_ids(calls)
+    ids = declaration.family.plan_ids(calls) if calls else ["import"]
     return ids + [against.CHECK_ID] if declaration.against is not None else ids
 
 
@@ -96,7 +70,7 @@ class Calls:
     @classmethod
     def of(cls, declaration: Declaration) -> Calls:
         replayed = against.replay_requests(declaration.against) if declaration.against is not None else []
-        first = _family(declaration) == "rope" and rope_sequences.plays_first(declaration.rope)
+        first = declaration.formula and declaration.family.sequences_first(declaration)
         return cls(probes(declaration), replayed, sequence_probes(declaration), first)
 
     @property
@@ -161,7 +135,7 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         warnings += notes
     if not calls:
         return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
-    family = _family_judge(declaration, results, keep_table)
+    family = declaration.family.judge(declaration, results, keep_table)
     firsts, changes, written, reseeded = {}, [], [], []
     for probe, outcome in zip(calls, outcomes, strict=True):
         changes += [(probe.slot, change) for change in outcome.state]
@@ -184,22 +158,14 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
     drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
                  for name in drawn]
-    sinusoid = isinstance(family, sinusoidal.SinusoidalJudge)
-    kept = family.kept_table() if keep_table and sinusoid else None
+    kept = family.kept_table() if keep_table else None
     report = finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings, kept=kept)
     report.advice = advice.common_cause(report)
     if any(check.status == "failed" and check.name.startswith("formula[") for check in report.checks):
-        found = advice.nearest(declaration, family.tables) if sinusoid else None
+        found = declaration.family.nearest(declaration, family)
         report.nearest = found or {"name": "unknown", "message": f"run {advice.identify_command(declaration)}"}
     report.hints = advice.hints(declaration, calls, outcomes, report)
     return report
-
-
-def _family_judge(declaration: Declaration, results: judge.Results, keep_table: bool):
-    """The judge of the declaration's family, adding its results to ``results``."""
-    if _family(declaration) == "rope":
-        return RopeJudge(declaration.rope, declaration.api, results)
-    return sinusoidal.SinusoidalJudge(declaration, results, keep_table)
 
 
 STOPPED = "--fail-fast stopped this target at its first failed check"
@@ -214,7 +180,7 @@ def first_failure(declaration: Declaration, calls: Calls):
     formula slip fails both, and is the grid's to name). The report is still judged afresh
     from the outcomes: this only decides when to stop."""
     results = judge.Results()
-    family = _family_judge(declaration, results, keep_table=False)
+    family = declaration.family.judge(declaration, results, keep_table=False)
     ahead = {probe.check_id for probe in calls.sequences} if calls.sequences_first else set()
 
     def stop_after(index: int, outcome) -> str | None:
@@ -247,7 +213,7 @@ def _turns(declarations: list[Declaration]):
 
     def order_key(index):
         declaration = declarations[index]
-        return first_seen[keys[index]], declaration.api, repr(declaration.convention), index
+        return first_seen[keys[index]], declaration.api, repr(declaration.spec), index
 
     order = sorted(range(len(declarations)), key=order_key)
     return [(index, counts[keys[index]] > 1) for index in order]
@@ -328,11 +294,11 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
     if not declarations:
         return []
     for declaration in declarations:  # before anything starts: a usage error costs nothing
-        vacuity.assert_distinguishable(declaration)
+        declaration.family.assert_checkable(declaration)
     options = options or RunOptions()
     with root_template(options.preload) if root is None else contextlib.nullcontext(root) as root:
-        if declarations[0].formula and _family(declarations[0]) == "sinusoidal":
-            sinusoidal.prepare(declarations[0])  # while the template imports torch
+        if declarations[0].formula:
+            declarations[0].family.prepare(declarations[0])  # while the template imports torch
         return _Lanes(root, declarations, options, keep_table).run()
 
 

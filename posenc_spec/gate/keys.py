@@ -1,40 +1,37 @@
 """The names a declaration is made of: its keys, its APIs, the flag that spells each key,
 and the defaults the flags' help states.
 
-Imports nothing, so that the pytest plugin can name its options, and ``posenc-spec --help``
-describe its flags, without loading the gate (or NumPy).
-What each key means and accepts: :mod:`posenc_spec.gate.declaration` (sinusoidal keys) and
-:mod:`posenc_spec.gate.rope.spec` (rotary keys).
+The core's keys are here; each family's come from its ``keys.py`` through the registry
+(:mod:`posenc_spec.families`). Nothing here imports NumPy, so that the pytest plugin can
+name its options, and ``posenc-spec --help`` describe its flags, without loading the gate.
+What each core key means and accepts: :mod:`posenc_spec.gate.declaration`.
 """
 
-APIS = ("table", "timesteps", "rope-freqs", "rope-cache", "rope-apply")
-ROPE_APIS = ("rope-freqs", "rope-cache", "rope-apply")
-CONVENTION_KEYS = ("layout", "first", "freq_shift", "base", "offset", "scale")
-DECLARING_KEYS = ("convention", *CONVENTION_KEYS, "odd")
-ROPE_KEYS = ("rope_config", "rope_theta", "rope_type", "layer_type", "rope_parameters", "partial_rotary_factor",
-             "rotary_dim", "rotary_features", "attention_factor", "rope_layout", "cache_layout", "cache_form",
-             "cache_call", "x_layout", "head_dim")
+from posenc_spec import families
+
+APIS = families.apis()
+# The keys of the run of one target, for any family.
+RUN_KEYS = ("api", "t_max", "max_positions", "timeout", "against", "max_ulp")
 # How the target is called, for any API (posenc_spec.gate.signatures).
-CALLING_KEYS = ("signature", "init", "method", "kwargs")
+CALLING_KEYS = ("signature", "init", "method", "kwargs", "x_layout")
+FAMILY_KEYS = tuple(key for names in families.names() for key in names.keys)
 # What declares a target besides its name: everything but the target and its xfails file.
-DECLARATION_KEYS = ("convention", *CONVENTION_KEYS, "odd", "api", "t_max", "max_positions", "timeout",
-                    "against", "max_ulp", *ROPE_KEYS, *CALLING_KEYS)
+DECLARATION_KEYS = (*FAMILY_KEYS, *RUN_KEYS, *CALLING_KEYS)
 KEYS = ("target", *DECLARATION_KEYS, "xfails")
 # The keys whose values are numbers: a file or a Python call that gives one as text
 # ("2048") has quoted it by mistake. Only the command line's flags are text by nature.
-NUMBER_KEYS = ("freq_shift", "base", "offset", "scale", "t_max", "max_positions", "timeout", "max_ulp", "rope_theta",
-               "partial_rotary_factor", "rotary_dim", "head_dim")
+NUMBER_KEYS = (*(key for names in families.names() for key in names.number_keys),
+               "t_max", "max_positions", "timeout", "max_ulp")
 
 # The defaults of the keys a call is made with, for the help to state: the values
 # posenc_spec.gate.declaration applies (its DEFAULT_T_MAX and DEFAULT_TIMEOUT) must equal them.
 DEFAULT_T_MAX = 1000.0
 DEFAULT_TIMEOUT = 60.0
 
-
-# A key whose flag is not its name: one --rope-param KEY=VALUE per parameter.
-_FLAGS = {"rope_parameters": "--rope-param", "kwargs": "--kwarg"}
+# A key whose flag is not its name (one --kwarg KEY=VALUE per argument).
+_FLAGS = {"kwargs": "--kwarg", **{key: spelled for names in families.names() for key, spelled in names.flags.items()}}
 # The keys whose flag is given once per item (KEY=VALUE each).
-REPEATED = ("rope_parameters", "init", "kwargs")
+REPEATED = ("init", "kwargs", *(key for names in families.names() for key in names.repeated))
 
 
 def flag(key: str) -> str:

@@ -44,27 +44,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from posenc_spec import families
+
 from .errors import UsageError
-from .keys import ROPE_APIS
 from .values import choice, fail
 
-SIGNATURES = {
-    "table": ("n-d", "adds-to-x"),
-    "timesteps": ("t-d",),
-    "rope-freqs": ("d",),
-    "rope-cache": ("cache",),
-    "rope-apply": ("x-positions", "q-k-cos-sin", "xq-xk-freqs-cis", "x-offset", "x-input-pos"),
-}
-ADDS_LAYOUTS = ("sbd", "bsd", "sd")
-# The x layouts each rotary signature can split or cut (the others take any).
-SIGNATURE_LAYOUTS = {"q-k-cos-sin": ("bhsd", "bshd"), "xq-xk-freqs-cis": ("bhsd", "bshd"), "x-offset": ("bhsd",)}
-# The rotary signatures whose calls carry the convention's own cos/sin or freqs_cis.
-WITH_ROTATION = ("q-k-cos-sin", "xq-xk-freqs-cis")
-PLACEHOLDERS = {
-    "table": ("num_positions", "dim", "max_positions"),
-    "timesteps": ("num_positions", "dim", "max_positions", "t_max"),
-    "rope": ("head_dim", "num_positions", "max_positions", "rope_theta"),
-}
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
 
@@ -73,13 +57,11 @@ _PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
 class Calling:
     """How the target is called: ``signature`` (see the module docstring), ``init`` (sorted
     ``(name, value)`` pairs, ``"config"``, or None: the target is called as it is),
-    ``method``, ``kwargs`` (sorted ``(name, value)`` pairs passed on every call) and, for
-    ``adds-to-x``, ``x_layout``."""
+    ``method`` and ``kwargs`` (sorted ``(name, value)`` pairs passed on every call)."""
 
     signature: str
     init: tuple | str | None = None
     method: str | None = None
-    x_layout: str | None = None
     kwargs: tuple = ()
 
     @property
@@ -105,51 +87,40 @@ class Calling:
         return {"signature": self.signature, "init": init, "method": self.method,
                 **({"kwargs": dict(self.kwargs)} if self.kwargs else {})}
 
-    def for_child(self, api: str, sizes: dict, x_layout: str | None, config: str | None) -> dict | None:
-        """What the child needs to call the target (None: call it as it is)."""
+    def for_child(self, api: str, sizes: dict, options: dict) -> dict | None:
+        """What the child needs to call the target (None: call it as it is); ``options``:
+        what the family's adapters read besides (``x_layout``, ``config``)."""
         if not self.adapted:
             return None
         signature = self.signature if self.signature not in DEFAULTS else "canonical"
         return {"api": api, "signature": signature, "init": dict(self.init) if isinstance(self.init, tuple)
-                else self.init, "method": self.method, "kwargs": dict(self.kwargs),
-                "x_layout": self.x_layout or x_layout, "config": config,
-                "sizes": sizes}
+                else self.init, "method": self.method, "kwargs": dict(self.kwargs), **options, "sizes": sizes}
 
 
-DEFAULTS = frozenset(names[0] for names in SIGNATURES.values())
+DEFAULTS = frozenset(signatures[0] for names in families.names() for signatures in names.signatures.values())
 
 
-def calling(keys: dict, api: str, name, has_config: bool) -> Calling:
-    """The :class:`Calling` of ``keys`` (``signature``, ``init``, ``method``, and
-    ``x_layout`` for ``adds-to-x``) for ``api``; each bad value a :class:`UsageError` naming
-    its key (``name(key)``)."""
-    signature = choice(name("signature"), keys.get("signature", SIGNATURES[api][0]), SIGNATURES[api])
-    init = _init(keys["init"], api, name, has_config) if "init" in keys else None
+def calling(keys: dict, api: str, name) -> Calling:
+    """The :class:`Calling` of ``keys`` (``signature``, ``init``, ``method``, ``kwargs``) for
+    ``api``, whose family names its signatures and sizes; each bad value a
+    :class:`UsageError` naming its key (``name(key)``)."""
+    names = families.names_of_api(api)
+    signature = choice(name("signature"), keys.get("signature", names.signatures[api][0]), names.signatures[api])
+    init = _init(keys["init"], api, name, names.config_key, names.config_key in keys) if "init" in keys else None
     kwargs = _arguments(keys["kwargs"], api, "kwargs", name) if "kwargs" in keys else ()
     method = keys.get("method")
     if method is not None and (not isinstance(method, str) or not _IDENTIFIER.fullmatch(method)):
         fail(name("method"), "the name of a method, such as forward or rotate_queries_or_keys", method)
-    x_layout = None
-    if signature == "adds-to-x":
-        x_layout = choice(name("x_layout"), keys.get("x_layout", "sbd"), ADDS_LAYOUTS)
-    return Calling(signature, init, method, x_layout, kwargs)
+    return Calling(signature, init, method, kwargs)
 
 
-def check_layout(signature: str, x_layout: str, name) -> None:
-    """A rotary signature that splits or cuts ``x`` takes only the layouts it knows."""
-    layouts = SIGNATURE_LAYOUTS.get(signature)
-    if layouts is not None and x_layout not in layouts:
-        raise UsageError(f"{name('x_layout')}: the {signature} signature takes x as {' or '.join(layouts)}, "
-                         f"got {x_layout!r}")
-
-
-def _init(value, api: str, name, has_config: bool):
+def _init(value, api: str, name, config_key: str | None, has_config: bool):
     if isinstance(value, (list, tuple)) and list(value) == ["config"]:  # --init config
         value = "config"
     if value == "config":
-        if api not in ROPE_APIS or not has_config:
-            fail(name("init"), "\"config\" with a rope_config (a transformers config.json), or a table of keyword "
-                               "arguments", value)
+        if not has_config:
+            needs = f"\"config\" with a {config_key} (a transformers config.json), or " if config_key else ""
+            fail(name("init"), f"{needs}a table of keyword arguments", value)
         return "config"
     return _arguments(value, api, "init", name)
 
@@ -165,7 +136,7 @@ def _arguments(value, api: str, key: str, name) -> tuple:
     if not isinstance(value, dict) or not value:
         fail(name(key), "a table of keyword arguments, such as {dim = \"{head_dim}\"}"
                         + (", or \"config\"" if key == "init" else ""), value)
-    known = PLACEHOLDERS["rope" if api in ROPE_APIS else api]
+    known = families.names_of_api(api).sizes[api]
     pairs = []
     for argument, item in value.items():
         if not isinstance(argument, str) or not _IDENTIFIER.fullmatch(argument):

@@ -49,7 +49,7 @@ def neighbours(convention: Convention) -> list[tuple[str, Convention]]:
 
 def _formula_probes(declaration) -> list[grid.Probe]:
     return [probe for probe in grid.probes_for(declaration.api, declaration.t_max, declaration.max_positions,
-                                              declaration.skip_odd) if probe.role == "table"]
+                                              declaration.spec.skip_odd) if probe.role == "table"]
 
 
 def _told_apart(probe, declared: Convention, neighbour: Convention) -> bool:
@@ -73,7 +73,7 @@ _verdicts: dict = {}  # (convention, grid options) -> what passes as well, or No
 
 
 def _options(declaration) -> str:
-    convention, defaults = declaration.convention, Convention()
+    convention, defaults = declaration.spec.convention, Convention()
     named = [f"--{key} {getattr(convention, key):g}" for key in ("scale", "offset", "base")
              if getattr(convention, key) != getattr(defaults, key)]
     if declaration.max_positions is not None:
@@ -84,18 +84,17 @@ def _options(declaration) -> str:
 
 
 def assert_distinguishable(declaration) -> None:
-    """:class:`UsageError` when the grid cannot tell the declared sinusoidal convention from a
-    neighbour (a rotary grid is fixed by its head sizes and positions: nothing to refuse)."""
-    if declaration.rope is not None or not declaration.formula:
+    """:class:`UsageError` when the grid cannot tell the declared convention from a neighbour."""
+    if not declaration.formula:
         return
-    key = (declaration.convention, declaration.api, declaration.t_max, declaration.max_positions)
+    key = (declaration.spec.convention, declaration.api, declaration.t_max, declaration.max_positions)
     if key not in _verdicts:
-        _verdicts[key] = _indistinguishable(declaration.convention, _formula_probes(declaration))
+        _verdicts[key] = _indistinguishable(declaration.spec.convention, _formula_probes(declaration))
     what = _verdicts[key]
     if what is None:
         return
     probes = _formula_probes(declaration)
-    convention = declaration.convention
+    convention = declaration.spec.convention
     largest = max(float(np.max(np.abs(convention.scale * (convention.positions(probe.positions) + convention.offset)),
                                initial=0.0)) for probe in probes)
     if largest * 2.0**-24 > 0.5:

@@ -19,8 +19,6 @@ import math
 
 import numpy as np
 
-from posenc_spec.conventions import PRESETS, Convention
-
 from .. import grid
 from ..declaration import DEFAULT_T_MAX, DEFAULT_TIMEOUT
 from ..judge import call_problem
@@ -28,7 +26,9 @@ from ..loader import module_key
 from ..options import RunOptions
 from ..runner import Slot
 from ..sandbox import Limits, root_template
-from .fit import Sample, best_member, max_ratio, ratio
+from .fit import answer, sample_of
+
+__all__ = ["IdentifyError", "answer", "identify_many", "identify_target", "probes"]
 
 FIT_LENGTH = 128
 FIT_WIDTHS = (64, 16)
@@ -70,78 +70,6 @@ def probes(api: str, t_max: float = DEFAULT_T_MAX, max_positions=None) -> tuple[
     validation = [probe for probe in grid.probes_for(api, t_max, max_positions) if probe.role == "table"
                   and probe.slot in slots]
     return fits, odd, validation
-
-
-def _sample(probe, outcome) -> Sample | None:
-    if call_problem(probe, outcome):
-        return None
-    positions = np.arange(probe.length, dtype=np.float64) if probe.timesteps is None else probe.positions
-    return Sample(np.asarray(outcome.table, dtype=np.float64), outcome.dtype, positions)
-
-
-def name_of(convention: Convention) -> str:
-    """The preset's name when the convention is one apart from its odd-width behaviour."""
-    for name, preset in PRESETS.items():
-        if convention.replace(odd=preset.odd) == preset:
-            return name
-    return convention.name()
-
-
-def _fields(convention: Convention) -> dict:
-    fields = convention.as_dict()
-    for key in ("base", "offset", "scale"):
-        if float(fields[key]).is_integer():
-            fields[key] = int(fields[key])
-    return fields
-
-
-def _odd_behaviour(found: Convention, odd_probe, odd_outcome):
-    if odd_outcome is None:
-        return found, None, "odd widths not tried"
-    if odd_outcome.status == "raised":
-        return found.replace(odd="error"), "error", ""
-    sample = _sample(odd_probe, odd_outcome)
-    if sample is None:
-        return found, None, f"at width {odd_probe.width} it {odd_outcome.message}"
-    for behaviour in ("zero-pad", "ceil"):
-        try:
-            candidate = found.replace(odd=behaviour)
-        except ValueError:  # ceil is defined for shift 0 only
-            continue
-        if ratio(sample, candidate) <= 1.0:
-            return candidate, behaviour, ""
-    return found, None, "its odd-width table matches neither zero-pad nor ceil"
-
-
-def answer(fit_samples, validation_samples=(), odd_probe=None, odd_outcome=None) -> dict:
-    """The identify answer from tables already in hand (``check`` uses it to name the
-    nearest member of a failing target)."""
-    if not fit_samples:
-        return {"name": "none", "convention": None, "max_error_ratio": None, "nearest": None,
-                "message": "none: no table to identify"}
-    found, found_ratio, nearest, nearest_ratio = best_member(fit_samples)
-    notes = []
-    if found is not None and validation_samples:
-        checked = max_ratio(validation_samples, found)
-        if checked > 1.0:
-            notes.append(f"{name_of(found)} fits the fit tables but fails check's formula check elsewhere "
-                         f"(error/tolerance {checked:.3g})")
-            nearest, nearest_ratio, found = found, checked, None
-    nearest_entry = None if nearest is None else {"name": name_of(nearest), "convention": _fields(nearest),
-                                                  "max_error_ratio": nearest_ratio}
-    if found is None:
-        described = f"{nearest_entry['name']} (max error/tolerance {nearest_ratio:.3g})" if nearest_entry else "nothing"
-        return {"name": "none", "convention": None, "max_error_ratio": nearest_ratio, "nearest": nearest_entry,
-                "message": "; ".join([f"none: no member of the family fits; nearest {described}", *notes])}
-    found, odd, note = _odd_behaviour(found, odd_probe, odd_outcome)
-    fields = _fields(found)
-    fields["odd"] = odd
-    described = (f"{name_of(found)} ({found.layout}, {found.first} first, shift {found.freq_shift}, "
-                 f"base {found.base:g}, offset {found.offset:g}, scale {found.scale:g}, "
-                 f"odd widths: {odd or 'unidentified'})")
-    return {"name": name_of(found), "convention": fields, "max_error_ratio": found_ratio, "nearest": nearest_entry,
-            "message": f"identified {described}; max error/tolerance {found_ratio:.3g}"
-                       + (f"; {note}" if note else "")}
 
 
 def answer_each(targets, requests, timeout: float, options: RunOptions | None, answer_of,
@@ -215,8 +143,8 @@ def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, tim
 
     def answer_of(target, run_outcomes) -> dict:
         outcomes = dict(zip(calls, run_outcomes, strict=True))
-        fit_samples = [sample for probe in fits if (sample := _sample(probe, outcomes[probe])) is not None]
-        checks = [sample for probe in validation if (sample := _sample(probe, outcomes[probe])) is not None]
+        fit_samples = [sample for probe in fits if (sample := sample_of(probe, outcomes[probe])) is not None]
+        checks = [sample for probe in validation if (sample := sample_of(probe, outcomes[probe])) is not None]
         result = {"target": target, **answer(fit_samples, checks, odd, outcomes[odd])}
         problems = [f"at {probe.slot} it {call_problem(probe, outcomes[probe])}" for probe in fits
                     if call_problem(probe, outcomes[probe])]

@@ -9,7 +9,8 @@ answer differs from a declaration already there ("theta 10000 where 500000 is de
 from __future__ import annotations
 
 from posenc_spec.conventions import PRESETS, Convention
-from posenc_spec.gate.keys import CONVENTION_KEYS, DEFAULT_T_MAX
+from posenc_spec.families.sinusoidal.keys import CONVENTION_KEYS
+from posenc_spec.gate.keys import DEFAULT_T_MAX
 
 from .toml_text import number
 

@@ -25,9 +25,7 @@ def target_header(report) -> str:
     declaration = report.declaration
     parts = [f"{declaration.api} API"]
     if declaration.formula:
-        parts.append(declaration.convention_name())
-        if declaration.rope is None:  # a rotary head size is even by definition
-            parts.append(f"odd={declaration.odd}")
+        parts += declaration.spec.header_parts()
     if declaration.against is not None:
         rule = regression_rule(declaration, declaration.against)
         parts.append(f"against {declaration.against_path}, {rule.describe()}")

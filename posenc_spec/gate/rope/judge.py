@@ -74,6 +74,10 @@ class RopeJudge:
 
     # -- reading -----------------------------------------------------------------------
 
+    def kept_table(self):
+        """None: rotary embeddings are drawn by ``posenc-spec plot``, not from a report."""
+        return None
+
     def values(self, probe, outcome):
         """``(read values, problem)``: the call's arrays as the declaration shapes them."""
         status = call_status(outcome)

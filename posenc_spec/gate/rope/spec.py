@@ -65,10 +65,23 @@ class RopeSpec:
             parts.append(f"head_dim {self.head_dims[0]}")
         return ", ".join(parts)
 
+    @property
+    def preset(self) -> str:
+        return self.convention.rope_type
+
     def as_dict(self) -> dict:
         return {**self.convention.as_dict(), "head_dims": list(self.head_dims), "rope_layout": self.rope_layout,
                 "cache_layout": self.cache_layout, "cache_form": self.cache_form, "cache_call": self.cache_call,
-                "x_layout": self.x_layout, "config": self.config, "layer_type": self.layer_type}
+                "x_layout": self.x_layout, "config": self.config, "layer_type": self.layer_type, "odd": "skip"}
+
+    def header_parts(self) -> list[str]:
+        return [self.describe()]  # a rotary head size is even by definition: no odd widths
+
+    def child_sizes(self) -> dict:
+        return {"rope_theta": self.convention.theta}
+
+    def child_options(self) -> dict:
+        return {"x_layout": self.x_layout, "config": self.config}
 
 
 def _rope_parameters(name, value) -> dict:
@@ -135,6 +148,22 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
         cache_call=choice(name("cache_call"), keys.get("cache_call", "positions"), CACHE_CALLS),
         x_layout=choice(name("x_layout"), keys.get("x_layout", "bshd"), X_LAYOUTS),
         config=config_path, layer_type=layer_type)
+
+
+# The x layouts each rotary signature can split or cut (the others take any).
+SIGNATURE_LAYOUTS = {"q-k-cos-sin": ("bhsd", "bshd"), "xq-xk-freqs-cis": ("bhsd", "bshd"), "x-offset": ("bhsd",)}
+# The rotary signatures whose calls carry the convention's own cos/sin or freqs_cis.
+WITH_ROTATION = ("q-k-cos-sin", "xq-xk-freqs-cis")
+
+
+def declare(keys: dict, context) -> RopeSpec:
+    """The :class:`RopeSpec` of a rotary declaration's keys, its x layout one its signature takes."""
+    spec = rope_spec(keys, context.base_dir, context.name, context.max_positions, context.where)
+    layouts = SIGNATURE_LAYOUTS.get(context.calling.signature)
+    if layouts is not None and spec.x_layout not in layouts:
+        raise UsageError(f"{context.name('x_layout')}: the {context.calling.signature} signature takes x as "
+                         f"{' or '.join(layouts)}, got {spec.x_layout!r}")
+    return spec
 
 
 def _overrides(keys: dict, name, max_positions) -> dict:

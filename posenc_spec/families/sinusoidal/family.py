@@ -1,0 +1,125 @@
+"""What the gate's core asks of the sinusoidal family (:class:`~posenc_spec.gate.family.Family`)."""
+
+from __future__ import annotations
+
+import re
+
+from posenc_spec import checks
+from posenc_spec.conventions import Convention, UndefinedWidthError
+from posenc_spec.gate import grid, sequences, sinusoidal, vacuity
+from posenc_spec.gate.family import Family
+from posenc_spec.gate.judge import call_problem
+
+from . import spec
+from .keys import CONVENTION_KEYS, NAMES
+
+# The grid's slots identify fits on, and those it is checked on afterwards.
+FIT_SLOTS = sinusoidal.FIT_SLOTS
+CHECK_SLOTS = sinusoidal.CHECK_SLOTS
+
+
+class Sinusoidal(Family):
+    names = NAMES
+    report_figures = True
+    plot_sizes = ("num_positions", "dim")
+
+    def declare(self, keys, context):
+        return spec.declare(keys, context)
+
+    def assert_checkable(self, declaration) -> None:
+        vacuity.assert_distinguishable(declaration)
+
+    def regression_bounds(self, declaration):
+        convention = declaration.spec.convention
+
+        def pieces(probe, outcome):
+            if call_problem(probe, outcome):
+                return None
+            limit = probe.role == "degenerate" and probe.width == 2 and convention.freq_shift == 1
+            try:
+                expected = checks.expectation(probe.positions, probe.width, convention, outcome.dtype, limit)
+            except (UndefinedWidthError, ValueError):  # an odd width under odd=error, or no bound for this dtype
+                return None
+            return [(outcome.table, expected.tolerance)]
+
+        return pieces
+
+    def probes(self, declaration) -> list:
+        return sinusoidal.probes(declaration)
+
+    def sequence_probes(self, declaration) -> list:
+        return sequences.sequences_for(declaration.api, declaration.t_max, declaration.max_positions)
+
+    def plan_ids(self, calls) -> list[str]:
+        return grid.plan_ids(calls)
+
+    def prepare(self, declaration) -> None:
+        sinusoidal.prepare(declaration)
+
+    def judge(self, declaration, results, keep_table):
+        return sinusoidal.SinusoidalJudge(declaration, results, keep_table)
+
+    def nearest(self, declaration, judged) -> dict | None:
+        return sinusoidal.nearest(declaration, judged.tables)
+
+    def hints(self, declaration, probes, outcomes, report) -> list:
+        return sinusoidal.hints(declaration, probes, outcomes, report)
+
+    def likely_fix(self, reason: str, api: str) -> str:
+        takes_tensor = re.search(r"(TypeError|AttributeError).*'int' object|(TypeError|AttributeError).*\bint\b",
+                                 reason)
+        if api == "table" and takes_tensor:
+            return "the function may take a tensor of timesteps: try --api timesteps"
+        if api == "timesteps" and re.search(r"TypeError|AttributeError.*Tensor", reason):
+            return "the function may take (num_positions, dim): try --api table"
+        if "transposed" in reason or "rows for" in reason:
+            return "check the argument order: the gate calls fn(num_positions, dim) and wants (positions, features)"
+        if re.search(r"returned an? [A-Z]\w* of object values", reason):
+            return "TARGET may name a class: point it at the function or method that returns the table"
+        if "extra leading batch axis" in reason:
+            return "return table[0]: the gate wants (positions, features)"
+        return ""
+
+    def plot(self, declaration, sizes, options):
+        from .plot import plot
+
+        return plot(declaration, sizes, options)
+
+    def identify_request(self, flags, call):
+        return _Identification(call)
+
+
+class _Identification:
+    """``identify`` of a table or timesteps target (:mod:`posenc_spec.gate.identify`)."""
+
+    def __init__(self, call):
+        self.call = call
+
+    def run(self, options) -> dict:
+        from posenc_spec.gate.identify import identify_target
+
+        call = self.call
+        return identify_target(call.target, api=call.api, t_max=call.t_max, timeout=call.timeout,
+                               max_positions=call.max_positions, options=options)
+
+    def compared_keys(self, flags: dict) -> dict:
+        return flags
+
+    def differences(self, answer: dict, declared) -> list[str]:
+        from posenc_spec.gate.identify.declared import sinusoidal_differences
+
+        odd = answer.get("odd")
+        found = Convention(**{**answer, "odd": odd or declared.spec.convention.odd})
+        return sinusoidal_differences(found, declared.spec.convention, odd is not None and not declared.spec.skip_odd)
+
+    def entry_keys(self, result: dict, defaults: dict) -> dict:
+        from posenc_spec.gate.identify.declared import answer_keys
+        from posenc_spec.gate.identify.toml_text import number
+
+        call = self.call
+        keys = answer_keys(result, call.api, call.t_max, call.max_positions)
+        fields = result["convention"]
+        return keys | {key: number(fields[key]) for key in CONVENTION_KEYS if key in defaults and key not in keys}
+
+
+FAMILY = Sinusoidal()
