@@ -13,10 +13,10 @@ import pytest
 
 from meta_tests.hostile import report_json
 from meta_tests.reports import gate_report
-from posenc_spec.checks import CheckResult, Worst
 from posenc_spec.gate.output import json_report
 from posenc_spec.gate.output.annotations import MAX_LINES_PER_TARGET, github_annotations
 from posenc_spec.gate.output.junit import junit_xml
+from posenc_spec.results import CheckResult, Worst
 from posenc_spec.text import TERMINAL_CONTROLS
 
 JUNIT_XSD = Path(__file__).resolve().parent.parent / "spec_tests" / "data" / "junit-10.xsd"

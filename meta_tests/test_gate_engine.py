@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posenc_spec import checks, oracle
+from posenc_spec import oracle, results
 from posenc_spec.conventions import PRESETS
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import _turns, check_many, plan, shard
@@ -204,7 +204,7 @@ def test_assert_fail_fast_agrees_fails_on_a_verdict_or_a_failure_the_full_run_la
                                "convention": "concat", "max_positions": 64})}
     full = check_named(wrong)["wrong"]
     claimed_pass = types.SimpleNamespace(conforms=True, failures=list)
-    extra = types.SimpleNamespace(conforms=False, failures=lambda: [*full.failures(), checks.skipped("made-up", "")])
+    extra = types.SimpleNamespace(conforms=False, failures=lambda: [*full.failures(), results.skipped("made-up", "")])
     for fast, words in ((claimed_pass, "conforms=False in full, True"), (extra, "made-up")):
         with pytest.raises(AssertionError, match=words):
             assert_fail_fast_agrees({"wrong": fast}, wrong)

@@ -17,7 +17,6 @@ from meta_tests.corpus.rope_registry import cache_outcome
 from meta_tests.hostile import report_json
 from meta_tests.reports import gate_report
 from posenc_spec import oracle
-from posenc_spec.checks import CheckResult
 from posenc_spec.conventions import get_convention
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.identify import toml_text
@@ -28,6 +27,7 @@ from posenc_spec.gate.identify.slips import Table, diagnose
 from posenc_spec.gate.output import annotations, json_report, junit
 from posenc_spec.gate.output.text import summary_lines
 from posenc_spec.gate.rope import grid
+from posenc_spec.results import CheckResult
 from posenc_spec.rope import oracle as rope_oracle
 from posenc_spec.rope.conventions import RopeConvention
 

@@ -17,13 +17,13 @@ import pytest
 from meta_tests.hostile import report_json
 from meta_tests.reports import gate_report
 from posenc_spec import oracle
-from posenc_spec.checks import CheckResult, Worst
 from posenc_spec.conventions import PRESETS
 from posenc_spec.figures.gate_plots import MAX_FOLDER_NAME, figure_folder, figure_folders, write_figures
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.output import destination, json_report
 from posenc_spec.gate.output.text import MAX_FAILURE_LINES, summary_lines
 from posenc_spec.gate.report import KeptTable
+from posenc_spec.results import CheckResult, Worst
 from spec_tests.figure_compare import FIGURE_NAMES, assert_png
 
 WORST = Worst((3, 4), (50, 8), 0.5, 0.25, float("inf"), 1e-7)

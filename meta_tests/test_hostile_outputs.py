@@ -26,7 +26,6 @@ import pytest
 
 from meta_tests.hostile import MAX_POSITIONS, alive, assert_complete_entry, strict_json, target
 from meta_tests.reports import gate_report
-from posenc_spec.checks import CheckResult
 from posenc_spec.cli import main
 from posenc_spec.figures.gate_plots import figure_folder
 from posenc_spec.gate.calls import shape_problem
@@ -34,6 +33,7 @@ from posenc_spec.gate.child.protocol import MAX_HEADER_BYTES, HeaderTooLarge, en
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import plan
 from posenc_spec.gate.output import json_report
+from posenc_spec.results import CheckResult
 from posenc_spec.text import TERMINAL_CONTROLS
 from spec_tests.figure_compare import FIGURE_NAMES, assert_png
 

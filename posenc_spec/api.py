@@ -114,7 +114,7 @@ class Report:
 
     ``verdict`` is ``"conforms"``, ``"does-not-conform"`` or ``"error"`` (the target could not
     be imported); ``conforms`` (and ``bool(report)``) whether it conforms; ``checks`` every
-    check of the plan in order (each a :class:`~posenc_spec.checks.CheckResult`: ``name``,
+    check of the plan in order (each a :class:`~posenc_spec.results.CheckResult`: ``name``,
     ``status``, ``message``, ``worst``); :meth:`failures` the failed ones; ``worst`` the
     worst element of each failed check that has one (index, actual, expected, error,
     tolerance); ``advice`` the cause common to many failed checks with its likely fix;

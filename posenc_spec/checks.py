@@ -21,50 +21,8 @@ import numpy as np
 
 from . import oracle
 from .conventions import Columns, Convention, get_convention
+from .results import CheckResult, Worst, comparison_worst, deviation_result, real, result, skipped
 from .tolerance import angle_term, compare, dtype_name, tolerance_from_term
-
-STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
-
-
-@dataclass(frozen=True)
-class Worst:
-    """The element a check judged worst: its ``index`` in an array of ``shape`` (a table,
-    or the rows x pairs a derived check measures), the ``actual`` and ``expected`` values,
-    their ``error`` and the ``tolerance`` of that same element."""
-
-    index: tuple
-    shape: tuple
-    actual: float
-    expected: float
-    error: float
-    tolerance: float
-
-    @property
-    def ratio(self) -> float:
-        if self.error == 0:
-            return 0.0
-        return float("inf") if self.tolerance == 0 else self.error / self.tolerance
-
-    def as_dict(self) -> dict:
-        return {"index": list(self.index), "size": list(self.shape), "actual": self.actual,
-                "expected": self.expected, "error": self.error, "tolerance": self.tolerance, "ratio": self.ratio}
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One check's verdict: ``status`` is one of :data:`STATUSES`; ``worst`` the element a
-    failed (or passed) numeric check judged worst, when it has one; ``details`` what a
-    check reports beyond one element (the regression check: one entry per recorded call)."""
-
-    name: str
-    status: str
-    message: str
-    worst: Worst | None = None
-    details: tuple = ()
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,50 +130,17 @@ def expectation(positions, width: int, convention: str | Convention, out_dtype,
     return Expectation(exact.positions, width, conv, dtype, exact.table, tolerance, exact.columns, degenerate_limit)
 
 
-def _result(name, passed, message, worst: Worst | None = None) -> CheckResult:
-    return CheckResult(name, "passed" if passed else "failed", message, worst)
-
-
-def skipped(name, reason) -> CheckResult:
-    return CheckResult(name, "skipped", reason)
-
-
-def comparison_worst(result) -> Worst | None:
-    """The :class:`Worst` of a :class:`~posenc_spec.tolerance.Comparison`."""
-    if result.size == 0:
-        return None
-    return Worst(result.worst_index, result.shape, result.worst_actual, result.worst_expected,
-                 result.worst_error, result.worst_tolerance)
-
-
-def _real(table) -> np.ndarray:
-    """``table`` as an array of real floats: float16 and float32 as they are (every check that
-    only reads or orders values reads them exactly so), anything else as float64."""
-    table = np.asarray(table)
-    return table if table.dtype in (np.float16, np.float32, np.float64) else np.asarray(table, dtype=np.float64)
-
-
-def check_finite(table, name="finite") -> CheckResult:
-    table = _real(table)
-    bad = ~np.isfinite(table)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        return _result(name, False, f"{int(bad.sum())} NaN or Inf values in the {'x'.join(map(str, table.shape))} "
-                                    f"table, first at {list(where)}: {table[where]}")
-    return _result(name, True, f"all {table.size} values finite")
-
-
 def check_formula(table, exp: Expectation, name="formula") -> CheckResult:
     """Every element within its own bound of the exact value."""
-    result = compare(table, exp.table, exp.tolerance)
+    compared = compare(table, exp.table, exp.tolerance)
     message = (f"{exp.size} under {exp.convention.name()}, {exp.out_dtype}: "
-               + (f"max error/tolerance {result.max_ratio:.3g}" if result.ok else result.describe()))
-    return _result(name, result.ok, message, comparison_worst(result))
+               + (f"max error/tolerance {compared.max_ratio:.3g}" if compared.ok else compared.describe()))
+    return result(name, compared.ok, message, comparison_worst(compared))
 
 
 def check_value_range(table, exp: Expectation, name="range") -> CheckResult:
     """Sines and cosines lie in [-1, 1]: rounding a correct value never leaves it."""
-    table = _real(table)
+    table = real(table)
     if table.size == 0:
         return skipped(name, f"the {exp.size} table is empty")
     high, low = int(np.argmax(table)), int(np.argmin(table))  # no |table| copy: the gate reads 4096 x 1024 tables
@@ -225,7 +150,7 @@ def check_value_range(table, exp: Expectation, name="range") -> CheckResult:
     largest = abs(value)
     worst = Worst(tuple(int(i) for i in index), table.shape, value, float(np.clip(value, -1, 1)),
                   max(largest - 1.0, 0.0), 0.0)
-    return _result(name, largest <= 1, f"largest |value| {largest:.9g} in the {exp.size} table"
+    return result(name, largest <= 1, f"largest |value| {largest:.9g} in the {exp.size} table"
                    + ("" if largest <= 1 else f" at {list(worst.index)}: outside [-1, 1]"), worst)
 
 
@@ -237,7 +162,7 @@ def check_pair_norms(table, exp: Expectation, name="pair-norm") -> CheckResult:
     second = exp.columns.partner[first]
     t1, t2 = exp.tolerance[:, first], exp.tolerance[:, second]
     measured = table[:, first] ** 2 + table[:, second] ** 2
-    return _deviation_result(name, measured, 1.0, 2 * (t1 + t2) + t1**2 + t2**2,
+    return deviation_result(name, measured, 1.0, 2 * (t1 + t2) + t1**2 + t2**2,
                              f"|sin^2 + cos^2 - 1| over {first.size} pairs")
 
 
@@ -248,7 +173,7 @@ def check_row_norms(table, exp: Expectation, name="row-norm") -> CheckResult:
     paired = exp.paired
     tol = exp.tolerance[:, paired]
     measured = np.sum(table[:, paired] ** 2, axis=1)
-    return _deviation_result(name, measured, paired.size / 2, np.sum(2 * tol + tol**2, axis=1),
+    return deviation_result(name, measured, paired.size / 2, np.sum(2 * tol + tol**2, axis=1),
                              f"|row norm^2 - {paired.size // 2}|")
 
 
@@ -259,7 +184,7 @@ def check_first_row(table, exp: Expectation, name="position-zero") -> CheckResul
     if rows.size == 0:
         return skipped(name, "no row stands for position 0")
     row = np.asarray(table, dtype=np.float64)[rows[0]]
-    return _deviation_result(name, row, exp.table[rows[0]], exp.tolerance[rows[0]],
+    return deviation_result(name, row, exp.table[rows[0]], exp.tolerance[rows[0]],
                              f"row {rows[0]} against sin 0 = 0, cos 0 = 1")
 
 
@@ -290,7 +215,7 @@ def check_frequencies(table, exp: Expectation, name="frequencies") -> CheckResul
     lowest = f"{expected[-1]:.6g}" if expected.size else "-"
     if not measurable.any():
         return skipped(name, "every angle step is too close to pi to measure")
-    return _deviation_result(name, measured[measurable], expected[measurable], bound[measurable],
+    return deviation_result(name, measured[measurable], expected[measurable], bound[measurable],
                              f"angle step per position vs scale*omega_k ({conv.scale:g} down to {lowest})")
 
 
@@ -353,7 +278,7 @@ def check_relative_offset(table, exp: Expectation, offsets=(1, 7, 50), name="rel
         exact[block] = value[k:]
         np.add(tol[:-k], tol_partner[:-k], out=bounds[block])
         bounds[block] += tol[k:]
-    return _deviation_result(name, measured, exact, bounds, f"|M(k) PE(p) - PE(p+k)| for k in {used}")
+    return deviation_result(name, measured, exact, bounds, f"|M(k) PE(p) - PE(p+k)| for k in {used}")
 
 
 def check_dot_products(table, exp: Expectation, offsets=(1, 7, 50), name="dot-product") -> CheckResult:
@@ -370,7 +295,7 @@ def check_dot_products(table, exp: Expectation, offsets=(1, 7, 50), name="dot-pr
         measured.append(np.einsum("ij,ij->i", value[:-k], value[k:]))
         exact.append(np.full(value.shape[0] - k, np.sum(np.cos(conv.scale * k * omega))))
         bounds.append(np.sum(tol[:-k] + tol[k:] + tol[:-k] * tol[k:], axis=1))
-    return _deviation_result(name, np.concatenate(measured), np.concatenate(exact), np.concatenate(bounds),
+    return deviation_result(name, np.concatenate(measured), np.concatenate(exact), np.concatenate(bounds),
                              f"|PE(p).PE(p+k) - sum cos(k omega)| for k in {used}")
 
 
@@ -386,16 +311,3 @@ def fit_rotation(table, exp: Expectation, offset: int):
     tol = exp.tolerance[:, paired]
     bound = (np.linalg.norm(tol[offset:]) + np.linalg.norm(tol[:-offset])) / sigma_min
     return fitted_transpose.T, bound
-
-
-def _deviation_result(name, measured, exact, bound, what) -> CheckResult:
-    """Judge ``|measured - exact|`` against ``bound``, element by element, as
-    :func:`posenc_spec.tolerance.compare` judges a table."""
-    measured = np.asarray(measured, dtype=np.float64)
-    if measured.size == 0:
-        return skipped(name, f"{what}: nothing to measure")
-    result = compare(measured, np.broadcast_to(np.asarray(exact, dtype=np.float64), measured.shape), bound)
-    element = comparison_worst(result)
-    message = (f"{what}: max {element.error:.3g} vs bound {element.tolerance:.3g}"
-               + ("" if result.ok else f" at {list(element.index)} ({result.num_failing} out of bound)"))
-    return _result(name, result.ok, message, element)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec import checks, oracle
-from posenc_spec.checks import CheckResult, Expectation
+from posenc_spec import checks, oracle, results
+from posenc_spec.checks import Expectation
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.options import run_options
+from posenc_spec.results import CheckResult
 from posenc_spec.tolerance import element_tolerance
 
 
@@ -19,7 +20,7 @@ def assert_matches_formula(table, impl: str, exp: Expectation) -> None:
     """``table`` equals the formula element by element, within the per-element tolerance."""
     table = np.asarray(table)
     assert table.shape == exp.table.shape, f"{impl}: shape {table.shape}, expected {exp.table.shape}"
-    assert_check(checks.check_finite(table), impl)
+    assert_check(results.check_finite(table), impl)
     assert_check(checks.check_formula(table, exp), impl)
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from posenc_spec.checks import STATUSES
 from posenc_spec.gate.engine import plan
 from posenc_spec.gate.output import json_report
+from posenc_spec.results import STATUSES
 
 HERE = Path(__file__).resolve().parent
 # Every declaration caps the grid at 64 positions: the 50x8 call already tells the presets

@@ -42,7 +42,11 @@ class FamilyKeys:
     naming a model config ``init = "config"`` builds an object from; ``help``: per key, the
     flag's metavar and help; ``group``: the title of the flags' group in ``--help``;
     ``identify_keys``: the keys ``identify`` reads to call a target (how it is called and
-    what it returns; the others it finds), with ``identify_help`` where their help differs."""
+    what it returns; the others it finds), with ``identify_help`` where their help differs;
+    ``adapters``: the family's child-side ``adapters.py`` makes every call of its targets
+    (``adapt(target, how, maker)``: the requests carry the canonical arguments, ints, floats
+    and arrays; the adapter makes the call real code takes, with tuples, flags, dtypes or
+    modules, in the sealed child)."""
 
     name: str
     noun: str
@@ -58,6 +62,7 @@ class FamilyKeys:
     group: str = ""
     identify_keys: tuple[str, ...] = ()
     identify_help: dict[str, tuple[str, str]] = field(default_factory=dict)
+    adapters: bool = False
 
 
 class Spec(Protocol):

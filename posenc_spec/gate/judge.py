@@ -1,4 +1,4 @@
-"""Judge what a target returned: one :class:`~posenc_spec.checks.CheckResult` per check id.
+"""Judge what a target returned: one :class:`~posenc_spec.results.CheckResult` per check id.
 
 The parent computes every verdict here from the raw numbers the child sent; the child's
 own words only ever make a check fail (a reason, a description of what came back).
@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from posenc_spec import checks, tolerance
-from posenc_spec.checks import CheckResult, Worst, skipped
+from posenc_spec.results import CheckResult, Worst, check_finite, skipped
 
 from . import grid
 from .calls import Outcome, shape_problem
@@ -84,7 +84,7 @@ def judge_table(probe, outcome: Outcome, convention, results: Results) -> None:
         return
     results.add(passed(call_id, f"returned a {probe.length}x{probe.width} {outcome.message}"))
     table = _for_checks(probe, outcome.table)
-    finite = checks.check_finite(table, names[0])
+    finite = check_finite(table, names[0])
     results.add(finite)
     if not finite.passed:
         results.not_run(names[1:], names[0], f"the {probe.slot} table holds NaN or Inf")
@@ -102,7 +102,7 @@ def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=Fals
     if problem:
         return failed(check_id, f"{probe.size}: {problem}{note}")
     table = outcome.table
-    finite = checks.check_finite(table, check_id)
+    finite = check_finite(table, check_id)
     if not finite.passed:
         return finite
     expectation = checks.expectation(probe.positions, probe.width, convention, outcome.dtype, degenerate_limit)

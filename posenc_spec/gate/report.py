@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from posenc_spec.checks import CheckResult
+from posenc_spec.results import CheckResult
 
 from .declaration import Declaration
 

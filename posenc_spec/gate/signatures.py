@@ -89,12 +89,15 @@ class Calling:
 
     def for_child(self, api: str, sizes: dict, options: dict) -> dict | None:
         """What the child needs to call the target (None: call it as it is); ``options``:
-        what the family's adapters read besides (``x_layout``, ``config``)."""
-        if not self.adapted:
+        what the adapters read besides (``x_layout``, ``config``). A family whose adapters
+        make every call (:attr:`~posenc_spec.gate.family.FamilyKeys.adapters`) is named in it."""
+        names = families.names_of_api(api)
+        if not self.adapted and not names.adapters:
             return None
         signature = self.signature if self.signature not in DEFAULTS else "canonical"
         return {"api": api, "signature": signature, "init": dict(self.init) if isinstance(self.init, tuple)
-                else self.init, "method": self.method, "kwargs": dict(self.kwargs), **options, "sizes": sizes}
+                else self.init, "method": self.method, "kwargs": dict(self.kwargs), **options, "sizes": sizes,
+                **({"family": names.name} if names.adapters else {})}
 
 
 DEFAULTS = frozenset(signatures[0] for names in families.names() for signatures in names.signatures.values())

@@ -7,7 +7,7 @@ this is the family's part of that work, also what the family's tests and its cor
 
 from __future__ import annotations
 
-from posenc_spec.checks import CheckResult
+from posenc_spec.results import CheckResult
 
 from . import oracle, properties
 from .conventions import AlibiConvention, get_convention

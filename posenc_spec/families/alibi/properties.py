@@ -1,5 +1,5 @@
 """The properties correct ALiBi slopes and biases have, each a function returning a
-:class:`~posenc_spec.checks.CheckResult` with its worst element.
+:class:`~posenc_spec.results.CheckResult` with its worst element.
 
 A bias table is ``(heads, rows, keys)`` as :mod:`.oracle` lays it out (one row for the key-only
 forms); :func:`expectation` holds what one call must give: the float64 oracle, each element's
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posenc_spec.checks import CheckResult, Worst, comparison_worst, skipped
+from posenc_spec.results import CheckResult, Worst, comparison_worst, skipped
 from posenc_spec.tolerance import compare, dtype_name
 
 from . import oracle

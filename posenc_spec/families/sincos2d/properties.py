@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posenc_spec.checks import CheckResult, Worst, check_finite, comparison_worst, skipped
-from posenc_spec.checks import _deviation_result as _judged  # one rule for derived quantities, shared with 1-D
+from posenc_spec.results import CheckResult, Worst, check_finite, comparison_worst, skipped
+from posenc_spec.results import deviation_result as _judged  # one rule for derived quantities, shared with 1-D
 from posenc_spec.tolerance import compare, dtype_name, ratios
 
 from . import oracle

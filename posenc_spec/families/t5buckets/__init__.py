@@ -7,7 +7,7 @@
   position the tolerance needs;
 - :mod:`.tolerance`: the band where a correct float logarithm may land in a neighbouring
   bucket, derived in its docstring;
-- :mod:`.properties`: the structural checks, each a :class:`~posenc_spec.checks.CheckResult`;
+- :mod:`.properties`: the structural checks, each a :class:`~posenc_spec.results.CheckResult`;
 - :mod:`.grid`: the signatures real code has, the calls a gate makes and their check ids;
 - :mod:`.calling`: how each signature is handed a call, and a bias module's buckets read back;
 - :mod:`.judge`: the verdicts on what a call returned.

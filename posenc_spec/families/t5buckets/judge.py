@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 
-from posenc_spec.checks import CheckResult
+from posenc_spec.results import CheckResult
 
 from . import properties
 from .conventions import BucketConvention

@@ -1,5 +1,5 @@
 """The properties a correct bucket function has, each a check returning a
-:class:`~posenc_spec.checks.CheckResult` with the element it judged worst.
+:class:`~posenc_spec.results.CheckResult` with the element it judged worst.
 
 Each check takes the buckets an implementation returned (any integer array), the relative
 positions it was handed (same shape, in the declared sign) and the convention; none needs
@@ -16,7 +16,7 @@ what broke:
 - ``saturation``: a distance of ``max_distance`` or more is in its direction's last bucket;
 - ``relative-only`` (for a ``(q_len, k_len)`` table): the bucket depends on ``k - q`` alone.
 
-A :class:`~posenc_spec.checks.Worst` here is in bucket space: ``error`` the buckets between
+A :class:`~posenc_spec.results.Worst` here is in bucket space: ``error`` the buckets between
 the element and the nearest it may hold, ``tolerance`` the band's reach there (0, or 1
 where :mod:`.tolerance` admits a neighbour), so that a ratio above 1 fails, as everywhere.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec.checks import CheckResult, Worst, skipped
+from posenc_spec.results import CheckResult, Worst, skipped
 
 from . import oracle
 from .conventions import BucketConvention

@@ -17,6 +17,11 @@ user writes a wrapper:
   ``k`` are the first and second heads of the gate's ``x``, and the rotated pair comes back
   as one ``x`` again.
 
+A family whose calls need more than ints, floats and arrays (tuples, flags, dtypes,
+modules called on their inputs) has an ``adapters.py`` of its own
+(:attr:`~posenc_spec.gate.family.FamilyKeys.adapters`): :func:`adapt` hands it every call of
+its targets, with a :class:`Maker` for ``init``, ``method`` and ``kwargs``.
+
 What a target returns is read through :mod:`.convert` (its memory, never its methods)
 before it is cut or joined here, so an adapter runs none of a result's own code.
 """
@@ -29,12 +34,21 @@ import re
 
 import numpy as np
 
+from importlib import import_module
+
+from posenc_spec import families
+
 from .convert import BadResult, to_arrays
 
 try:
     import torch
 except ImportError:
     torch = None
+
+# The child-side adapters of the families that make every call of their targets, imported
+# with this module (in the template, before any target): ``adapt(target, how, maker)``.
+FAMILY_ADAPTERS = {names.name: import_module(f"posenc_spec.families.{names.name}.adapters")
+                   for names in families.names() if names.adapters}
 
 _PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
 MAX_CONFIG_BYTES = 1 << 22
@@ -44,7 +58,7 @@ HEAD_AXIS = {"bhsd": 1, "bshd": 2}
 SEQ_AXIS = {"bhsd": 2, "bshd": 1}
 
 
-def _plain(result, allow_complex: bool = False):
+def plain(result, allow_complex: bool = False):
     """A call's single result as a plain tensor or array holding the same bytes (read
     through :mod:`.convert`: none of the result's own methods runs)."""
     _, [(array, dtype, description)] = to_arrays(result, allow_complex, 1)
@@ -54,7 +68,7 @@ def _plain(result, allow_complex: bool = False):
     return array
 
 
-def _pair(result) -> tuple:
+def pair(result) -> tuple:
     """A call's two results (``(q', k')``) as plain tensors or arrays."""
     _, items = to_arrays(result, False, 2)
     if len(items) != 2:
@@ -75,7 +89,7 @@ def _join(first, second, axis: int):
     return np.concatenate([np.asarray(first), np.asarray(second)], axis=axis)
 
 
-class _Maker:
+class Maker:
     """What to call for a call of given sizes: the target itself, or a method of an object
     built for those sizes (kept for the turn)."""
 
@@ -128,7 +142,7 @@ class _Maker:
         return self.config
 
 
-def _quiet(maker: _Maker):
+def quiet(maker: Maker):
     """``torch.no_grad()`` around calls of an object the gate built (a module judged on its
     values), nothing around a target called as it is."""
     if maker.init is not None and torch is not None:
@@ -169,44 +183,46 @@ def adapt(target, how: dict | None):
     declares (see the module docstring; None: as it is) and returns its result."""
     how = how or {}
     signature = how.get("signature") or "canonical"
-    maker = _Maker(target, how)
+    maker = Maker(target, how)
+    if how.get("family") in FAMILY_ADAPTERS:
+        return FAMILY_ADAPTERS[how["family"]].adapt(target, how, maker)
     layout = how.get("x_layout")
 
     def canonical(*arguments):
-        with _quiet(maker):
+        with quiet(maker):
             return maker(**_sizes(how.get("api"), arguments))(*arguments)
 
     def adds_to_x(num_positions, dim, x=None):
         shapes = {"sbd": (num_positions, 1, dim), "bsd": (1, num_positions, dim), "sd": (num_positions, dim)}
         if x is None:
             x = torch.zeros(shapes[layout], dtype=torch.float32)
-        with _quiet(maker):
-            result = _plain(maker(num_positions=num_positions, dim=dim)(x))
+        with quiet(maker):
+            result = plain(maker(num_positions=num_positions, dim=dim)(x))
         return result.reshape(num_positions, dim) if tuple(result.shape) == shapes[layout] else result
 
     def q_k_cos_sin(x, positions, cos, sin):
         q, k, axis = _split(x, layout)
-        with _quiet(maker):
+        with quiet(maker):
             call = maker(head_dim=int(x.shape[-1]))
             result = call(q, k, cos, sin) if layout == "bhsd" else call(q, k, cos, sin, unsqueeze_dim=2)
-        return _join(*_pair(result), axis)
+        return _join(*pair(result), axis)
 
     def xq_xk_freqs_cis(x, positions, freqs_cis):
         q, k, axis = _split(x, layout)
-        with _quiet(maker):
-            return _join(*_pair(maker(head_dim=int(x.shape[-1]))(q, k, freqs_cis)), axis)
+        with quiet(maker):
+            return _join(*pair(maker(head_dim=int(x.shape[-1]))(q, k, freqs_cis)), axis)
 
     def x_offset(x, positions):
         axis = SEQ_AXIS[layout]
-        with _quiet(maker):
+        with quiet(maker):
             call = maker(head_dim=int(x.shape[-1]))
-            pieces = [_plain(call(x.narrow(axis, start, end - start), offset=offset))
+            pieces = [plain(call(x.narrow(axis, start, end - start), offset=offset))
                       for start, end, offset in _runs(positions.numpy())]
         return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=axis)
 
     def x_input_pos(x, positions):
         input_pos = positions if positions.dim() == 2 else positions[None]  # (batch, seq): a row each
-        with _quiet(maker):
+        with quiet(maker):
             return maker(head_dim=int(x.shape[-1]))(x, input_pos=input_pos)
 
     return {"canonical": canonical, "adds-to-x": adds_to_x, "q-k-cos-sin": q_k_cos_sin,

@@ -32,8 +32,8 @@ import re
 from importlib import resources
 
 from posenc_spec import __version__
-from posenc_spec.checks import STATUSES
 from posenc_spec.environment import environment
+from posenc_spec.results import STATUSES
 
 from ..errors import UsageError
 from ..report import STATUS_CONFORMS, STATUS_ERROR, STATUS_FAILS

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_spec import tolerance
-from posenc_spec.checks import CheckResult, Worst, check_finite, comparison_worst, skipped
+from posenc_spec.results import CheckResult, Worst, check_finite, comparison_worst, skipped
 from posenc_spec.rope import oracle
 
 from ..judge import call_status, failed, passed

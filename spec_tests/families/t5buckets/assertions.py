@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec.checks import CheckResult
+from posenc_spec.results import CheckResult
 
 
 def assert_buckets_equal(got, expected, relative_positions, what: str) -> None:
