@@ -31,10 +31,9 @@ from __future__ import annotations
 import functools
 import json
 import re
+from importlib import import_module
 
 import numpy as np
-
-from importlib import import_module
 
 from posenc_spec import families
 
