@@ -63,6 +63,7 @@ class FamilyKeys:
     identify_keys: tuple[str, ...] = ()
     identify_help: dict[str, tuple[str, str]] = field(default_factory=dict)
     adapters: bool = False
+    slips: dict[str, str] = field(default_factory=dict)
 
 
 class Spec(Protocol):

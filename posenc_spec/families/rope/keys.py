@@ -3,6 +3,27 @@ plugin read it without NumPy). What each key accepts: :mod:`posenc_spec.gate.rop
 
 from posenc_spec.gate.family import FamilyKeys
 
+# The slips a hint names (posenc_spec.gate.identify.hint), in docs/checks.md's words.
+SLIPS = {
+    "sin-cos-swapped": "sin and cos swapped",
+    "positions-offset": "positions shifted (off by one)",
+    "positions-ignored": "the positions passed are ignored",
+    "rope-layout": "rotate-half and interleaved pairs mixed up",
+    "cache-layout": "the cache's half and interleaved column orders mixed up",
+    "theta": "rope_theta off",
+    "angle-sign": "the angle's sign flipped",
+    "scale-twice": "a scaling factor applied twice",
+    "scaling-type-dropped": "the scaling type (rope_type) not applied",
+    "scaling-factor": "the scaling factor off",
+    "partial-rotary-ignored": "the partial rotary factor ignored",
+    "exponent-over-head-dim": "the exponent divided by head_dim where the rotary size belongs",
+    "exponent-over-rotary-dim": "the exponent divided by the rotary size where head_dim belongs",
+    "attention-factor-missing": "the attention factor missing",
+    "attention-factor-twice": "the attention factor applied twice",
+    "attention-factor-cos-only": "the attention factor applied to cos only",
+    "attention-factor": "the attention factor off",
+}
+
 NAMES = FamilyKeys(
     name="rope",
     noun="a rotary embedding",
@@ -44,4 +65,5 @@ NAMES = FamilyKeys(
         "cache_layout": ("half|interleaved|compact", "rope-cache: each of cos and sin: half, interleaved or compact "
                                                      "(default: read from the columns)"),
     },
+    slips=SLIPS,
 )

@@ -9,6 +9,34 @@ CONVENTION_KEYS = ("layout", "first", "freq_shift", "base", "offset", "scale")
 _HELP = {"layout": "interleaved or concat", "first": "sin or cos", "freq_shift": "0 or 1",
          "base": "the base (> 1)", "offset": "the position of row 0", "scale": "the scale of the argument"}
 
+# The slips a hint names (posenc_spec.gate.identify.hint), in docs/checks.md's words.
+SLIPS = {
+    "sin-cos-swapped": "sin and cos swapped",
+    "exponent-i-over-d": "`i/d` written where the formula has `2i/d`",
+    "denominator-half-dim-minus-one": "`half_dim - 1` where the declared convention has `half_dim` (`d/2`)",
+    "denominator-half-dim": "`half_dim` where the declared convention has `half_dim - 1`",
+    "denominator-d-minus-one": "`d - 1` where the formula has `d`",
+    "exponent-over-length": "the exponent divided by the number of positions instead of the width",
+    "precedence-half-dim-minus-one": "`log(base) / half_dim - 1` where `log(base) / (half_dim - 1)` belongs",
+    "positions-float16": "positions formed in float16 (rounded)",
+    "positions-bfloat16": "positions formed in bfloat16 (rounded)",
+    "positions-reversed": "positions counted down from the end",
+    "positions-linspace": "positions from linspace, spaced n/(n-1) apart",
+    "positions-offset": "positions shifted (off by one)",
+    "columns-reversed": "the columns in reverse order",
+    "values-scaled": "every value multiplied by one factor (a scaling applied to the table)",
+    "positions-clamped": "positions clamped to a buffer's last row",
+    "positions-wrapped": "positions wrapped around a buffer's length",
+    "layout": "interleaved and concatenated (`[sin | cos]`) columns mixed up",
+    "base": "the base (theta) off",
+    "log10-for-ln": "`log10` where the natural logarithm belongs",
+    "log2-for-ln": "`log2` where the natural logarithm belongs",
+    "angle-sign": "the angle's sign flipped",
+    "scale": "the positions scaled",
+    "scale-twice": "a scaling factor applied twice",
+    "scale-dropped": "a scaling factor dropped",
+}
+
 NAMES = FamilyKeys(
     name="sinusoidal",
     noun="a sinusoidal table",
@@ -22,4 +50,5 @@ NAMES = FamilyKeys(
           **{key: ("VALUE", f"override the preset's {key}: {text}") for key, text in _HELP.items()},
           "odd": ("VALUE", "odd widths: error (expect an exception; default), zero-pad, ceil, or skip (test none)")},
     group="sinusoidal tables and timestep embeddings (--api table | timesteps)",
+    slips=SLIPS,
 )
