@@ -75,7 +75,7 @@ def cumulative_product_float32(num_heads):
 
 @alibi_correct(idiom="flex attention's score_mod: per head scale = exp2(-((h + 1) * 8 / H)), bias (kv - q) * scale, "
                      "declared with the geometric rule it implements", seen="meta-pytorch/attention-gym (after #86)",
-               signature="heads-length", convention="geometric")
+               signature="heads-length", alibi_convention="geometric")
 def flex_attention_score_mod(num_heads, length):
     h = torch.arange(num_heads, dtype=torch.float32)[:, None, None]
     scale = torch.exp2(-((h + 1) * 8.0 / num_heads))
@@ -85,7 +85,7 @@ def flex_attention_score_mod(num_heads, length):
 
 @alibi_correct(idiom="vLLM's prompt bias: bias[None, :] - bias[:, None] times the slopes, with the causal mask "
                      "folded in as -inf above the diagonal", seen="vllm-project/vllm#985 (set_attn_bias)",
-               signature="heads-length", convention="paper")
+               signature="heads-length", alibi_convention="paper")
 def vllm_bias_with_causal_mask(num_heads, length):
     slopes = torch.tensor([2.0 ** -float(e) for e in _exponents(num_heads)], dtype=torch.float32)
     bias = torch.arange(length)
@@ -95,7 +95,7 @@ def vllm_bias_with_causal_mask(num_heads, length):
 
 
 @alibi_correct(idiom="a difference of two products, slopes * k - slopes * q, each rounded in float32",
-               signature="heads-length", convention="paper")
+               signature="heads-length", alibi_convention="paper")
 def difference_of_products(num_heads, length):
     slopes = torch.tensor([2.0 ** -float(e) for e in _exponents(num_heads)], dtype=torch.float32)[:, None, None]
     positions = torch.arange(length, dtype=torch.float32)
@@ -104,7 +104,7 @@ def difference_of_products(num_heads, length):
 
 @alibi_correct(idiom="BLOOM's unpadded indices: relu(mask.cumsum(1) - 1) times the mask, slopes in float64 then "
                      "cast", seen="huggingface/transformers#17866 (unpadded_indices)",
-               signature="mask-heads-dtype", convention="bloom")
+               signature="mask-heads-dtype", alibi_convention="bloom")
 def bloom_unpadded_indices(attention_mask, num_heads, dtype):
     slopes = torch.tensor([2.0 ** -float(e) for e in _exponents(num_heads)], dtype=torch.float64)
     unpadded_indices = torch.relu(attention_mask.cumsum(dim=1) - 1) * attention_mask
@@ -114,7 +114,7 @@ def bloom_unpadded_indices(attention_mask, num_heads, dtype):
 
 @alibi_correct(idiom="Falcon's bias in bfloat16, declared: slopes and positions rounded to bfloat16, the product "
                      "in bfloat16", seen="transformers' Falcon build_alibi_tensor", signature="mask-heads-dtype",
-               convention="falcon")
+               alibi_convention="falcon")
 def falcon_declared_bfloat16(attention_mask, num_heads, dtype):
     slopes = torch.tensor([2.0 ** -float(e) for e in _exponents(num_heads)], dtype=torch.float32)
     positions = ((attention_mask.cumsum(dim=-1) - 1) * attention_mask).to(torch.bfloat16)
@@ -124,7 +124,7 @@ def falcon_declared_bfloat16(attention_mask, num_heads, dtype):
 
 @alibi_correct(idiom="labml's get_alibi_biases: the causal mask's cumsum (keys counted from 1) times the slopes, "
                      "(queries, keys, heads); declared up to a row constant", seen="labmlai annotated ALiBi",
-               signature="heads-mask", convention="labml")
+               signature="heads-mask", alibi_convention="labml")
 def labml_mask_cumsum(n_heads, mask):
     n = 2 ** math.floor(math.log2(n_heads))
     m = torch.pow(2.0 ** (-8.0 / n), torch.arange(1, 1 + n))
@@ -156,7 +156,7 @@ class CachedSymmetricBias(nn.Module):
 
 alibi_correct(idiom="a cached module: -|k - q| from torch.cdist, the cache sliced from its bottom-right corner",
               seen="lucidrains/x-transformers (since cb50439)", signature="module-ij", init={"heads": "{num_heads}"},
-              convention="bidirectional")(CachedSymmetricBias)
+              alibi_convention="bidirectional")(CachedSymmetricBias)
 
 
 
@@ -167,7 +167,7 @@ class PartialCachedSymmetricBias(CachedSymmetricBias):
 alibi_correct(idiom="partial ALiBi: the slopes of 4 heads on the first 4, zero heads padded after",
               seen="lucidrains/x-transformers alibi_num_heads", signature="module-ij",
               init={"heads": 4, "total_heads": "{num_heads}"}, heads=tuple(range(4, 129)),
-              convention="bidirectional", alibi_heads=4)(PartialCachedSymmetricBias)
+              alibi_convention="bidirectional", alibi_heads=4)(PartialCachedSymmetricBias)
 
 
 class KeyLastOnScores(nn.Module):
@@ -183,4 +183,4 @@ class KeyLastOnScores(nn.Module):
 
 alibi_correct(idiom="a layer on the attention scores: MPT's row in float32, the sum rounded once to the scores' "
                     "dtype", seen="keras-team/keras-hub AlibiBias", signature="module-scores", init={},
-              convention="mpt")(KeyLastOnScores)
+              alibi_convention="mpt")(KeyLastOnScores)

@@ -121,7 +121,7 @@ def closest_power_rounded_up(num_heads):
                  "of two's count of slopes: a RuntimeError for any head count that is not a power of two",
              classes=("crash", "slope-rule"), seen="huggingface/transformers#28380 (\"will return with an error\" "
                                                    "for 6 heads)",
-             signature="heads-length-max", convention="mpt")
+             signature="heads-length-max", alibi_convention="mpt")
 def mpt_base_over_num_heads(num_heads, sequence_length, alibi_bias_max=8):
     alibi = torch.arange(1 - sequence_length, 1, dtype=torch.int32).view(1, 1, 1, sequence_length)
     num_heads_power_of_2 = 2 ** math.ceil(math.log2(num_heads))
@@ -156,7 +156,7 @@ def undefined_name_for_other_head_counts(heads):
 @alibi_wrong(bug="the exponents counted down, torch.arange(n, 0, -1): the paper's slopes, smallest first",
              classes=("head-order",), seen="the ALiBi issue's list of real slips (\"slopes reversed across heads\"); "
                                            "no public thread found",
-             signature="heads-length", convention="mpt")
+             signature="heads-length", alibi_convention="mpt")
 def slopes_reversed(num_heads, length):
     slopes = torch.tensor(_paper_slopes(num_heads)).flip(0)
     return _key_last(slopes, length)
@@ -165,7 +165,7 @@ def slopes_reversed(num_heads, length):
 @alibi_wrong(bug="under tensor parallelism every rank takes alibi[:local_heads], the first rank's slopes, where "
                  "its own heads' belong (two ranks)",
              classes=("head-order",), seen="bigscience-workshop/Megatron-DeepSpeed#227 (fixed by #222's follow-up)",
-             signature="heads-length", convention="mpt", heads=tuple(range(2, 129, 2)))
+             signature="heads-length", alibi_convention="mpt", heads=tuple(range(2, 129, 2)))
 def tensor_parallel_first_slice(num_heads, length):
     alibi = _key_last(torch.tensor(_paper_slopes(num_heads)), length)
     local = num_heads // 2
@@ -175,7 +175,7 @@ def tensor_parallel_first_slice(num_heads, length):
 @alibi_wrong(bug="under tensor parallelism every rank computes get_alibi_slopes(local heads) and indexes its "
                  "heads from 0 (two ranks)",
              classes=("head-order",), seen="flashinfer-ai/flashinfer#1606; flashinfer-ai/flashinfer#5101",
-             signature="heads-length", convention="mpt", heads=tuple(range(2, 129, 2)))
+             signature="heads-length", alibi_convention="mpt", heads=tuple(range(2, 129, 2)))
 def tensor_parallel_local_head_count(num_heads, length):
     local = num_heads // 2
     return torch.cat([_key_last(torch.tensor(_paper_slopes(local)), length) for _rank in range(2)])
@@ -188,7 +188,7 @@ def tensor_parallel_local_head_count(num_heads, length):
                  "whatever dtype is asked for (Falcon's build_alibi_tensor, declared as BLOOM's)",
              classes=("precision",), seen="transformers' Falcon build_alibi_tensor; "
                                           "NVIDIA/TensorRT-Model-Connect#667; HabanaAI/vllm-fork#503",
-             signature="mask-heads-dtype", convention="bloom")
+             signature="mask-heads-dtype", alibi_convention="bloom")
 def bias_in_bfloat16_whatever_dtype(attention_mask, num_heads, dtype):
     batch_size, seq_length = attention_mask.shape
     slopes = torch.tensor(_paper_slopes(num_heads), dtype=torch.float32)
@@ -217,7 +217,7 @@ alibi_wrong(bug="seq_range cast to the compute dtype before the product: under b
                 "the key positions round beyond 256 (2048)",
             classes=("precision",), seen="keras-team/keras-hub AlibiBias._get_alibi_bias (ops.cast(seq_range, "
                                          "dtype=self.compute_dtype)); HabanaAI/vllm-fork#503",
-            signature="module-scores", init={}, convention="mpt")(PositionsInComputeDtype)
+            signature="module-scores", init={}, alibi_convention="mpt")(PositionsInComputeDtype)
 
 
 # -- decoding and caches -----------------------------------------------------------------------
@@ -236,7 +236,7 @@ class NoBiasWhenDecoding(_SlopesModule):
 alibi_wrong(bug="the bias rides on the causal attention mask, and the decoding path passes no mask: no bias at all "
                 "for a single query",
             classes=("decode",), seen="ofirpress/attention_with_linear_biases#20; HabanaAI/vllm-hpu-extension#18",
-            signature="module-ij", init={"heads": "{num_heads}"}, convention="paper")(NoBiasWhenDecoding)
+            signature="module-ij", init={"heads": "{num_heads}"}, alibi_convention="paper")(NoBiasWhenDecoding)
 
 
 class BiasFromQueryWindow(nn.Module):
@@ -254,7 +254,7 @@ class BiasFromQueryWindow(nn.Module):
 alibi_wrong(bug="the bias is built over the query length, not the cache's: at a decoding step it is (1, heads, 1, "
                 "1), slope * 0, and broadcasts over every key as no bias at all",
             classes=("decode",), seen="keras-team/keras-hub#2861; keras-team/keras-hub#2977",
-            signature="module-scores", init={}, convention="fairseq")(BiasFromQueryWindow)
+            signature="module-scores", init={}, alibi_convention="fairseq")(BiasFromQueryWindow)
 
 
 class CacheSlicedFromTopLeft(_SlopesModule):
@@ -271,7 +271,7 @@ class CacheSlicedFromTopLeft(_SlopesModule):
 alibi_wrong(bug="a bias cached by the prefill is sliced from its top-left corner, [..., :i, :j]: a decoding step "
                 "gets query 0's row where the last query's belongs",
             classes=("cache", "decode"), seen="lucidrains/x-transformers@cb50439 (x-transformers#187: [..., -i:, -j:])",
-            signature="module-ij", init={"heads": "{num_heads}"}, convention="bidirectional")(CacheSlicedFromTopLeft)
+            signature="module-ij", init={"heads": "{num_heads}"}, alibi_convention="bidirectional")(CacheSlicedFromTopLeft)
 
 
 class QueriesAtTheStart(_SlopesModule):
@@ -286,7 +286,7 @@ class QueriesAtTheStart(_SlopesModule):
 alibi_wrong(bug="the queries are placed at positions 0 .. i-1: right when i == j, wrong for a decoding step or "
                 "memory keys (i < j)",
             classes=("decode", "form"), seen="lucidrains/x-transformers@dcae403 (\"Fix wrong positional biases\")",
-            signature="module-ij", init={"heads": "{num_heads}"}, convention="bidirectional")(QueriesAtTheStart)
+            signature="module-ij", init={"heads": "{num_heads}"}, alibi_convention="bidirectional")(QueriesAtTheStart)
 
 
 class CacheKeptWhenTooShort(_SlopesModule):
@@ -303,7 +303,7 @@ alibi_wrong(bug="the cached bias is reused when self.bias.shape[-1] <= j, the co
                 "gets the shorter cached bias",
             classes=("cache", "crash"), seen="lucidrains/x-transformers@a99179d (fixed in fbbc159, \"fix bug with "
                                              "alibi\")",
-            signature="module-ij", init={"heads": "{num_heads}"}, convention="fairseq")(CacheKeptWhenTooShort)
+            signature="module-ij", init={"heads": "{num_heads}"}, alibi_convention="fairseq")(CacheKeptWhenTooShort)
 
 
 class OffsetPastTheContext(nn.Module):
@@ -319,7 +319,7 @@ class OffsetPastTheContext(nn.Module):
 alibi_wrong(bug="slope * (token_idx - context_len): the last key at -slope where MPT's form puts 0 (one position "
                 "off; the same attention in exact arithmetic, not the declared bias)",
             classes=("form",), seen="vllm-project/vllm#945 (token_idx - context_len + 1)",
-            signature="module-scores", init={}, convention="mpt")(OffsetPastTheContext)
+            signature="module-scores", init={}, alibi_convention="mpt")(OffsetPastTheContext)
 
 
 # -- the bias form ----------------------------------------------------------------------------
@@ -327,7 +327,7 @@ alibi_wrong(bug="slope * (token_idx - context_len): the last key at -slope where
 
 @alibi_wrong(bug="bias = slope * (q_idx - kv_idx): the sign flipped, so attention grows into the past",
              classes=("form",), seen="meta-pytorch/attention-gym#86 (alibi_and_causal_closure)",
-             signature="heads-length", convention="paper")
+             signature="heads-length", alibi_convention="paper")
 def sign_flipped(num_heads, length):
     q_idx, kv_idx = torch.arange(length)[:, None], torch.arange(length)[None, :]
     return torch.tensor(_paper_slopes(num_heads))[:, None, None] * (q_idx - kv_idx)[None]
@@ -344,13 +344,13 @@ class NonsymmetricBidirectional(_SlopesModule):
 alibi_wrong(bug="a bidirectional bias of j - i with no absolute value: keys after the query get a growing positive "
                 "bias where -m|j - i| belongs",
             classes=("form",), seen="lucidrains/x-transformers@82bd182 (bidirectional ALiBi, nonsymmetric)",
-            signature="module-ij", init={"heads": "{num_heads}"}, convention="bidirectional")(NonsymmetricBidirectional)
+            signature="module-ij", init={"heads": "{num_heads}"}, alibi_convention="bidirectional")(NonsymmetricBidirectional)
 
 
 @alibi_wrong(bug="MPT's causal row (0 at the last key) for a bidirectional model: every query gets the last "
                  "query's bias, where -m|i - j| belongs",
              classes=("form",), seen="mosaicml/llm-foundry#186 (build_alibi_bias without full=True)",
-             signature="heads-length", convention="bidirectional")
+             signature="heads-length", alibi_convention="bidirectional")
 def causal_row_for_bidirectional(num_heads, length):
     return _key_last(_mpt_slopes(num_heads), length)
 
@@ -359,7 +359,7 @@ def causal_row_for_bidirectional(num_heads, length):
                  "constant, and a mask with a hole counts the padded keys in the distance",
              classes=("padding",), seen="huggingface/transformers#17474 (BLOOM's first build_alibi_tensor); "
                                         "PaddlePaddle/PaddleNLP#6495",
-             signature="mask-heads-dtype", convention="bloom")
+             signature="mask-heads-dtype", alibi_convention="bloom")
 def padding_ignored(attention_mask, num_heads, dtype):
     batch_size, max_seq_len = attention_mask.shape
     slopes = torch.tensor(_paper_slopes(num_heads)).unsqueeze(1).unsqueeze(1)
@@ -371,7 +371,7 @@ def padding_ignored(attention_mask, num_heads, dtype):
 @alibi_wrong(bug="alibi_bias_max read from the call but the exponents written with the literal 8",
              classes=("slope-rule",), seen="antonellof/ferrox#243 (llama.cpp graphs: the literal 8 for some models, "
                                            "max_alibi_bias read for others)",
-             signature="heads-length-max", convention="mpt", alibi_bias_max=16.0)
+             signature="heads-length-max", alibi_convention="mpt", alibi_bias_max=16.0)
 def bias_max_hard_coded(num_heads, sequence_length, alibi_bias_max=8):
     return _key_last(_mpt_slopes(num_heads, 8), sequence_length)
 
@@ -398,7 +398,7 @@ alibi_wrong(bug="partial ALiBi: the first alibi_heads of the slopes of all heads
             classes=("partial",), seen="lucidrains/x-transformers AlibiPositionalBias(heads=alibi_num_heads, "
                                        "total_heads=heads); lucidrains/x-transformers#85",
             signature="module-ij", init={"heads": 4, "total_heads": "{num_heads}"}, heads=_FROM_FOUR,
-            convention="bidirectional", **_PARTIAL)(PartialSlopesOfAllHeads)
+            alibi_convention="bidirectional", **_PARTIAL)(PartialSlopesOfAllHeads)
 
 
 class PartialUnbiasedHeadsFirst(nn.Module):
@@ -417,4 +417,4 @@ class PartialUnbiasedHeadsFirst(nn.Module):
 alibi_wrong(bug="partial ALiBi: the heads without a bias padded before the ALiBi heads, not after",
             classes=("partial",), seen="lucidrains/x-transformers#85 (the padding of bias and slopes over heads)",
             signature="module-ij", init={"heads": 4, "total_heads": "{num_heads}"}, heads=_FROM_FOUR,
-            convention="bidirectional", **_PARTIAL)(PartialUnbiasedHeadsFirst)
+            alibi_convention="bidirectional", **_PARTIAL)(PartialUnbiasedHeadsFirst)

@@ -30,12 +30,13 @@ The two key-only forms differ from ``causal`` by a constant in each query row (`
 ``m (q - k_last)``), so softmax gives the same attention; ``up_to_row_constant`` declares
 that only this is promised, and any constant per row is then accepted.
 
-``region``: ``causal`` judges the keys at or before each query (the rest is masked by the
-attention anyway), ``full`` every key. ``queries``: a call of ``q_len`` queries over
-``k_len`` keys puts them at the ``last`` positions (decoding: one query at ``k_len - 1``) or
-the ``first``. ``positions``: ``index`` (key ``j`` is at ``j``) or ``mask-cumsum`` (BLOOM:
+``bias_region``: ``causal`` judges the keys at or before each query (the rest is masked by
+the attention anyway), ``full`` every key. ``query_positions``: a call of ``q_len`` queries
+over ``k_len`` keys puts them at the ``last`` positions (decoding: one query at
+``k_len - 1``) or the ``first``. ``key_positions``: ``index`` (key ``j`` is at ``j``) or
+``mask-cumsum`` (BLOOM:
 ``(cumsum(mask) - 1) * mask``, so padding takes no position; padded keys are not judged).
-``compute_dtype``: the precision the bias is formed in, declared where a model was trained
+``bias_dtype``: the precision the bias is formed in, declared where a model was trained
 with one (Falcon: ``bfloat16``); ``None`` holds a bias to float32 arithmetic.
 
 Everything that needs a slope asks :meth:`AlibiConvention.slope_terms`.
@@ -93,18 +94,18 @@ class AlibiConvention:
     alibi_bias_max: float = 8.0
     alibi_heads: int | None = None
     bias_form: str = "causal"
-    region: str = "causal"
-    queries: str = "last"
-    positions: str = "index"
-    compute_dtype: str | None = None
+    bias_region: str = "causal"
+    query_positions: str = "last"
+    key_positions: str = "index"
+    bias_dtype: str | None = None
     up_to_row_constant: bool = False
 
     def __post_init__(self):
         _choice("slope_rule", self.slope_rule, SLOPE_RULES)
         _choice("bias_form", self.bias_form, BIAS_FORMS)
-        _choice("region", self.region, REGIONS)
-        _choice("queries", self.queries, QUERIES)
-        _choice("positions", self.positions, POSITIONS)
+        _choice("bias_region", self.bias_region, REGIONS)
+        _choice("query_positions", self.query_positions, QUERIES)
+        _choice("key_positions", self.key_positions, POSITIONS)
         bias_max = self.alibi_bias_max
         if isinstance(bias_max, bool) or not isinstance(bias_max, (int, float)) or not math.isfinite(bias_max) \
                 or not 0 < bias_max <= MAX_BIAS_MAX:
@@ -112,12 +113,12 @@ class AlibiConvention:
         object.__setattr__(self, "alibi_bias_max", float(bias_max))
         if self.alibi_heads is not None:
             object.__setattr__(self, "alibi_heads", check_heads(self.alibi_heads, "alibi_heads"))
-        if self.compute_dtype is not None:
-            _choice("compute_dtype", self.compute_dtype, COMPUTE_DTYPES)
+        if self.bias_dtype is not None:
+            _choice("bias_dtype", self.bias_dtype, COMPUTE_DTYPES)
         if not isinstance(self.up_to_row_constant, bool):
             raise ValueError(f"up_to_row_constant must be true or false, got {self.up_to_row_constant!r}")
-        if self.positions == "mask-cumsum" and self.bias_form not in KEY_FORMS:
-            raise ValueError(f"positions 'mask-cumsum' goes with a key-only bias_form ({', '.join(KEY_FORMS)}): "
+        if self.key_positions == "mask-cumsum" and self.bias_form not in KEY_FORMS:
+            raise ValueError(f"key_positions 'mask-cumsum' goes with a key-only bias_form ({', '.join(KEY_FORMS)}): "
                              f"an attention mask gives key positions, got bias_form {self.bias_form!r}")
         if self.bias_form == "symmetric" and self.up_to_row_constant:
             raise ValueError("up_to_row_constant does not apply to bias_form 'symmetric': -m|k - q| differs from "
@@ -180,13 +181,13 @@ PRESETS: dict[str, AlibiConvention] = {
     # The paper's bias as its text writes it, the slopes of its code.
     "paper": AlibiConvention(),
     # transformers' BLOOM: build_alibi_tensor(attention_mask, num_heads, dtype), slopes * key positions.
-    "bloom": AlibiConvention(bias_form="key", positions="mask-cumsum"),
+    "bloom": AlibiConvention(bias_form="key", key_positions="mask-cumsum"),
     # transformers' Falcon (RW, ALiBi variants): BLOOM's bias, formed in bfloat16.
-    "falcon": AlibiConvention(bias_form="key", positions="mask-cumsum", compute_dtype="bfloat16"),
+    "falcon": AlibiConvention(bias_form="key", key_positions="mask-cumsum", bias_dtype="bfloat16"),
     # MPT (llm-foundry, transformers' build_mpt_alibi_tensor), keras-hub's AlibiBias: 0 at the last key.
     "mpt": AlibiConvention(bias_form="key-last"),
     # x-transformers' AlibiPositionalBias, OpenNMT-py, MosaicBERT: -m|i - j| over every pair.
-    "bidirectional": AlibiConvention(bias_form="symmetric", region="full"),
+    "bidirectional": AlibiConvention(bias_form="symmetric", bias_region="full"),
     # The paper's fairseq code: slopes * arange(maxpos), added to the causal mask.
     "fairseq": AlibiConvention(bias_form="key"),
     # labml's annotated ALiBi: slopes * cumsum of the causal mask (keys counted from 1).
@@ -206,7 +207,7 @@ def get_convention(name: str | AlibiConvention = "paper", **overrides) -> AlibiC
     elif isinstance(name, str) and name in PRESETS:
         convention = PRESETS[name]
     else:
-        raise ValueError(f"convention must be one of {', '.join(PRESETS)}, got {name!r}")
+        raise ValueError(f"alibi_convention must be one of {', '.join(PRESETS)}, got {name!r}")
     changes = {key: value for key, value in overrides.items() if value is not None}
     unknown = sorted(set(changes) - set(FIELDS))
     if unknown:
@@ -215,9 +216,9 @@ def get_convention(name: str | AlibiConvention = "paper", **overrides) -> AlibiC
 
 
 def from_keys(keys: Mapping) -> AlibiConvention:
-    """The convention a declaration's keys state: ``convention`` (a preset, default
+    """The convention a declaration's keys state: ``alibi_convention`` (a preset, default
     ``paper``) and any field of :class:`AlibiConvention` by name."""
     if not isinstance(keys, Mapping):
         raise ValueError(f"the ALiBi keys must be a table, got {keys!r}")
     keys = dict(keys)
-    return get_convention(keys.pop("convention", "paper"), **keys)
+    return get_convention(keys.pop("alibi_convention", "paper"), **keys)

@@ -58,7 +58,7 @@ def call_positions(q_len: int, k_len: int, convention: str | AlibiConvention = "
     keys = np.arange(k_len, dtype=np.int64)
     if conv.key_only:
         queries = keys[-1:].copy()
-    elif conv.queries == "last":
+    elif conv.query_positions == "last":
         queries = np.arange(k_len - q_len, k_len, dtype=np.int64)
     else:
         queries = np.arange(q_len, dtype=np.int64)
@@ -76,7 +76,7 @@ def mask_positions(mask, convention: str | AlibiConvention = "bloom") -> Positio
     if not conv.key_only:
         raise ValueError(f"an attention mask positions a key-only bias_form, got {conv.bias_form!r}")
     valid = values.astype(bool)
-    if conv.positions == "mask-cumsum":
+    if conv.key_positions == "mask-cumsum":
         keys = (np.cumsum(valid, dtype=np.int64) - 1) * valid
     else:
         keys = np.arange(values.size, dtype=np.int64)
@@ -102,7 +102,7 @@ def judged(convention: str | AlibiConvention, positions: Positions) -> np.ndarra
     region: at or before it; ``full``: all), never a padded key."""
     conv = get_convention(convention)
     valid = np.broadcast_to(positions.valid[None, :], positions.shape)
-    if conv.region == "full" or conv.key_only:
+    if conv.bias_region == "full" or conv.key_only:
         return valid.copy()
     return valid & (positions.keys[None, :] <= positions.queries[:, None])
 

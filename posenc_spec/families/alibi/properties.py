@@ -167,7 +167,7 @@ def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckRes
     values = np.asarray(table, dtype=np.float64)
     if values.shape != exp.table.shape:
         raise ValueError(f"shape {values.shape} differs from the expected {exp.table.shape}")
-    region = oracle.judged(exp.convention.replace(region="causal"), exp.positions)
+    region = oracle.judged(exp.convention.replace(bias_region="causal"), exp.positions)
     causal = _causal_exact(exp)
     with np.errstate(invalid="ignore"):
         expected = causal + _row_constants(values - causal, exp.tolerance, region)

@@ -4,8 +4,8 @@ Notation as in :mod:`posenc_spec.tolerance`: ``u(dtype)`` is the unit roundoff (
 float64, 2**-24 float32, 2**-11 float16, 2**-8 bfloat16). A slope is ``m = 2 ** -e`` with
 ``e`` rational, and ``m = r ** a`` for the finest ratio ``r`` of its rule and an integer
 power ``a`` (:mod:`.conventions`). Correct code forms slopes in float32 or wider (``u_s``:
-float32's unless the convention's ``compute_dtype`` is float64) and the bias in the compute
-dtype (``u_c``: ``compute_dtype``, float32 when undeclared), and stores it in ``u_o``.
+float32's unless the convention's ``bias_dtype`` is float64) and the bias in the compute
+dtype (``u_c``: ``bias_dtype``, float32 when undeclared), and stores it in ``u_o``.
 
 Slopes
 ------
@@ -64,7 +64,7 @@ elements are bounded by the same terms with ``|d|`` and ``|k| + |q|`` replaced b
 ``S = |q| + max |k| + 1``.
 
 Float16 and bfloat16 outputs are rounded from float32 arithmetic by correct code; arithmetic
-in them is declared (``compute_dtype``) or wrong: a bfloat16 slope is off by up to 2**-9
+in them is declared (``bias_dtype``) or wrong: a bfloat16 slope is off by up to 2**-9
 relative, 2**15 times float32's unit. Every bound adds the float64 oracle's own, the same
 terms with every dtype float64 (:func:`oracle_bound`).
 
@@ -91,12 +91,12 @@ _NARROW = ("float16", "bfloat16")
 
 def slope_dtype(convention: AlibiConvention) -> str:
     """The dtype correct code forms slopes in: float64 when declared, else float32."""
-    return "float64" if convention.compute_dtype == "float64" else DEFAULT_DTYPE
+    return "float64" if convention.bias_dtype == "float64" else DEFAULT_DTYPE
 
 
 def compute_dtype(convention: AlibiConvention) -> str:
     """The dtype the bias is formed in: the declared one, else float32."""
-    return convention.compute_dtype or DEFAULT_DTYPE
+    return convention.bias_dtype or DEFAULT_DTYPE
 
 
 def slope_coefficients(num_heads, convention: str | AlibiConvention = "paper") -> np.ndarray:

@@ -70,27 +70,27 @@ REAL = (
     RealCode("bloom-slopes", "transformers", "5.24.0", f"{BLOOM}:_get_alibi_slopes", "slopes",
              conforms=(("paper", {}),), adapter="device-cpu"),
     RealCode("bloom", "transformers", "5.24.0", f"{BLOOM}:build_alibi_tensor", "mask-heads-dtype",
-             conforms=(("bloom", {"convention": "bloom"}),)),
+             conforms=(("bloom", {"alibi_convention": "bloom"}),)),
     RealCode("falcon", "transformers", "5.24.0", f"{FALCON}:build_alibi_tensor", "mask-heads-dtype",
-             conforms=(("falcon", {"convention": "falcon"}),),
-             deviates=(("bloom", {"convention": "bloom"}, "the product is formed in bfloat16 whatever dtype is "
+             conforms=(("falcon", {"alibi_convention": "falcon"}),),
+             deviates=(("bloom", {"alibi_convention": "bloom"}, "the product is formed in bfloat16 whatever dtype is "
                                                           "asked for: BLOOM's float32 bias it shares the code of"),)),
     RealCode("mpt", "transformers", "5.24.0", f"{MPT}:build_mpt_alibi_tensor", "heads-length-max",
-             conforms=(("mpt", {"convention": "mpt"}), ("mpt-16", {"convention": "mpt", "alibi_bias_max": 16}))),
+             conforms=(("mpt", {"alibi_convention": "mpt"}), ("mpt-16", {"alibi_convention": "mpt", "alibi_bias_max": 16}))),
     RealCode("x-transformers", "x-transformers", "2.31.10", "x_transformers.x_transformers:AlibiPositionalBias",
              "module-ij", init={"heads": "{num_heads}"},
-             conforms=(("bidirectional", {"convention": "bidirectional"}),)),
+             conforms=(("bidirectional", {"alibi_convention": "bidirectional"}),)),
     RealCode("x-transformers-partial", "x-transformers", "2.31.10",
              "x_transformers.x_transformers:AlibiPositionalBias", "module-ij",
              init={"heads": 4, "total_heads": "{num_heads}"}, heads=(4, 12, 112),
-             conforms=(("bidirectional-4", {"convention": "bidirectional", "alibi_heads": 4}),)),
+             conforms=(("bidirectional-4", {"alibi_convention": "bidirectional", "alibi_heads": 4}),)),
     RealCode("x-transformers-slopes", "x-transformers", "2.31.10",
              "x_transformers.x_transformers:AlibiPositionalBias._get_slopes", "slopes", conforms=(("paper", {}),)),
     RealCode("labml-slopes", "labml-nn", "0.5.1", "labml_nn.transformers.alibi:get_slopes", "slopes",
              conforms=(("paper", {}),)),
     RealCode("labml", "labml-nn", "0.5.1", "labml_nn.transformers.alibi:get_alibi_biases", "heads-mask",
-             conforms=(("labml", {"convention": "labml"}),),
-             deviates=(("fairseq", {"convention": "fairseq"}, "its comment promises distances [0, 1, ..., N]; the "
+             conforms=(("labml", {"alibi_convention": "labml"}),),
+             deviates=(("fairseq", {"alibi_convention": "fairseq"}, "its comment promises distances [0, 1, ..., N]; the "
                                                               "causal mask's cumsum counts keys from 1 (the same "
                                                               "attention, one slope per row more)"),)),
 )

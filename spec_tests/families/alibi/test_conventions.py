@@ -64,10 +64,10 @@ def test_partial_alibi_gives_the_first_heads_the_slopes_of_their_own_count():
 
 def test_presets_are_the_declared_members():
     """Each preset states the form, the positions and the dtype of the code it names."""
-    assert PRESETS["bloom"].bias_form == "key" and PRESETS["bloom"].positions == "mask-cumsum"
-    assert PRESETS["falcon"] == PRESETS["bloom"].replace(compute_dtype="bfloat16")
+    assert PRESETS["bloom"].bias_form == "key" and PRESETS["bloom"].key_positions == "mask-cumsum"
+    assert PRESETS["falcon"] == PRESETS["bloom"].replace(bias_dtype="bfloat16")
     assert PRESETS["mpt"].bias_form == "key-last"
-    assert PRESETS["bidirectional"].region == "full" and PRESETS["bidirectional"].bias_form == "symmetric"
+    assert PRESETS["bidirectional"].bias_region == "full" and PRESETS["bidirectional"].bias_form == "symmetric"
     assert PRESETS["labml"].up_to_row_constant
     assert all(preset.name() == name for name, preset in PRESETS.items())
     assert AlibiConvention(alibi_bias_max=16.0).name() == "alibi_bias_max=16.0"
@@ -75,25 +75,25 @@ def test_presets_are_the_declared_members():
 
 def test_keys_read_as_a_declaration_gives_them():
     """A preset name and fields by name; a numpy integer is a head count."""
-    conv = from_keys({"convention": "mpt", "alibi_bias_max": 16, "alibi_heads": np.int64(4)})
+    conv = from_keys({"alibi_convention": "mpt", "alibi_bias_max": 16, "alibi_heads": np.int64(4)})
     assert conv == PRESETS["mpt"].replace(alibi_bias_max=16.0, alibi_heads=4)
-    assert set(FIELDS) >= {"slope_rule", "bias_form", "region", "queries", "positions", "compute_dtype"}
+    assert set(FIELDS) >= {"slope_rule", "bias_form", "bias_region", "query_positions", "key_positions", "bias_dtype"}
 
 
 @pytest.mark.parametrize(("keys", "message"), [
     ({"slope_rule": "interleave"}, "slope_rule must be one of paper, geometric, got 'interleave'"),
     ({"bias_form": "relative"}, "bias_form must be one of causal, symmetric, key, key-last, got 'relative'"),
-    ({"region": None, "queries": "middle"}, "queries must be one of last, first, got 'middle'"),
+    ({"bias_region": None, "query_positions": "middle"}, "query_positions must be one of last, first, got 'middle'"),
     ({"alibi_bias_max": 0}, "alibi_bias_max must be a number in (0, 64], got 0"),
     ({"alibi_bias_max": float("nan")}, "alibi_bias_max must be a number in (0, 64], got nan"),
     ({"alibi_bias_max": True}, "alibi_bias_max must be a number in (0, 64], got True"),
     ({"alibi_heads": 0}, "alibi_heads must be from 1 to 4096, got 0"),
-    ({"compute_dtype": "int8"}, "compute_dtype must be one of float64, float32, float16, bfloat16, got 'int8'"),
+    ({"bias_dtype": "int8"}, "bias_dtype must be one of float64, float32, float16, bfloat16, got 'int8'"),
     ({"up_to_row_constant": "yes"}, "up_to_row_constant must be true or false, got 'yes'"),
-    ({"convention": "baichuan"}, "convention must be one of paper, bloom, falcon, mpt, bidirectional, fairseq, "
+    ({"alibi_convention": "baichuan"}, "alibi_convention must be one of paper, bloom, falcon, mpt, bidirectional, fairseq, "
                                  "labml, geometric, got 'baichuan'"),
     ({"slopes": "paper"}, "unknown ALiBi key(s) slopes; known: slope_rule"),
-    ({"positions": "mask-cumsum"}, "positions 'mask-cumsum' goes with a key-only bias_form"),
+    ({"key_positions": "mask-cumsum"}, "key_positions 'mask-cumsum' goes with a key-only bias_form"),
     ({"bias_form": "symmetric", "up_to_row_constant": True}, "up_to_row_constant does not apply to bias_form"),
 ])
 def test_bad_keys_are_one_line_errors_naming_key_and_value(keys, message):

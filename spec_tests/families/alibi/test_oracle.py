@@ -80,7 +80,7 @@ def test_call_positions_put_the_queries_last():
     """A decoding call (1 query over 5 keys) sits at position 4; ``first`` puts it at 0; key forms
     have the last query's single row."""
     assert oracle.call_positions(1, 5).queries.tolist() == [4]
-    assert oracle.call_positions(1, 5, AlibiConvention(queries="first")).queries.tolist() == [0]
+    assert oracle.call_positions(1, 5, AlibiConvention(query_positions="first")).queries.tolist() == [0]
     assert oracle.call_positions(3, 5, "mpt").shape == (1, 5)
     with pytest.raises(ValueError, match="q_len must not exceed k_len, got 6 > 5"):
         oracle.call_positions(6, 5)

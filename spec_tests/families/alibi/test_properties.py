@@ -77,7 +77,7 @@ def test_toeplitz_fails_when_rows_are_not_shifted_copies():
     """A causal table whose last row is the first row's fails: k - q alone no longer decides it."""
     exp, table = expect("paper")
     table[:, 15, :] = table[:, 0, :]
-    exp_full = properties.expectation(HEADS, oracle.call_positions(16, 16), AlibiConvention(region="full"))
+    exp_full = properties.expectation(HEADS, oracle.call_positions(16, 16), AlibiConvention(bias_region="full"))
     assert_status(properties.check_toeplitz(table, exp), "failed")
     assert_status(properties.check_toeplitz(float32_table(HEADS, exp_full.positions, "paper"), exp_full), "passed")
     assert_status(properties.check_toeplitz(table, expect("mpt")[0]), "skipped")
@@ -103,7 +103,7 @@ def test_equivalent_tells_the_same_attention_from_another():
 
 def test_unbiased_heads_must_be_zero():
     """Under alibi_heads = 4 of 12, a bias on head 4 fails; all heads biased skips."""
-    conv = AlibiConvention(bias_form="symmetric", region="full", alibi_heads=4)
+    conv = AlibiConvention(bias_form="symmetric", bias_region="full", alibi_heads=4)
     exp, table = expect(conv)
     assert_status(properties.check_unbiased_heads(table, exp), "passed")
     table[4, 0, 1] = -0.5

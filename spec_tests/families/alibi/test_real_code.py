@@ -8,7 +8,7 @@ version, it computes the recorded slopes bit for bit, conforms to each conventio
 implements on 1, 12 and 112 heads, and first fails each deviation at the recorded input.
 
 What the facts say: every implementation conforms to its own convention. Falcon forms its
-bias in bfloat16 (conforms with ``compute_dtype = "bfloat16"``, fails BLOOM's float32
+bias in bfloat16 (conforms with ``bias_dtype = "bfloat16"``, fails BLOOM's float32
 convention first at 1 head, key 257: 1.0 where 257/256 belongs). labml's comment promises
 distances ``[0, 1, ..., N]`` and its code counts keys from 1 (the same attention: it conforms
 up to a row constant, and fails the key form at 1 head, key 0: 2**-8 where 0 belongs).
@@ -75,7 +75,7 @@ def test_recorded_deviation_is_outside_the_bound_it_breaks(real, name):
     assert float.fromhex(fact["expected"]) == expected
     assert abs(got - expected) > bias_tolerance(1, positions, broken)[head, row, key]
     own = from_keys(real.conforms[0][1])
-    own_positions = oracle.mask_positions(np.ones(positions.keys.size), own) if own.positions == "mask-cumsum" \
+    own_positions = oracle.mask_positions(np.ones(positions.keys.size), own) if own.key_positions == "mask-cumsum" \
         else oracle.call_positions(positions.keys.size, positions.keys.size, own)
     own_expected = oracle.bias(1, own_positions, own)[head, row, key]
     if own.up_to_row_constant:  # labml: one slope more in every row

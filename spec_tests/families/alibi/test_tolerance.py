@@ -12,7 +12,7 @@ the operations being IEEE float32 products and powers of exact inputs):
 - biases of 128 heads, float32: causal decode row at position 8192 0.097, the key form over
   8193 keys 0.116, a difference of two float32 products ``m k - m q`` 0.429; rounded once to
   float16 or bfloat16 0.994-0.996 (the store's rounding is the bound's main term there).
-- Falcon's bias formed in bfloat16: 0.498 declared (``compute_dtype = "bfloat16"``), 1.3e4
+- Falcon's bias formed in bfloat16: 0.498 declared (``bias_dtype = "bfloat16"``), 1.3e4
   under BLOOM's float32 convention; slopes rounded to bfloat16 for 112 heads: 2.2e3.
 """
 
@@ -125,7 +125,7 @@ def falcon_bias(n, length):
 
 
 def test_bfloat16_arithmetic_is_inside_only_the_bound_that_declares_it():
-    """Falcon's bias for 128 heads over 8193 keys: 0.498 of the bound with compute_dtype bfloat16,
+    """Falcon's bias for 128 heads over 8193 keys: 0.498 of the bound with bias_dtype bfloat16,
     1.3e4 of BLOOM's float32 bound."""
     positions = oracle.mask_positions(np.ones(8193))
     table = falcon_bias(128, 8193).double().numpy()
@@ -137,7 +137,7 @@ def test_bfloat16_arithmetic_is_inside_only_the_bound_that_declares_it():
 def test_the_bound_grows_with_the_power_and_the_positions():
     """The slope term is 2 a + 2 ln2 e + 3 units; positions beyond bfloat16's 256 add u_c |k|."""
     assert slope_coefficients(1).tolist() == pytest.approx([2 + 2 * math.log(2) * 8 + 3])
-    conv = AlibiConvention(bias_form="key", compute_dtype="bfloat16")
+    conv = AlibiConvention(bias_form="key", bias_dtype="bfloat16")
     positions = oracle.call_positions(300, 300, conv)
     bound = bias_tolerance(1, positions, conv)[0, 0]
     per_key = bound / np.maximum(positions.keys, 1)
