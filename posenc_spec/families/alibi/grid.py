@@ -1,47 +1,73 @@
 """The calls the gate makes of an ALiBi target, and the check ids they produce.
 
-Head counts ``1 .. 128``: every power of two and every count between (BLOOM-176B's 112,
-Falcon-7B's 71 among them), or the one a declaration fixes. Per head count, by signature:
+Head counts ``1 .. 128``, every one (each power of two and every count between, BLOOM-176B's
+112 and Falcon-7B's 71 among them), or the model's when a declaration gives
+``attention_heads``. Every head count gets the *sweep*, calls small enough to make for all
+128: they hold every head's slope and the bias's form. The *deep* head counts
+(:data:`DEEP_HEADS`: one head; 12, a count with the interleave; 71, whose 7 extra heads take
+the odd members of 128's; 112, whose slopes are the largest powers of the finest ratio; 128,
+the most heads) also get the long calls, the dtypes and the decoding steps, where
+precision, caches and positions go wrong whatever the head count. By signature:
 
-- ``slopes``: one call, ``fn(H)``.
-- a bias with a row per query (``causal``, ``symmetric``), called with ``(q_len, k_len)``
-  (``module-ij``, ``module-scores``, ``heads-mask``): a prefill of ``64 x 64``, then, on the
-  same module, decoding steps of one query at ``p = 1, 31, 63`` over keys ``0 .. p``, then
-  longer steps at ``p = 256, 2048, 8192`` (bfloat16 holds every integer only up to 256,
-  float16 up to 2048).
-- ``heads-length`` and ``heads-length-max``: lengths ``1, 2, 7, 64, 257, 2049, 8193``.
-- ``mask-heads-dtype``: all-ones masks of those lengths, a left-padded mask (three padding
-  keys, then 61 kept) and a mask with a hole (30 kept, 4 padded, 30 kept).
+- ``heads`` (``alibi-slopes``): one call ``fn(H)`` per head count.
+- ``heads-length`` and ``heads-length-max``: sweep ``L=7``; deep ``L=1, 2, 64, 257, 2049,
+  8193``.
+- ``mask-heads-dtype``: sweep ``L=7:float32``; deep all-ones masks of ``L=1, 2, 7, 64,
+  257, 2049, 8193``, a left-padded mask (``mask-left``: 3 padded, 61 kept) and one with a
+  hole (``mask-hole``: 30 kept, 4 padded, 30 kept), each in float32, float16 and bfloat16.
+- ``heads-mask``, ``module-ij`` and ``module-scores`` (a row per query, called with
+  ``(q_len, k_len)``): sweep a prefill ``8x8`` then a decoding step ``p=7`` (one query at
+  position 7 over keys ``0 .. 7``); deep a prefill ``64x64``, then steps ``p=1, 31, 63``, then
+  ``p=256, 2048, 8192`` (bfloat16 holds every integer only up to 256, float16 up to 2048).
+  A module is built once per head count and gets every call of its head count, in order:
+  a cache kept between a prefill and a decoding step is judged at every step.
+  ``module-scores`` (whose scores carry the dtype) makes the deep calls in float32,
+  float16 and bfloat16.
 
-A call is made only where its table holds at most :data:`ELEMENT_BUDGET` elements (2**21:
+A call is made only where its result holds at most :data:`ELEMENT_BUDGET` elements (2**21:
 a ``(31, 257, 257)`` bias does, a ``(1, 2049, 2049)`` one does not; the long distances of
-the forms with a row per query come from the decoding steps). Signatures that take a dtype are called in float32,
-float16 and bfloat16.
+the forms with a row per query come from the decoding steps), and only where its keys fit
+under a declared ``max_positions``.
 
-Check ids (``H`` the head count, ``S`` the call's slot: ``64x64``, ``p=31``, ``L=2049``,
-``mask-left``, ``mask-hole``, with ``:T`` for the dtype where the signature takes one):
+Check ids (``S`` a call's slot without its head count: ``L=7``, ``64x64``, ``p=31``,
+``L=2049:float16``, ``mask-left:bfloat16``; each check of a slot judges it at every head
+count that makes the call, and its message names the head count of the worst call):
 
-``call[h=H]``, ``finite[h=H]``, ``slopes[h=H]``, ``head-ratio[h=H]``
-    (slopes) the slopes within ``m (delta_s + u_o)``; their ratios between heads.
-``call[h=H:S]``, ``finite[h=H:S]``, ``formula[h=H:S]``, ``linear[h=H:S]``, ``toeplitz[h=H:S]``,
-``diagonal[h=H:S]``, ``equivalent[h=H:S]``, ``unbiased-heads[h=H:S]``
-    (biases) :mod:`.properties`: the bias within its bounds (up to a row constant where
-    declared); steps of one slope between neighbouring keys; ``k - q`` alone decides it;
-    exactly 0 at distance 0; the paper's attention up to a row constant; the heads past
-    ``alibi_heads`` exactly 0.
-``decode[h=H:p=P]``
-    (the calls with a prefill) the decoding step agrees with the prefill's row for query
-    ``P`` (skipped past the prefill's length).
-``determinism``, ``global-state``
-    as for every family (:mod:`posenc_spec.gate.grid`).
+``call[S]``, ``finite[S]``, ``formula[S]``, ``linear[S]``, ``equivalent[S]``
+    the call returned a bias of the expected shape in a floating dtype, finite where it is
+    judged, within its bound of the exact bias (up to a constant per row where declared);
+    steps of one slope between neighbouring keys; the paper's attention up to a constant per
+    row (:mod:`.properties`).
+``toeplitz[S]``
+    (the forms with a row per query) the bias depends on ``k - q`` alone.
+``diagonal[S]``
+    (unless ``up_to_row_constant``) exactly 0 at distance 0.
+``unbiased-heads[S]``
+    (partial ALiBi) the heads past ``alibi_heads`` add exactly nothing.
+``decode[S]``
+    (decoding steps within their prefill) the step agrees with the prefill's row for its query.
+``call[h=A-B]``, ``finite[h=A-B]``, ``slopes[h=A-B]``, ``head-ratio[h=A-B]``
+    (``alibi-slopes``; ``h=112`` for a declared head count) the slopes within their bounds,
+    and their ratios between heads.
+``determinism``, ``aliasing``, ``global-state``
+    as for every family (:mod:`posenc_spec.gate.grid`): the repeat is the sweep call of the
+    last head count.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
+from posenc_spec.gate.calls import ArrayArg, CallRequest
+
 from .conventions import AlibiConvention
-from .signatures import TAKES_DTYPE, AlibiCall
 
 HEAD_COUNTS = tuple(range(1, 129))
+DEEP_HEADS = (1, 12, 71, 112, 128)
+SWEEP_LENGTH = 7
+SWEEP_PREFILL = 8
 PREFILL = 64
 DECODE_POSITIONS = (1, 31, 63)
 LONG_DECODE_POSITIONS = (256, 2048, 8192)
@@ -49,58 +75,193 @@ LENGTHS = (1, 2, 7, 64, 257, 2049, 8193)
 LEFT_PADDED = (0,) * 3 + (1,) * 61
 WITH_HOLE = (1,) * 30 + (0,) * 4 + (1,) * 30
 DTYPES = ("float32", "float16", "bfloat16")
+# The dtypes a request names by index (an int crosses to the child; a text does not).
+DTYPE_CODES = ("float32", "float16", "bfloat16", "float64")
 ELEMENT_BUDGET = 2**21
+ROW_SIGNATURES = ("heads-mask", "module-ij", "module-scores")  # called with (q_len, k_len)
+TAKES_DTYPE = ("mask-heads-dtype", "module-scores")
 
 
-def head_counts(declared: int | None = None) -> tuple[int, ...]:
-    """The grid's head counts: the declared model's, or every count from 1 to 128."""
-    return HEAD_COUNTS if declared is None else (declared,)
+@dataclass(frozen=True)
+class AlibiCall:
+    """One call of a target: ``q_len`` queries over ``k_len`` keys (``mask``: one row of an
+    attention mask, for ``mask-heads-dtype``), the ``dtype`` handed to the signatures that take
+    one, its ``slot`` (the check ids' ``S``), and its ``step``: ``table``, ``prefill`` or
+    ``decode`` (a decoding step after the prefill of the same head count and dtype)."""
+
+    slot: str
+    num_heads: int
+    q_len: int
+    k_len: int
+    dtype: str = "float32"
+    mask: tuple | None = None
+    step: str = "table"
+
+    @property
+    def size(self) -> str:
+        """``h=H:S``: the call, with its head count."""
+        return f"h={self.num_heads}" + (f":{self.slot}" if self.slot else "")
+
+    @property
+    def decode_position(self) -> int:
+        return self.k_len - 1
 
 
-def _within_budget(call: AlibiCall, convention: AlibiConvention) -> bool:
-    rows = 1 if convention.key_only else call.q_len
-    return call.num_heads * rows * call.k_len <= ELEMENT_BUDGET
+def head_counts(declared: int | None = None, least: int = 1) -> tuple[int, ...]:
+    """The grid's head counts: the declared model's, or every count from ``least`` (a partial
+    ALiBi's ``alibi_heads``: a model has at least that many heads) to 128."""
+    return (declared,) if declared is not None else tuple(count for count in HEAD_COUNTS if count >= least)
 
 
-def _base_calls(signature: str, num_heads: int, convention: AlibiConvention) -> list[AlibiCall]:
-    if signature == "slopes":
+def deep_heads(counts: tuple[int, ...]) -> tuple[int, ...]:
+    """The head counts that also get the long calls: :data:`DEEP_HEADS` among ``counts``, the
+    largest of them when none is (a partial ALiBi from 4 heads keeps 12, 71, 112 and 128)."""
+    return tuple(count for count in counts if count in DEEP_HEADS) or counts[-1:]
+
+
+def _with_dtypes(calls: list[AlibiCall], dtypes) -> list[AlibiCall]:
+    return [AlibiCall(f"{call.slot}:{dtype}", call.num_heads, call.q_len, call.k_len, dtype, call.mask, call.step)
+            for dtype in dtypes for call in calls]
+
+
+def _row_calls(num_heads: int, prefill: int, positions) -> list[AlibiCall]:
+    made = [AlibiCall(f"{prefill}x{prefill}", num_heads, prefill, prefill, step="prefill")]
+    return made + [AlibiCall(f"p={p}", num_heads, 1, p + 1, step="decode") for p in positions]
+
+
+def sweep_calls(signature: str, num_heads: int) -> list[AlibiCall]:
+    """The small calls every head count gets."""
+    if signature == "heads":
         return [AlibiCall("", num_heads, 0, 0)]
+    if signature == "mask-heads-dtype":
+        return [AlibiCall(f"L={SWEEP_LENGTH}:float32", num_heads, 1, SWEEP_LENGTH, mask=(1,) * SWEEP_LENGTH)]
+    if signature in ("heads-length", "heads-length-max"):
+        return [AlibiCall(f"L={SWEEP_LENGTH}", num_heads, SWEEP_LENGTH, SWEEP_LENGTH)]
+    made = _row_calls(num_heads, SWEEP_PREFILL, (SWEEP_PREFILL - 1,))
+    return _with_dtypes(made, DTYPES[:1]) if signature in TAKES_DTYPE else made
+
+
+def deep_calls(signature: str, num_heads: int) -> list[AlibiCall]:
+    """The long calls, the dtypes and the decoding steps of a deep head count."""
+    if signature == "heads":
+        return []
     if signature == "mask-heads-dtype":
         masks = [(f"L={length}", (1,) * length) for length in LENGTHS]
         masks += [("mask-left", LEFT_PADDED), ("mask-hole", WITH_HOLE)]
-        return [AlibiCall(slot, num_heads, 1, len(mask), mask=mask) for slot, mask in masks]
+        made = _with_dtypes([AlibiCall(slot, num_heads, 1, len(mask), mask=mask) for slot, mask in masks], DTYPES)
+        swept = {call.slot for call in sweep_calls(signature, num_heads)}
+        return [call for call in made if call.slot not in swept]
     if signature in ("heads-length", "heads-length-max"):
-        return [AlibiCall(f"L={length}", num_heads, length, length) for length in LENGTHS]
-    prefill = AlibiCall(f"{PREFILL}x{PREFILL}", num_heads, PREFILL, PREFILL, role="prefill")
-    steps = [AlibiCall(f"p={p}", num_heads, 1, p + 1, role="decode")
-             for p in (*DECODE_POSITIONS, *LONG_DECODE_POSITIONS)]
-    return [prefill, *steps]
+        return [AlibiCall(f"L={length}", num_heads, length, length) for length in LENGTHS if length != SWEEP_LENGTH]
+    made = _row_calls(num_heads, PREFILL, (*DECODE_POSITIONS, *LONG_DECODE_POSITIONS))
+    return _with_dtypes(made, DTYPES) if signature in TAKES_DTYPE else made
 
 
-def calls(signature: str, num_heads: int, convention: AlibiConvention) -> list[AlibiCall]:
+def returned_shape(signature: str, call: AlibiCall) -> tuple[int, ...]:
+    """The largest result the call may return: ``(H,)`` slopes, else ``(H, q_len, k_len)``."""
+    return (call.num_heads,) if signature == "heads" else (call.num_heads, call.q_len, call.k_len)
+
+
+def _fits(signature: str, call: AlibiCall, convention: AlibiConvention, max_positions: int | None) -> bool:
+    rows = 1 if convention.key_only or signature == "mask-heads-dtype" else call.q_len
+    return call.num_heads * rows * call.k_len <= ELEMENT_BUDGET and (max_positions is None
+                                                                     or call.k_len <= max_positions)
+
+
+def calls(signature: str, num_heads: int, convention: AlibiConvention, deep: bool = True,
+          max_positions: int | None = None) -> list[AlibiCall]:
     """The calls of one head count, in order (a module gets all of them, on one object)."""
-    made = [call for call in _base_calls(signature, num_heads, convention) if _within_budget(call, convention)]
-    if signature not in TAKES_DTYPE:
-        return made
-    return [AlibiCall(f"{call.slot}:{dtype}", call.num_heads, call.q_len, call.k_len, dtype, call.mask, call.role)
-            for dtype in DTYPES for call in made]
+    made = sweep_calls(signature, num_heads) + (deep_calls(signature, num_heads) if deep else [])
+    return [call for call in made if _fits(signature, call, convention, max_positions)]
 
 
-BIAS_CHECKS = ("call", "finite", "formula", "linear", "toeplitz", "diagonal", "equivalent", "unbiased-heads")
+# -- probes: the calls as the gate's engine takes them ----------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class AlibiProbe:
+    """One call of the gate's grid (the engine's probe contract: ``slot`` unique, ``role``
+    ``table`` or ``repeat``, ``check_id``, :meth:`request`). ``group`` is the slot of the
+    check ids (the call's slot, or the head counts' range for slopes); ``prefill`` the slot of
+    the prefill a decoding step follows (None: no ``decode`` check)."""
+
+    slot: str
+    role: str
+    call: AlibiCall
+    group: str
+    checks: tuple[str, ...] = ()
+    check_id: str | None = None
+    repeats: str | None = None
+    rng: str = "a"
+    prefill: str | None = None
+    signature: str = "heads"
+
+    def check_ids(self) -> list[str]:
+        if self.role != "table":
+            return [self.check_id]
+        return [f"{check}[{self.group}]" for check in self.checks]
+
+    def request(self, label: str | None = None) -> CallRequest:
+        """``(num_heads, q_len, k_len, dtype index[, mask])``, read by :mod:`.adapters`."""
+        call = self.call
+        args = [call.num_heads, call.q_len, call.k_len, DTYPE_CODES.index(call.dtype)]
+        if call.mask is not None:
+            args.append(ArrayArg(np.array([call.mask], dtype=np.int64), "int64", "torch", "attention_mask"))
+        return CallRequest(label or self.slot, tuple(args), returned_shape(self.signature, call), rng=self.rng)
+
+
 SLOPE_CHECKS = ("call", "finite", "slopes", "head-ratio")
 
 
-def check_id(check: str, call: AlibiCall) -> str:
-    if check == "decode":
-        return f"decode[h={call.num_heads}:{call.slot}]"
-    return f"{check}[h={call.num_heads}{':' + call.slot if call.slot else ''}]"
+def bias_checks(call: AlibiCall, convention: AlibiConvention, with_decode: bool) -> tuple[str, ...]:
+    """The checks of one bias call under ``convention`` (none that could never apply to it)."""
+    checks = ["call", "finite", "formula", "linear"]
+    if not convention.key_only:
+        checks.append("toeplitz")
+    if not convention.up_to_row_constant:
+        checks.append("diagonal")
+    checks.append("equivalent")
+    if convention.alibi_heads is not None:
+        checks.append("unbiased-heads")
+    if with_decode:
+        checks.append("decode")
+    return tuple(checks)
 
 
-def check_ids(signature: str, num_heads: int, convention: AlibiConvention) -> list[str]:
-    """Every check id the calls of one head count produce (a skipped check keeps its id)."""
-    ids = []
-    for call in calls(signature, num_heads, convention):
-        ids += [check_id(check, call) for check in (SLOPE_CHECKS if signature == "slopes" else BIAS_CHECKS)]
-        if call.role == "decode":
-            ids.append(check_id("decode", call))
-    return ids
+def heads_group(counts: tuple[int, ...]) -> str:
+    """``h=1-128`` (or ``h=112`` for one count): the slot of the slopes' check ids."""
+    return f"h={counts[0]}" if len(counts) == 1 else f"h={counts[0]}-{counts[-1]}"
+
+
+def probes(signature: str, convention: AlibiConvention, attention_heads: int | None = None,
+           max_positions: int | None = None) -> list[AlibiProbe]:
+    """Every call of the grid, head count by head count, then the determinism repeat."""
+    counts = head_counts(attention_heads, convention.alibi_heads or 1)
+    deep = deep_heads(counts)
+    made: list[AlibiProbe] = []
+    for count in counts:
+        prefills: dict[str, AlibiCall] = {}
+        for call in calls(signature, count, convention, count in deep, max_positions):
+            slot = call.size
+            if signature == "heads":
+                made.append(AlibiProbe(slot, "table", call, heads_group(counts), SLOPE_CHECKS, signature=signature))
+                continue
+            if call.step == "prefill":
+                prefills[call.dtype] = call
+            prefill = prefills.get(call.dtype) if call.step == "decode" else None
+            within = prefill is not None and call.decode_position < prefill.k_len
+            made.append(AlibiProbe(slot, "table", call, call.slot, bias_checks(call, convention, within),
+                                   prefill=prefill.size if within else None, signature=signature))
+    repeated = next((probe for probe in made if probe.call.num_heads == counts[-1]), None)
+    if repeated is not None:
+        made.append(AlibiProbe(repeated.slot, "repeat", repeated.call, repeated.group, check_id="determinism",
+                               repeats=repeated.slot, rng="b", signature=signature))
+    return made
+
+
+def plan_ids(probes_made: list[AlibiProbe]) -> list[str]:
+    """Every check id of a run over ``probes_made``, in report order."""
+    ids = dict.fromkeys(["import"])
+    for probe in probes_made:
+        ids.update(dict.fromkeys(probe.check_ids()))
+    return [*ids, "aliasing", "global-state"]

@@ -1,0 +1,60 @@
+"""The ALiBi target as its author wrote it, called in the sealed child (NumPy, torch and
+:mod:`posenc_spec.gate.child` only: this module is imported in the template, before any target).
+
+Every request carries ``(num_heads, q_len, k_len, dtype index[, attention_mask])``
+(:meth:`posenc_spec.families.alibi.grid.AlibiProbe.request`); :func:`adapt` makes the call
+the declared signature names (:mod:`posenc_spec.families.alibi.signatures` lists them) and
+hands back what it returned, read through :mod:`posenc_spec.gate.child.convert`: the causal
+mask of ``heads-mask`` and the zero scores of ``module-scores`` are made here, in the call's
+dtype. A module is the object ``maker`` builds for the call's head count (one per count,
+kept for the turn: every call of a head count goes to the same module).
+"""
+
+from __future__ import annotations
+
+from posenc_spec.gate.child.adapters import plain, quiet
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+DTYPE_CODES = ("float32", "float16", "bfloat16", "float64")  # grid.DTYPE_CODES: a request names a dtype by index
+DEFAULT_SIGNATURES = {"alibi-slopes": "heads", "alibi-bias": "heads-length"}
+
+
+def _causal_mask(q_len: int, k_len: int):
+    """The ``(q_len, k_len)`` causal mask of the last ``q_len`` queries, int64, 1 where a key is kept."""
+    keys = torch.arange(k_len)
+    queries = torch.arange(k_len - q_len, k_len)
+    return (keys[None, :] <= queries[:, None]).to(torch.int64)
+
+
+def adapt(target, how: dict, maker):
+    """A callable taking a request's arguments and returning what the target returned."""
+    signature = how.get("signature") or "canonical"
+    if signature == "canonical":
+        signature = DEFAULT_SIGNATURES[how.get("api", "alibi-bias")]
+    bias_max = (how.get("sizes") or {}).get("alibi_bias_max", 8.0)
+
+    def call(num_heads, q_len, k_len, dtype_code, attention_mask=None):
+        dtype = getattr(torch, DTYPE_CODES[dtype_code])
+        with quiet(maker):
+            function = maker(num_heads=num_heads)
+            if signature == "heads":
+                return plain(function(num_heads))
+            if signature == "heads-length":
+                return plain(function(num_heads, k_len))
+            if signature == "heads-length-max":
+                return plain(function(num_heads, k_len, bias_max))
+            if signature == "mask-heads-dtype":
+                return plain(function(attention_mask, num_heads, dtype))
+            if signature == "heads-mask":
+                return plain(function(num_heads, _causal_mask(q_len, k_len)))
+            if signature == "module-ij":
+                return plain(function(q_len, k_len))
+            if signature == "module-scores":  # zero scores: what comes back is the bias added to them
+                return plain(function(torch.zeros(1, num_heads, q_len, k_len, dtype=dtype)))
+        raise ValueError(f"no ALiBi signature {signature!r}")
+
+    return call

@@ -1,0 +1,60 @@
+"""The names an ALiBi declaration is made of (imports nothing: ``--help`` and the pytest
+plugin read it without NumPy). What each key accepts: :mod:`.spec`."""
+
+from posenc_spec.gate.family import FamilyKeys
+
+PRESET_NAMES = ("paper", "bloom", "falcon", "mpt", "bidirectional", "fairseq", "labml", "geometric")
+# The fields of the convention a declaration may override, in the order they are listed.
+CONVENTION_KEYS = ("slope_rule", "alibi_bias_max", "alibi_heads", "bias_form", "bias_region", "query_positions",
+                   "key_positions", "bias_dtype", "up_to_row_constant")
+# The keys that describe the bias, not the slopes: the alibi-slopes API reads none of them.
+BIAS_KEYS = ("bias_form", "bias_region", "query_positions", "key_positions", "bias_dtype", "up_to_row_constant")
+SLOPES_API, BIAS_API = "alibi-slopes", "alibi-bias"
+
+# The slips a hint names (posenc_spec.gate.identify.hint), in docs/checks.md's words.
+SLIPS = {
+    "alibi-geometric-slopes": "ALiBi slopes of one geometric sequence, `2 ** (-8 / n)`, for every head count",
+    "alibi-slopes-reversed": "ALiBi slopes reversed across the heads",
+    "alibi-slope-rule": "ALiBi slopes of another rule (the interleave taken wrong, heads counted from 0)",
+    "alibi-bias-max": "ALiBi's `alibi_bias_max` (B) off",
+    "alibi-bfloat16": "an ALiBi bias computed in bfloat16 whatever dtype is asked for",
+    "alibi-low-precision-positions": "ALiBi positions rounded to the compute dtype before the product",
+    "alibi-cache-corner": "an ALiBi bias cache sliced from the wrong corner when reused for decoding",
+    "alibi-no-decode-bias": "no ALiBi bias at all in incremental decoding",
+    "alibi-form": "another ALiBi bias form (sign, distance, causal or symmetric)",
+    "alibi-queries-first": "ALiBi queries placed at the first positions, not the last",
+    "alibi-padding": "the attention mask's padding not taken out of the ALiBi positions",
+    "alibi-partial-heads": "partial ALiBi with the wrong heads or slopes",
+}
+
+_HELP = {
+    "alibi_convention": ("NAME", f"the declared ALiBi preset: {', '.join(PRESET_NAMES)} (default paper)"),
+    "slope_rule": ("RULE", "paper (the interleave for head counts that are not powers of two) or geometric"),
+    "alibi_bias_max": ("B", "the slopes' exponents reach B: 2 ** (-B h / n) (default 8; MPT's alibi_bias_max)"),
+    "alibi_heads": ("K", "partial ALiBi: the first K heads take the slopes of K heads, the others add nothing"),
+    "bias_form": ("FORM", "causal m (k - q), symmetric -m |k - q|, key m k (BLOOM) or key-last m (k - k_last) (MPT)"),
+    "bias_region": ("causal|full", "judge the keys at or before each query (default) or every key"),
+    "query_positions": ("last|first", "q_len queries over k_len keys are the last (default) or the first"),
+    "key_positions": ("index|mask-cumsum", "key positions from the index, or BLOOM's (cumsum(mask) - 1) * mask"),
+    "bias_dtype": ("DTYPE", "the dtype the bias is computed in, where the model was trained so (Falcon: bfloat16)"),
+    "up_to_row_constant": ("true|false", "accept any constant per query row (the same attention after softmax)"),
+    "attention_heads": ("N", "the model's head count: the grid then calls only it (default: every count 1..128)"),
+}
+
+NAMES = FamilyKeys(
+    name="alibi",
+    noun="an ALiBi bias",
+    apis=(SLOPES_API, BIAS_API),
+    keys=("alibi_convention", *CONVENTION_KEYS, "attention_heads"),
+    signatures={SLOPES_API: ("heads",),
+                BIAS_API: ("heads-length", "heads-length-max", "mask-heads-dtype", "heads-mask", "module-ij",
+                           "module-scores")},
+    sizes={SLOPES_API: ("num_heads", "alibi_bias_max"), BIAS_API: ("num_heads", "alibi_bias_max")},
+    number_keys=("alibi_bias_max", "alibi_heads", "attention_heads"),
+    help=_HELP,
+    group="ALiBi attention biases (--api alibi-slopes | alibi-bias)",
+    identify_keys=("signature", "init", "method", "kwargs", "attention_heads"),
+    identify_help={"attention_heads": ("N", "the model's head count: identify calls it beside its own counts")},
+    adapters=True,
+    slips=SLIPS,
+)

@@ -1,0 +1,129 @@
+"""An ALiBi declaration: the preset, the fields that override it, and the model's head count.
+
+Keys (:mod:`.keys` names them; :mod:`.conventions` says what each field means)::
+
+    alibi_convention    a preset (default "paper"); the keys below override its fields
+    slope_rule          "paper" | "geometric"
+    alibi_bias_max      a number in (0, 64]                                 (default 8)
+    alibi_heads         partial ALiBi: an int from 1 to 4096, at most attention_heads
+    bias_form           "causal" | "symmetric" | "key" | "key-last"
+    bias_region         "causal" | "full"
+    query_positions     "last" | "first"
+    key_positions       "index" | "mask-cumsum"
+    bias_dtype          "float64" | "float32" | "float16" | "bfloat16"
+    up_to_row_constant  true | false
+    attention_heads     the model's head count (1 to 4096): the grid calls only it
+
+The ``alibi-slopes`` API judges slopes alone: the keys that describe the bias are refused
+there, naming the API that reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.values import choice, fail, integer, number
+
+from .conventions import (
+    BIAS_FORMS,
+    COMPUTE_DTYPES,
+    MAX_BIAS_MAX,
+    MAX_HEADS,
+    POSITIONS,
+    PRESETS,
+    QUERIES,
+    REGIONS,
+    SLOPE_RULES,
+    AlibiConvention,
+)
+from .keys import BIAS_API, BIAS_KEYS, CONVENTION_KEYS, SLOPES_API
+
+DEFAULT_PRESET = "paper"
+
+
+def _short(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+@dataclass(frozen=True)
+class AlibiSpec:
+    """The declared convention (``preset`` and its fields), the API's signature, and the
+    model's head count when one is declared (``attention_heads``)."""
+
+    convention: AlibiConvention
+    preset: str = DEFAULT_PRESET
+    signature: str = "heads"
+    attention_heads: int | None = None
+
+    @property
+    def slopes_only(self) -> bool:
+        return self.signature == "heads"
+
+    def changed(self) -> list[str]:
+        """``key=value`` for each field that differs from the preset's."""
+        preset = PRESETS[self.preset]
+        keys = [key for key in CONVENTION_KEYS if not (self.slopes_only and key in BIAS_KEYS)]
+        return [f"{key}={_short(getattr(self.convention, key))}" for key in keys
+                if getattr(self.convention, key) != getattr(preset, key)]
+
+    def describe(self) -> str:
+        """The preset's name, with the fields that differ from it and the declared head count."""
+        changed = self.changed() + ([f"attention_heads={self.attention_heads}"] if self.attention_heads else [])
+        return self.preset + (f" ({', '.join(changed)})" if changed else "")
+
+    def as_dict(self) -> dict:
+        fields = self.convention.as_dict()
+        if self.slopes_only:
+            fields = {key: value for key, value in fields.items() if key not in BIAS_KEYS}
+        return {**fields, "attention_heads": self.attention_heads}
+
+    def header_parts(self) -> list[str]:
+        return [self.describe()]
+
+    def child_sizes(self) -> dict:
+        return {"alibi_bias_max": self.convention.alibi_bias_max}
+
+    def child_options(self) -> dict:
+        return {}
+
+
+def _bool(name: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in ("true", "false"):
+        return value == "true"
+    fail(name, "true or false", value)
+
+
+def declare(keys: dict, context) -> AlibiSpec:
+    """The :class:`AlibiSpec` of ``keys`` (see the module docstring)."""
+    name, api = context.name, context.api
+    if "x_layout" in keys:
+        raise UsageError(f"{name('x_layout')}: the {api} API takes no x")
+    if api == SLOPES_API:
+        given = [key for key in BIAS_KEYS if key in keys]
+        if given:
+            raise UsageError(f"{name(given[0])} is read by --api {BIAS_API}, not by --api {SLOPES_API} (slopes alone)")
+    preset = choice(name("alibi_convention"), keys.get("alibi_convention", DEFAULT_PRESET), tuple(PRESETS))
+    choices = {"slope_rule": SLOPE_RULES, "bias_form": BIAS_FORMS, "bias_region": REGIONS,
+               "query_positions": QUERIES, "key_positions": POSITIONS, "bias_dtype": COMPUTE_DTYPES}
+    fields = {key: choice(name(key), keys[key], options) for key, options in choices.items() if key in keys}
+    if "alibi_bias_max" in keys:
+        fields["alibi_bias_max"] = float(number(name("alibi_bias_max"), keys["alibi_bias_max"], above=0,
+                                                maximum=MAX_BIAS_MAX))
+    if "alibi_heads" in keys:
+        fields["alibi_heads"] = integer(name("alibi_heads"), keys["alibi_heads"], maximum=MAX_HEADS)
+    if "up_to_row_constant" in keys:
+        fields["up_to_row_constant"] = _bool(name("up_to_row_constant"), keys["up_to_row_constant"])
+    heads = integer(name("attention_heads"), keys["attention_heads"], maximum=MAX_HEADS) \
+        if "attention_heads" in keys else None
+    try:
+        convention = PRESETS[preset].replace(**fields)
+        if heads is not None:
+            convention.biased_heads(heads)  # alibi_heads must not exceed it
+    except ValueError as error:
+        raise UsageError(f"{context.where}ALiBi keys: {error}") from None
+    return AlibiSpec(convention, preset, context.calling.signature, heads)
