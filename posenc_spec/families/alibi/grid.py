@@ -50,8 +50,8 @@ count that makes the call, and its message names the head count of the worst cal
     (``alibi-slopes``; ``h=112`` for a declared head count) the slopes within their bounds,
     and their ratios between heads.
 ``determinism``, ``aliasing``, ``global-state``
-    as for every family (:mod:`posenc_spec.gate.grid`): the repeat is the sweep call of the
-    last head count.
+    as for every family (:mod:`posenc_spec.families.sinusoidal.grid`): the repeat is the sweep
+    call of the last head count.
 """
 
 from __future__ import annotations
