@@ -33,14 +33,14 @@ def _exponents(num_heads, bias_max=8):
 
 
 @alibi_correct(idiom="NumPy float64: exact rational exponents, np.exp2(-e), returned as float64",
-               signature="slopes")
+               signature="heads")
 def numpy_exp2_of_exact_exponents(num_heads):
     return np.exp2(-np.array([float(e) for e in _exponents(num_heads)]))
 
 
 @alibi_correct(idiom="MPT's gen_slopes: 1 / torch.pow(2, m) over the next power of two, then "
                      "concat(slopes[1::2], slopes[::2])[:n]", seen="mosaicml/llm-foundry gen_slopes",
-               signature="slopes")
+               signature="heads")
 def mpt_strided_concatenation(n_heads):
     _n_heads = 2 ** math.ceil(math.log2(n_heads))
     m = torch.arange(1, _n_heads + 1, dtype=torch.float32).mul(8 / _n_heads)
@@ -52,7 +52,7 @@ def mpt_strided_concatenation(n_heads):
 
 @alibi_correct(idiom="llama.cpp's m0/m1: powf(m0, k + 1) for the first n_head_log2 heads, powf(m1, 2(k - n) + 1) "
                      "after, in NumPy float32", seen="ggml-org/llama.cpp ggml_soft_max_ext (max_bias, m0, m1)",
-               signature="slopes")
+               signature="heads")
 def ggml_m0_m1_float32(n_head):
     max_bias = np.float32(8.0)
     n_head_log2 = 1 << (n_head.bit_length() - 1)
@@ -64,7 +64,7 @@ def ggml_m0_m1_float32(n_head):
 
 
 @alibi_correct(idiom="a cumulative product of the ratio in float32 (torch.cumprod), both halves of the interleave",
-               signature="slopes")
+               signature="heads")
 def cumulative_product_float32(num_heads):
     closest = 2 ** (num_heads.bit_length() - 1)
     first = torch.cumprod(torch.full((closest,), 2 ** (-8 / closest), dtype=torch.float32), 0)

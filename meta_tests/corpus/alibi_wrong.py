@@ -73,7 +73,7 @@ def _key_last(slopes, length):
 @alibi_wrong(bug="x = (2 ** 8) ** (1 / num_heads), slopes x ** -arange(1, n + 1): one geometric sequence for "
                  "every head count, where the paper interleaves the sequence of the next power of two",
              classes=("slope-rule",), seen="ml-explore/mlx#343; ml-explore/mlx#3071 (mlx.nn.ALiBi.create_alibi_slope)",
-             signature="slopes")
+             signature="heads")
 def geometric_for_every_head_count(num_heads):
     x = (2**8) ** (1 / num_heads)
     return torch.tensor(x) ** -torch.arange(1, num_heads + 1, dtype=torch.float32)
@@ -81,7 +81,7 @@ def geometric_for_every_head_count(num_heads):
 
 @alibi_wrong(bug="[2 ** (-8 * i / n) for i in range(n)]: the exponent counts heads from 0, so head 0 gets slope 1",
              classes=("slope-rule",), seen="paiml/aprender#2143 (compute_slopes: 2^(-8h/n), not 2^(-8(h+1)/n))",
-             signature="slopes")
+             signature="heads")
 def slopes_from_head_zero(num_heads):
     return torch.tensor([2 ** (-8 * i / num_heads) for i in range(num_heads)])
 
@@ -90,7 +90,7 @@ def slopes_from_head_zero(num_heads):
                  "already have, where the odd members [0::2] belong",
              classes=("slope-rule",), seen="ofirpress/attention_with_linear_biases#17 (the interleaved slopes of 12 "
                                            "heads); mosaicml/examples#307 (MPT's strided concatenation)",
-             signature="slopes")
+             signature="heads")
 def interleave_even_members(num_heads):
     if math.log2(num_heads).is_integer():
         return _slopes_power_of_2(num_heads)
@@ -101,7 +101,7 @@ def interleave_even_members(num_heads):
 @alibi_wrong(bug="the extra heads take the first n - P slopes of 2P heads, with no stride: slopes the first P "
                  "heads already have, and the largest ones twice",
              classes=("slope-rule",), seen="ofirpress/attention_with_linear_biases#17; mosaicml/examples#307",
-             signature="slopes")
+             signature="heads")
 def extra_slopes_without_stride(num_heads):
     if math.log2(num_heads).is_integer():
         return _slopes_power_of_2(num_heads)
@@ -112,7 +112,7 @@ def extra_slopes_without_stride(num_heads):
 @alibi_wrong(bug="the closest power of two rounded up, 2 ** ceil(log2 n), and its first n slopes kept, with no "
                  "interleave",
              classes=("slope-rule",), seen="huggingface/transformers#28380 (MPT's slopes over the next power of two)",
-             signature="slopes")
+             signature="heads")
 def closest_power_rounded_up(num_heads):
     return _slopes_power_of_2(2 ** math.ceil(math.log2(num_heads)))[:num_heads]
 
@@ -136,7 +136,7 @@ def mpt_base_over_num_heads(num_heads, sequence_length, alibi_bias_max=8):
 @alibi_wrong(bug="_get_slopes calls get_slopes(2 * closest_power_of_2), a name that is not defined there: a "
                  "NameError for every head count that is not a power of two",
              classes=("crash",), seen="lucidrains/x-transformers@a99179d (fixed in e5acd11, \"fix small bug\")",
-             signature="slopes")
+             signature="heads")
 def undefined_name_for_other_head_counts(heads):
     def get_slopes_power_of_2(n):
         start = (2**(-2**-(math.log2(n)-3)))

@@ -1,17 +1,12 @@
 """ALiBi: attention with linear biases, as a family of conventions (see ``api.md``).
 
-``conventions``: :class:`AlibiConvention` and its presets (the slope rule, partial ALiBi,
-the bias form, the region, where the queries sit, padding, the compute dtype); ``oracle``:
-exact (mpmath) and float64 slopes and biases; ``tolerance``: the per-element bounds;
-``properties``: the checks a correct table passes; ``signatures``, ``grid`` and ``judge``:
-how real code is called, the calls and check ids, and the verdicts of one head count.
+``conventions``: :class:`~.conventions.AlibiConvention` and its presets (the slope rule,
+partial ALiBi, the bias form, the region, where the queries sit, padding, the compute
+dtype); ``oracle``: exact (mpmath) and float64 slopes and biases; ``tolerance``: the
+per-element bounds; ``properties``: the checks a correct table passes; ``grid``: the calls
+and check ids; ``adapters`` and ``signatures``: how real code is called and read;
+``judge``: the verdicts; ``keys``, ``spec`` and ``family``: the gate's way in; ``identify``,
+``hints`` and ``plot``: what a failing or unknown target computes, and its pictures.
+
+This module imports nothing: ``--help`` and the pytest plugin read :mod:`.keys` without NumPy.
 """
-
-from .conventions import BIAS_FORMS, PRESETS, SLOPE_RULES, AlibiConvention, from_keys, get_convention, slope_terms
-from .judge import judge
-from .oracle import Positions, bias, call_positions, exact_bias, exact_slopes, mask_positions, slopes
-from .tolerance import bias_tolerance, slope_tolerance
-
-__all__ = ["BIAS_FORMS", "PRESETS", "SLOPE_RULES", "AlibiConvention", "Positions", "bias", "bias_tolerance",
-           "call_positions", "exact_bias", "exact_slopes", "from_keys", "get_convention", "judge", "mask_positions",
-           "slope_terms", "slope_tolerance", "slopes"]

@@ -12,8 +12,6 @@ kept for the turn: every call of a head count goes to the same module).
 
 from __future__ import annotations
 
-from posenc_spec.gate.child.adapters import plain, quiet
-
 try:
     import torch
 except ImportError:
@@ -32,6 +30,9 @@ def _causal_mask(q_len: int, k_len: int):
 
 def adapt(target, how: dict, maker):
     """A callable taking a request's arguments and returning what the target returned."""
+    # Imported here: posenc_spec.gate.child.adapters imports this module while it loads.
+    from posenc_spec.gate.child.adapters import plain, quiet
+
     signature = how.get("signature") or "canonical"
     if signature == "canonical":
         signature = DEFAULT_SIGNATURES[how.get("api", "alibi-bias")]

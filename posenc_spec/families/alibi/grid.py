@@ -46,7 +46,7 @@ count that makes the call, and its message names the head count of the worst cal
     (partial ALiBi) the heads past ``alibi_heads`` add exactly nothing.
 ``decode[S]``
     (decoding steps within their prefill) the step agrees with the prefill's row for its query.
-``call[h=A-B]``, ``finite[h=A-B]``, ``slopes[h=A-B]``, ``head-ratio[h=A-B]``
+``call[h=A-B]``, ``finite[h=A-B]``, ``formula[h=A-B]``, ``head-ratio[h=A-B]``
     (``alibi-slopes``; ``h=112`` for a declared head count) the slopes within their bounds,
     and their ratios between heads.
 ``determinism``, ``aliasing``, ``global-state``
@@ -210,7 +210,7 @@ class AlibiProbe:
         return CallRequest(label or self.slot, tuple(args), returned_shape(self.signature, call), rng=self.rng)
 
 
-SLOPE_CHECKS = ("call", "finite", "slopes", "head-ratio")
+SLOPE_CHECKS = ("call", "finite", "formula", "head-ratio")
 
 
 def bias_checks(call: AlibiCall, convention: AlibiConvention, with_decode: bool) -> tuple[str, ...]:

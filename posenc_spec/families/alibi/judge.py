@@ -1,84 +1,197 @@
-"""A target's verdicts on the grid's calls, in this process: each call, read into the
-oracle's layout, judged by every property of :mod:`.properties` under its check id.
+"""Judge an ALiBi target's calls: each call's values, read into the oracle's layout
+(:mod:`.signatures`), under every property of :mod:`.properties` its probe lists.
 
-The gate runs targets in its sealed child and adds ``determinism`` and ``global-state``;
-this is the family's part of that work, also what the family's tests and its corpus use.
+A check id names a slot (``formula[64x64]``) that every head count's call of that slot
+shares: its verdict is the worst of them (a failure stands; of passing calls the one
+closest to its bound), and its message names the head count (``h=112:64x64``). A decoding
+step is judged against the prefill of the same head count and dtype, made on the same
+module just before.
+
+:class:`AlibiJudge` is the gate's (the engine hands it each probe and its outcome);
+:func:`judge` runs a target in this process, through the same adapters and the same
+judge, for the family's own tests and its corpus.
 """
 
 from __future__ import annotations
 
-from posenc_spec.results import CheckResult
+import numpy as np
+
+from posenc_spec.gate.calls import ArrayArg, Outcome
+from posenc_spec.gate.judge import Results, call_status, failed, passed
+from posenc_spec.results import CheckResult, skipped
 
 from . import oracle, properties
 from .conventions import AlibiConvention, get_convention
-from .grid import calls, check_id
-from .signatures import MODULE_SIGNATURES, AlibiCall, build_module, invoke, output_dtype, read
-from .tolerance import dtype_name
+from .grid import AlibiCall, AlibiProbe, probes
+from .signatures import Unreadable, read
+
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+_RANK = {"passed": 1, "skipped": 0, "failed": 2}
+_BIAS_CHECKS = {"finite": properties.check_finite, "formula": properties.check_formula,
+                "linear": properties.check_linear, "toeplitz": properties.check_toeplitz,
+                "diagonal": properties.check_diagonal, "equivalent": properties.check_equivalent,
+                "unbiased-heads": properties.check_unbiased_heads}
 
 
-def _failed(check: str, call: AlibiCall, message: str) -> CheckResult:
-    return CheckResult(check_id(check, call), "failed", message)
+def merge(results: Results, result: CheckResult) -> None:
+    """Add one call's verdict on a check id several calls share: a failure stands (the
+    first); a pass outranks a skip (one head has no ratio, 112 heads have); of passes the
+    one closest to its bound."""
+    earlier = results.by_id.get(result.name)
+    if earlier is None or _RANK[result.status] > _RANK[earlier.status]:
+        results.add(result)
+    elif result.status == earlier.status == "passed" and result.worst is not None and (
+            earlier.worst is None or result.worst.ratio > earlier.worst.ratio):
+        results.add(result)
 
 
 def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positions:
+    """The query and key positions of one call under ``convention``."""
     if call.mask is not None:
         return oracle.mask_positions(call.mask, convention)
     return oracle.call_positions(call.q_len, call.k_len, convention)
 
 
-def slope_results(values, call: AlibiCall, conv: AlibiConvention, dtype: str) -> list[CheckResult]:
-    """The verdicts on the slopes one ``slopes`` call returned (``dtype``: the returned one)."""
-    h = call.num_heads
-    finite = all(value == value and abs(value) != float("inf") for value in values)
-    return [CheckResult(check_id("finite", call), "passed" if finite else "failed", f"{h} slopes"),
-            properties.check_slopes(values, h, conv, dtype, name=check_id("slopes", call)),
-            properties.check_head_ratio(values, h, conv, dtype, name=check_id("head-ratio", call))]
+class AlibiJudge:
+    """Checks of one ALiBi target, probe by probe (``results`` is the engine's)."""
+
+    def __init__(self, convention: AlibiConvention, results: Results):
+        self.conv, self.results = convention, results
+        self.prefills: dict[str, tuple] = {}  # a prefill's slot -> (table, expectation)
+        self.tables: dict[str, tuple] = {}  # a probe's slot -> (probe, values, dtype): what nearest reads
+
+    def kept_table(self):
+        """None: ALiBi biases are drawn by ``posenc-spec plot``, not from a report."""
+        return None
+
+    def values(self, probe: AlibiProbe, outcome: Outcome):
+        """``(values, dtype, problem)``: the call's slopes ``(heads,)`` or bias ``(heads, rows,
+        keys)`` as float64, the dtype it returned, or why there are none."""
+        status = call_status(outcome)
+        if status:
+            return None, None, status
+        if len(outcome.arrays) != 1:
+            return None, None, f"returned {len(outcome.arrays)} arrays where one belongs"
+        dtype = outcome.dtype
+        if dtype not in FLOATING:
+            return None, None, f"returned {dtype} values, not real floating-point numbers"
+        try:
+            return read(outcome.table, probe.signature, probe.call, self.conv), dtype, None
+        except Unreadable as problem:
+            return None, None, str(problem)
+
+    def judge(self, probe: AlibiProbe, outcome: Outcome) -> bool:
+        """Judge one call; whether it returned values (the determinism repeat compares them)."""
+        ids = probe.check_ids()
+        values, dtype, problem = self.values(probe, outcome)
+        if problem:
+            if outcome.status == "not-run":
+                merge(self.results, skipped(ids[0], f"{probe.slot}: {outcome.message}"))
+            else:
+                merge(self.results, failed(ids[0], f"{probe.slot}: {problem}"))
+            for name in ids[1:]:
+                merge(self.results, skipped(name, f"not run: the call for {probe.slot} returned nothing to check"))
+            return False
+        self.tables[probe.slot] = (probe, values, dtype)
+        merge(self.results, passed(ids[0], f"{probe.slot}: returned {outcome.message or dtype}"))
+        checks = self._slopes(probe, values, dtype) if probe.signature == "heads" else self._bias(probe, values, dtype)
+        for name, result in zip(ids[1:], checks, strict=True):
+            merge(self.results, _renamed(result, name))
+        return True
+
+    def _slopes(self, probe: AlibiProbe, values, dtype: str) -> list[CheckResult]:
+        heads = probe.call.num_heads
+        bad = ~np.isfinite(values)
+        finite = (failed("finite", f"h={heads}: {int(bad.sum())} of {heads} slopes NaN or Inf, first at head "
+                                   f"{int(np.argmax(bad))}") if bad.any()
+                  else passed("finite", f"h={heads}: all {heads} slopes finite"))
+        if bad.any():
+            return [finite, skipped("formula", f"h={heads}: NaN or Inf slopes"),
+                    skipped("head-ratio", f"h={heads}: NaN or Inf slopes")]
+        return [finite, _named(properties.check_slopes(values, heads, self.conv, dtype), heads),
+                _named(properties.check_head_ratio(values, heads, self.conv, dtype), heads)]
+
+    def _bias(self, probe: AlibiProbe, values, dtype: str) -> list[CheckResult]:
+        call = probe.call
+        exp = properties.expectation(call.num_heads, positions_of(call, self.conv), self.conv, dtype)
+        if call.step == "prefill":
+            self.prefills[probe.slot] = (values, exp)
+        made = []
+        for check in probe.checks[1:]:
+            if check == "decode" and probe.prefill not in self.prefills:
+                made.append(skipped("decode", f"not run: the prefill {probe.prefill} returned nothing to check"))
+            elif check == "decode":
+                table, prefill = self.prefills[probe.prefill]
+                made.append(properties.check_decode(values, table, exp, prefill))
+            else:
+                made.append(_BIAS_CHECKS[check](values, exp))
+            if check == "finite" and made[-1].status == "failed":
+                reason = f"{exp.size}: NaN or Inf among the judged values"
+                made += [skipped(name, reason) for name in probe.checks[len(made) + 1:]]
+                break
+        return made
 
 
-def bias_results(table, call: AlibiCall, conv: AlibiConvention, dtype: str, prefill) -> list[CheckResult]:
-    """The verdicts on the ``(heads, rows, keys)`` table one call returned; ``prefill`` is the
-    ``(table, expectation)`` of the sequence's prefill, for a decoding step's ``decode`` check."""
-    exp = properties.expectation(call.num_heads, positions_of(call, conv), conv, dtype)
-    results = [check(table, exp, name=check_id(check.__name__.removeprefix("check_").replace("_", "-"), call))
-               for check in (properties.check_finite, properties.check_formula, properties.check_linear,
-                             properties.check_toeplitz, properties.check_diagonal, properties.check_equivalent,
-                             properties.check_unbiased_heads)]
-    if call.role == "decode" and prefill is not None:
-        results.append(properties.check_decode(table, prefill[0], exp, prefill[1], name=check_id("decode", call)))
-    return results
+def _renamed(result: CheckResult, name: str) -> CheckResult:
+    return CheckResult(name, result.status, result.message, result.worst, result.details)
+
+
+def _named(result: CheckResult, heads: int) -> CheckResult:
+    """A slope check's message with its head count first."""
+    return CheckResult(result.name, result.status, f"h={heads}: {result.message}", result.worst)
+
+
+# -- in this process: the family's tests and corpus ------------------------------------------
+
+
+def _argument(arg):
+    import torch
+
+    if isinstance(arg, ArrayArg):
+        return torch.from_numpy(np.array(arg.values, dtype=arg.dtype))
+    return arg
+
+
+def _outcome(function, request) -> Outcome:
+    """What the gate's child would send back for one call, made here."""
+    from posenc_spec.gate.child.convert import BadResult, to_arrays
+    from posenc_spec.regression.ulp import bfloat16_values
+
+    try:
+        result = function(*[_argument(arg) for arg in request.args])
+    except Exception as error:  # the target's own failure is a verdict
+        return Outcome("raised", f"raised {type(error).__name__}: {error}", exception=type(error).__name__)
+    try:
+        _, [(array, dtype, description)] = to_arrays(result)
+    except (BadResult, ValueError) as error:
+        return Outcome("bad", str(error))
+    if dtype == "bfloat16":
+        array = bfloat16_values(array)
+    return Outcome("ok", description, arrays=[np.asarray(array)], dtypes=[dtype])
 
 
 def judge(target, signature: str, convention: str | AlibiConvention, num_heads: int, init: dict | None = None,
           fail_fast: bool = False) -> list[CheckResult]:
-    """Every verdict of one head count: ``target`` is the function, or the class a module
-    signature builds with ``init``. ``fail_fast`` stops after the first call with a failure."""
+    """Every verdict of the calls of one head count (the grid's, with the long calls), made in
+    this process: ``target`` is the function, or the class a module signature builds with
+    ``init``. ``fail_fast`` stops after the first call with a failure."""
+    from posenc_spec.gate.child.adapters import Maker
+
+    from .adapters import adapt
+
     conv = get_convention(convention)
-    sequence = calls(signature, num_heads, conv)
-    module = None
-    results: list[CheckResult] = []
-    prefill = None
-    for call in sequence:
-        try:
-            if signature in MODULE_SIGNATURES and module is None:
-                module = build_module(target, init or {}, call, conv)
-            returned, scores = invoke(module if module is not None else target, signature, call, conv)
-            values = read(returned, signature, call, conv, scores)
-            dtype = dtype_name(output_dtype(returned))
-        except Exception as error:  # the target's own failure is a verdict, never a crash of the judge
-            results.append(_failed("call", call, f"{type(error).__name__}: {error}"))
-            if fail_fast:
-                break
+    api = "alibi-slopes" if signature == "heads" else "alibi-bias"
+    how = {"api": api, "signature": signature, "init": init or None, "sizes": {"alibi_bias_max": conv.alibi_bias_max}}
+    function = adapt(target, how, Maker(target, how))
+    results = Results()
+    judged = AlibiJudge(conv, results)
+    for probe in probes(signature, conv, num_heads):
+        if probe.role != "table":
             continue
-        results.append(CheckResult(check_id("call", call), "passed", f"{signature} returned {dtype}"))
-        if signature == "slopes":
-            results += slope_results(values.tolist(), call, conv, dtype)
-            continue
-        results += bias_results(values, call, conv, dtype, prefill)
-        if fail_fast and failures(results):
+        judged.judge(probe, _outcome(function, probe.request()))
+        if fail_fast and failures(list(results.by_id.values())):
             break
-        if call.role == "prefill":
-            prefill = (values, properties.expectation(call.num_heads, positions_of(call, conv), conv, dtype))
-    return results
+    return list(results.by_id.values())
 
 
 def failures(results: list[CheckResult]) -> list[CheckResult]:

@@ -1,0 +1,236 @@
+"""Which slip a failing ALiBi target's own values show, and which member of the family they are.
+
+Every call whose ``formula`` failed under the declaration is judged again under each
+*variant* below, in order; the first variant under which all of them pass is the slip
+(with the keys that declare it, when a declaration can state what the code computes).
+A variant is another convention (the geometric rule, another ``alibi_bias_max``, a
+bfloat16 or float16 bias, the queries first, another form, the padding kept in the
+positions) or the same convention with the values rearranged (the heads reversed, the
+sign flipped, the unbiased heads first). Two slips no variant states are read off the
+values directly: decoding steps that return zeros while the prefill carries a bias, and,
+last, slopes of another rule (each head's slope measured from its steps between keys,
+when the bias is linear with it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from posenc_spec.gate.identify.hint import Hint
+from posenc_spec.results import CheckResult
+from posenc_spec.tolerance import compare
+
+from . import oracle, properties
+from .conventions import BIAS_FORMS, KEY_FORMS, AlibiConvention
+from .judge import AlibiJudge, positions_of
+
+BIAS_MAX_CANDIDATES = (1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 32.0)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One call's values as the judge read them."""
+
+    probe: object
+    values: np.ndarray
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A slip as a change of convention (``changes``) or of the values (``transform``)."""
+
+    slips: tuple[str, ...]
+    words: str
+    changes: tuple = ()  # (field, value) pairs of the convention that computes it
+    transform: object = None  # values, convention -> values
+    declare: bool = True
+
+    def convention(self, conv: AlibiConvention) -> AlibiConvention | None:
+        try:
+            return conv.replace(**dict(self.changes)) if self.changes else conv
+        except ValueError:
+            return None
+
+
+def _formula(conv: AlibiConvention, reading: Reading, values=None) -> CheckResult:
+    probe, values = reading.probe, reading.values if values is None else values
+    call = probe.call
+    if probe.signature == "heads":
+        return properties.check_slopes(values, call.num_heads, conv, reading.dtype)
+    exp = properties.expectation(call.num_heads, positions_of(call, conv), conv, reading.dtype)
+    return properties.check_formula(values, exp)
+
+
+def fits(conv: AlibiConvention, reading: Reading, values=None) -> bool:
+    """Whether ``reading`` (or ``values`` in its place) passes ``formula`` under ``conv``."""
+    try:
+        return _formula(conv, reading, values).passed
+    except ValueError:  # the convention cannot position this call (a mask for a form with rows)
+        return False
+
+
+def _reversed(values: np.ndarray, conv: AlibiConvention) -> np.ndarray:
+    count = conv.biased_heads(values.shape[0])
+    return np.concatenate([values[:count][::-1], values[count:]])
+
+
+def _unbiased_last(values: np.ndarray, conv: AlibiConvention) -> np.ndarray:
+    count = conv.biased_heads(values.shape[0])
+    return np.concatenate([values[values.shape[0] - count:], values[:values.shape[0] - count]])
+
+
+def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
+    """The slips a declaration of ``conv`` may hide, most specific first."""
+    made = []
+    if conv.slope_rule == "paper":
+        made.append(Variant(("alibi-geometric-slopes",), "the slopes are one geometric sequence, 2 ** (-8 h / n), for "
+                            "every head count: the paper's interleave for head counts that are not powers of two "
+                            "is missing", (("slope_rule", "geometric"),)))
+    else:
+        made.append(Variant(("alibi-slope-rule",), "the slopes follow the paper's interleave, not one geometric "
+                            "sequence", (("slope_rule", "paper"),)))
+    made.append(Variant(("alibi-slopes-reversed",), "the slopes are the declared ones in reverse head order",
+                        transform=_reversed, declare=False))
+    made += [Variant(("alibi-bias-max",), f"the slopes are those of alibi_bias_max {bias_max:g}, not "
+                     f"{conv.alibi_bias_max:g}", (("alibi_bias_max", bias_max),))
+             for bias_max in BIAS_MAX_CANDIDATES if bias_max != conv.alibi_bias_max]
+    if conv.alibi_heads is not None:
+        made.append(Variant(("alibi-partial-heads",), "the unbiased heads come first and the ALiBi heads last, "
+                            "where the first alibi_heads heads carry the bias", transform=_unbiased_last,
+                            declare=False))
+    if slopes_only:
+        return made
+    made += [Variant(("alibi-bfloat16",), "the bias is formed in bfloat16 whatever dtype is asked for",
+                     (("bias_dtype", "bfloat16"),)),
+             Variant(("alibi-low-precision-positions",), "the bias is formed in float16: positions and slopes "
+                     "rounded to it before the product", (("bias_dtype", "float16"),)),
+             Variant(("alibi-queries-first", "alibi-cache-corner"), "each call's queries sit at the first "
+                     "positions (a decoding step gets row 0's bias, as a cache sliced from its top-left corner "
+                     "gives)", (("query_positions", "first"),)),
+             Variant(("alibi-form",), "the bias is the declared one with its sign flipped",
+                     transform=lambda values, _: -values, declare=False)]
+    for form in BIAS_FORMS:
+        if form != conv.bias_form:
+            changes = [("bias_form", form)]
+            if form not in KEY_FORMS and conv.key_positions != "index":
+                changes.append(("key_positions", "index"))
+            if form == "symmetric":
+                changes += [("bias_region", "full"), ("up_to_row_constant", False)]
+            made.append(Variant(("alibi-form",), f"the bias has the {form} form", tuple(changes)))
+    if conv.key_positions == "mask-cumsum":
+        made.append(Variant(("alibi-padding",), "the key positions count the padded keys: the attention mask's "
+                            "padding is not taken out of them", (("key_positions", "index"),)))
+    return made
+
+
+def readings_of(declaration, probes, outcomes) -> list[Reading]:
+    """The values of every call that returned some, read as the judge reads them."""
+    from posenc_spec.gate.judge import Results
+
+    judged = AlibiJudge(declaration.spec.convention, Results())
+    made = []
+    for probe, outcome in zip(probes, outcomes, strict=True):
+        if probe.role != "table":
+            continue
+        values, dtype, problem = judged.values(probe, outcome)
+        if not problem:
+            made.append(Reading(probe, np.asarray(values, dtype=np.float64), dtype))
+    return made
+
+
+def _found(conv: AlibiConvention, failing: list[Reading], slopes_only: bool) -> Variant | None:
+    for variant in variants(conv, slopes_only):
+        changed = variant.convention(conv)
+        if changed is None:
+            continue
+        transform = variant.transform
+        if all(fits(changed, reading, None if transform is None else transform(reading.values, conv))
+               for reading in failing):
+            return variant
+    return None
+
+
+def _no_decode_bias(conv: AlibiConvention, failing: list[Reading]) -> bool:
+    """Every failing call is a decoding step that returned zeros where the bias is not zero."""
+    return bool(failing) and all(reading.probe.call.step == "decode" and not reading.values.any()
+                                 and oracle.slopes(reading.probe.call.num_heads, conv).any() for reading in failing)
+
+
+def measured_slopes(reading: Reading) -> np.ndarray | None:
+    """Each head's slope, from its steps between neighbouring keys of the last row (None for
+    fewer than two keys)."""
+    if reading.probe.signature == "heads":
+        return reading.values
+    row = reading.values[:, -1, :]
+    if row.shape[1] < 2:
+        return None
+    keys = positions_of(reading.probe.call, AlibiConvention(bias_form="key")).keys \
+        if reading.probe.call.mask is not None else np.arange(row.shape[1])
+    steps = np.diff(row, axis=1)[:, np.diff(keys) == 1]
+    return np.median(steps, axis=1) if steps.size else None
+
+
+def _other_slopes(conv: AlibiConvention, failing: list[Reading]) -> str | None:
+    """Which heads' slopes differ, when the failing calls are linear in the distance with
+    slopes of their own (what another slope rule gives)."""
+    for reading in failing:
+        measured = measured_slopes(reading)
+        if measured is None:
+            continue
+        heads = reading.probe.call.num_heads
+        expected = oracle.slopes(heads, conv)
+        if reading.probe.signature != "heads":
+            positions = positions_of(reading.probe.call, conv)
+            distances = oracle.distances(conv, positions)
+            rebuilt = np.abs(measured)[:, None, None] * np.sign(expected)[:, None, None] * distances[None]
+            judged = oracle.judged(conv, positions)
+            scale = np.abs(rebuilt).max(initial=0.0) * 2**-10 + 1e-30
+            if not compare(reading.values[:, judged], rebuilt[:, judged], scale).ok:
+                return None
+        off = np.flatnonzero(np.abs(measured - expected) > 2**-10 * np.abs(expected))
+        if off.size:
+            head = int(off[0])
+            return (f"at {heads} heads the slopes of {off.size} head(s) follow another rule: head {head} has "
+                    f"{measured[head]:.9g} where {expected[head]:.9g} belongs")
+    return None
+
+
+def diagnose(conv: AlibiConvention, readings: list[Reading], slopes_only: bool) -> list[Hint]:
+    """The hint the readings show under ``conv`` (empty when nothing explains them)."""
+    failing = [reading for reading in readings if not fits(conv, reading)]
+    if not failing:
+        return []
+    if _no_decode_bias(conv, failing):
+        return [Hint(("alibi-no-decode-bias",), "the decoding steps (one query after a prefill) return no bias at "
+                                                "all, where the prefill has one")]
+    variant = _found(conv, failing, slopes_only)
+    if variant is not None:
+        declare = tuple((key, value) for key, value in variant.changes if getattr(conv, key) != value) \
+            if variant.declare else ()
+        return [Hint(variant.slips, variant.words, declare)]
+    other = _other_slopes(conv, failing)
+    return [Hint(("alibi-slope-rule",), other)] if other else []
+
+
+def hints(declaration, probes, outcomes, report) -> list[Hint]:
+    """The family's :meth:`~posenc_spec.gate.family.Family.hints`."""
+    spec = declaration.spec
+    return diagnose(spec.convention, readings_of(declaration, probes, outcomes), spec.slopes_only)
+
+
+def nearest(declaration, judged: AlibiJudge) -> dict | None:
+    """The member of the family the run's values are, when a variant of the declaration explains them."""
+    spec = declaration.spec
+    readings = [Reading(probe, np.asarray(values, dtype=np.float64), dtype)
+                for probe, values, dtype in judged.tables.values() if probe.role == "table"]
+    failing = [reading for reading in readings if not fits(spec.convention, reading)]
+    variant = _found(spec.convention, failing, spec.slopes_only) if failing else None
+    if variant is None or not variant.changes:
+        return None
+    found = variant.convention(spec.convention)
+    keys = ", ".join(f"{key} = {value!r}" for key, value in variant.changes)
+    return {"name": found.name(), "convention": found.as_dict(),
+            "message": f"the values are {found.name()} ({keys}): {variant.words}"}
