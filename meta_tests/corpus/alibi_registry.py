@@ -49,10 +49,31 @@ class AlibiEntry:
     description: str
     seen_in: str = ""
     bug_classes: tuple[str, ...] = ()
+    attention_heads: int | None = None  # the model's head count a user declares, where the code takes only some
 
     @property
     def target(self) -> str:
         return f"{self.module}:{self.id}"
+
+    @property
+    def api(self) -> str:
+        return "alibi-slopes" if self.signature == "heads" else "alibi-bias"
+
+    def config_table(self) -> dict:
+        """This entry as one ``[[targets]]`` table, as a user declares it: ``target``, ``api``,
+        ``signature``, ``init``, the convention keys and the model's ``attention_heads``."""
+        table = {"target": self.target, "api": self.api, "signature": self.signature, **dict(self.keys)}
+        if self.init:
+            table["init"] = dict(self.init)
+        if self.attention_heads is not None:
+            table["attention_heads"] = self.attention_heads
+        return table
+
+    def declaration(self):
+        """The gate's declaration of this entry, exactly as ``check --config`` reads it."""
+        from posenc_spec.gate.declaration import declare
+
+        return declare(self.config_table())
 
     def function(self):
         """The registered callable (a function, or the class a module signature builds)."""
@@ -71,6 +92,7 @@ _ENTRIES: list[AlibiEntry] = []
 def _register(function, kind: str, description: str, seen: str, classes: tuple, signature: str, init, heads,
               keys: dict):
     name = function.__name__
+    attention_heads = keys.pop("attention_heads", None)
     if signature not in SIGNATURES:
         raise ValueError(f"{name}: signature must be one of {', '.join(SIGNATURES)}, got {signature!r}")
     if (init is not None) != (signature in MODULE_SIGNATURES):
@@ -89,7 +111,8 @@ def _register(function, kind: str, description: str, seen: str, classes: tuple, 
     _ENTRIES.append(AlibiEntry(id=name, module=function.__module__, kind=kind, signature=signature,
                                keys=tuple(sorted(keys.items())), init=tuple(sorted((init or {}).items())),
                                heads=tuple(heads or HEAD_COUNTS), description=" ".join(description.split()),
-                               seen_in=" ".join(seen.split()), bug_classes=tuple(classes)))
+                               seen_in=" ".join(seen.split()), bug_classes=tuple(classes),
+                               attention_heads=attention_heads))
     return function
 
 
@@ -107,6 +130,14 @@ def alibi_correct(*, idiom: str, signature: str, seen: str = "", init: dict | No
     def decorate(function):
         return _register(function, "correct", idiom, seen, (), signature, init, heads, dict(keys))
     return decorate
+
+
+def alibi_corpus() -> list[tuple[str, str, dict]]:
+    """Every entry as ``(id, kind, declaration keys)``: what the mutation score and the corpus
+    reports run through the gate (``declare(keys)``)."""
+    from meta_tests.corpus.alibi_registry import ALIBI_ENTRIES
+
+    return [(entry.id, entry.kind, entry.config_table()) for entry in ALIBI_ENTRIES]
 
 
 def __getattr__(name):

@@ -165,7 +165,7 @@ def slopes_reversed(num_heads, length):
 @alibi_wrong(bug="under tensor parallelism every rank takes alibi[:local_heads], the first rank's slopes, where "
                  "its own heads' belong (two ranks)",
              classes=("head-order",), seen="bigscience-workshop/Megatron-DeepSpeed#227 (fixed by #222's follow-up)",
-             signature="heads-length", alibi_convention="mpt", heads=tuple(range(2, 129, 2)))
+             signature="heads-length", alibi_convention="mpt", heads=tuple(range(2, 129, 2)), attention_heads=112)
 def tensor_parallel_first_slice(num_heads, length):
     alibi = _key_last(torch.tensor(_paper_slopes(num_heads)), length)
     local = num_heads // 2
@@ -175,7 +175,7 @@ def tensor_parallel_first_slice(num_heads, length):
 @alibi_wrong(bug="under tensor parallelism every rank computes get_alibi_slopes(local heads) and indexes its "
                  "heads from 0 (two ranks)",
              classes=("head-order",), seen="flashinfer-ai/flashinfer#1606; flashinfer-ai/flashinfer#5101",
-             signature="heads-length", alibi_convention="mpt", heads=tuple(range(2, 129, 2)))
+             signature="heads-length", alibi_convention="mpt", heads=tuple(range(2, 129, 2)), attention_heads=112)
 def tensor_parallel_local_head_count(num_heads, length):
     local = num_heads // 2
     return torch.cat([_key_last(torch.tensor(_paper_slopes(local)), length) for _rank in range(2)])

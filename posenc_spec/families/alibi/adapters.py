@@ -7,10 +7,13 @@ the declared signature names (:mod:`posenc_spec.families.alibi.signatures` lists
 hands back what it returned, read through :mod:`posenc_spec.gate.child.convert`: the causal
 mask of ``heads-mask`` and the zero scores of ``module-scores`` are made here, in the call's
 dtype. A module is the object ``maker`` builds for the call's head count (one per count,
-kept for the turn: every call of a head count goes to the same module).
+kept for the turn: every call of a head count goes to the same module); a module signature
+declared without ``init`` builds ``target()``, one per head count, as a model builds a layer.
 """
 
 from __future__ import annotations
+
+import functools
 
 try:
     import torch
@@ -19,6 +22,7 @@ except ImportError:
 
 DTYPE_CODES = ("float32", "float16", "bfloat16", "float64")  # grid.DTYPE_CODES: a request names a dtype by index
 DEFAULT_SIGNATURES = {"alibi-slopes": "heads", "alibi-bias": "heads-length"}
+MODULE_SIGNATURES = ("module-ij", "module-scores")  # signatures.MODULE_SIGNATURES: the target is a class
 
 
 def _causal_mask(q_len: int, k_len: int):
@@ -37,11 +41,24 @@ def adapt(target, how: dict, maker):
     if signature == "canonical":
         signature = DEFAULT_SIGNATURES[how.get("api", "alibi-bias")]
     bias_max = (how.get("sizes") or {}).get("alibi_bias_max", 8.0)
+    built: dict = {}  # a module signature's objects built without init, one per head count
+
+    def module(num_heads):
+        """The object a module signature calls: ``maker``'s (from ``init``), else ``target()``."""
+        if how.get("init") is not None or signature not in MODULE_SIGNATURES:
+            return maker(num_heads=num_heads)
+        if num_heads not in built:
+            made = built[num_heads] = target()
+            if isinstance(made, torch.nn.Module):
+                made.eval()
+        made = built[num_heads]
+        made = made if how.get("method") is None else getattr(made, how["method"])
+        return functools.partial(made, **how["kwargs"]) if how.get("kwargs") else made
 
     def call(num_heads, q_len, k_len, dtype_code, attention_mask=None):
         dtype = getattr(torch, DTYPE_CODES[dtype_code])
-        with quiet(maker):
-            function = maker(num_heads=num_heads)
+        with quiet(maker) if how.get("init") is not None or signature not in MODULE_SIGNATURES else torch.no_grad():
+            function = module(num_heads)
             if signature == "heads":
                 return plain(function(num_heads))
             if signature == "heads-length":

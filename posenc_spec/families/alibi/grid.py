@@ -39,7 +39,7 @@ count that makes the call, and its message names the head count of the worst cal
     steps of one slope between neighbouring keys; the paper's attention up to a constant per
     row (:mod:`.properties`).
 ``toeplitz[S]``
-    (the forms with a row per query) the bias depends on ``k - q`` alone.
+    (the forms with a row per query, calls of several queries) the bias depends on ``k - q`` alone.
 ``diagonal[S]``
     (unless ``up_to_row_constant``) exactly 0 at distance 0.
 ``unbiased-heads[S]``
@@ -216,7 +216,7 @@ SLOPE_CHECKS = ("call", "finite", "formula", "head-ratio")
 def bias_checks(call: AlibiCall, convention: AlibiConvention, with_decode: bool) -> tuple[str, ...]:
     """The checks of one bias call under ``convention`` (none that could never apply to it)."""
     checks = ["call", "finite", "formula", "linear"]
-    if not convention.key_only:
+    if not convention.key_only and call.q_len > 1:
         checks.append("toeplitz")
     if not convention.up_to_row_constant:
         checks.append("diagonal")

@@ -25,17 +25,22 @@ from posenc_spec.tolerance import compare
 from . import oracle, properties
 from .conventions import BIAS_FORMS, KEY_FORMS, AlibiConvention
 from .judge import AlibiJudge, positions_of
+from .signatures import read
 
 BIAS_MAX_CANDIDATES = (1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 32.0)
 
 
 @dataclass(frozen=True)
 class Reading:
-    """One call's values as the judge read them."""
+    """One call's returned array (``raw``) and its dtype."""
 
     probe: object
-    values: np.ndarray
+    raw: np.ndarray
     dtype: str
+
+    def values(self, conv: AlibiConvention) -> np.ndarray:
+        """The array read as ``conv`` lays a call out (a key form keeps one row)."""
+        return read(self.raw, self.probe.signature, self.probe.call, conv)
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class Variant:
     changes: tuple = ()  # (field, value) pairs of the convention that computes it
     transform: object = None  # values, convention -> values
     declare: bool = True
+    own_dtype: bool = False  # the bias formed in each call's own dtype, where it is float16 or bfloat16
 
     def convention(self, conv: AlibiConvention) -> AlibiConvention | None:
         try:
@@ -55,20 +61,23 @@ class Variant:
             return None
 
 
-def _formula(conv: AlibiConvention, reading: Reading, values=None) -> CheckResult:
-    probe, values = reading.probe, reading.values if values is None else values
-    call = probe.call
+def _formula(conv: AlibiConvention, reading: Reading, transform=None, declared=None) -> CheckResult:
+    probe, call = reading.probe, reading.probe.call
+    values = reading.values(conv)
+    if transform is not None:
+        values = transform(values, declared or conv)
     if probe.signature == "heads":
         return properties.check_slopes(values, call.num_heads, conv, reading.dtype)
     exp = properties.expectation(call.num_heads, positions_of(call, conv), conv, reading.dtype)
     return properties.check_formula(values, exp)
 
 
-def fits(conv: AlibiConvention, reading: Reading, values=None) -> bool:
-    """Whether ``reading`` (or ``values`` in its place) passes ``formula`` under ``conv``."""
+def fits(conv: AlibiConvention, reading: Reading, transform=None, declared=None) -> bool:
+    """Whether ``reading`` passes ``formula`` under ``conv`` (after ``transform`` of its
+    values, which reads the ``declared`` convention)."""
     try:
-        return _formula(conv, reading, values).passed
-    except ValueError:  # the convention cannot position this call (a mask for a form with rows)
+        return _formula(conv, reading, transform, declared).passed
+    except ValueError:  # the convention cannot read or position this call (a mask for a form with rows)
         return False
 
 
@@ -82,9 +91,24 @@ def _unbiased_last(values: np.ndarray, conv: AlibiConvention) -> np.ndarray:
     return np.concatenate([values[values.shape[0] - count:], values[:values.shape[0] - count]])
 
 
+def _slopes_of_every_head(values: np.ndarray, conv: AlibiConvention) -> np.ndarray:
+    """The ALiBi heads rescaled from the slopes of every head to the declared ones: values
+    that fit the declaration after it carry the slopes of ``n`` heads on the first ``k``."""
+    heads = values.shape[0]
+    count = conv.biased_heads(heads)
+    scale = np.ones(heads)
+    scale[:count] = oracle.slopes(heads, conv)[:count] / oracle.slopes(heads, conv.replace(alibi_heads=None))[:count]
+    return values * scale.reshape((heads,) + (1,) * (values.ndim - 1))
+
+
 def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
     """The slips a declaration of ``conv`` may hide, most specific first."""
     made = []
+    if conv.alibi_heads is not None:
+        made += [Variant(("alibi-partial-heads",), "the ALiBi heads take the slopes of every head, where those of "
+                         "alibi_heads heads belong", transform=_slopes_of_every_head, declare=False),
+                 Variant(("alibi-partial-heads",), "the unbiased heads come first and the ALiBi heads last, where "
+                         "the first alibi_heads heads carry the bias", transform=_unbiased_last, declare=False)]
     if conv.slope_rule == "paper":
         made.append(Variant(("alibi-geometric-slopes",), "the slopes are one geometric sequence, 2 ** (-8 h / n), for "
                             "every head count: the paper's interleave for head counts that are not powers of two "
@@ -97,21 +121,21 @@ def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
     made += [Variant(("alibi-bias-max",), f"the slopes are those of alibi_bias_max {bias_max:g}, not "
                      f"{conv.alibi_bias_max:g}", (("alibi_bias_max", bias_max),))
              for bias_max in BIAS_MAX_CANDIDATES if bias_max != conv.alibi_bias_max]
-    if conv.alibi_heads is not None:
-        made.append(Variant(("alibi-partial-heads",), "the unbiased heads come first and the ALiBi heads last, "
-                            "where the first alibi_heads heads carry the bias", transform=_unbiased_last,
-                            declare=False))
     if slopes_only:
         return made
-    made += [Variant(("alibi-bfloat16",), "the bias is formed in bfloat16 whatever dtype is asked for",
+    made += [Variant(("alibi-low-precision-positions",), "the bias is formed in each call's own dtype: in float16 "
+                     "and bfloat16 the positions and slopes are rounded to it before the product",
+                     own_dtype=True, declare=False),
+             Variant(("alibi-bfloat16",), "the bias is formed in bfloat16 whatever dtype is asked for",
                      (("bias_dtype", "bfloat16"),)),
-             Variant(("alibi-low-precision-positions",), "the bias is formed in float16: positions and slopes "
-                     "rounded to it before the product", (("bias_dtype", "float16"),)),
              Variant(("alibi-queries-first", "alibi-cache-corner"), "each call's queries sit at the first "
                      "positions (a decoding step gets row 0's bias, as a cache sliced from its top-left corner "
                      "gives)", (("query_positions", "first"),)),
              Variant(("alibi-form",), "the bias is the declared one with its sign flipped",
                      transform=lambda values, _: -values, declare=False)]
+    if conv.bias_form != "symmetric" and not conv.up_to_row_constant:
+        made.append(Variant(("alibi-form",), "the bias is the declared one plus a constant per query row (the same "
+                            "attention after softmax, not the declared bias)", (("up_to_row_constant", True),)))
     for form in BIAS_FORMS:
         if form != conv.bias_form:
             changes = [("bias_form", form)]
@@ -119,6 +143,8 @@ def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
                 changes.append(("key_positions", "index"))
             if form == "symmetric":
                 changes += [("bias_region", "full"), ("up_to_row_constant", False)]
+            elif conv.bias_region == "full":
+                changes.append(("bias_region", "causal"))
             made.append(Variant(("alibi-form",), f"the bias has the {form} form", tuple(changes)))
     if conv.key_positions == "mask-cumsum":
         made.append(Variant(("alibi-padding",), "the key positions count the padded keys: the attention mask's "
@@ -135,36 +161,40 @@ def readings_of(declaration, probes, outcomes) -> list[Reading]:
     for probe, outcome in zip(probes, outcomes, strict=True):
         if probe.role != "table":
             continue
-        values, dtype, problem = judged.values(probe, outcome)
+        _, dtype, problem = judged.values(probe, outcome)
         if not problem:
-            made.append(Reading(probe, np.asarray(values, dtype=np.float64), dtype))
+            made.append(Reading(probe, outcome.table, dtype))
     return made
+
+
+def _under(variant: Variant, changed: AlibiConvention, reading: Reading) -> AlibiConvention:
+    if variant.own_dtype and reading.dtype in ("float16", "bfloat16"):
+        return changed.replace(bias_dtype=reading.dtype)
+    return changed
 
 
 def _found(conv: AlibiConvention, failing: list[Reading], slopes_only: bool) -> Variant | None:
     for variant in variants(conv, slopes_only):
         changed = variant.convention(conv)
-        if changed is None:
-            continue
-        transform = variant.transform
-        if all(fits(changed, reading, None if transform is None else transform(reading.values, conv))
-               for reading in failing):
+        if changed is not None and all(fits(_under(variant, changed, reading), reading, variant.transform, conv)
+                                       for reading in failing):
             return variant
     return None
 
 
 def _no_decode_bias(conv: AlibiConvention, failing: list[Reading]) -> bool:
     """Every failing call is a decoding step that returned zeros where the bias is not zero."""
-    return bool(failing) and all(reading.probe.call.step == "decode" and not reading.values.any()
+    return bool(failing) and all(reading.probe.call.step == "decode" and not reading.values(conv).any()
                                  and oracle.slopes(reading.probe.call.num_heads, conv).any() for reading in failing)
 
 
-def measured_slopes(reading: Reading) -> np.ndarray | None:
+def measured_slopes(reading: Reading, conv: AlibiConvention) -> np.ndarray | None:
     """Each head's slope, from its steps between neighbouring keys of the last row (None for
     fewer than two keys)."""
+    values = reading.values(conv)
     if reading.probe.signature == "heads":
-        return reading.values
-    row = reading.values[:, -1, :]
+        return values
+    row = values[:, -1, :]
     if row.shape[1] < 2:
         return None
     keys = positions_of(reading.probe.call, AlibiConvention(bias_form="key")).keys \
@@ -177,7 +207,7 @@ def _other_slopes(conv: AlibiConvention, failing: list[Reading]) -> str | None:
     """Which heads' slopes differ, when the failing calls are linear in the distance with
     slopes of their own (what another slope rule gives)."""
     for reading in failing:
-        measured = measured_slopes(reading)
+        measured = measured_slopes(reading, conv)
         if measured is None:
             continue
         heads = reading.probe.call.num_heads
@@ -188,7 +218,7 @@ def _other_slopes(conv: AlibiConvention, failing: list[Reading]) -> str | None:
             rebuilt = np.abs(measured)[:, None, None] * np.sign(expected)[:, None, None] * distances[None]
             judged = oracle.judged(conv, positions)
             scale = np.abs(rebuilt).max(initial=0.0) * 2**-10 + 1e-30
-            if not compare(reading.values[:, judged], rebuilt[:, judged], scale).ok:
+            if not compare(reading.values(conv)[:, judged], rebuilt[:, judged], scale).ok:
                 return None
         off = np.flatnonzero(np.abs(measured - expected) > 2**-10 * np.abs(expected))
         if off.size:
@@ -224,8 +254,7 @@ def hints(declaration, probes, outcomes, report) -> list[Hint]:
 def nearest(declaration, judged: AlibiJudge) -> dict | None:
     """The member of the family the run's values are, when a variant of the declaration explains them."""
     spec = declaration.spec
-    readings = [Reading(probe, np.asarray(values, dtype=np.float64), dtype)
-                for probe, values, dtype in judged.tables.values() if probe.role == "table"]
+    readings = [Reading(probe, raw, dtype) for probe, raw, dtype in judged.tables.values() if probe.role == "table"]
     failing = [reading for reading in readings if not fits(spec.convention, reading)]
     variant = _found(spec.convention, failing, spec.slopes_only) if failing else None
     if variant is None or not variant.changes:

@@ -58,7 +58,7 @@ class AlibiJudge:
     def __init__(self, convention: AlibiConvention, results: Results):
         self.conv, self.results = convention, results
         self.prefills: dict[str, tuple] = {}  # a prefill's slot -> (table, expectation)
-        self.tables: dict[str, tuple] = {}  # a probe's slot -> (probe, values, dtype): what nearest reads
+        self.tables: dict[str, tuple] = {}  # a probe's slot -> (probe, returned array, dtype): what nearest reads
 
     def kept_table(self):
         """None: ALiBi biases are drawn by ``posenc-spec plot``, not from a report."""
@@ -92,7 +92,7 @@ class AlibiJudge:
             for name in ids[1:]:
                 merge(self.results, skipped(name, f"not run: the call for {probe.slot} returned nothing to check"))
             return False
-        self.tables[probe.slot] = (probe, values, dtype)
+        self.tables[probe.slot] = (probe, outcome.table, dtype)
         merge(self.results, passed(ids[0], f"{probe.slot}: returned {outcome.message or dtype}"))
         checks = self._slopes(probe, values, dtype) if probe.signature == "heads" else self._bias(probe, values, dtype)
         for name, result in zip(ids[1:], checks, strict=True):
