@@ -3,54 +3,53 @@ fails under its own declaration, and the test names the smallest input that show
 first failing call of the smallest head count, in the grid's order); every correct entry
 conforms on a sample of head counts (one head; 12 and BLOOM-176B's 112, not powers of two).
 
-The gate's run of the same corpus (sealed children, hints) comes when the lead wires the
-family in; this is the oracle's side of it.
+The gate's run of the same corpus (sealed children, hints) is
+``meta_tests/test_alibi_corpus_gate.py``; this is the oracle's side of it, made in this process.
 """
 
 import pytest
 
 from meta_tests.corpus.alibi_registry import ALIBI_BUG_CLASSES, ALIBI_CORRECT, ALIBI_ENTRIES, ALIBI_WRONG
-from posenc_spec.families.alibi import judge
-from posenc_spec.families.alibi.judge import failures
+from posenc_spec.families.alibi.judge import failures, judge
 
-# The first failed check of each wrong entry: its id names the head count and the call.
+# The head count and the first failed check of each wrong entry (the check id names the call).
 SMALLEST = {
-    "geometric_for_every_head_count": "slopes[h=3]",  # 3 heads: the first count that is not a power of two
-    "slopes_from_head_zero": "slopes[h=1]",  # slope 1 where 2**-8 belongs
-    "interleave_even_members": "slopes[h=3]",
-    "extra_slopes_without_stride": "slopes[h=6]",  # at 3 and 5 the first of 2P's slopes is the odd one
-    "closest_power_rounded_up": "slopes[h=3]",
-    "mpt_base_over_num_heads": "call[h=3:L=1]",  # RuntimeError: shape '[1, 4, 1, 1]' for 3 slopes
-    "undefined_name_for_other_head_counts": "call[h=3]",  # NameError
-    "slopes_reversed": "formula[h=2:L=2]",
-    "tensor_parallel_first_slice": "formula[h=2:L=2]",
-    "tensor_parallel_local_head_count": "formula[h=2:L=2]",
-    "bias_in_bfloat16_whatever_dtype": "formula[h=1:L=2049:float32]",  # key 257 rounds to 256 in bfloat16
-    "PositionsInComputeDtype": "formula[h=9:64x64:float16]",  # 2**-0.5 rounded to float16, then the product
-    "NoBiasWhenDecoding": "formula[h=1:p=1]",
-    "BiasFromQueryWindow": "formula[h=1:p=1:float32]",
-    "CacheSlicedFromTopLeft": "formula[h=1:p=1]",
-    "QueriesAtTheStart": "formula[h=1:p=1]",
-    "CacheKeptWhenTooShort": "call[h=1:p=31]",  # the cached 2 keys returned for 32
-    "OffsetPastTheContext": "formula[h=1:64x64:float32]",  # the last key at -m, not 0
-    "sign_flipped": "formula[h=1:L=2]",
-    "NonsymmetricBidirectional": "formula[h=1:64x64]",
-    "causal_row_for_bidirectional": "formula[h=1:L=2]",
-    "padding_ignored": "formula[h=1:mask-left:float32]",
-    "bias_max_hard_coded": "formula[h=1:L=2]",
-    "PartialSlopesOfAllHeads": "formula[h=8:64x64]",  # below 8 heads the first 4 slopes agree
-    "PartialUnbiasedHeadsFirst": "formula[h=5:64x64]",  # at 4 heads every head is an ALiBi head
+    "geometric_for_every_head_count": (3, "formula[h=3]"),  # 3 heads: the first count that is not a power of two
+    "slopes_from_head_zero": (1, "formula[h=1]"),  # slope 1 where 2**-8 belongs
+    "interleave_even_members": (3, "formula[h=3]"),
+    "extra_slopes_without_stride": (6, "formula[h=6]"),  # at 3 and 5 the first of 2P's slopes is the odd one
+    "closest_power_rounded_up": (3, "formula[h=3]"),
+    "mpt_base_over_num_heads": (3, "call[L=7]"),  # RuntimeError: shape '[1, 4, 1, 1]' for 3 slopes
+    "undefined_name_for_other_head_counts": (3, "call[h=3]"),  # NameError
+    "slopes_reversed": (2, "formula[L=7]"),
+    "tensor_parallel_first_slice": (2, "formula[L=7]"),
+    "tensor_parallel_local_head_count": (2, "formula[L=7]"),
+    "bias_in_bfloat16_whatever_dtype": (1, "formula[L=2049:float32]"),  # key 257 rounds to 256 in bfloat16
+    "PositionsInComputeDtype": (9, "formula[64x64:float16]"),  # 2**-0.5 rounded to float16, then the product
+    "NoBiasWhenDecoding": (1, "formula[p=7]"),
+    "BiasFromQueryWindow": (1, "formula[p=7:float32]"),
+    "CacheSlicedFromTopLeft": (1, "formula[p=7]"),
+    "QueriesAtTheStart": (1, "formula[p=7]"),
+    "CacheKeptWhenTooShort": (1, "call[64x64]"),  # the cached 8 keys returned for 64
+    "OffsetPastTheContext": (1, "formula[8x8:float32]"),  # the last key at -m, not 0
+    "sign_flipped": (1, "formula[L=7]"),
+    "NonsymmetricBidirectional": (1, "formula[8x8]"),
+    "causal_row_for_bidirectional": (1, "formula[L=7]"),
+    "padding_ignored": (1, "formula[mask-left:float32]"),
+    "bias_max_hard_coded": (1, "formula[L=7]"),
+    "PartialSlopesOfAllHeads": (8, "formula[8x8]"),  # below 8 heads the first 4 slopes agree
+    "PartialUnbiasedHeadsFirst": (5, "formula[8x8]"),  # at 4 heads every head is an ALiBi head
 }
 CORRECT_HEADS = (1, 12, 112)
 
 
 def smallest_failure(entry):
-    """The first failed check at the smallest head count of the entry's grid, or None."""
+    """``(head count, first failed check)`` at the smallest head count of the entry's grid, or None."""
     for heads in entry.heads:
         failed = failures(judge(entry.function(), entry.signature, entry.convention(), heads, entry.init_kwargs(),
                                 fail_fast=True))
         if failed:
-            return failed[0]
+            return heads, failed[0]
     return None
 
 
@@ -67,10 +66,11 @@ def test_corpus_counts_and_classes():
 @pytest.mark.parametrize("entry", ALIBI_WRONG, ids=[entry.id for entry in ALIBI_WRONG])
 def test_wrong_entry_fails_at_its_smallest_input(entry):
     """A wrong entry fails under its own declaration, first at the input listed for it."""
-    failed = smallest_failure(entry)
-    assert failed is not None, (f"survivor: {entry.target} under {entry.convention().name()}; "
-                                f"its bug: {entry.description}")
-    assert failed.name == SMALLEST[entry.id], f"{entry.target}: first failure {failed.name}: {failed.message}"
+    found = smallest_failure(entry)
+    assert found is not None, (f"survivor: {entry.target} under {entry.convention().name()}; "
+                               f"its bug: {entry.description}")
+    heads, failed = found
+    assert (heads, failed.name) == SMALLEST[entry.id], f"{entry.target}: first failure {failed.name}: {failed.message}"
 
 
 @pytest.mark.parametrize("entry", ALIBI_CORRECT, ids=[entry.id for entry in ALIBI_CORRECT])

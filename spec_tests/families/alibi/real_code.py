@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from posenc_spec.families.alibi import judge, oracle
+from posenc_spec.families.alibi import oracle
 from posenc_spec.families.alibi.conventions import from_keys
-from posenc_spec.families.alibi.judge import failures
+from posenc_spec.families.alibi.judge import failures, judge
 
 FACTS = Path(__file__).resolve().parents[2] / "data" / "alibi_real_code.json"
 SLOPE_HEADS = (1, 3, 12, 71, 112, 128)
@@ -67,7 +67,7 @@ class RealCode:
 
 BLOOM, FALCON, MPT = (f"transformers.models.{name}.modeling_{name}" for name in ("bloom", "falcon", "mpt"))
 REAL = (
-    RealCode("bloom-slopes", "transformers", "5.24.0", f"{BLOOM}:_get_alibi_slopes", "slopes",
+    RealCode("bloom-slopes", "transformers", "5.24.0", f"{BLOOM}:_get_alibi_slopes", "heads",
              conforms=(("paper", {}),), adapter="device-cpu"),
     RealCode("bloom", "transformers", "5.24.0", f"{BLOOM}:build_alibi_tensor", "mask-heads-dtype",
              conforms=(("bloom", {"alibi_convention": "bloom"}),)),
@@ -76,7 +76,8 @@ REAL = (
              deviates=(("bloom", {"alibi_convention": "bloom"}, "the product is formed in bfloat16 whatever dtype is "
                                                           "asked for: BLOOM's float32 bias it shares the code of"),)),
     RealCode("mpt", "transformers", "5.24.0", f"{MPT}:build_mpt_alibi_tensor", "heads-length-max",
-             conforms=(("mpt", {"alibi_convention": "mpt"}), ("mpt-16", {"alibi_convention": "mpt", "alibi_bias_max": 16}))),
+             conforms=(("mpt", {"alibi_convention": "mpt"}),
+                       ("mpt-16", {"alibi_convention": "mpt", "alibi_bias_max": 16}))),
     RealCode("x-transformers", "x-transformers", "2.31.10", "x_transformers.x_transformers:AlibiPositionalBias",
              "module-ij", init={"heads": "{num_heads}"},
              conforms=(("bidirectional", {"alibi_convention": "bidirectional"}),)),
@@ -85,14 +86,14 @@ REAL = (
              init={"heads": 4, "total_heads": "{num_heads}"}, heads=(4, 12, 112),
              conforms=(("bidirectional-4", {"alibi_convention": "bidirectional", "alibi_heads": 4}),)),
     RealCode("x-transformers-slopes", "x-transformers", "2.31.10",
-             "x_transformers.x_transformers:AlibiPositionalBias._get_slopes", "slopes", conforms=(("paper", {}),)),
-    RealCode("labml-slopes", "labml-nn", "0.5.1", "labml_nn.transformers.alibi:get_slopes", "slopes",
+             "x_transformers.x_transformers:AlibiPositionalBias._get_slopes", "heads", conforms=(("paper", {}),)),
+    RealCode("labml-slopes", "labml-nn", "0.5.1", "labml_nn.transformers.alibi:get_slopes", "heads",
              conforms=(("paper", {}),)),
     RealCode("labml", "labml-nn", "0.5.1", "labml_nn.transformers.alibi:get_alibi_biases", "heads-mask",
              conforms=(("labml", {"alibi_convention": "labml"}),),
-             deviates=(("fairseq", {"alibi_convention": "fairseq"}, "its comment promises distances [0, 1, ..., N]; the "
-                                                              "causal mask's cumsum counts keys from 1 (the same "
-                                                              "attention, one slope per row more)"),)),
+             deviates=(("fairseq", {"alibi_convention": "fairseq"},
+                        "its comment promises distances [0, 1, ..., N]; the causal mask's cumsum counts keys from 1 "
+                        "(the same attention, one slope per row more)"),)),
 )
 
 
@@ -101,17 +102,20 @@ def _hex(values) -> list[str]:
 
 
 def slopes_of(real: RealCode, heads: int) -> np.ndarray:
-    from posenc_spec.families.alibi.signatures import as_array
-    return as_array(real.load()(heads)).reshape(-1)
+    """The slopes ``real`` returns for ``heads`` heads, float64 (exactly: they are float32 or float64)."""
+    from posenc_spec.gate.child.convert import to_arrays
+
+    _, [(array, _dtype, _description)] = to_arrays(real.load()(heads))
+    return np.asarray(array, dtype=np.float64).reshape(-1)
 
 
 def smallest_failure(real: RealCode, keys: dict):
-    """The first failed check of the smallest head count, 1 .. 128, under ``keys``."""
+    """``(head count, first failed check)`` at the smallest head count, 1 .. 128, under ``keys``."""
     conv = from_keys(keys)
     for heads in range(1, 129):
         failed = failures(judge(real.load(), real.signature, conv, heads, real.init, fail_fast=True))
         if failed:
-            return failed[0]
+            return heads, failed[0]
     return None
 
 
@@ -119,14 +123,15 @@ def measure(real: RealCode) -> dict:
     """What ``real`` computes: its slopes (float hex) where it returns slopes, the head counts
     each conforming convention was judged on, and each deviation's first failed check."""
     facts = {"library": real.package, "version": real.version, "function": real.function, "signature": real.signature}
-    if real.signature == "slopes":
+    if real.signature == "heads":
         facts["slopes"] = {str(heads): _hex(slopes_of(real, heads)) for heads in SLOPE_HEADS}
         facts["max_ulp"] = {str(heads): max_ulp(slopes_of(real, heads), heads) for heads in SLOPE_HEADS}
     facts["conforms"] = {name: {"keys": keys, "heads": list(real.heads)} for name, keys in real.conforms}
     deviations = {}
     for name, keys, why in real.deviates:
-        failed = smallest_failure(real, keys)
-        deviations[name] = {"keys": keys, "why": why, "check": failed.name, "index": list(failed.worst.index),
+        heads, failed = smallest_failure(real, keys)
+        deviations[name] = {"keys": keys, "why": why, "heads": heads, "check": failed.name,
+                            "index": list(failed.worst.index),
                             "got": failed.worst.actual.hex(), "expected": failed.worst.expected.hex()}
     facts["deviates"] = deviations
     return facts

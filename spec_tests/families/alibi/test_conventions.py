@@ -90,8 +90,9 @@ def test_keys_read_as_a_declaration_gives_them():
     ({"alibi_heads": 0}, "alibi_heads must be from 1 to 4096, got 0"),
     ({"bias_dtype": "int8"}, "bias_dtype must be one of float64, float32, float16, bfloat16, got 'int8'"),
     ({"up_to_row_constant": "yes"}, "up_to_row_constant must be true or false, got 'yes'"),
-    ({"alibi_convention": "baichuan"}, "alibi_convention must be one of paper, bloom, falcon, mpt, bidirectional, fairseq, "
-                                 "labml, geometric, got 'baichuan'"),
+    ({"alibi_convention": "baichuan"},
+     "alibi_convention must be one of paper, bloom, falcon, mpt, bidirectional, fairseq, labml, geometric, "
+     "got 'baichuan'"),
     ({"slopes": "paper"}, "unknown ALiBi key(s) slopes; known: slope_rule"),
     ({"key_positions": "mask-cumsum"}, "key_positions 'mask-cumsum' goes with a key-only bias_form"),
     ({"bias_form": "symmetric", "up_to_row_constant": True}, "up_to_row_constant does not apply to bias_form"),

@@ -19,14 +19,14 @@ import json
 import numpy as np
 import pytest
 
-from posenc_spec.families.alibi import judge, oracle
+from posenc_spec.families.alibi import oracle
 from posenc_spec.families.alibi.conventions import from_keys
-from posenc_spec.families.alibi.judge import failures
+from posenc_spec.families.alibi.judge import failures, judge
 from posenc_spec.families.alibi.tolerance import bias_tolerance, slope_tolerance
 from spec_tests.families.alibi.real_code import FACTS, INSTALL, REAL, max_ulp, slopes_of, smallest_failure
 
 RECORDED = json.loads(FACTS.read_text())["implementations"]
-SLOPES = [real for real in REAL if real.signature == "slopes"]
+SLOPES = [real for real in REAL if real.signature == "heads"]
 DEVIATING = [(real, name) for real in REAL for name, _keys, _why in real.deviates]
 
 
@@ -64,11 +64,14 @@ def test_recorded_deviation_is_outside_the_bound_it_breaks(real, name):
     and inside the bound of the one the code implements."""
     fact = RECORDED[real.id]["deviates"][name]
     broken = from_keys(fact["keys"])
-    if real.signature == "mask-heads-dtype":
-        length = int(fact["check"].split("L=")[1].split(":")[0])
-        positions = oracle.mask_positions(np.ones(length), broken)
+    slot = fact["check"].split("[")[1].rstrip("]").split(":")[0]  # L=2049, 8x8 or p=7
+    if slot.startswith("L="):
+        length = int(slot[2:])
+        positions = oracle.mask_positions(np.ones(length), broken) if real.signature == "mask-heads-dtype" \
+            else oracle.call_positions(length, length, broken)
     else:
-        positions = oracle.call_positions(64, 64, broken)
+        q_len, k_len = (1, int(slot[2:]) + 1) if slot.startswith("p=") else map(int, slot.split("x"))
+        positions = oracle.call_positions(q_len, k_len, broken)
     head, row, key = fact["index"]
     got = float.fromhex(fact["got"])
     expected = oracle.bias(1, positions, broken)[head, row, key]
@@ -76,7 +79,7 @@ def test_recorded_deviation_is_outside_the_bound_it_breaks(real, name):
     assert abs(got - expected) > bias_tolerance(1, positions, broken)[head, row, key]
     own = from_keys(real.conforms[0][1])
     own_positions = oracle.mask_positions(np.ones(positions.keys.size), own) if own.key_positions == "mask-cumsum" \
-        else oracle.call_positions(positions.keys.size, positions.keys.size, own)
+        else oracle.call_positions(positions.queries.size, positions.keys.size, own)
     own_expected = oracle.bias(1, own_positions, own)[head, row, key]
     if own.up_to_row_constant:  # labml: one slope more in every row
         own_expected += oracle.slopes(1)[0]
@@ -104,9 +107,9 @@ def test_installed_code_conforms_to_its_convention(real):
 @pytest.mark.parametrize(("real", "name"), DEVIATING, ids=[f"{real.id}-as-{name}" for real, name in DEVIATING])
 def test_installed_deviation_first_fails_at_the_recorded_input(real, name):
     """Declared with the convention it departs from, the installed code first fails at the recorded
-    check, with the recorded values."""
+    head count and check, with the recorded values."""
     installed(real)
     fact = RECORDED[real.id]["deviates"][name]
-    failed = smallest_failure(real, fact["keys"])
-    assert (failed.name, list(failed.worst.index), failed.worst.actual.hex()) == (
-        fact["check"], fact["index"], fact["got"]), failed.message
+    heads, failed = smallest_failure(real, fact["keys"])
+    assert (heads, failed.name, list(failed.worst.index), failed.worst.actual.hex()) == (
+        fact["heads"], fact["check"], fact["index"], fact["got"]), failed.message
