@@ -22,11 +22,13 @@ class Alibi(Family):
         return declare(keys, context)
 
     def assert_checkable(self, declaration) -> None:
-        if not any(probe.role == "table" for probe in _probes(declaration)):
-            smallest = min(call.k_len for call in grid.sweep_calls(declaration.spec.signature, 1)) or 1
-            raise UsageError(f"{declaration.source + ': ' if declaration.source else ''}max_positions "
-                             f"{declaration.max_positions} leaves no call of the ALiBi grid (the smallest needs "
-                             f"{smallest} keys)")
+        """Every head count's sweep must fit under ``max_positions``: below it, most heads' slopes
+        would go unjudged."""
+        needed = max(call.k_len for call in grid.sweep_calls(declaration.spec.signature, 1))
+        if declaration.max_positions is not None and declaration.max_positions < needed:
+            where = f"{declaration.source}: " if declaration.source else ""
+            raise UsageError(f"{where}max_positions {declaration.max_positions} is below the {needed} keys the ALiBi "
+                             f"grid calls every head count with ({declaration.spec.signature})")
 
     def regression_bounds(self, declaration):
         from posenc_spec.gate.judge import Results

@@ -122,8 +122,14 @@ def declare(keys: dict, context) -> AlibiSpec:
         if "attention_heads" in keys else None
     try:
         convention = PRESETS[preset].replace(**fields)
-        if heads is not None:
-            convention.biased_heads(heads)  # alibi_heads must not exceed it
     except ValueError as error:
         raise UsageError(f"{context.where}ALiBi keys: {error}") from None
-    return AlibiSpec(convention, preset, context.calling.signature, heads)
+    if heads is not None and convention.alibi_heads is not None and convention.alibi_heads > heads:
+        raise UsageError(f"{name('alibi_heads')} {convention.alibi_heads} exceeds {name('attention_heads')} {heads}: "
+                         "partial ALiBi biases some of the model's heads")
+    signature = context.calling.signature
+    if signature == "mask-heads-dtype" and not convention.key_only:
+        raise UsageError(f"{name('signature')} mask-heads-dtype returns one row of keys for every query (BLOOM, "
+                         f"Falcon): declare a key-only bias_form (key or key-last; alibi_convention bloom or falcon), "
+                         f"got bias_form {convention.bias_form!r}")
+    return AlibiSpec(convention, preset, signature, heads)

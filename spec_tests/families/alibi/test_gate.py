@@ -1,0 +1,155 @@
+"""ALiBi through the real gate, declared every way a user can: ``check_target`` on a declaration,
+the command line, a ``[tool.posenc-spec]`` table, the pytest plugin and ``posenc_spec.check``;
+and every bad declaration refused in one line with exit status 2. The targets are small
+functions written to a file, as a user's module is; a declared ``attention_heads`` keeps each
+run to one head count."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import posenc_spec
+from posenc_spec.cli import main
+from posenc_spec.gate import check_target, declare
+from posenc_spec.gate.errors import UsageError
+
+TARGETS = """\
+import math
+
+import torch
+
+
+def paper_slopes(n):
+    closest = 2 ** math.floor(math.log2(n))
+    first = [2.0 ** (-8.0 * h / closest) for h in range(1, closest + 1)]
+    extra = [2.0 ** (-8.0 * (2 * k - 1) / (2 * closest)) for k in range(1, n - closest + 1)]
+    return torch.tensor(first + extra, dtype=torch.float32)
+
+
+def geometric_slopes(n):
+    return torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float32)
+
+
+def mpt_bias(num_heads, length, alibi_bias_max=8):
+    return paper_slopes(num_heads)[:, None, None] * torch.arange(1 - length, 1, dtype=torch.float32)[None, None]
+
+
+class Bidirectional(torch.nn.Module):
+    def __init__(self, heads):
+        super().__init__()
+        self.slopes = paper_slopes(heads)[:, None, None]
+
+    def forward(self, i, j):
+        q = torch.arange(j - i, j)[:, None]
+        return -(torch.arange(j)[None, :] - q).abs()[None] * self.slopes
+"""
+HEADS = 12  # a count with the paper's interleave
+
+
+@pytest.fixture
+def impl(tmp_path, monkeypatch):
+    """The targets as ``impl.py`` in a folder of its own, the working directory."""
+    (tmp_path / "impl.py").write_text(TARGETS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _failed(report) -> list[str]:
+    return [check.name for check in report.failures()]
+
+
+def test_check_target_judges_slopes_and_a_module(impl):
+    """Declared in Python, the paper's slopes and a bidirectional module conform at 12 heads; the
+    geometric slopes fail formula, with the hint that names them and the keys that declare them."""
+    slopes = check_target(declare({"target": "impl:paper_slopes", "api": "alibi-slopes", "attention_heads": HEADS}))
+    module = check_target(declare({"target": "impl:Bidirectional", "api": "alibi-bias", "signature": "module-ij",
+                                   "init": {"heads": "{num_heads}"}, "alibi_convention": "bidirectional",
+                                   "attention_heads": HEADS}))
+    assert slopes.conforms and module.conforms, (_failed(slopes), _failed(module))
+    assert "decode[p=31]" in [check.name for check in module.checks]
+    wrong = check_target(declare({"target": "impl:geometric_slopes", "api": "alibi-slopes",
+                                  "attention_heads": HEADS}))
+    assert _failed(wrong) == ["formula[h=12]", "head-ratio[h=12]"], _failed(wrong)
+    assert [hint.as_dict()["keys"] for hint in wrong.hints] == ['slope_rule = "geometric"']
+
+
+def test_command_line_exit_statuses(impl, capsys):
+    """check exits 0 for a conforming target, 1 for a failing one, and says which check failed."""
+    assert main(["check", "--api", "alibi-bias", "--signature", "heads-length-max", "--alibi-convention", "mpt",
+                 "--attention-heads", str(HEADS), "impl:mpt_bias"]) == 0
+    assert main(["check", "--api", "alibi-bias", "--signature", "heads-length-max", "--alibi-convention", "mpt",
+                 "--alibi-bias-max", "16", "--attention-heads", str(HEADS), "impl:mpt_bias"]) == 1
+    out = capsys.readouterr().out
+    assert "conforms" in out and "FAIL  formula[L=7]: h=12:1x7 under mpt (alibi_bias_max=16)" not in out
+    assert re.search(r"FAIL  formula\[L=7\]: h=12:1x7 under alibi_bias_max=16\.0 bias_form=key-last", out), out
+    assert "hint: the slopes are those of alibi_bias_max 8, not 16; if that is intended, declare " \
+           "--alibi-bias-max 8" in out, out
+
+
+def test_pyproject_table(impl, capsys):
+    """A [tool.posenc-spec] table declares ALiBi targets as TOML keys: both conform."""
+    (impl / "pyproject.toml").write_text(
+        '[tool.posenc-spec]\nattention_heads = 12\n\n'
+        '[[tool.posenc-spec.targets]]\ntarget = "impl:paper_slopes"\napi = "alibi-slopes"\n\n'
+        '[[tool.posenc-spec.targets]]\ntarget = "impl:Bidirectional"\napi = "alibi-bias"\nsignature = "module-ij"\n'
+        'init = {heads = "{num_heads}"}\nalibi_convention = "bidirectional"\n')
+    assert main(["check"]) == 0, capsys.readouterr()
+    assert capsys.readouterr().out.count(": conforms") == 2
+
+
+def test_pytest_plugin(pytester):
+    """The plugin turns each ALiBi check into an item: the geometric slopes fail formula with the hint."""
+    (pytester.path / "impl.py").write_text(TARGETS)
+    (pytester.path / "gate.toml").write_text('attention_heads = 12\napi = "alibi-slopes"\n\n'
+                                             '[[targets]]\ntarget = "impl:paper_slopes"\n\n'
+                                             '[[targets]]\ntarget = "impl:geometric_slopes"\n')
+    pytester.syspathinsert()
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-n", "0", "--posenc-config", "gate.toml")
+    output = "\n".join(result.outlines + result.errlines)
+    assert int(result.ret) == 1, output
+    assert "FAILED posenc::impl:geometric_slopes@paper (attention_heads=12)::formula[h=12]" in output, output
+    assert "hint: the slopes are one geometric sequence" in output, output
+    assert "Traceback" not in output, output
+
+
+def test_python_api_takes_the_function_itself(impl):
+    """posenc_spec.check gates a function object (forked from this process) with ALiBi keys."""
+    import impl as module
+
+    report = posenc_spec.check(module.mpt_bias, api="alibi-bias", signature="heads-length-max",
+                               alibi_convention="mpt", attention_heads=HEADS)
+    assert report.conforms, _failed(report)
+    wrong = posenc_spec.check(module.mpt_bias, api="alibi-bias", signature="heads-length-max",
+                              alibi_convention="bidirectional", attention_heads=HEADS)
+    assert "formula[L=7]" in _failed(wrong) and "hint: the bias has the key-last form" in wrong.text(), wrong.text()
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--bias-form", "diagonal"], "--bias-form must be one of causal, symmetric, key, key-last, got 'diagonal'"),
+    (["--alibi-bias-max", "nan"], "--alibi-bias-max must be a finite number, got 'nan'"),
+    (["--alibi-bias-max", "65"], "--alibi-bias-max must be"),
+    (["--attention-heads", "0"], "--attention-heads must be an integer from 1 to 4096, got '0'"),
+    (["--alibi-heads", "8", "--attention-heads", "4"], "--alibi-heads 8 exceeds --attention-heads 4"),
+    (["--alibi-convention", "blom"], "(did you mean 'bloom'?)"),
+    (["--up-to-row-constant", "maybe"], "--up-to-row-constant must be true or false, got 'maybe'"),
+    (["--key-positions", "mask-cumsum"], "key_positions 'mask-cumsum' goes with a key-only bias_form"),
+    (["--rope-theta", "10"], "--rope-theta declares a rotary embedding, not an ALiBi bias"),
+    (["--signature", "mask-heads-dtype"], "--signature mask-heads-dtype returns one row of keys for every query"),
+    (["--signature", "module-ij", "--init", "dim={head_dim}"], "--init.dim must be one of {num_heads}"),
+    (["--x-layout", "bsd"], "--x-layout: the alibi-bias API takes no x"),
+    (["--max-positions", "4"], "max_positions 4 is below the 7 keys the ALiBi grid calls every head count with"),
+])
+def test_bad_declarations_are_one_line_usage_errors(impl, capsys, flags, message):
+    """Each bad ALiBi key is refused before anything runs: exit 2, one line naming the flag and value."""
+    assert main(["check", "--api", "alibi-bias", *flags, "impl:mpt_bias"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_a_bias_key_for_the_slopes_api_names_the_api_that_reads_it(impl):
+    """--api alibi-slopes judges slopes alone: a key of the bias is refused, naming alibi-bias."""
+    with pytest.raises(UsageError, match="bias_form is read by --api alibi-bias, not by --api alibi-slopes"):
+        declare({"target": "impl:paper_slopes", "api": "alibi-slopes", "bias_form": "causal"})
