@@ -28,6 +28,7 @@ from .judge import AlibiJudge, positions_of
 from .signatures import read
 
 BIAS_MAX_CANDIDATES = (1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 32.0)
+SLOPE_STEPS = 64  # a slope is measured on the first steps: far keys' values are large, their rounding too
 
 
 @dataclass(frozen=True)
@@ -197,10 +198,10 @@ def measured_slopes(reading: Reading, conv: AlibiConvention) -> np.ndarray | Non
     row = values[:, -1, :]
     if row.shape[1] < 2:
         return None
-    keys = positions_of(reading.probe.call, AlibiConvention(bias_form="key")).keys \
-        if reading.probe.call.mask is not None else np.arange(row.shape[1])
-    steps = np.diff(row, axis=1)[:, np.diff(keys) == 1]
-    return np.median(steps, axis=1) if steps.size else None
+    mask = reading.probe.call.mask
+    kept = np.ones(row.shape[1], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    steps = np.diff(row, axis=1)[:, kept[1:] & kept[:-1]]  # between neighbouring keys the mask keeps
+    return np.median(steps[:, :SLOPE_STEPS], axis=1) if steps.size else None
 
 
 def _other_slopes(conv: AlibiConvention, failing: list[Reading]) -> str | None:

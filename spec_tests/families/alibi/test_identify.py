@@ -1,0 +1,70 @@
+"""``posenc-spec identify`` of ALiBi targets: the slope rule, B, partial ALiBi and the bias's form
+found from the values, checked by ``check`` on the whole grid; a target no member gives is
+"none" (exit 1); the answer compared with a declaration names what differs; ``init`` writes
+the answer as an entry ``check`` accepts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from posenc_spec.cli import main
+from spec_tests.families.alibi.test_gate import TARGETS
+
+MORE = """
+
+def sign_flipped(num_heads, length):
+    q = torch.arange(length)[:, None]
+    return -(torch.arange(length)[None, :] - q)[None] * paper_slopes(num_heads)[:, None, None]
+"""
+
+
+@pytest.fixture
+def impl(tmp_path, monkeypatch):
+    (tmp_path / "impl.py").write_text(TARGETS + MORE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _identify(capsys, *arguments) -> tuple[int, dict]:
+    status = main(["identify", *arguments, "--json", "answer.json"])
+    capsys.readouterr()
+    with open("answer.json") as handle:
+        return status, json.load(handle)
+
+
+def test_slopes_are_named_by_their_rule(impl, capsys):
+    """The paper's slopes are paper, the geometric ones geometric (compared with a declared paper
+    rule, the difference is named); check accepts each answer on its whole grid."""
+    status, answer = _identify(capsys, "impl:paper_slopes", "--api", "alibi-slopes")
+    assert (status, answer["name"], answer["check"]) == (0, "paper", "conforms"), answer["message"]
+    status, answer = _identify(capsys, "impl:geometric_slopes", "--api", "alibi-slopes", "--slope-rule", "paper")
+    assert (status, answer["name"]) == (0, "geometric"), answer["message"]
+    assert answer["declared"]["differences"] == ["slope_rule 'geometric' where 'paper' is declared"]
+
+
+def test_a_module_and_a_bias_builder_are_named_by_their_form(impl, capsys):
+    """A module called with (i, j) is the bidirectional member; MPT's builder is mpt."""
+    status, answer = _identify(capsys, "impl:Bidirectional", "--api", "alibi-bias", "--signature", "module-ij",
+                               "--init", "heads={num_heads}")
+    assert (status, answer["name"]) == (0, "bidirectional"), answer["message"]
+    status, answer = _identify(capsys, "impl:mpt_bias", "--api", "alibi-bias", "--signature", "heads-length-max")
+    assert (status, answer["name"]) == (0, "mpt"), answer["message"]
+
+
+def test_a_bias_no_member_gives_is_none(impl, capsys):
+    """A bias with its sign flipped is no member of the family: none, exit 1."""
+    status, answer = _identify(capsys, "impl:sign_flipped", "--api", "alibi-bias")
+    assert (status, answer["name"], answer["convention"]) == (1, "none", None), answer["message"]
+    assert "no member of the family gives every call's bias" in answer["message"]
+
+
+def test_init_writes_an_entry_check_accepts(impl, capsys):
+    """init adds the identified member as a [tool.posenc-spec] entry, and check accepts it."""
+    (impl / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert main(["init", "impl:mpt_bias", "--api", "alibi-bias", "--signature", "heads-length-max"]) == 0
+    written = (impl / "pyproject.toml").read_text()
+    assert 'alibi_convention = "mpt"' in written and 'signature = "heads-length-max"' in written, written
+    assert main(["check"]) == 0, capsys.readouterr()
