@@ -100,6 +100,9 @@ def test_the_corpus_is_listed_as_declarations():
     assert kinds.count("wrong") >= 20 and kinds.count("correct") >= 8, kinds
     assert {entry_id for entry_id, kind, _ in listed if kind == "wrong"} == set(WRONG)
     assert all(declare(keys).api in ("alibi-slopes", "alibi-bias") for _, _, keys in listed)
+    described = {entry.id: entry.describe() for entry in ALIBI_ENTRIES}
+    assert (described["geometric_for_every_head_count"], described["tensor_parallel_first_slice"]) == (
+        "paper", "mpt (attention_heads=112)")
 
 
 def test_fail_fast_gives_the_full_runs_verdicts(reports):

@@ -75,6 +75,10 @@ class AlibiEntry:
 
         return declare(self.config_table())
 
+    def describe(self) -> str:
+        """The declared convention in words, as a report's header says it."""
+        return self.declaration().spec.describe()
+
     def function(self):
         """The registered callable (a function, or the class a module signature builds)."""
         return getattr(importlib.import_module(self.module), self.id)

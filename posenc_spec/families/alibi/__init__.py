@@ -1,4 +1,4 @@
-"""ALiBi: attention with linear biases, as a family of conventions (see ``api.md``).
+"""ALiBi: attention with linear biases, as a family of conventions (``docs/families/alibi.md``).
 
 ``conventions``: :class:`~.conventions.AlibiConvention` and its presets (the slope rule,
 partial ALiBi, the bias form, the region, where the queries sit, padding, the compute

@@ -14,47 +14,9 @@ import posenc_spec
 from posenc_spec.cli import main
 from posenc_spec.gate import check_target, declare
 from posenc_spec.gate.errors import UsageError
+from spec_tests.families.alibi.user_targets import TARGETS
 
-TARGETS = """\
-import math
-
-import torch
-
-
-def paper_slopes(n):
-    closest = 2 ** math.floor(math.log2(n))
-    first = [2.0 ** (-8.0 * h / closest) for h in range(1, closest + 1)]
-    extra = [2.0 ** (-8.0 * (2 * k - 1) / (2 * closest)) for k in range(1, n - closest + 1)]
-    return torch.tensor(first + extra, dtype=torch.float32)
-
-
-def geometric_slopes(n):
-    return torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float32)
-
-
-def mpt_bias(num_heads, length, alibi_bias_max=8):
-    return paper_slopes(num_heads)[:, None, None] * torch.arange(1 - length, 1, dtype=torch.float32)[None, None]
-
-
-class Bidirectional(torch.nn.Module):
-    def __init__(self, heads):
-        super().__init__()
-        self.slopes = paper_slopes(heads)[:, None, None]
-
-    def forward(self, i, j):
-        q = torch.arange(j - i, j)[:, None]
-        return -(torch.arange(j)[None, :] - q).abs()[None] * self.slopes
-"""
 HEADS = 12  # a count with the paper's interleave
-
-
-@pytest.fixture
-def impl(tmp_path, monkeypatch):
-    """The targets as ``impl.py`` in a folder of its own, the working directory."""
-    (tmp_path / "impl.py").write_text(TARGETS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
 
 
 def _failed(report) -> list[str]:

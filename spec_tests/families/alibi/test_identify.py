@@ -7,25 +7,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from posenc_spec.cli import main
-from spec_tests.families.alibi.test_gate import TARGETS
-
-MORE = """
-
-def sign_flipped(num_heads, length):
-    q = torch.arange(length)[:, None]
-    return -(torch.arange(length)[None, :] - q)[None] * paper_slopes(num_heads)[:, None, None]
-"""
-
-
-@pytest.fixture
-def impl(tmp_path, monkeypatch):
-    (tmp_path / "impl.py").write_text(TARGETS + MORE)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
 
 
 def _identify(capsys, *arguments) -> tuple[int, dict]:

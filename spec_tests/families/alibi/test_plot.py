@@ -3,18 +3,7 @@ units of its bound, written as PNGs, with the verdict of the call drawn."""
 
 from __future__ import annotations
 
-import pytest
-
 from posenc_spec.cli import main
-from spec_tests.families.alibi.test_gate import TARGETS
-
-
-@pytest.fixture
-def impl(tmp_path, monkeypatch):
-    (tmp_path / "impl.py").write_text(TARGETS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
 
 
 def test_slopes_are_drawn_per_head(impl, capsys):
