@@ -33,7 +33,7 @@ def assert_within(actual, expected, bound, what: str) -> None:
     bound = np.broadcast_to(bound, expected.shape)
     with np.errstate(invalid="ignore"):  # Inf - Inf is NaN, which ratios counts as infinitely wrong
         error = np.abs(actual - expected)
-    ratio = ratios(np.array(error, dtype=np.float64), bound)  # the comparison's one rule: NaN infinite, a zero bound admits only 0
+    ratio = ratios(np.array(error, dtype=np.float64), bound)  # the comparison's one rule
     if ratio.size and ratio.max() > 1:
         worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
         raise AssertionError(

@@ -49,14 +49,9 @@ from posenc_spec import families
 from posenc_spec.environment import numeric_environment
 from posenc_spec.text import one_line
 
-from . import (
-    RecordedArray,
-    Snapshot,
-    SnapshotError,
-    SnapshotExistsError,
-    encoding,
-)
+from . import encoding
 from .predict import fit
+from .records import RecordedArray, Snapshot, SnapshotError, SnapshotExistsError
 from .ulp import COMPLEX_PARTS, bfloat16_values, holding_dtype
 
 FORMAT = "posenc-spec-snapshot"
