@@ -130,6 +130,9 @@ class Family:
     names: FamilyKeys
     report_figures = False  # whether a report keeps a table its figures are drawn from (the API's report.figures)
     plot_sizes: tuple[str, ...] = ()  # the sizes its plot takes (--num-positions, --dim)
+    # The checks of the values a target computes (check ids without their slot): when one
+    # fails, the family is asked which slip the tables show (its hints).
+    value_checks: tuple[str, ...] = ("formula",)
 
     # -- declaring -------------------------------------------------------------------------
 
