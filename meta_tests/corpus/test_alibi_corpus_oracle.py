@@ -4,7 +4,7 @@ first failing call of the smallest head count, in the grid's order); every corre
 conforms on a sample of head counts (one head; 12 and BLOOM-176B's 112, not powers of two).
 
 The gate's run of the same corpus (sealed children, hints) is
-``meta_tests/test_alibi_corpus_gate.py``; this is the oracle's side of it, made in this process.
+``meta_tests/corpus/test_alibi_corpus_gate.py``; this is the oracle's side of it, made in this process.
 """
 
 import pytest

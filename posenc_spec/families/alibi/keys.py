@@ -57,4 +57,10 @@ NAMES = FamilyKeys(
     identify_help={"attention_heads": ("N", "the model's head count: identify calls it beside its own counts")},
     adapters=True,
     slips=SLIPS,
+    title="ALiBi attention biases (BLOOM, MPT, Falcon, x-transformers)",
+    page="docs/families/alibi.md",
+    check_ids="ALiBi biases (S a call's slot such as L=7, 8x8, p=31 or L=2049:float16, each the worst over the head "
+              "counts that make it): call[S], finite[S], formula[S], linear[S], toeplitz[S], diagonal[S], "
+              "equivalent[S], unbiased-heads[S] and decode[S] (a decoding step on the module of its prefill); ALiBi "
+              "slopes: call, finite, formula and head-ratio at [h=1-128]. See posenc_spec.families.alibi.grid.",
 )

@@ -1,6 +1,6 @@
 """Every command of ``docs/families/alibi.md`` says what the gate does: each documented
 ``check`` declares exactly one of the real-code declarations that
-``meta_tests/test_alibi_corpus_gate.py`` runs through the gate (with the verdict the page
+``meta_tests/corpus/test_alibi_corpus_gate.py`` runs through the gate (with the verdict the page
 gives: conforms, or fails with its known deviation); the ``identify`` and ``plot`` commands
 run in process (``posenc_spec.cli.main``) in a folder of their own; the page's
 ``[tool.posenc-spec]`` table reads as ``check`` reads it."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_tests.test_alibi_corpus_gate import REAL
+from meta_tests.corpus.test_alibi_corpus_gate import REAL
 from posenc_spec.cli import main
 from posenc_spec.gate import engine
 from posenc_spec.gate.config import read_config
