@@ -37,6 +37,7 @@ from .conventions import (
     SLOPE_RULES,
     AlibiConvention,
 )
+from .grid import HEAD_COUNTS
 from .keys import BIAS_API, BIAS_KEYS, CONVENTION_KEYS, SLOPES_API
 
 DEFAULT_PRESET = "paper"
@@ -124,6 +125,9 @@ def declare(keys: dict, context) -> AlibiSpec:
         convention = PRESETS[preset].replace(**fields)
     except ValueError as error:
         raise UsageError(f"{context.where}ALiBi keys: {error}") from None
+    if heads is None and convention.alibi_heads is not None and convention.alibi_heads > HEAD_COUNTS[-1]:
+        raise UsageError(f"{name('alibi_heads')} {convention.alibi_heads} is more than the {HEAD_COUNTS[-1]} heads the "
+                         f"grid calls: declare the model's {name('attention_heads')}")
     if heads is not None and convention.alibi_heads is not None and convention.alibi_heads > heads:
         raise UsageError(f"{name('alibi_heads')} {convention.alibi_heads} exceeds {name('attention_heads')} {heads}: "
                          "partial ALiBi biases some of the model's heads")

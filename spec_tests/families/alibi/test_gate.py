@@ -95,6 +95,8 @@ def test_python_api_takes_the_function_itself(impl):
     (["--alibi-bias-max", "65"], "--alibi-bias-max must be"),
     (["--attention-heads", "0"], "--attention-heads must be an integer from 1 to 4096, got '0'"),
     (["--alibi-heads", "8", "--attention-heads", "4"], "--alibi-heads 8 exceeds --attention-heads 4"),
+    (["--alibi-heads", "200"], "--alibi-heads 200 is more than the 128 heads the grid calls: declare the model's "
+                               "--attention-heads"),
     (["--alibi-convention", "blom"], "(did you mean 'bloom'?)"),
     (["--up-to-row-constant", "maybe"], "--up-to-row-constant must be true or false, got 'maybe'"),
     (["--key-positions", "mask-cumsum"], "key_positions 'mask-cumsum' goes with a key-only bias_form"),
