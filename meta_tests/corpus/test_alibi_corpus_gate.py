@@ -108,7 +108,7 @@ def test_the_corpus_is_listed_as_declarations():
 def test_fail_fast_gives_the_full_runs_verdicts(reports):
     """A sample of wrong and correct entries, run in full: the same verdicts, and every check the
     fail-fast run failed fails in the full run too."""
-    assert_fail_fast_agrees(reports, _declarations([*ALIBI_WRONG[::12], *ALIBI_CORRECT[::12]]))
+    assert_fail_fast_agrees(reports, _declarations([*ALIBI_WRONG[::24], *ALIBI_CORRECT[::13]]))
 
 
 @pytest.mark.parametrize("entry", ALIBI_WRONG, ids=[entry.id for entry in ALIBI_WRONG])
