@@ -88,10 +88,16 @@ def test_recorded_deviation_is_outside_the_bound_it_breaks(real, name):
 
 @pytest.mark.parametrize("real", SLOPES, ids=[real.id for real in SLOPES])
 def test_installed_slopes_are_the_recorded_ones(real):
-    """The installed library returns the recorded slopes bit for bit."""
+    """The installed library returns the recorded slopes, each within one float32 ULP of the
+    record: torch's float32 pow differs by one ULP between its CPU kernels (the avx512 record
+    against ATEN_CPU_CAPABILITY=default: 128 heads, head 90), so that is what holds on every
+    x86-64 machine. A slope rule of its own would be thousands of ULPs off."""
     installed(real)
     for heads, values in RECORDED[real.id]["slopes"].items():
-        assert [value.hex() for value in slopes_of(real, int(heads))] == values, (real.id, heads)
+        recorded = np.array([float.fromhex(value) for value in values])
+        ulp = np.spacing(np.abs(recorded).astype(np.float32)).astype(np.float64)
+        off = np.abs(slopes_of(real, int(heads)) - recorded) / ulp
+        assert off.max() <= 1, (real.id, heads, int(off.argmax()), float(off.max()))
 
 
 @pytest.mark.parametrize("real", REAL, ids=[real.id for real in REAL])
