@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from posenc_spec.conventions import UndefinedWidthError
+from posenc_spec.families.sinusoidal.conventions import UndefinedWidthError
 from posenc_spec.gate.calls import CallRequest
 
 from .conventions import Sincos2d
