@@ -103,6 +103,24 @@ def _fields(keys: dict, preset: Sincos2d, name) -> dict:
     return fields
 
 
+def keys_between(declared: Sincos2d, member: Sincos2d) -> dict:
+    """The declaration keys whose values take ``declared`` to ``member`` (``grid_base`` when
+    both bases change to one value)."""
+    keys = {key: getattr(member, field) for key, field in FIELDS.items()
+            if field != "base" and getattr(member, field) != getattr(declared, field)
+            and getattr(member, field) is not None}
+    if "row_base" in keys and keys.get("col_base") == keys["row_base"]:
+        keys = {"grid_base": keys.pop("row_base"), **keys}
+        keys.pop("col_base")
+    return keys
+
+
+def convention_keys(member: Sincos2d) -> dict:
+    """The declaration of ``member``: the preset it differs least from and the keys that differ."""
+    preset = min(PRESET_NAMES, key=lambda name: len(keys_between(PRESETS[name], member)))
+    return {"grid_convention": preset, **keys_between(PRESETS[preset], member)}
+
+
 def _short(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -119,18 +137,7 @@ class Sincos2dSpec:
 
     def changed(self) -> dict:
         """The declaration keys whose values differ from the preset's, as keys."""
-        preset, conv = PRESETS[self.preset], self.convention
-        changed = {}
-        for key, field in FIELDS.items():
-            if field == "base":
-                continue
-            value = getattr(conv, field)
-            if value != getattr(preset, field) and value is not None:
-                changed[key] = value
-        if "row_base" in changed and changed.get("col_base") == changed["row_base"]:
-            changed = {"grid_base": changed.pop("row_base"), **changed}
-            changed.pop("col_base")
-        return changed
+        return keys_between(PRESETS[self.preset], self.convention)
 
     def describe(self) -> str:
         """The preset's name, with the keys that differ from it."""
