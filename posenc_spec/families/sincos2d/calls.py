@@ -27,8 +27,10 @@ Signatures real code has (the gate's call is ``(H, W, D)``; the family's child-s
 axis hidden by a transposed token order (on a square grid the two cancel), and says so.
 
 The grid (:func:`calls`): grids ``1x1``, ``1x7``, ``7x1``, ``2x3``, prime sides (``7x11``,
-``11x7``), a square (``16x16``) and a wider non-square one (``13x32``), at widths 8, 12, 64
-and 768, each through every check of :data:`CHECK_NAMES` (``{check}[{H}x{W}:d={D}]``);
+``11x7``), a square (``16x16``) and a wider non-square one (``13x32``), at widths 8, 12 and 64,
+the last two also at a ViT-Base width, 768 (:data:`WIDE_GRIDS`: a wide table costs most of a
+check, and the narrow ones already tell every slip), each through every check of
+:data:`CHECK_NAMES` (``{check}[{H}x{W}:d={D}]``);
 width 4 at ``2x3``; widths 6, 10 and 766 (not multiples of 4) at ``2x3``, where the call
 must raise (``indivisible[d=D]``); under ``grid_freq_shift = 1`` width 4 has no value and
 must raise too (``undefined[d=4]``, or return the limit omega = 1); then ``determinism``
@@ -50,7 +52,8 @@ from .keys import SIGNATURES
 SQUARE_ONLY = ("dim-size",)
 GRIDS = ((1, 1), (1, 7), (7, 1), (2, 3), (7, 11), (11, 7), (16, 16), (13, 32))
 SQUARE_GRIDS = ((1, 1), (2, 2), (7, 7), (16, 16))
-WIDTHS = (8, 12, 64, 768)
+WIDTHS = (8, 12, 64)
+WIDE, WIDE_GRIDS = 768, ((16, 16), (13, 32))
 SMALLEST_WIDTH_GRID = (2, 3)
 INDIVISIBLE_WIDTHS = (6, 10, 766)
 DETERMINISM = (13, 32, 64)
@@ -114,7 +117,9 @@ def calls(conv: Sincos2d, signature: str = "h-w-dim", max_positions: int | None 
     def call(height, width, dim, role="table", **more):
         return Call(height, width, dim, conv.shape(height, width, dim), role, **more)
 
-    made = [call(height, width, dim) for height, width in dict.fromkeys(grids) for dim in WIDTHS]
+    wide = {(_capped(h, limit), _capped(w, limit)) for h, w in WIDE_GRIDS}
+    made = [call(height, width, dim) for height, width in dict.fromkeys(grids)
+            for dim in (*WIDTHS, *((WIDE,) if (height, width) in wide else ()))]
     height, width = (_capped(side, limit) for side in SMALLEST_WIDTH_GRID)
     if signature in SQUARE_ONLY:
         width = height

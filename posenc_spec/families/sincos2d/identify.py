@@ -27,6 +27,7 @@ from posenc_spec.tolerance import compare
 from . import oracle
 from .conventions import AXES, MAX_EXTRA_TOKENS, PRESETS, TOKEN_ORDERS, Sincos2d
 from .judge import table_problem
+from .properties import layout_keys
 from .slips import OTHER_BASES, candidates
 from .spec import convention_keys, keys_between
 from .tolerance import table_tolerance
@@ -52,18 +53,8 @@ def _sample(height: int, width: int, dim: int, table, dtype: str) -> tuple:
 
 
 def _layout(sample) -> dict | None:
-    """``output_layout`` and ``extra_tokens`` of a table's shape (leading axes of size 1 dropped)."""
     height, width, dim, table, _ = sample
-    shape = table.shape
-    while len(shape) > 2 and shape[0] == 1 and shape[1:] not in ((height, width, dim), (dim, height, width)):
-        shape = shape[1:]
-    if shape == (height, width, dim):
-        return {"output_layout": "grid"}
-    if shape == (dim, height, width):
-        return {"output_layout": "channels-first"}
-    if len(shape) == 2 and shape[1] == dim and 0 <= shape[0] - height * width <= MAX_EXTRA_TOKENS:
-        return {"output_layout": "tokens", "extra_tokens": shape[0] - height * width}
-    return None
+    return layout_keys(table.shape, height, width, dim)
 
 
 def _shaped(sample, conv: Sincos2d) -> np.ndarray | None:
@@ -72,25 +63,22 @@ def _shaped(sample, conv: Sincos2d) -> np.ndarray | None:
     return table.reshape(expected) if table.size == math.prod(expected) else None
 
 
-def members(layout: Sincos2d, positions=()) -> list[Sincos2d]:
+def members(layout: Sincos2d) -> list[Sincos2d]:
     """Every member of the search: ``layout``'s output layout and extra tokens, each
     combination of the discrete keys, the common bases and the position transforms."""
     found = []
     pairings = (("by-axis", "concat"), ("by-axis", "interleaved"), ("by-function", "concat"))
     orders = TOKEN_ORDERS if layout.output_layout == "tokens" else (layout.token_order,)
-    transforms = dict.fromkeys((*PRESET_POSITIONS, *EXTRA_POSITIONS, *positions))
     for axis, (grouping, pairing), shift, order, base, (position, parameters) in itertools.product(
-            AXES, pairings, (0, 1), orders, OTHER_BASES, transforms):
-        try:
-            found.append(layout.replace(first_axis=axis, grouping=grouping, pairing=pairing, freq_shift=shift,
-                                        token_order=order, row_base=base, col_base=base, position=position,
-                                        **dict(parameters)))
-        except ValueError:  # a crop too small for the grid
-            continue
+            AXES, pairings, (0, 1), orders, OTHER_BASES, (*PRESET_POSITIONS, *EXTRA_POSITIONS)):
+        found.append(layout.replace(first_axis=axis, grouping=grouping, pairing=pairing, freq_shift=shift,
+                                    token_order=order, row_base=base, col_base=base, position=position,
+                                    **dict(parameters)))
     return found
 
 
-def _error(member: Sincos2d, samples) -> float:
+def _error(member: Sincos2d, samples, enough: float = math.inf) -> float:
+    """The largest absolute error of ``samples`` against ``member`` (stops once past ``enough``)."""
     worst = 0.0
     for sample in samples:
         actual = _shaped(sample, member)
@@ -103,6 +91,8 @@ def _error(member: Sincos2d, samples) -> float:
         with np.errstate(invalid="ignore"):
             error = np.max(np.abs(actual - expected), initial=0.0)
         worst = max(worst, math.inf if np.isnan(error) else float(error))
+        if worst > enough:
+            break
     return worst
 
 
@@ -123,17 +113,27 @@ def ratio(member: Sincos2d, samples) -> float:
 
 
 def fit(samples, declared: Sincos2d | None = None) -> tuple[Sincos2d | None, float, str]:
-    """``(member, max error/tolerance, why)`` of the nearest member (None: the shapes are no layout's)."""
+    """``(member, max error/tolerance, why)`` of the nearest member (None: the shapes are no
+    layout's): among every member of the search, or, given the ``declared`` convention, among
+    it, its slips' members and the presets in the tables' layout."""
     layouts = {tuple(sorted(found.items())) if (found := _layout(sample)) else None for sample in samples}
     if None in layouts or len(layouts) != 1:
         shapes = ", ".join(f"{h}x{w}:d={d} -> {table.shape}" for h, w, d, table, _ in samples)
         return None, math.inf, f"the shapes ({shapes}) are no output layout of the family"
-    layout = Sincos2d(**dict(layouts.pop()))
-    positions = []
-    if declared is not None:
-        positions += [(conv.position, tuple(conv.position_parameters().items()))
-                      for conv in [declared, *(slip.member for slip in candidates(declared) if slip.member)]]
-    best = min(members(layout, positions), key=lambda member: _error(member, samples))
+    layout = dict(layouts.pop())
+    if declared is None:
+        pool = members(Sincos2d(**layout))
+    else:
+        pool = [declared, *(slip.member for slip in candidates(declared) if slip.member is not None),
+                *(preset.replace(**{"token_order": "row-major", "extra_tokens": 0, **layout})
+                  for preset in PRESETS.values())]
+    best, least = None, math.inf
+    for member in pool:
+        error = _error(member, samples, least)
+        if error < least:
+            best, least = member, error
+    if best is None:
+        return None, math.inf, "no member returns tables of these shapes"
     return best, ratio(best, samples), ""
 
 
@@ -202,12 +202,15 @@ def hints(declaration, probes, outcomes, report) -> list:
             if probe.role == "table" and probe.dim <= 64 and not table_problem(outcome)
             and statuses.get(f"formula[{probe.slot}]") in ("passed", "failed")]
     found = [slip for slip in candidates(conv) if kept and _explains(slip, conv, kept)]
-    made = []
-    for slip in found[:1]:
-        declare = tuple(keys_between(conv, slip.member).items()) if slip.member is not None else ()
-        made.append(Hint(slip.slips, f"the tables are the declared {declaration.convention_name()} with {slip.says}",
-                         declare))
-    return made
+    if not found:
+        return []
+    named = f"the tables are the declared {declaration.convention_name()} with "
+    if len(found) > 1:  # the tables cannot tell these apart: each is a possible cause
+        slips = tuple(dict.fromkeys(slip for candidate in found for slip in candidate.slips))
+        return [Hint(slips, named + ", or with ".join(candidate.says for candidate in found))]
+    slip = found[0]
+    declare = tuple(keys_between(conv, slip.member).items()) if slip.member is not None else ()
+    return [Hint(slip.slips, named + slip.says, declare)]
 
 
 class Identification:

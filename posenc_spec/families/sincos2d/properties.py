@@ -32,7 +32,7 @@ from posenc_spec.results import deviation_result as _judged  # one rule for deri
 from posenc_spec.tolerance import compare, dtype_name, ratios
 
 from . import oracle
-from .conventions import AXES, Columns2d, Sincos2d
+from .conventions import AXES, MAX_EXTRA_TOKENS, Columns2d, Sincos2d
 from .tolerance import DEFAULT_ANGLE_DTYPE, grid_tolerance
 
 __all__ = ["Expectation2d", "check_axis_member", "check_axis_order", "check_extra_tokens", "check_finite",
@@ -83,21 +83,29 @@ def _grid(table, exp: Expectation2d) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(grid, dtype=np.float64), np.asarray(extra, dtype=np.float64)
 
 
-def layout_of(shape, height: int, width: int, dim: int) -> str | None:
-    """Which layout ``shape`` (leading axes of size 1 dropped) is for the grid, in the keys'
-    words (None: none of them)."""
-    shape = tuple(shape)
-    while len(shape) > 2 and shape[0] == 1 and shape[1:] not in ((height, width, dim), (dim, height, width)):
+def layout_keys(shape, height: int, width: int, dim: int) -> dict | None:
+    """The ``output_layout`` (and ``extra_tokens``) ``shape`` is for the grid, leading axes of
+    size 1 dropped (None: no layout's)."""
+    shape, layouts = tuple(shape), ((height, width, dim), (dim, height, width))
+    while len(shape) > 2 and shape[0] == 1 and shape not in layouts:
         shape = shape[1:]
-    if shape == (height, width, dim):
-        return "output_layout grid (H, W, D)"
-    if shape == (dim, height, width):
-        return "output_layout channels-first (D, H, W)"
-    if len(shape) == 2 and shape[1] == dim and 0 <= shape[0] - height * width <= 64:
-        return f"output_layout tokens with extra_tokens {shape[0] - height * width}"
-    if len(shape) == 2 and shape == (dim, height * width):
-        return "tokens transposed (D, N)"
+    if shape == layouts[0]:
+        return {"output_layout": "grid"}
+    if shape == layouts[1]:
+        return {"output_layout": "channels-first"}
+    if len(shape) == 2 and shape[1] == dim and 0 <= shape[0] - height * width <= MAX_EXTRA_TOKENS:
+        return {"output_layout": "tokens", "extra_tokens": shape[0] - height * width}
     return None
+
+
+def layout_of(shape, height: int, width: int, dim: int) -> str | None:
+    """Which layout ``shape`` is for the grid, in the keys' words (None: none of them)."""
+    found = layout_keys(shape, height, width, dim)
+    if found is None:
+        return "tokens transposed (D, N)" if tuple(shape)[-2:] == (dim, height * width) else None
+    words = {"grid": "output_layout grid (H, W, D)", "channels-first": "output_layout channels-first (D, H, W)",
+             "tokens": f"output_layout tokens with extra_tokens {found.get('extra_tokens')}"}
+    return words[found["output_layout"]]
 
 
 def check_shape(table, exp: Expectation2d, name="shape") -> CheckResult:

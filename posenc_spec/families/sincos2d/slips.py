@@ -127,45 +127,67 @@ def _position_members(conv: Sincos2d) -> list[Slip]:
     return made
 
 
+class _Positions:
+    """The positions ``(rows, columns)`` a slip forms for an ``H x W`` grid, each a function of
+    ``(height, width)``."""
+
+    def __init__(self, conv: Sincos2d):
+        self.conv = conv
+
+    def declared(self, height, width):
+        return self.conv.positions(height), self.conv.positions(width)
+
+    def lengths(self, which):
+        """Each axis's positions formed with the length of axis ``which[axis]``."""
+        def positions(height, width):
+            lengths = (height, width)
+            return tuple(_affine_positions(lengths[axis], *affine(self.conv, lengths[which[axis]]))
+                         for axis in (0, 1))
+        return positions
+
+    def linspace(self, height, width):
+        end = self.conv.base_size / self.conv.interpolation_scale
+        return tuple(np.linspace(0.0, end, length) for length in (height, width))
+
+    def uncentred(self, height, width):
+        return tuple(_affine_positions(length, affine(self.conv, length)[0], 0.0) for length in (height, width))
+
+    def rounded(self, rounding):
+        return lambda height, width: tuple(rounding(p) for p in self.declared(height, width))
+
+
+def _affine_positions(length: int, a: float, b: float) -> np.ndarray:
+    return a * np.arange(length, dtype=np.float64) + b
+
+
+def _float16(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float16).astype(np.float64)
+
+
 def _table_slips(conv: Sincos2d) -> list[Slip]:
     """The slips whose tables no key declares."""
     def at(positions_of, **options):
-        def make(height, width, dim):
-            return table_at(conv, height, width, dim, positions_of(height, width), **options)
-        return make
+        return lambda height, width, dim: table_at(conv, height, width, dim, positions_of(height, width), **options)
 
-    def affine_positions(length, a, b):
-        return a * np.arange(length, dtype=np.float64) + b
-
-    def by_other(height, width):
-        lengths = (height, width)
-        return tuple(affine_positions(lengths[axis], *affine(conv, lengths[1 - axis])) for axis in (0, 1))
-
-    def declared(height, width):
-        return conv.positions(height), conv.positions(width)
-
-    made = [Slip(("sin-cos-swapped",), "cos where sin belongs and sin where cos does", make=at(declared, swap=True))]
+    positions = _Positions(conv)
+    made = [Slip(("sin-cos-swapped",), "cos where sin belongs and sin where cos does",
+                 make=at(positions.declared, swap=True))]
     if conv.position != "index":
-        made.append(Slip(("normalised-by-other-axis",), "each axis's positions formed with the other axis's length",
-                         make=at(by_other)))
+        lengths = ("the height", "the width")
+        made += [Slip(("normalised-by-other-axis",), f"the row positions formed with {lengths[rows]} and the "
+                                                     f"column positions with {lengths[cols]}",
+                      make=at(positions.lengths((rows, cols)))) for rows, cols in ((1, 0), (0, 0), (1, 1))]
     if conv.position == "relative":
-        def linspace(height, width):
-            end = conv.base_size / conv.interpolation_scale
-            return tuple(np.linspace(0.0, end, length) for length in (height, width))
         made.append(Slip(("positions-linspace",), "positions from linspace(0, base_size / interpolation_scale, L), "
-                                                  "spaced L/(L-1) times too far apart", make=at(linspace)))
+                                                  "spaced L/(L-1) times too far apart", make=at(positions.linspace)))
     if conv.position == "crop":
-        def uncentred(height, width):
-            return tuple(affine_positions(length, affine(conv, length)[0], 0.0) for length in (height, width))
         made.append(Slip(("crop-not-centred",), "the crop taken from the max-size table's top-left corner",
-                         make=at(uncentred)))
-    made += [Slip(("positions-float16",), "positions rounded to float16",
-                  make=at(lambda h, w: tuple(p.astype(np.float16).astype(np.float64) for p in declared(h, w)))),
-             Slip(("positions-bfloat16",), "positions rounded to bfloat16",
-                  make=at(lambda h, w: tuple(_bfloat16(p) for p in declared(h, w))))]
+                         make=at(positions.uncentred)))
+    made += [Slip(("positions-float16",), "positions rounded to float16", make=at(positions.rounded(_float16))),
+             Slip(("positions-bfloat16",), "positions rounded to bfloat16", make=at(positions.rounded(_bfloat16)))]
     if conv.extra_tokens:
         made.append(Slip(("extra-tokens-appended",), f"the {conv.extra_tokens} extra row(s) after the grid's tokens",
-                         make=at(declared, extra_last=True)))
+                         make=at(positions.declared, extra_last=True)))
     return made
 
 
