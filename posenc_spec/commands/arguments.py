@@ -81,9 +81,11 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
                              "max_position_embeddings, every position stays below it)")
     parser.add_argument("--timeout", metavar="SECONDS", default=None,
                         help=f"seconds for the import and for each call (default {DEFAULT_TIMEOUT:g})")
+    others = "; ".join(f"{', '.join(signatures[1:])} ({api})" for names in families.names()
+                       for api, signatures in names.signatures.items() if len(signatures) > 1)
     parser.add_argument("--signature", metavar="NAME", default=None,
-                        help="how the target is called, if not in the API's form: adds-to-x (table); q-k-cos-sin, "
-                             "xq-xk-freqs-cis, x-offset, x-input-pos (rope-apply); see posenc_spec.gate.signatures")
+                        help=f"how the target is called, if not in the API's form: {others}; see "
+                             "posenc_spec.gate.signatures")
     parser.add_argument("--init", metavar="KEY=VALUE", action="append", default=None,
                         help="build an object of a class TARGET first: a keyword argument (repeatable; "
                              "VALUE {head_dim}, {dim}, {num_positions} ... stands for a size of the call), or "
