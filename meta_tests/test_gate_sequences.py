@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec.commands.check import CHECK_EPILOG
+from posenc_spec import families
+from posenc_spec.commands.check import check_epilog
 from posenc_spec.families.rope import sequences as rope_sequences
 from posenc_spec.families.rope.read import Unreadable, read_cache
 from posenc_spec.families.sinusoidal import sequences as table_sequences
@@ -253,8 +254,10 @@ def test_a_result_handed_out_again_unchanged_passes_aliasing(gated):
 
 
 def _id_names() -> set[str]:
+    """The check ids (without their slots) of the plans of the patterns above and of every
+    registered family's APIs, declared with their defaults."""
     names = set()
-    for keys, _ in PATTERNS.values():
+    for keys, _ in [*PATTERNS.values(), *(({"api": api}, None) for api in families.apis())]:
         names |= {check_id.split("[")[0] for check_id in plan(declare({"target": "m:f", **keys}))}
     return names
 
@@ -263,7 +266,7 @@ def test_check_help_and_the_docs_name_every_check():
     """Every check id the plans hold, the sequences' and aliasing included, is named in
     ``check --help``'s epilog and in docs/checks.md."""
     docs = CHECKS_DOC.read_text(encoding="utf-8")
-    help_text = " ".join(CHECK_EPILOG.split())
+    help_text = " ".join(check_epilog().split())
     missing = {name: [where for where, text in (("check --help", help_text), ("docs/checks.md", docs))
                       if not re.search(rf"\b{re.escape(name)}\b", text)] for name in _id_names()}
     assert not {name: where for name, where in missing.items() if where}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from posenc_spec.gate.child.adapters import adapt
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.signatures import parse_keyword_texts
@@ -21,11 +22,15 @@ def assert_refused(keys: dict, *words: str, flags: bool = False) -> None:
     assert "\n" not in message and all(word in message for word in words), (keys, message)
 
 
+def _target(*arguments):
+    return arguments
+
+
 def test_the_default_call_needs_no_adapting():
     """A target declared without signature, init or method is called as it is."""
     for keys in ({}, {"api": "timesteps"}, {"api": "rope-apply"}, {"api": "rope-cache", "cache_call": "length"}):
         declaration = declare({"target": TARGET, **keys})
-        assert not declaration.calling.adapted and declaration.how() is None, keys
+        assert not declaration.calling.adapted and adapt(_target, declaration.how()) is _target, keys
 
 
 def test_a_signature_of_another_api_is_named_with_the_nearest():

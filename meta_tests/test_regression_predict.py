@@ -1,4 +1,4 @@
-"""The portable prediction of a sinusoidal table: accurate, and computed from nothing a CPU
+"""The portable prediction of a table of sines and cosines: accurate, and computed from nothing a CPU
 or a NumPy build decides (the bits it gives are checked on every read of a snapshot, the
 committed ones included, under every CPU capability in spec_tests/test_reference_snapshots.py)."""
 
@@ -9,6 +9,11 @@ import numpy as np
 import torch
 
 from posenc_spec.regression.predict import BLOCK, Prediction, fit, rows_of, sin_cos
+
+
+def _interleaved_paper_columns(width: int) -> list[tuple[str, np.ndarray]]:
+    """One way to make ``width`` columns: sin, cos pairs at the paper's frequencies."""
+    return [("sc" * (width // 2), np.repeat(10000.0 ** (-np.arange(0, width, 2) / width), 2))]
 
 
 def _exact(theta, function) -> np.ndarray:
@@ -51,16 +56,16 @@ def test_fit_finds_how_a_float32_table_was_formed():
     table = torch.zeros(1024, 256)
     table[:, 0::2], table[:, 1::2] = torch.sin(positions * div_term), torch.cos(positions * div_term)
     table = table.numpy()
-    prediction, offset = fit(table, np.arange(1024.0))
+    prediction, offset = fit(table, np.arange(1024.0), _interleaved_paper_columns)
     assert (prediction.angle_dtype, prediction.operation, prediction.functions, offset) == (
         "float32", "mul", "sc" * 128, 0.0)
     assert np.mean(prediction.values("float32") == table) >= 0.9
 
 
 def test_a_table_of_no_member_is_not_predicted():
-    """Random values near the range of a sine are no table of the family."""
+    """Random values near the range of a sine follow no way of making the columns."""
     values = np.random.default_rng(3).uniform(-1, 1, (64, 16)).astype(np.float32)
-    assert fit(values, np.arange(64.0)) is None
+    assert fit(values, np.arange(64.0), _interleaved_paper_columns) is None
 
 
 def test_a_zero_column_and_non_finite_angles_are_predicted_as_zero():

@@ -17,7 +17,6 @@ import torch
 
 from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.regression import (
-    MAX_DIMENSIONS,
     RecordedArray,
     RecordedCall,
     Snapshot,
@@ -30,6 +29,7 @@ from posenc_spec.regression import (
 )
 from posenc_spec.regression import snapshot as snapshot_module
 from posenc_spec.regression import snapshot_reader as reader_module
+from posenc_spec.regression.records import MAX_DIMENSIONS
 from posenc_spec.regression.snapshot import FORMAT, FORMAT_VERSION, MAX_TOTAL_ELEMENTS, content_hash
 from posenc_spec.regression.ulp import DTYPES
 

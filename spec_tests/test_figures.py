@@ -15,6 +15,8 @@ import numpy as np
 import torch
 
 from posenc_spec import figures
+from posenc_spec.families.sinusoidal import animation
+from posenc_spec.families.sinusoidal import figures as sinusoidal_figures
 from posenc_spec.families.sinusoidal.properties import expectation
 from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
 from spec_tests.figure_compare import figure_comparison
@@ -58,13 +60,13 @@ def seed004_table() -> np.ndarray:
 @figure_comparison
 def test_seed000_row_profiles():
     """Rows 0, 1, 2, 10, ..., 299 of PE(300, 512), one thin blue panel each, y in [-1.5, 1.5]."""
-    return figures.row_profiles_figure(seed000_table())
+    return sinusoidal_figures.row_profiles_figure(seed000_table())
 
 
 @figure_comparison
 def test_seed000_heatmap():
     """PE(300, 512) in Blues with hidden spines."""
-    return figures.position_heatmap_figure(seed000_table())
+    return sinusoidal_figures.position_heatmap_figure(seed000_table())
 
 
 @figure_comparison
@@ -79,7 +81,7 @@ def test_seed000_similarity():
 @figure_comparison
 def test_seed002_pcolormesh():
     """PE(50, 512) as a viridis pcolormesh, position axis inverted, with a colorbar."""
-    return figures.position_pcolormesh_figure(seed002_table())
+    return sinusoidal_figures.position_pcolormesh_figure(seed002_table())
 
 
 # -- seed 003 -------------------------------------------------------------------------
@@ -88,25 +90,25 @@ def test_seed002_pcolormesh():
 @figure_comparison
 def test_seed003_timestep_heatmap():
     """500 timestep embeddings of width 128 in magma, every 50th drawn below in its colour."""
-    return figures.timestep_embedding_figure(seed003_embedding(500, 128), dpi=LARGE_FIGURE_DPI)
+    return sinusoidal_figures.timestep_embedding_figure(seed003_embedding(500, 128), dpi=LARGE_FIGURE_DPI)
 
 
 @figure_comparison
 def test_seed003_animation_first_frame():
     """The animation of 100 timesteps of width 64 at timestep 0."""
-    return figures.timestep_sweep_frame_figure(seed003_embedding(100, 64), 0)
+    return animation.timestep_sweep_frame_figure(seed003_embedding(100, 64), 0)
 
 
 @figure_comparison
 def test_seed003_animation_middle_frame():
     """The animation at timestep 50: the line crosses the middle of the heatmap."""
-    return figures.timestep_sweep_frame_figure(seed003_embedding(100, 64), 50)
+    return animation.timestep_sweep_frame_figure(seed003_embedding(100, 64), 50)
 
 
 @figure_comparison
 def test_seed003_animation_last_frame():
     """The animation at timestep 99, its last frame."""
-    return figures.timestep_sweep_frame_figure(seed003_embedding(100, 64), 99)
+    return animation.timestep_sweep_frame_figure(seed003_embedding(100, 64), 99)
 
 
 # -- seed 004 -------------------------------------------------------------------------
@@ -115,7 +117,7 @@ def test_seed003_animation_last_frame():
 @figure_comparison
 def test_seed004_formula_table():
     """The formula table at 1024 x 768 transposed, dimensions 200, 333, 466, 600 traced and marked."""
-    return figures.formula_table_figure(seed004_table())
+    return sinusoidal_figures.formula_table_figure(seed004_table())
 
 
 @figure_comparison

@@ -15,7 +15,7 @@ from matplotlib.testing.decorators import remove_ticks_and_titles
 from matplotlib.ticker import NullLocator
 from PIL import Image
 
-from posenc_spec.figures import TimestepSweep
+from posenc_spec.families.sinusoidal.animation import TimestepSweep
 from reference_impls import timestep
 
 NUM_STEPS, WIDTH = 100, 64

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from posenc_spec import figures
+from posenc_spec.families.sinusoidal import figures as sinusoidal_figures
 from posenc_spec.families.sinusoidal.properties import expectation
 from posenc_spec.figures.arrays import cosine_similarity
 from reference_impls import family, numpy_loop, timestep
@@ -53,7 +54,7 @@ def test_grid_panels_name_and_plot_embedding_dimensions():
 def test_formula_figure_shows_the_transpose_and_marks_the_traced_dimensions():
     """The image is table.T (dimensions down) from -1 to 1; each traced column has a dashed line of its colour."""
     table = numpy_loop.positional_encoding(1024, 768)
-    fig = figures.formula_table_figure(table)
+    fig = sinusoidal_figures.formula_table_figure(table)
     image_axes, trace_axes = fig.axes
     image = image_axes.images[0]
     np.testing.assert_array_equal(image.get_array(), table.T, err_msg="formula_table_figure image")
@@ -90,18 +91,18 @@ def test_similarity_figures_show_both_similarities():
 def test_seed000_figures_keep_the_seed_limits_and_hidden_spines():
     """Row panels: x 0..width, y -1.5..1.5, one per row; the heatmap: Blues, no spines."""
     rows = [0, 5, 63]
-    fig = figures.row_profiles_figure(TABLE, rows)
+    fig = sinusoidal_figures.row_profiles_figure(TABLE, rows)
     for ax, row in zip(fig.axes, rows, strict=True):
         assert (ax.get_xlim(), ax.get_ylim()) == ((0, 32), (-1.5, 1.5)), f"row {row}: {ax.get_xlim()}, {ax.get_ylim()}"
         np.testing.assert_array_equal(ax.lines[-1].get_ydata(), TABLE[row], err_msg=f"row {row}")
-    ax = figures.position_heatmap_figure(TABLE).axes[0]
+    ax = sinusoidal_figures.position_heatmap_figure(TABLE).axes[0]
     np.testing.assert_array_equal(ax.images[0].get_array(), TABLE, err_msg="position_heatmap_figure")
     assert ax.images[0].get_cmap().name == "Blues" and not any(s.get_visible() for s in ax.spines.values())
 
 
 def test_seed002_pcolormesh_has_inverted_positions_and_a_colorbar():
     """Positions run down from 0 (ylim (n, 0)), depth across 0..width, viridis, a colorbar."""
-    fig = figures.position_pcolormesh_figure(TABLE)
+    fig = sinusoidal_figures.position_pcolormesh_figure(TABLE)
     ax = fig.axes[0]
     mesh = ax.collections[0]
     np.testing.assert_array_equal(mesh.get_array().reshape(TABLE.shape), TABLE, err_msg="pcolormesh values")
@@ -111,7 +112,7 @@ def test_seed002_pcolormesh_has_inverted_positions_and_a_colorbar():
 def test_seed003_draws_every_50th_embedding_in_its_colormap_colour():
     """The lines below are rows 0, 50, ..., 450, each coloured by magma resampled to 500 at its row."""
     embedding = timestep.timestep_embedding(torch.arange(500), 128).numpy()
-    fig = figures.timestep_embedding_figure(embedding)
+    fig = sinusoidal_figures.timestep_embedding_figure(embedding)
     heatmap_axes, lines_axes = fig.axes[:2]
     np.testing.assert_array_equal(heatmap_axes.images[0].get_array(), embedding, err_msg="seed 003 heatmap")
     colours = matplotlib.colormaps["magma"].resampled(500)
@@ -150,17 +151,17 @@ def test_figures_leave_pyplot_and_rcparams_alone():
     before = dict(matplotlib.rcParams)
     open_figures = plt.get_fignums()
     with matplotlib.rc_context({"lines.linewidth": 7.0}):
-        fig = figures.row_profiles_figure(TABLE, [0])
+        fig = sinusoidal_figures.row_profiles_figure(TABLE, [0])
         assert matplotlib.rcParams["lines.linewidth"] == 7.0, "the caller's rcParams changed"
     assert fig.axes[0].lines[0].get_linewidth() == 1.5, "the figure took the caller's rcParams, not its style"
     assert plt.get_fignums() == open_figures and dict(matplotlib.rcParams) == before
 
 
 @pytest.mark.parametrize(("function", "bad", "error", "match"), [
-    (figures.position_heatmap_figure, np.zeros(5), ValueError, r"table must be 2-D .* shape \(5,\)"),
+    (sinusoidal_figures.position_heatmap_figure, np.zeros(5), ValueError, r"table must be 2-D .* shape \(5,\)"),
     (figures.learned_table_figure, np.zeros((0, 4)), ValueError, "table must not be empty"),
     (figures.similarity_two_ways_figure, "abc", TypeError, "table must be a 2-D array of numbers"),
-    (figures.timestep_embedding_figure, np.zeros((2, 2, 2)), ValueError, "embedding must be 2-D"),
+    (sinusoidal_figures.timestep_embedding_figure, np.zeros((2, 2, 2)), ValueError, "embedding must be 2-D"),
 ])
 def test_bad_tables_are_refused(function, bad, error, match):
     """Not a non-empty 2-D numeric array: a clear error naming the argument and what it got."""
@@ -171,9 +172,9 @@ def test_bad_tables_are_refused(function, bad, error, match):
 def test_bad_rows_and_dims_are_refused():
     """Row or dimension indices outside the table, or not ints, are refused with the offending values."""
     with pytest.raises(ValueError, match=r"rows must be non-empty indices in 0..63, got \[0, 64\]"):
-        figures.row_profiles_figure(TABLE, [0, 64])
+        sinusoidal_figures.row_profiles_figure(TABLE, [0, 64])
     with pytest.raises(TypeError, match="rows must be a 1-D sequence of ints"):
-        figures.row_profiles_figure(TABLE, [0.5])
+        sinusoidal_figures.row_profiles_figure(TABLE, [0.5])
     with pytest.raises(ValueError, match="dims must be 12 dimensions in 0..31"):
         figures.single_dimensions_grid_figure(TABLE, dims=[1, 2])
     with pytest.raises(ValueError, match="count must be at most the table's 32 dimensions"):

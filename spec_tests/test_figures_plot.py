@@ -15,10 +15,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import LogNorm, same_color
 
-from posenc_spec.families.sinusoidal.properties import expectation
-from posenc_spec.figures.arrays import cosine_similarity
-from posenc_spec.figures.diagnostics import (
-    error_ratio,
+from posenc_spec.families.sinusoidal.diagnostics import (
     profile_rows,
     table_figures,
     table_heatmap_figure,
@@ -26,6 +23,9 @@ from posenc_spec.figures.diagnostics import (
     table_similarity_figure,
     write_table_figures,
 )
+from posenc_spec.families.sinusoidal.properties import expectation
+from posenc_spec.figures.arrays import cosine_similarity
+from posenc_spec.figures.difference import error_ratio
 from posenc_spec.figures.regression import IDENTICAL_COLOUR, INFINITE_COLOUR, MAX_SHOWN, block_maxima, ulp_figure
 from posenc_spec.figures.style import HEADING_CHARS_PER_INCH, heading
 from posenc_spec.regression.ulp import INFINITE_ULP

@@ -17,7 +17,7 @@ import pytest
 
 from posenc_spec.families.rope import oracle, tolerance
 from posenc_spec.families.rope.conventions import RopeConvention
-from posenc_spec.figures.rope import (
+from posenc_spec.families.rope.figures import (
     COLUMN_LABELS,
     MARKERS,
     ORIGINAL_LENGTH_COLOUR,

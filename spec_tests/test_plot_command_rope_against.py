@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from posenc_spec.cli import main
-from posenc_spec.figures import diagnostics
+from posenc_spec.families.sinusoidal import diagnostics
 from posenc_spec.figures.gate_plots import write_figures
 from posenc_spec.gate.declaration import declare
 from posenc_spec.regression.snapshot_reader import read_snapshot

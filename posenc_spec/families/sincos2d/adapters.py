@@ -20,9 +20,7 @@ try:
 except ImportError:  # the gate's child always has torch; keep the module importable without it
     torch = None
 
-# The core's module imports this one while it loads (FAMILY_ADAPTERS): its names are read at
-# call time, when it is whole.
-import posenc_spec.gate.child.adapters as core
+from posenc_spec.gate.child.adapters import quiet
 
 
 class NestedTensor:
@@ -96,7 +94,7 @@ def adapt(target, how: dict, maker):
     def adapted(height, width, dim):
         sizes = {"height": height, "width": width, "dim": dim, "half_dim": dim // 2,
                  "sample_height": height * patch, "sample_width": width * patch}
-        with core.quiet(maker):
+        with quiet(maker):
             return call(maker(**sizes), height, width, dim)
 
     return adapted

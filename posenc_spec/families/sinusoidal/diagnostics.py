@@ -1,150 +1,53 @@
-"""Pictures of a table under test beside the table it should be.
-
-``posenc-spec plot`` and ``check --plots`` draw four with :func:`table_figures`,
-each headed by the target, its convention and dtype (the ``title``), rows (positions or
-timesteps) down and embedding dimensions across:
+"""Pictures of a sinusoidal table or timestep embedding under test beside the table the
+declared convention gives (``posenc-spec plot``, ``check --plots``, the Python API's
+``report.figures``), each headed by the target, its convention and dtype (the ``title``),
+rows (positions or timesteps) down and embedding dimensions across:
 
 - ``heatmap.png`` (:func:`table_heatmap_figure`): the values, on a colorbar of values;
 - ``row_profiles.png`` (:func:`table_row_profiles_figure`): a few rows, the table's solid
   and the expected values dashed, elements out of bound marked red, a legend per row;
 - ``similarity.png`` (:func:`table_similarity_figure`): the cosine similarity of every pair
   of rows, beside the expected table's, on one colorbar;
-- ``difference.png`` (:func:`difference_figure`): the signed difference from the expected
-  table and each element's error as a multiple of its own tolerance
-  (:mod:`posenc_spec.tolerance`), so a failing check points at the rows and columns that
-  are wrong.
+- ``difference.png`` (:func:`~posenc_spec.figures.difference.difference_figure`): the
+  signed difference and each element's error over its own tolerance.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
-from posenc_spec.families.sinusoidal.properties import Expectation
+from posenc_spec.figures.arrays import as_table, check_rows, cosine_similarity
+from posenc_spec.figures.difference import LARGEST_SHOWN_VALUE, Rows, difference_panels, error_ratio
+from posenc_spec.figures.style import DPI, HEADING_SIZE, figure_style, heading, new_figure, quiet_floats, save_png
+from posenc_spec.text import printable
+from posenc_spec.tolerance import Comparison, compare
 
-from ..tolerance import Comparison, compare
-from .arrays import as_table, check_rows, cosine_similarity
-from .sinusoidal import SEED000_ROWS
-from .style import DPI, HEADING_SIZE, figure_style, heading, new_figure, quiet_floats, save_png
+from .figures import SEED000_ROWS
+from .properties import Expectation, expectation
 
-# Ratios below this are drawn as this: an exact element would otherwise be log10(0).
-SMALLEST_SHOWN_RATIO = 1e-4
-# Scales end at this magnitude, and values beyond it are drawn at their end: matplotlib
-# spans a scale (high - low) and pads it, which overflows to Inf near the largest float.
-LARGEST_SHOWN_VALUE = float(np.finfo(np.float64).max) / 16
-
-ROW_KINDS = ("position", "timestep")
 PROFILE_PANEL_HEIGHT = 1.0  # inches, seed 000's row panels
 
 
-@dataclass(frozen=True, eq=False)
-class Rows:
-    """What a table's rows are: ``values`` (positions or timesteps) of ``kind``."""
-
-    values: np.ndarray
-    kind: str
-
-    @classmethod
-    def of(cls, positions, num_rows: int, kind: str | None = None) -> Rows:
-        """``positions`` (None: ``0 .. num_rows - 1``) as rows of ``kind``; ``kind`` None is
-        "position" when the values are ``0 .. n - 1`` (the table API), else "timestep"."""
-        counted = np.arange(num_rows, dtype=np.float64)
-        values = counted if positions is None else np.asarray(positions, dtype=np.float64).reshape(-1)
-        if values.size != num_rows:
-            raise ValueError(f"positions must hold one value per row ({num_rows}), got {values.size}")
-        if kind is None:
-            kind = "position" if np.array_equal(values, counted) else "timestep"
-        if kind not in ROW_KINDS:
-            raise ValueError(f"row_kind must be one of {', '.join(ROW_KINDS)} or None, got {kind!r}")
-        return cls(values, kind)
-
-    def name(self, row: int) -> str:
-        return f"{self.kind} {self.values[row]:g}"
-
-    def label(self, axis) -> None:
-        """Name ``axis`` (of row indices) after the rows; unless the rows are ``0 .. n - 1``,
-        each tick shows its row's value."""
-        num_rows = self.values.size
-        if np.array_equal(self.values, np.arange(num_rows)):
-            axis.set_label_text(self.kind.capitalize())
-            return
-        ascending = bool(np.all(np.diff(self.values) >= 0))
-        axis.set_label_text(self.kind.capitalize() + ("" if ascending else " (in the order called)"))
-
-        def tick(value, _position):
-            row = int(round(value))
-            return f"{self.values[row]:g}" if row == value and 0 <= row < num_rows else ""
-
-        axis.set_major_formatter(FuncFormatter(tick))
+def table_labels(declaration, dtype: str, slot: str | None = None) -> tuple[str, str]:
+    """The title of the pictures of a declared target's table ("TARGET at SLOT under
+    CONVENTION, DTYPE", without " at SLOT" when None; the target's name as a terminal would
+    show it, no control character drawn as a glyph) and what its rows are: timesteps for
+    the timesteps API, else positions."""
+    where = f" at {slot}" if slot is not None else ""
+    title = f"{printable(declaration.name)}{where} under {declaration.convention_name()}, {dtype}"
+    return title, "timestep" if declaration.api == "timesteps" else "position"
 
 
-def error_ratio(table, expected, tolerance) -> np.ndarray:
-    """``|table - expected| / tolerance`` per element; NaN or Inf in ``table`` count as
-    infinitely wrong. Above 1 an element is out of its bound."""
-    table = as_table(table)
-    expected = as_table(expected, "expected")
-    if table.shape != expected.shape:
-        raise ValueError(f"table shape {table.shape} differs from the expected {expected.shape}")
-    error = np.abs(table - expected)
-    error = np.where(np.isfinite(error), error, np.inf)
-    tolerance = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), expected.shape)
-    with quiet_floats():  # a zero bound admits only a zero error; a ratio past the largest float is Inf
-        return np.where(error == 0, 0.0, error / tolerance)
-
-
-def difference_figure(table, expected, tolerance, *, title: str | None = None, positions=None,
-                      row_kind: str | None = None, dpi: float = DPI) -> Figure:
-    """Two panels on 12 x 5 inches, rows down and dimensions across: the signed
-    difference ``table - expected`` (``RdBu_r``, symmetric about 0), and
-    ``log10(error / tolerance)`` with red above 0 (out of bound) and blue below; the
-    worst element is circled. NaN and Inf elements show in the ratio panel at its top.
-    ``title`` (a target's name, say) heads the summary line of :func:`~posenc_spec.tolerance.compare`;
-    ``positions`` and ``row_kind`` name the rows (see :meth:`Rows.of`)."""
-    table = as_table(table)
-    rows = Rows.of(positions, table.shape[0], row_kind)
-    ratio = error_ratio(table, expected, tolerance)
-    with quiet_floats():
-        summary = compare(table, expected, tolerance)
-    return _difference_figure(table, expected, ratio, summary, rows, title, dpi)
-
-
-def _difference_figure(table: np.ndarray, expected, ratio: np.ndarray, summary, rows: Rows, title: str | None,
-                       dpi: float) -> Figure:
-    """:func:`difference_figure` of a checked table, its :func:`error_ratio` and its comparison."""
-    difference = table - as_table(expected, "expected")
-    finite = np.isfinite(difference)
-    limit = min(float(np.max(np.abs(difference[finite]), initial=0.0)), LARGEST_SHOWN_VALUE) or 1.0
-    log_ratio = np.log10(np.maximum(ratio, SMALLEST_SHOWN_RATIO))
-    top = float(np.max(log_ratio[np.isfinite(log_ratio)], initial=0.0))
-    top = max(1.0, np.ceil(top))
-    log_ratio = np.minimum(log_ratio, top)  # Inf (NaN elements) at the top of the scale
-    norm = TwoSlopeNorm(vcenter=0.0, vmin=np.log10(SMALLEST_SHOWN_RATIO), vmax=top)
-    with figure_style():
-        figure = new_figure((12, 5), dpi)
-        difference_axes, ratio_axes = figure.subplots(1, 2)
-        image = difference_axes.imshow(np.where(finite, difference, np.nan), aspect="auto", cmap="RdBu_r",
-                                       vmin=-limit, vmax=limit, interpolation="nearest")
-        difference_axes.set(xlabel="Embedding dimension", title="table - expected")
-        figure.colorbar(image, ax=difference_axes, label="table - expected (value)")
-        image = ratio_axes.imshow(log_ratio, aspect="auto", cmap="RdBu_r", norm=norm, interpolation="nearest")
-        ratio_axes.set(xlabel="Embedding dimension",
-                       title=f"error / tolerance: {summary.num_failing} of {summary.size} above 1")
-        for axes in (difference_axes, ratio_axes):
-            rows.label(axes.yaxis)
-        if summary.size:
-            row, column = summary.worst_index
-            ratio_axes.plot([column], [row], marker="o", markersize=14, markerfacecolor="none",
-                            markeredgecolor="black", markeredgewidth=2, clip_on=False)
-        figure.colorbar(image, ax=ratio_axes, label="log10(error / tolerance); above 0 fails")
-        description = summary.describe() if summary.size else "empty table"
-        figure.suptitle(description if title is None else heading(title, description, 12), fontsize=HEADING_SIZE)
-        figure.tight_layout()
-    return figure
+def kept_figures(report) -> dict:
+    """The four figures (:func:`table_figures`) of the table a report kept (``report.kept``,
+    not None), by name."""
+    kept, declaration = report.kept, report.declaration
+    title, row_kind = table_labels(declaration, kept.dtype, kept.slot)
+    exp = expectation(kept.positions, kept.table.shape[1], declaration.spec.convention, kept.dtype)
+    return table_figures(kept.table, exp, title=title, row_kind=row_kind)
 
 
 def _checked(table, exp: Expectation, title: str | None, row_kind: str | None):
@@ -275,7 +178,7 @@ def table_figures(table, exp: Expectation, *, title: str | None = None, row_kind
         "heatmap": _heatmap_figure(table, rows, title, dpi),
         "row_profiles": _row_profiles_figure(table, exp, ratio, None, rows, title, dpi),
         "similarity": _similarity_figure(table, exp, rows, title, dpi),
-        "difference": _difference_figure(table, exp.table, ratio, summary, rows, title, dpi),
+        "difference": difference_panels(table, exp.table, ratio, summary, rows, title, dpi),
     }
 
 

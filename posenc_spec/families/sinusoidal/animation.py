@@ -13,8 +13,8 @@ from matplotlib.animation import FuncAnimation
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .arrays import as_table
-from .style import DPI, figure_style, new_figure
+from posenc_spec.figures.arrays import as_table
+from posenc_spec.figures.style import DPI, figure_style, new_figure
 
 
 class _SavingCanvas(FigureCanvasAgg):

@@ -10,9 +10,8 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from .arrays import as_table, check_rows
-from .learned import _hide_spines
-from .style import DPI, figure_style, new_figure
+from posenc_spec.figures.arrays import as_table, check_rows
+from posenc_spec.figures.style import DPI, figure_style, hide_spines, new_figure
 
 SEED000_ROWS = (0, 1, 2, 10, 50, 100, 150, 200, 250, 299)
 
@@ -58,7 +57,7 @@ def position_heatmap_figure(table, *, cmap: str = "Blues", figsize=(6, 4), dpi: 
         axes = figure.add_subplot()
         axes.imshow(table, cmap=cmap)
         axes.set(xlabel="Embedding Dimensions", ylabel="Position in Sequence")
-        _hide_spines(axes)
+        hide_spines(axes)
     return figure
 
 

@@ -10,7 +10,7 @@
 - :func:`rope_difference_figure` and :func:`rope_difference_figures`: the pictures of
   ``posenc-spec plot --api rope-*``: one array a RoPE target returned (``inv_freq``, the cos or
   sin cache, the rotated ``x``) against the expected one, element by element over its
-  tolerance, in the style of :func:`~posenc_spec.figures.diagnostics.difference_figure`.
+  tolerance, in the style of :func:`~posenc_spec.figures.difference.difference_figure`.
 
 The frequencies, scores and expected values come from the caller (the oracle of
 :mod:`posenc_spec.families.rope.oracle`, a target under test); nothing here computes a RoPE value.
@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from .arrays import as_table
-from .diagnostics import difference_figure
-from .style import DPI, HEADING_SIZE, figure_style, heading, new_figure, save_png
+from posenc_spec.figures.arrays import as_table
+from posenc_spec.figures.difference import difference_figure
+from posenc_spec.figures.style import DPI, HEADING_SIZE, figure_style, heading, new_figure, save_png
 
 WAVELENGTH_FIGSIZE = (10, 5.5)
 SCORE_FIGSIZE = (7, 6)
@@ -129,7 +129,7 @@ def rope_score_figure(scores, *, title: str, dpi: float = DPI) -> Figure:
 
 def rope_difference_figure(actual, expected, bound, *, title: str, columns: str, positions=None,
                            dpi: float = DPI) -> Figure:
-    """:func:`~posenc_spec.figures.diagnostics.difference_figure` of one RoPE array:
+    """:func:`~posenc_spec.figures.difference.difference_figure` of one RoPE array:
     ``actual``, ``expected`` and ``bound`` (its tolerance) are ``(positions, columns)`` or,
     for ``inv_freq``, one value per pair (drawn as one row, its axis unnamed). ``columns``
     names the x axis (:data:`COLUMN_LABELS`); ``positions`` are the rows' positions (None:
