@@ -11,7 +11,6 @@ from .keys import NAMES
 
 class Sincos2dFamily(Family):
     names = NAMES
-    plot_sizes = ("height", "width", "dim")
 
     def declare(self, keys, context):
         return spec.declare(keys, context)

@@ -18,6 +18,11 @@ from pathlib import Path
 import pytest
 import torch
 
+# The libraries' modules the gate's template imports once for every target of a run (their model
+# modules are slow to import), for the tests that run real code through the gate.
+PRELOAD = ("diffusers.models.embeddings", "transformers.models.vit_mae.modeling_vit_mae",
+           "transformers.models.rt_detr.modeling_rt_detr", "transformers.models.detr.modeling_detr",
+           "transformers.models.deformable_detr.modeling_deformable_detr")
 FACTS = json.loads((Path(__file__).resolve().parents[2] / "data" / "sincos2d_real_code.json").read_text())
 
 

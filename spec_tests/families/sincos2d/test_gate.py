@@ -147,3 +147,22 @@ def test_identify_names_the_member_and_how_it_differs(capsys):
     output = capsys.readouterr().out
     assert "transformers: declare --grid-convention transformers" in output, output
     assert "first_axis 'row' (declared 'col')" in output, output
+
+
+def test_plot_writes_the_difference_and_the_halves(tmp_path, capsys):
+    """plot --api sincos2d: a correct target's pictures with its verdict, a swapped one's naming
+    the worst element; both PNGs written."""
+    assert main(["plot", CORRECT, "--api", "sincos2d", "--out", str(tmp_path / "correct")]) == 0
+    assert "every element within tolerance" in capsys.readouterr().out
+    assert main(["plot", SWAPPED, "--api", "sincos2d", "--out", str(tmp_path / "swapped")]) == 0
+    output = capsys.readouterr().out
+    assert "out of bound; worst at" in output, output
+    for folder in ("correct", "swapped"):
+        for name in ("difference.png", "halves.png"):
+            assert (tmp_path / folder / name).read_bytes().startswith(b"\x89PNG"), (folder, name)
+
+
+def test_plot_takes_no_sizes(capsys):
+    """--num-positions sizes a 1-D table: plot --api sincos2d refuses it in one line."""
+    assert main(["plot", CORRECT, "--api", "sincos2d", "--num-positions", "8", "--out", "unused"]) == 2
+    assert "--num-positions sizes a table; it does not apply to" in capsys.readouterr().err

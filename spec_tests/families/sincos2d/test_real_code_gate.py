@@ -12,7 +12,7 @@ import pytest
 
 from posenc_spec.gate.declaration import declare
 from spec_tests.assertions import check_named, failure_summary
-from spec_tests.families.sincos2d.real_code import FACTS, require, vit_pytorch_file
+from spec_tests.families.sincos2d.real_code import FACTS, PRELOAD, require, vit_pytorch_file
 
 VERSIONS = {fact["library"]: fact for fact in FACTS["implementations"]}
 DETR = {"signature": "shape-device-dtype", "init": {"num_position_features": "{half_dim}", "normalize": True}}
@@ -50,12 +50,6 @@ TARGETS = {
 }
 
 
-# Imported once, in the gate's template, for every target (each library's model modules are slow to import).
-PRELOAD = ("diffusers.models.embeddings", "transformers.models.vit_mae.modeling_vit_mae",
-           "transformers.models.rt_detr.modeling_rt_detr", "transformers.models.detr.modeling_detr",
-           "transformers.models.deformable_detr.modeling_deformable_detr")
-
-
 def _declarations() -> dict:
     made = {}
     for name, (library, keys, _) in TARGETS.items():
@@ -71,8 +65,9 @@ def _declarations() -> dict:
 @pytest.fixture(scope="module")
 def reports():
     declarations = _declarations()
-    installed = {TARGETS[name][0] for name in declarations}
-    return check_named(declarations, preload=tuple(module for module in PRELOAD if module.split(".")[0] in installed))
+    if {TARGETS[name][0] for name in declarations} >= {"diffusers", "transformers"}:
+        return check_named(declarations, preload=PRELOAD)
+    return check_named(declarations)
 
 
 @pytest.mark.parametrize("name", TARGETS)
