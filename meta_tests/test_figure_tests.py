@@ -3,7 +3,7 @@ makes the comparison with the baseline fail, invisible changes pass, and the def
 pytest run compares at all.
 
 Each changed figure is drawn with the same functions, data and rendering as its test in
-spec_tests/test_figures.py, test_figures_plot.py or test_figures_rope.py, saved as pytest-mpl saves
+spec_tests/families/sinusoidal/test_figures.py, test_figures_plot.py or test_figures_rope.py, saved as pytest-mpl saves
 it, and compared with the real baseline by matplotlib's ``compare_images`` (what
 pytest-mpl calls). One end-to-end run of pytest in a subprocess shows pytest-mpl itself
 failing a changed figure under the project's default options.
@@ -35,9 +35,9 @@ from posenc_spec.families.sinusoidal.properties import expectation
 from posenc_spec.figures import regression
 from posenc_spec.regression.ulp import INFINITE_ULP
 from reference_impls import family
-from spec_tests import test_figures as figure_tests
-from spec_tests import test_figures_plot as plot_tests
-from spec_tests import test_figures_rope as rope_tests
+from spec_tests.families.rope import test_figures as rope_tests
+from spec_tests.families.sinusoidal import test_figures as figure_tests
+from spec_tests.families.sinusoidal import test_figures_plot as plot_tests
 from spec_tests.figure_compare import FIGURE_COMPARE, IMAGE_TOLERANCE_RMS
 
 ROOT = Path(__file__).resolve().parents[1]

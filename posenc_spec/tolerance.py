@@ -102,7 +102,7 @@ def ratios(error: np.ndarray, tolerance, out=None) -> np.ndarray:
     (its NaNs become inf); ``out=error`` divides in place."""
     if error.size and np.isnan(error.max()):  # max propagates NaN: one pass, no mask, in the common case
         error[np.isnan(error)] = np.inf
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a ratio past the largest float is Inf
         ratio = np.asarray(np.divide(error, tolerance, out=out))  # a 0-d division gives a scalar
     if ratio.size and np.isnan(ratio.max()):
         ratio[np.isnan(ratio)] = 0.0
@@ -162,35 +162,3 @@ def compare(actual, expected, tolerance) -> Comparison:
         num_failing=num_failing,
         shape=tuple(actual.shape),
     )
-
-
-# -- Rotary embeddings (RoPE): the R terms of the module docstring -----------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

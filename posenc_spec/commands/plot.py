@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         if declaration.against is None and args.out is None:
             raise UsageError("--out DIR is required: the folder for the PNGs")
         if declaration.against is not None and declaration.formula:
-            raise UsageError("--against draws the ULP distances alone: drop the convention and RoPE flags")
+            raise UsageError("--against draws the ULP distances alone: drop the family's declaration flags")
         out = _open_out(args.out, declaration.against_path if declaration.against is not None else None)
     except UsageError as problem:  # a bad snapshot among them (declare reads it)
         return error("plot", problem)

@@ -30,6 +30,21 @@ def apis() -> tuple[str, ...]:
     return tuple(api for keys in names() for api in keys.apis)
 
 
+# Where the README's links point (it is read on PyPI too, where relative links break).
+REPOSITORY = "https://github.com/posenc-spec/posenc-spec/blob/main"
+
+
+def markdown_table() -> str:
+    """The README's table of the gated families: each one's APIs, the keys it declares and
+    its page (the README holds this text between ``<!-- families -->`` markers, and a test
+    holds it to this function)."""
+    rows = ["| family | APIs | its keys | declared |", "|---|---|---|---|"]
+    for keys in names():
+        rows.append(f"| {keys.title} | {', '.join(f'`{api}`' for api in keys.apis)} | "
+                    f"{', '.join(f'`{key}`' for key in keys.keys)} | [how]({REPOSITORY}/{keys.page}) |")
+    return "\n".join(rows)
+
+
 def builtin_targets() -> list[dict]:
     """The reference implementations ``check --builtin`` checks: each family's, in order."""
     return [dict(table) for keys in names() for table in keys.builtin]

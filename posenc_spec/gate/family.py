@@ -50,7 +50,8 @@ class FamilyKeys:
     ``check_ids``: its check ids as ``check --help`` lists them (every id its plans hold);
     ``x_layouts``: the layouts the core's ``x_layout`` key takes for its calls, for ``--help``;
     ``builtin``: the family's reference implementations ``check --builtin`` checks, each a
-    target table as ``[tool.posenc-spec]`` holds one."""
+    target table as ``[tool.posenc-spec]`` holds one; ``title`` and ``page``: what the
+    README's table of families calls it and the document (``docs/...md#anchor``) it links."""
 
     name: str
     noun: str
@@ -71,6 +72,8 @@ class FamilyKeys:
     check_ids: str = ""
     x_layouts: str = ""
     builtin: tuple[dict, ...] = ()
+    title: str = ""
+    page: str = ""
 
 
 class Spec(Protocol):
@@ -127,6 +130,9 @@ class Family:
     names: FamilyKeys
     report_figures = False  # whether a report keeps a table its figures are drawn from (the API's report.figures)
     plot_sizes: tuple[str, ...] = ()  # the sizes its plot takes (--num-positions, --dim)
+    # The checks of the values a target computes (check ids without their slot): when one
+    # fails, the family is asked which slip the tables show (its hints).
+    value_checks: tuple[str, ...] = ("formula",)
 
     # -- declaring -------------------------------------------------------------------------
 

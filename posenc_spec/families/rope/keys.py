@@ -57,6 +57,8 @@ NAMES = FamilyKeys(
         "head_dim": ("N", "the model's head size: the grid then uses only it"),
     },
     group="rotary embeddings (--api rope-freqs | rope-cache | rope-apply)",
+    title="Rotary embeddings (RoPE), every Hugging Face rope type",
+    page="docs/declaring.md#rotary-embeddings",
     x_layouts="rope-apply: bshd (default), bhsd, sbhd or thd",
     check_ids="Rotary embeddings (D a head size, S long or short, T the dtype of x): call, finite and formula at "
               "[d=D], [d=D:S] or [d=D:T]; attention-factor[d=D]; identity, prefix, passthrough, norm, relative and "

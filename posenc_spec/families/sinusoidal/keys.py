@@ -59,6 +59,8 @@ NAMES = FamilyKeys(
           "odd": ("VALUE", "odd widths: error (expect an exception; default), zero-pad, ceil, or skip (test none)")},
     group="sinusoidal tables and timestep embeddings (--api table | timesteps)",
     builtin=BUILTIN,
+    title="Sinusoidal tables and diffusion timestep embeddings",
+    page="docs/declaring.md#the-family-of-sinusoidal-conventions",
     x_layouts="the adds-to-x signature: sbd (default), bsd or sd",
     check_ids="Sinusoidal tables and timesteps (S names a slot of the grid such as 4096x1024 or every-step-x128, "
               "the same whatever --max-positions or --t-max): call[S], finite[S], formula[S], range[S], pair-norm[S], "

@@ -32,7 +32,7 @@ KNOWN_DIFFERENCES = {
 DEFAULT_CONFIGS = {"gpt2": "GPT2Config", "t5-small": "T5Config"}
 
 # The hub files as recorded with the tests (see the README.md there for their provenance).
-FACTS = Path(__file__).resolve().parent / "data" / "facts"
+FACTS = Path(__file__).resolve().parents[1] / "data" / "facts"
 
 
 @pytest.mark.parametrize("name", sorted(pretrained.CONFIG_FILES))

@@ -1,6 +1,6 @@
 """The portable prediction of a table of sines and cosines: accurate, and computed from nothing a CPU
 or a NumPy build decides (the bits it gives are checked on every read of a snapshot, the
-committed ones included, under every CPU capability in spec_tests/test_reference_snapshots.py)."""
+committed ones included, under every CPU capability in spec_tests/families/sinusoidal/test_reference_snapshots.py)."""
 
 from __future__ import annotations
 

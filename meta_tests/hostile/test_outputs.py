@@ -37,7 +37,7 @@ from posenc_spec.results import CheckResult
 from posenc_spec.text import TERMINAL_CONTROLS
 from spec_tests.figure_compare import FIGURE_NAMES, assert_png
 
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 TIMEOUT = 5
 COMMON = ["--max-positions", str(MAX_POSITIONS), "--timeout", str(TIMEOUT), "-j", "1"]
 RUN_LIMIT = 120  # seconds: a guard against a hung command; every run here takes seconds

@@ -17,7 +17,7 @@ from posenc_spec.cli import main
 from posenc_spec.gate.output.json_report import schema
 
 HERE = Path(__file__).resolve()
-REPO = HERE.parent.parent
+REPO = HERE.parents[2]
 
 # A [tool.posenc-spec] table as a user writes one: shared keys, then two targets, the second
 # with its own API and convention. (This repository has no such table: check --builtin runs

@@ -57,7 +57,7 @@ def test_absolute_target_resolves_files_only(tmp_path):
 
 def test_load_module_target_with_dotted_attribute():
     """``module:Class.method`` reaches a static method."""
-    function = load_target("meta_tests.test_gate_loader:Holder.table")
+    function = load_target("spec_tests.core.test_gate_loader:Holder.table")
     assert function(3, 4) == (3, 4)
 
 
@@ -74,9 +74,9 @@ def test_load_file_target_that_imports_its_neighbour(tmp_path):
 
 
 @pytest.mark.parametrize("target, words", [
-    ("meta_tests.test_gate_loader:missing", "has no attribute 'missing'"),
-    ("meta_tests.test_gate_loader:Holder.missing", "has no attribute 'missing'"),
-    ("meta_tests.test_gate_loader:NOT_CALLABLE", r"is not callable \(type int\)"),
+    ("spec_tests.core.test_gate_loader:missing", "has no attribute 'missing'"),
+    ("spec_tests.core.test_gate_loader:Holder.missing", "has no attribute 'missing'"),
+    ("spec_tests.core.test_gate_loader:NOT_CALLABLE", r"is not callable \(type int\)"),
     (f"{os.sep}no{os.sep}such{os.sep}file.py:fn", "no such file"),
 ])
 def test_load_errors_name_the_problem(target, words):

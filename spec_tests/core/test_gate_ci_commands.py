@@ -18,7 +18,7 @@ import pytest
 
 yaml = pytest.importorskip("yaml")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INPUT = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
 # sine and cosine swapped: fails formula at the first size
 SWAPPED = """\

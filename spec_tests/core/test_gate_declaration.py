@@ -15,7 +15,7 @@ from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.options import memory_size, run_options
 from posenc_spec.gate.xfails import parse_xfails, read_xfails
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_defaults():

@@ -20,7 +20,7 @@ import posenc_spec
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.testing import assert_conforms
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve()
 QUICK = {"max_positions": 64, "odd": "skip"}  # the smallest grid that tells the conventions apart
 
@@ -71,11 +71,11 @@ def assert_raised_here(error: BaseException, words: str) -> None:
 
 
 @pytest.mark.parametrize(("target", "name"), [
-    (_closure(), "spec_tests.test_api:_closure.<locals>.shifted"),
-    (lambda n, d: vaswani(n, d), "spec_tests.test_api:<lambda>"),
-    (Encoder(10000.0).table, "spec_tests.test_api:Encoder.table"),
-    (functools.partial(vaswani), "functools.partial(spec_tests.test_api:vaswani)"),
-    (Encoder(10000.0), "spec_tests.test_api:Encoder()"),
+    (_closure(), "spec_tests.core.test_api:_closure.<locals>.shifted"),
+    (lambda n, d: vaswani(n, d), "spec_tests.core.test_api:<lambda>"),
+    (Encoder(10000.0).table, "spec_tests.core.test_api:Encoder.table"),
+    (functools.partial(vaswani), "functools.partial(spec_tests.core.test_api:vaswani)"),
+    (Encoder(10000.0), "spec_tests.core.test_api:Encoder()"),
 ])
 def test_callables_of_every_kind_are_checked(target, name):
     """A closure, a lambda, a bound method, a partial and an instance with __call__ are
@@ -105,7 +105,7 @@ def test_a_callable_sees_the_callers_memory_and_changes_none_of_it():
     waiting.start()
     try:
         CHILD_STATE.update(calls=0, caller=os.getpid(), scale=1.0)
-        assert_report(posenc_spec.check(counts_its_calls, **QUICK), "spec_tests.test_api:counts_its_calls",
+        assert_report(posenc_spec.check(counts_its_calls, **QUICK), "spec_tests.core.test_api:counts_its_calls",
                       "conforms")
         CHILD_STATE["scale"] = 2.0
         report = posenc_spec.check(counts_its_calls, **QUICK)
@@ -174,7 +174,7 @@ def test_assert_conforms_fails_with_the_commands_lines():
     with pytest.raises(AssertionError) as failure:
         assert_conforms(swapped, **QUICK)
     message = str(failure.value)
-    assert message.startswith("spec_tests.test_api:swapped  [table API, vaswani, odd=skip]"), message
+    assert message.startswith("spec_tests.core.test_api:swapped  [table API, vaswani, odd=skip]"), message
     assert "FAIL  formula[50x8]: 50x8 under vaswani, float64: 400 of 400 elements out of bound; worst at [0, 0]" \
            in message and "\n  nearest: the tables are vaswani with first cos" in message, message
     assert "\n  hint: sin and cos swapped" in message, message

@@ -22,7 +22,7 @@ from spec_tests.real_targets.rope_configs import CONFIGS
 
 VERBATIM = HERE / "verbatim"
 LLAMA = "transformers.models.llama.modeling_llama"
-# rotary-embedding-torch's known deviation in low precision (spec_tests/test_rope_real_code.py)
+# rotary-embedding-torch's known deviation in low precision (spec_tests/families/rope/test_real_code.py)
 XFAILS = HERE.parent / "data" / "rotary_embedding_torch.xfails"
 SMALL = 64
 

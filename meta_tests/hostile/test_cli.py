@@ -21,7 +21,7 @@ from meta_tests.hostile import MAX_POSITIONS, assert_complete_entry, strict_json
 from posenc_spec.cli import main
 from posenc_spec.gate.declaration import declare
 
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 SURROGATE = target("output", "surrogate_message")
 CORRECT = target("output", "correct_table")
 TIMEOUT = 5

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from meta_tests.hostile import MAX_POSITIONS, assert_complete_entry, exit_status, report_json, target
-from meta_tests.test_hostile_cli import RUN_LIMIT
+from meta_tests.hostile.test_cli import RUN_LIMIT
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.options import run_options
 
 CONFORMS, FAILS = "conforms", "does-not-conform"
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 TIMEOUT = 5
 HANG_TIMEOUT = 1
 # The grandchild writes its file ESCAPE_DELAY (1 s, channel.py) after it starts; waiting

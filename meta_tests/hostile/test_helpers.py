@@ -16,14 +16,14 @@ import pytest
 
 from meta_tests.another_user import run_as_other_user
 from meta_tests.hostile import MAX_POSITIONS, assert_complete_entry, exit_status, report_json, target
-from meta_tests.test_hostile_cli import RUN_LIMIT
+from meta_tests.hostile.test_cli import RUN_LIMIT
 from posenc_spec.cli import main
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.options import run_options
 
 TIMEOUT = 5
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 VICTIMS = [("victim_a", "isolation/victim_a"), ("victim_b", "isolation/victim_b"),
            ("victim_c", "isolation/victim_c"), ("correct", "hostile_tables")]
 HELPER = "the gate's helper process above the target died or was stopped"

@@ -5,7 +5,7 @@ table is).
 
 The whole corpus goes through one ``check_many`` call (each target in a sealed child, the
 two corpus modules imported once) under ``--fail-fast``, which gives the full run's verdicts
-(see ``meta_tests/test_corpus.py``; a sample is held to it here too); each entry is then its
+(see ``meta_tests/corpus/test_corpus.py``; a sample is held to it here too); each entry is then its
 own test, so that a survivor or a false alarm is named in the test id. Below them, the grid
 and judge rules that the corpus depends on, each shown on the probes or verdicts
 themselves: calls stay below a declared ``max_positions`` (a cache built once for the

@@ -11,7 +11,7 @@ from pathlib import Path
 from posenc_spec.cli import main
 from spec_tests.figure_compare import FIGURE_NAMES, assert_png
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # A formula bug (as bad at every size: the first, 50x8, is drawn), a right table that
 # leaves torch's default dtype changed (no formula check fails: the 300x512 table is

@@ -1,4 +1,4 @@
-"""The RoPE figures (:mod:`posenc_spec.figures.rope`), drawn from the oracle's values.
+"""The RoPE figures (:mod:`posenc_spec.families.rope.figures`), drawn from the oracle's values.
 
 Two are compared with baselines in ``baseline_images/`` (pytest-mpl, the tolerance of
 spec_tests/figure_compare.py): the wavelengths of every scaling type at a Llama-3-like

@@ -29,7 +29,7 @@ from reference_impls.family import sinusoidal_encoding
 from spec_tests.assertions import check_named, failure_summary
 
 HERE = Path(__file__).resolve()
-CHECKS_DOC = HERE.parents[1] / "docs" / "checks.md"  # where the docs list the check ids
+CHECKS_DOC = HERE.parents[2] / "docs" / "checks.md"  # where the docs list the check ids
 RECORD = "POSENC_SEQUENCES_RECORD"
 _CALLS: list[int] = []  # the calls whose positions jumped, in this process
 _BUFFER = {"table": torch.empty(0)}

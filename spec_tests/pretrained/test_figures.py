@@ -2,7 +2,7 @@
 
 MiniLM's table (a BERT, as seed 001's title promises) is compared with baselines in
 ``baseline_images/`` (files ``pretrained_*.png``) under the same settings and tolerance
-as every other figure (spec_tests/test_figures.py). GPT-2's table (what both seeds load)
+as every other figure (spec_tests/families/sinusoidal/test_figures.py). GPT-2's table (what both seeds load)
 is drawn when the local Hugging Face cache has it; there is no baseline for it, so those
 tests check what each figure shows instead.
 """

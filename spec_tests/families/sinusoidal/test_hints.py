@@ -151,7 +151,7 @@ def test_every_slip_is_in_the_docs_in_its_words():
     """docs/checks.md's list of the slips a hint names holds each id with the words the code uses."""
     from pathlib import Path
 
-    checks = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text(encoding="utf-8")
+    checks = (Path(__file__).resolve().parents[3] / "docs" / "checks.md").read_text(encoding="utf-8")
     listed = checks.split("## The slips a hint names", 1)[1].split("\n## ", 1)[0]
     missing = [slip for slip, words in SLIPS.items() if f"`{slip}`: {words}" not in listed]
     assert not missing, f"docs/checks.md lacks these slips (as `id`: words): {missing}"

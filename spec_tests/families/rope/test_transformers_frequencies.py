@@ -12,7 +12,7 @@ the departure (so that it is noticed when it changes): dynamic NTK takes L0 from
 ``max_position_embeddings`` whatever the RoPE dict states; Llama's default frequencies
 ignore ``partial_rotary_factor``. The departures the gate itself reports (a per-layer yarn
 ``truncate`` lost, dynamic NTK keeping a longer call's frequencies) are asserted through the
-gate in ``spec_tests/test_rope_real_code.py``.
+gate in ``spec_tests/families/rope/test_real_code.py``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import plan
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 TARGETS = """\
 import numpy as np

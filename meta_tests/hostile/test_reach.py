@@ -19,9 +19,9 @@ import pytest
 
 from meta_tests.another_user import run_as_other_user
 from meta_tests.hostile import MAX_POSITIONS, target
-from meta_tests.test_hostile_cli import RUN_LIMIT
+from meta_tests.hostile.test_cli import RUN_LIMIT
 
-WORKTREE = Path(__file__).resolve().parents[1]
+WORKTREE = Path(__file__).resolve().parents[2]
 TIMEOUT = 10
 TRACING = ["trace the gate", "trace the root template", "write the gate's standard output through /proc",
            "read the gate's memory through /proc"]

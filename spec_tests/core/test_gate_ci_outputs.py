@@ -19,7 +19,7 @@ from posenc_spec.gate.output.junit import junit_xml
 from posenc_spec.results import CheckResult, Worst
 from posenc_spec.text import TERMINAL_CONTROLS
 
-JUNIT_XSD = Path(__file__).resolve().parent.parent / "spec_tests" / "data" / "junit-10.xsd"
+JUNIT_XSD = Path(__file__).resolve().parents[2] / "spec_tests" / "data" / "junit-10.xsd"
 WORST = Worst((3, 4), (50, 8), 0.5, 0.25, 0.25, 1e-7)
 # Every kind of character that needs care: XML markup, a CDATA end, quotes, and characters
 # XML 1.0 forbids even escaped (NUL, ESC, a lone surrogate, U+FFFE).
@@ -241,7 +241,7 @@ def test_annotations_are_capped_per_target(tmp_path):
         github_annotations(report_json([many]), limit=0)
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _SHELL_VARIABLE = re.compile(r"\$\{?([A-Z_][A-Z0-9_]*)")
 
 

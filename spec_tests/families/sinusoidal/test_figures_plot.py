@@ -1,4 +1,4 @@
-"""The pictures of ``posenc-spec plot`` and ``check --plots`` (:mod:`posenc_spec.figures.diagnostics`)
+"""The pictures of ``posenc-spec plot`` and ``check --plots`` (:mod:`posenc_spec.families.sinusoidal.diagnostics`)
 and of a regression check (:mod:`posenc_spec.figures.regression`).
 
 Each is compared with its baseline in ``baseline_images/`` (pytest-mpl, the tolerance of
