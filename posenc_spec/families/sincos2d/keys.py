@@ -87,6 +87,8 @@ NAMES = FamilyKeys(
     group=f"2-D sincos tables for patch grids (--api {API})",
     adapters=True,
     slips=SLIPS,
+    title="2-D sinusoidal tables for patch grids (MAE, ViT, DiT, SD3, DETR)",
+    page="docs/families/sincos2d.md",
     check_ids="2-D sincos tables (H x W a grid, D a width): call, finite, shape, formula, extra-tokens, separable, "
               "axis-order, axis-member, positions and pair-norm at [HxW:d=D]; indivisible[d=D] for widths not a "
               "multiple of 4 and undefined[d=4] under grid_freq_shift 1 (the call must raise); determinism. See "
