@@ -6,6 +6,7 @@ The family's specification: :mod:`.conventions` (the declared keys and the prese
 :mod:`.properties` (the checks) and :mod:`.calls` (the signatures real code has, and the
 grid of calls a gate makes with their check ids). The gate's way in: :mod:`.keys` (the
 declared names; imports nothing), :mod:`.spec` (their validation), :mod:`.family` (what the
-core asks), :mod:`.judge`, :mod:`.adapters` (the child-side calls), :mod:`.identify` (the fit
-and the hints) and :mod:`.plot`.
+core asks), :mod:`.judge`, :mod:`.adapters` (the child-side calls), :mod:`.slips` (the tables
+real code's slips make), :mod:`.identify` (the fit, the nearest member and the hints), and
+:mod:`.plot` with :mod:`.figures`.
 """

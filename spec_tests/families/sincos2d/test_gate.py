@@ -166,3 +166,13 @@ def test_plot_takes_no_sizes(capsys):
     """--num-positions sizes a 1-D table: plot --api sincos2d refuses it in one line."""
     assert main(["plot", CORRECT, "--api", "sincos2d", "--num-positions", "8", "--out", "unused"]) == 2
     assert "--num-positions sizes a table; it does not apply to" in capsys.readouterr().err
+
+
+def test_identify_answers_none_for_a_table_no_member_is(capsys):
+    """Every frequency 1 (an exponent floor-divided to 0) is no member of the family: identify
+    answers none (exit 1) and names the nearest member and by how much it misses."""
+    target = "meta_tests.corpus.sincos2d_wrong:exponent_floor_division"
+    assert main(["identify", target, "--api", "sincos2d", "--json", "-"]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["name"] == "none" and answer["convention"] is None, answer
+    assert answer["nearest"]["max_error_ratio"] > 1 and "misses the fitted tables" in answer["message"], answer
