@@ -98,13 +98,24 @@ def test_every_section_named_in_the_repository_exists():
     assert not missing, f"no such section: {missing}"
 
 
+def _key_rows(path: Path) -> dict:
+    """The ``| `key` | `flag` |`` rows of a document's "Every key" table."""
+    section = path.read_text(encoding="utf-8").split("## Every key", 1)[1]
+    return dict(re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", section.split("\n## ", 1)[0], flags=re.M))
+
+
 def test_the_key_table_lists_every_key():
-    """docs/declaring.md's table of keys has one row per key a declaration reads, with the
-    flag that spells it, and no row for a key the gate does not read."""
+    """docs/declaring.md's table of keys, with the tables of the families documented in
+    docs/families/, has one row per key a declaration reads, with the flag that spells it,
+    and no row for a key the gate does not read."""
+    from posenc_spec import families
     from posenc_spec.gate.keys import KEYS, flag
 
-    section = (ROOT / "docs" / "declaring.md").read_text(encoding="utf-8").split("## Every key", 1)[1]
-    rows = dict(re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", section.split("\n## ", 1)[0], flags=re.M))
+    rows = _key_rows(ROOT / "docs" / "declaring.md")
+    for names in families.names():
+        own = ROOT / "docs" / "families" / f"{names.name}.md"
+        if own.exists():
+            rows |= _key_rows(own)
     expected = {key: "TARGET" if key == "target" else flag(key) for key in KEYS}
     wrong_flags = {key: (rows[key], expected[key]) for key in set(rows) & set(expected) if rows[key] != expected[key]}
     assert rows == expected, {"missing": sorted(set(expected) - set(rows)),

@@ -52,11 +52,13 @@ def diffusers_linspace(embed_dim, grid_size, base_size=16, interpolation_scale=0
     return torch.cat([f(part) for part in parts for f in (torch.sin, torch.cos)], dim=1)
 
 
-@sincos2d_correct(idiom="vit-pytorch's posemb_sincos_2d: meshgrid 'ij', omega = arange / (D/4 - 1), float32",
+@sincos2d_correct(idiom="vit-pytorch's posemb_sincos_2d: meshgrid 'ij', omega = arange / (D/4 - 1), float32, with "
+                         "the D = 4 refusal it lacks (there omega is 0/0: NaN)",
                   convention="big-vision", seen="lucidrains/vit-pytorch simple_vit.py (posemb_sincos_2d)")
 def vit_pytorch_style(h, w, dim, temperature=10000, dtype=torch.float32):
     y, x = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
     assert (dim % 4) == 0, "feature dimension must be multiple of 4 for sincos emb"
+    assert dim >= 8, "one frequency per axis: D/4 - 1 = 0 has no exponent"
     omega = torch.arange(dim // 4) / (dim // 4 - 1)
     omega = 1.0 / (temperature**omega)
     y = y.flatten()[:, None] * omega[None, :]
@@ -64,12 +66,13 @@ def vit_pytorch_style(h, w, dim, temperature=10000, dtype=torch.float32):
     return torch.cat((x.sin(), x.cos(), y.sin(), y.cos()), dim=1).type(dtype)
 
 
-@sincos2d_correct(idiom="big_vision's numpy: np.mgrid, einsum 'm,d->md', a leading batch axis, float32",
+@sincos2d_correct(idiom="big_vision's numpy: np.mgrid, einsum 'm,d->md', a leading batch axis, float32, with the "
+                         "D = 4 refusal it lacks",
                   convention="big-vision", seen="google-research/big_vision models/vit.py (posemb_sincos_2d)")
 def big_vision_mgrid(h, w, width, temperature=10_000.0):
     y, x = np.mgrid[:h, :w]
-    if width % 4:
-        raise ValueError("Width must be mult of 4 for sincos posemb")
+    if width % 4 or width < 8:
+        raise ValueError("Width must be mult of 4 for sincos posemb (and at least 8: D/4 - 1 divides)")
     omega = 1.0 / (temperature ** (np.arange(width // 4) / (width // 4 - 1)))
     y, x = np.einsum("m,d->md", y.flatten(), omega), np.einsum("m,d->md", x.flatten(), omega)
     return np.asarray(np.concatenate([np.sin(x), np.cos(x), np.sin(y), np.cos(y)], axis=1), np.float32)[None]

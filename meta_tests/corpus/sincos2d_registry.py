@@ -15,8 +15,11 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from posenc_spec.families.sincos2d.calls import SIGNATURES
 from posenc_spec.families.sincos2d.conventions import Sincos2d, get_convention
+from posenc_spec.families.sincos2d.keys import API, FIELDS, SIGNATURES
+
+# The declaration key of each overridden field (``base`` sets both axes' bases).
+KEY_OF_FIELD = {**{field: key for key, field in FIELDS.items() if field != "base"}, "base": "grid_base"}
 
 BUG_CLASSES: dict[str, str] = {
     "axis-order": "the row and column coordinates fill the wrong halves",
@@ -60,6 +63,19 @@ class Sincos2dEntry:
 
     def describe(self) -> str:
         return ", ".join([self.preset, *(f"{key}={value}" for key, value in self.overrides), self.signature])
+
+    def config_table(self) -> dict:
+        """This entry as one ``[[targets]]`` table: ``target``, ``api``, the preset, the keys
+        of its overridden fields and its signature (absent for the canonical ``h-w-dim``)."""
+        keys = {KEY_OF_FIELD[field]: value for field, value in self.overrides}
+        signature = {} if self.signature == SIGNATURES[0] else {"signature": self.signature}
+        return {"target": self.target, "api": API, "grid_convention": self.preset, **keys, **signature}
+
+    def declaration(self):
+        """The gate's declaration of this entry, exactly as ``check --config`` reads it."""
+        from posenc_spec.gate.declaration import declare
+
+        return declare(self.config_table())
 
     def call(self, height: int, width: int, dim: int):
         """The entry called in its signature for a ``height x width`` grid of width ``dim``."""
@@ -121,6 +137,15 @@ def sincos2d_correct(*, idiom: str, convention: str, signature: str = "h-w-dim",
         return _register(function, "correct", convention=convention, signature=signature, description=idiom,
                          seen=seen, classes=(), smallest="", overrides=overrides)
     return decorate
+
+
+def gate_corpus() -> list[tuple[str, str, dict]]:
+    """The corpus as ``(id, kind, declaration keys)``, wrong entries first: what a mutation
+    score or a report of every entry runs the gate on."""
+    from meta_tests.corpus.sincos2d_registry import ENTRIES  # noqa: PLW0406 -- this module's lazy ENTRIES
+
+    return [(entry.id, entry.kind, entry.config_table()) for kind in ("wrong", "correct")
+            for entry in ENTRIES if entry.kind == kind]
 
 
 def __getattr__(name):

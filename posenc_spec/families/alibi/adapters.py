@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 
+from posenc_spec.gate.child.adapters import plain, quiet
+
 try:
     import torch
 except ImportError:
@@ -64,9 +66,6 @@ class _Built:
 
 def adapt(target, how: dict, maker):
     """A callable taking a request's arguments and returning what the target returned."""
-    # Imported here: posenc_spec.gate.child.adapters imports this module while it loads.
-    from posenc_spec.gate.child.adapters import plain, quiet
-
     signature = how.get("signature") or "canonical"
     if signature == "canonical":
         signature = DEFAULT_SIGNATURES[how.get("api", "alibi-bias")]

@@ -1,33 +1,42 @@
 """How real code is called, and the grid of calls a gate makes with the check ids they produce.
 
-Signatures real code has (what the gate passes, what it gets back)::
+Signatures real code has (the gate's call is ``(H, W, D)``; the family's child-side
+:mod:`.adapters` makes the call the declared signature names, with no wrapper to write)::
 
-    signature        call                                returns               real code
-    dim-size         fn(embed_dim, grid_size: int)       (1 +) H*W x D         MAE get_2d_sincos_pos_embed,
-                                                                               MoCo v3 (square grids only)
-    dim-pair         fn(embed_dim, (H, W))               (extra +) H*W x D     diffusers get_2d_sincos_pos_embed
-    h-w-dim          fn(H, W, dim)                       H*W x D, 1 x H*W x D  big_vision, vit-pytorch
-                                                                               posemb_sincos_2d; transformers'
-                                                                               build_2d_sinusoidal_position_embedding
-    w-h-dim          fn(W, H, dim)                       1 x H*W x D           RT-DETR's position embedding,
-                                                                               forward(width, height, device, dtype)
-    module-table     Module(**init)(...) -> table        B x D x H x W         DETR's PositionEmbeddingSine(x, mask);
-                                                                               transformers' DetrSinePositionEmbedding
-                                                                               forward(shape, device, dtype, mask)
-    adds-to-patches  Module(**init)(latent, B x C x      B x H*W x D           diffusers PatchEmbed (SD3 with
-                     H*p x W*p) -> proj(latent) + table                        pos_embed_max_size): the gate hands
-                                                                               zeros and judges out - proj(zeros)
+    signature           call                                   real code
+    h-w-dim (default)   fn(H, W, D)                            vit-pytorch and big_vision posemb_sincos_2d;
+                                                               transformers' build_2d_sinusoidal_position_embedding
+    w-h-dim             fn(W, H, D)                            a forward(width, height, ...) called bare
+    dim-size            fn(D, S), square grids only            MAE's and open_clip's get_2d_sincos_pos_embed,
+                                                               diffusers' with an int, MoCo v3
+    dim-pair            fn(D, (H, W))                          diffusers' get_2d_sincos_pos_embed
+    shape-dim           fn([H, W], D)                          timm's build_sincos2d_pos_embed(feat_shape, dim)
+    shape-device-dtype  fn(torch.Size([1, C, H, W]),           transformers' DetrSinePositionEmbedding and its
+                           device, dtype)                      copies (Deformable/Conditional DETR, Table
+                                                               Transformer, MaskFormer ...)
+    w-h-device-dtype    fn(W, H, device, dtype)                transformers' RTDetrSinePositionEmbedding
+    x                   fn(zeros (1, C, H, W))                 SAM 2's and Mask2Former's PositionEmbeddingSine
+    mask                fn(zeros (1, H, W) bool)               mmdet's SinePositionalEncoding(mask)
+    nested-tensor       fn(NestedTensor(zeros (1, C, H, W),    DETR's and Deformable DETR's PositionEmbeddingSine
+                           mask zeros (1, H, W) bool))
+    adds-to-patches     Module(**init)(zeros (1, C, H P, W P)) diffusers' PatchEmbed (SD3's with
+                        with its trainable parameters zeroed:  pos_embed_max_size): what it adds to the
+                        what it returns is what it adds        projected patches is its table
 
 ``dim-size`` covers square grids only: a gate calling such a target cannot see a swapped
 axis hidden by a transposed token order (on a square grid the two cancel), and says so.
 
-The grid (:func:`calls`): grids ``1x1``, ``1xW``, ``Hx1``, prime sides (``7x11``, ``11x7``),
-a square (``16x16``) and a wider non-square one (``13x32``), at widths 8, 12, 64 and 768,
-each through every check of :data:`CHECK_NAMES` (``{check}[{H}x{W}:d={D}]``); width 4 at
-``2x3`` (under ``freq_shift = 1`` it has no value: the call must raise); widths 6, 10 and 766
-(not multiples of 4) at ``2x3``, where the call must raise (``indivisible[d=D]``); then
-``determinism`` (the first call again) and ``global-state``. Under ``crop`` every side is
-capped at ``max_size``; a ``dim-size`` target gets only the square grids.
+The grid (:func:`calls`): grids ``1x1``, ``1x7``, ``7x1``, ``2x3``, prime sides (``7x11``,
+``11x7``), a square (``16x16``) and a wider non-square one (``13x32``), at widths 8, 12 and 64,
+the last two also at a ViT-Base width, 768 (:data:`WIDE_GRIDS`: a wide table costs most of a
+check, and the narrow ones already tell every slip), each through every check of
+:data:`CHECK_NAMES` (``{check}[{H}x{W}:d={D}]``);
+width 4 at ``2x3``; widths 6, 10 and 766 (not multiples of 4) at ``2x3``, where the call
+must raise (``indivisible[d=D]``); under ``grid_freq_shift = 1`` width 4 has no value and
+must raise too (``undefined[d=4]``, or return the limit omega = 1); then ``determinism``
+(``13x32:d=64`` again). A ``dim-size`` target gets the square grids ``1x1``, ``2x2``, ``7x7``
+and ``16x16`` instead. ``max_positions`` caps every side, and so does ``pos_embed_max_size``
+under ``crop``; the ids name the sizes called.
 """
 
 from __future__ import annotations
@@ -35,64 +44,102 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from posenc_spec.families.sinusoidal.conventions import UndefinedWidthError
+from posenc_spec.gate.calls import CallRequest
 
 from .conventions import Sincos2d
+from .keys import SIGNATURES
 
-SIGNATURES = ("dim-size", "dim-pair", "h-w-dim", "w-h-dim", "module-table", "adds-to-patches")
 SQUARE_ONLY = ("dim-size",)
 GRIDS = ((1, 1), (1, 7), (7, 1), (2, 3), (7, 11), (11, 7), (16, 16), (13, 32))
-WIDTHS = (8, 12, 64, 768)
+SQUARE_GRIDS = ((1, 1), (2, 2), (7, 7), (16, 16))
+WIDTHS = (8, 12, 64)
+WIDE, WIDE_GRIDS = 768, ((16, 16), (13, 32))
 SMALLEST_WIDTH_GRID = (2, 3)
 INDIVISIBLE_WIDTHS = (6, 10, 766)
+DETERMINISM = (13, 32, 64)
 CHECK_NAMES = ("call", "finite", "shape", "formula", "extra-tokens", "separable", "axis-order", "axis-member",
                "positions", "pair-norm")
 
 
 @dataclass(frozen=True)
 class Call:
-    """One call of the grid: its sizes, whether it must raise, and the check ids it produces."""
+    """One call of the grid (a probe of the gate's engine): its sizes, its ``role`` (``table``;
+    ``refuse``: the width has no value, the call must raise; ``repeat``: the determinism
+    call, a second call of ``repeats``), the shape it must return and the check ids it produces."""
 
     height: int
     width: int
     dim: int
-    must_raise: bool = False
+    shape: tuple[int, ...] = ()
+    role: str = "table"
+    repeats: str | None = None
+    rng: str = "a"
 
     @property
     def slot(self) -> str:
         return f"{self.height}x{self.width}:d={self.dim}"
 
+    @property
+    def must_raise(self) -> bool:
+        return self.role == "refuse"
+
+    @property
+    def check_id(self) -> str | None:
+        if self.role == "repeat":
+            return "determinism"
+        if self.role == "refuse":
+            return f"indivisible[d={self.dim}]" if self.dim % 4 else f"undefined[d={self.dim}]"
+        return None
+
     def check_ids(self) -> list[str]:
-        if self.must_raise:
-            return [f"indivisible[d={self.dim}]" if self.dim % 4 else f"undefined[d={self.dim}]"]
+        if self.role != "table":
+            return [self.check_id]
         return [f"{name}[{self.slot}]" for name in CHECK_NAMES]
 
+    def request(self, label: str | None = None) -> CallRequest:
+        """The call ``(H, W, D)``, labelled by the slot (or by ``label``)."""
+        return CallRequest(label or self.slot, (self.height, self.width, self.dim), self.shape, rng=self.rng)
 
-def calls(conv: Sincos2d, signature: str = "h-w-dim") -> list[Call]:
+
+def _capped(side: int, limit: int | None) -> int:
+    return side if limit is None else min(side, limit)
+
+
+def calls(conv: Sincos2d, signature: str = "h-w-dim", max_positions: int | None = None) -> list[Call]:
     """Every call, in order (see the module docstring)."""
     if signature not in SIGNATURES:
         raise ValueError(f"signature must be one of {', '.join(SIGNATURES)}, got {signature!r}")
-    limit = conv.max_size if conv.position == "crop" else None
-    grids = [(min(h, limit or h), min(w, limit or w)) for h, w in GRIDS]
-    if signature in SQUARE_ONLY:
-        grids = [(h, w) for h, w in grids if h == w]
-    made = []
-    for height, width in dict.fromkeys(grids):
-        made += [Call(height, width, dim) for dim in WIDTHS]
-    height, width = (min(side, limit or side) for side in SMALLEST_WIDTH_GRID)
+    limits = [limit for limit in (max_positions, conv.max_size if conv.position == "crop" else None) if limit]
+    limit = min(limits) if limits else None
+    grids = SQUARE_GRIDS if signature in SQUARE_ONLY else GRIDS
+    grids = [(_capped(h, limit), _capped(w, limit)) for h, w in grids]
+
+    def call(height, width, dim, role="table", **more):
+        return Call(height, width, dim, conv.shape(height, width, dim), role, **more)
+
+    wide = {(_capped(h, limit), _capped(w, limit)) for h, w in WIDE_GRIDS}
+    made = [call(height, width, dim) for height, width in dict.fromkeys(grids)
+            for dim in (*WIDTHS, *((WIDE,) if (height, width) in wide else ()))]
+    height, width = (_capped(side, limit) for side in SMALLEST_WIDTH_GRID)
     if signature in SQUARE_ONLY:
         width = height
     try:
         conv.check_width(4)
-        made.append(Call(height, width, 4))
+        made.append(call(height, width, 4))
     except UndefinedWidthError:
-        made.append(Call(height, width, 4, must_raise=True))
-    made += [Call(height, width, dim, must_raise=True) for dim in INDIVISIBLE_WIDTHS]
+        made.append(call(height, width, 4, "refuse"))
+    made += [call(height, width, dim, "refuse") for dim in INDIVISIBLE_WIDTHS]
+    repeated = grids[-1] if signature in SQUARE_ONLY else (_capped(DETERMINISM[0], limit),
+                                                             _capped(DETERMINISM[1], limit))
+    first = call(*repeated, DETERMINISM[2])
+    made.append(call(*repeated, DETERMINISM[2], "repeat", repeats=first.slot, rng="b"))
     return made
 
 
-def plan_ids(conv: Sincos2d, signature: str = "h-w-dim") -> list[str]:
-    """Every check id of a run, in order: ``import``, each call's, ``determinism``, ``global-state``."""
+def plan_ids(made: list[Call]) -> list[str]:
+    """Every check id of a run over ``made``, in order: ``import``, each call's, then the
+    core's ``aliasing`` and ``global-state``."""
     ids = ["import"]
-    for call in calls(conv, signature):
-        ids += call.check_ids()
-    return ids + ["determinism", "global-state"]
+    for call in made:
+        ids += [check_id for check_id in call.check_ids() if check_id not in ids]
+    return ids + ["aliasing", "global-state"]

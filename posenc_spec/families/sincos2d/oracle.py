@@ -32,12 +32,21 @@ def axis_angles(length: int, width: int, conv: Sincos2d, axis: int) -> tuple[np.
     return conv.positions(length)[:, None] * omega[None, :], -np.log(omega)
 
 
+def axis_values(positions: np.ndarray, width: int, conv: Sincos2d, axis: int,
+                swap: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(values, angles, x)`` of one axis's 1-D table ``(L, D/2)`` in float64, in the declared
+    pairing, at the given ``positions`` (``x = -ln omega`` of each column); ``swap`` puts cos
+    where sin belongs and sin where cos does."""
+    omega = conv.frequencies(width, axis)
+    columns = conv.axis_convention(axis).columns(width // 2)
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * omega[None, columns.pair]
+    sine = columns.is_first != swap
+    return np.where(sine[None, :], np.sin(angles), np.cos(angles)), angles, -np.log(omega)[columns.pair]
+
+
 def axis_table(length: int, width: int, conv: Sincos2d, axis: int) -> np.ndarray:
     """One axis's 1-D table ``(length, D/2)`` in float64, in the declared pairing."""
-    theta, _ = axis_angles(length, width, conv, axis)
-    columns = conv.axis_convention(axis).columns(width // 2)
-    angles = theta[:, columns.pair]
-    return np.where(columns.is_first[None, :], np.sin(angles), np.cos(angles))
+    return axis_values(conv.positions(length), width, conv, axis)[0]
 
 
 def assemble(per_axis: tuple[np.ndarray, np.ndarray], width: int, conv: Sincos2d, by_pair: bool = False) -> np.ndarray:

@@ -14,9 +14,10 @@ bound follows from ``t`` by the first-order rule written beside its check.
   fails it on any grid with both sides longer than 1);
 - ``axis-member``: each half, read along its own axis, is the declared 1-D member of the
   sinusoidal family at that axis's transformed positions;
-- ``positions``: the angle of each pair, read from its sine and cosine, is ``p(i) omega_k``
-  for the declared position transform: run at several grid sizes it tells a position
-  normalised by the wrong length or scaled twice;
+- ``positions``: the angle of pair 0 (``omega_0 = 1`` in every member), read from its sine
+  and cosine, is the position ``p(i)`` of the declared transform: run at several grid sizes
+  it tells a position normalised by the wrong length, offset or scaled twice, whatever the
+  frequencies;
 - ``pair-norm``: ``sin^2 + cos^2 = 1`` for every pair.
 """
 
@@ -31,7 +32,7 @@ from posenc_spec.results import deviation_result as _judged  # one rule for deri
 from posenc_spec.tolerance import compare, dtype_name, ratios
 
 from . import oracle
-from .conventions import AXES, Columns2d, Sincos2d
+from .conventions import AXES, MAX_EXTRA_TOKENS, Columns2d, Sincos2d
 from .tolerance import DEFAULT_ANGLE_DTYPE, grid_tolerance
 
 __all__ = ["Expectation2d", "check_axis_member", "check_axis_order", "check_extra_tokens", "check_finite",
@@ -82,12 +83,39 @@ def _grid(table, exp: Expectation2d) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(grid, dtype=np.float64), np.asarray(extra, dtype=np.float64)
 
 
+def layout_keys(shape, height: int, width: int, dim: int) -> dict | None:
+    """The ``output_layout`` (and ``extra_tokens``) ``shape`` is for the grid, leading axes of
+    size 1 dropped (None: no layout's)."""
+    shape, layouts = tuple(shape), ((height, width, dim), (dim, height, width))
+    while len(shape) > 2 and shape[0] == 1 and shape not in layouts:
+        shape = shape[1:]
+    if shape == layouts[0]:
+        return {"output_layout": "grid"}
+    if shape == layouts[1]:
+        return {"output_layout": "channels-first"}
+    if len(shape) == 2 and shape[1] == dim and 0 <= shape[0] - height * width <= MAX_EXTRA_TOKENS:
+        return {"output_layout": "tokens", "extra_tokens": shape[0] - height * width}
+    return None
+
+
+def layout_of(shape, height: int, width: int, dim: int) -> str | None:
+    """Which layout ``shape`` is for the grid, in the keys' words (None: none of them)."""
+    found = layout_keys(shape, height, width, dim)
+    if found is None:
+        return "tokens transposed (D, N)" if tuple(shape)[-2:] == (dim, height * width) else None
+    words = {"grid": "output_layout grid (H, W, D)", "channels-first": "output_layout channels-first (D, H, W)",
+             "tokens": f"output_layout tokens with extra_tokens {found.get('extra_tokens')}"}
+    return words[found["output_layout"]]
+
+
 def check_shape(table, exp: Expectation2d, name="shape") -> CheckResult:
-    """The declared layout's shape (leading axes of size 1 allowed)."""
+    """The declared layout's shape (leading axes of size 1 allowed); a failure says which
+    layout the shape is, where it is one."""
     try:
         _grid(table, exp)
     except ValueError as error:
-        return _result(name, False, str(error))
+        found = layout_of(np.shape(table), exp.height, exp.width, exp.dim)
+        return _result(name, False, str(error) + (f": it is {found}" if found else ""))
     return _result(name, True, f"{exp.convention.output_layout} {exp.convention.shape(exp.height, exp.width, exp.dim)}")
 
 
@@ -210,27 +238,26 @@ def _pairs(exp: Expectation2d, axis: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_positions(table, exp: Expectation2d, name="positions") -> CheckResult:
-    """The angle of every pair along each axis, ``arg(cos + i sin)``, is ``p(i) omega_k``
-    wrapped to (-pi, pi]. A value pair off by ``t_s`` and ``t_c`` moves the angle by at most
-    ``2 (t_s + t_c)`` while the pair's modulus stays near 1. The message reads pair 0
-    (``omega = 1``): its angles are the positions themselves, wrapped."""
+    """The angle of pair 0 along each axis, ``arg(cos + i sin)``, is the axis's position
+    ``p(i)`` wrapped to (-pi, pi]: ``omega_0 = base ** 0 = 1`` in every member, whatever the
+    base or the exponent's denominator, so this reads the position transform alone. A value
+    pair off by ``t_s`` and ``t_c`` moves the angle by at most ``2 (t_s + t_c)`` while the
+    pair's modulus stays near 1."""
     grid, _ = _grid(table, exp)
     measured, bounds, reading = [], [], []
     for axis in (0, 1):
         sin_columns, cos_columns = _pairs(exp, axis)
+        sin_column, cos_column = sin_columns[:1], cos_columns[:1]  # pair 0 (the first sine's)
         line, bound = _half_line(grid, exp, axis), _half_line(exp.tolerance, exp, axis)
-        angle = np.angle(line[:, cos_columns] + 1j * line[:, sin_columns])
-        omega = exp.convention.frequencies(exp.dim, axis)
-        expected = exp.positions[axis][:, None] * omega[None, :]
-        measured.append(np.angle(np.exp(1j * (angle - expected))))
-        bounds.append(2 * (bound[:, sin_columns] + bound[:, cos_columns]))
-        reading.append((axis, angle[:3, 0], np.angle(np.exp(1j * exp.positions[axis][:3]))))
-    result = _judged(name, np.concatenate([m.ravel() for m in measured]), 0.0,
-                     np.concatenate([b.ravel() for b in bounds]), "pair angles against p(i) omega_k")
+        angle = np.angle(line[:, cos_column] + 1j * line[:, sin_column])[:, 0]
+        measured.append(np.angle(np.exp(1j * (angle - exp.positions[axis]))))
+        bounds.append(2 * (bound[:, sin_column] + bound[:, cos_column])[:, 0])
+        reading.append((angle[:3], np.angle(np.exp(1j * exp.positions[axis][:3]))))
+    result = _judged(name, np.concatenate(measured), 0.0, np.concatenate(bounds), "pair 0's angles against p(i)")
     if result.passed or result.status == "skipped":
         return result
     axis = 0 if np.max(np.abs(measured[0]) / bounds[0]) >= np.max(np.abs(measured[1]) / bounds[1]) else 1
-    _, read, declared = reading[axis]
+    read, declared = reading[axis]
     return CheckResult(name, "failed", f"{result.message}; the {AXES[axis]} positions read from pair 0 begin "
                                        f"{np.round(read, 4).tolist()}, the declared {exp.convention.position} "
                                        f"transform gives {np.round(declared, 4).tolist()} (mod 2 pi)", result.worst)

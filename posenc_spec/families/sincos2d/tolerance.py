@@ -59,13 +59,19 @@ PRODUCT_ROUNDINGS = 1  # term 4
 FUNCTION_ROUNDINGS = 4  # term 5: 2 ulp of sin or cos
 
 
+def angle_bound(theta, x, position: str, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
+    """The bound of the module docstring for values at angles ``theta`` of frequencies
+    ``omega = exp(-x)``, positions formed by the ``position`` transform."""
+    relative = 2 * np.abs(x) + OMEGA_ROUNDINGS + PRODUCT_ROUNDINGS + POSITION_ROUNDINGS[position]
+    return unit_roundoff(angle_dtype) * (relative * np.abs(theta) + FUNCTION_ROUNDINGS) + unit_roundoff(out_dtype)
+
+
 def element_bound(height: int, width: int, dim: int, conv: Sincos2d, out_dtype,
                   angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
     """The bound of the module docstring for every element of the ``(H, W, D)`` grid, alone
     (with both dtypes float64 it is the float64 oracle's own bound)."""
     theta, x = oracle.angle_grid(height, width, dim, conv)
-    relative = 2 * np.abs(x) + OMEGA_ROUNDINGS + PRODUCT_ROUNDINGS + POSITION_ROUNDINGS[conv.position]
-    return unit_roundoff(angle_dtype) * (relative * np.abs(theta) + FUNCTION_ROUNDINGS) + unit_roundoff(out_dtype)
+    return angle_bound(theta, x, conv.position, out_dtype, angle_dtype)
 
 
 def grid_tolerance(height: int, width: int, dim: int, conv: Sincos2d, out_dtype,

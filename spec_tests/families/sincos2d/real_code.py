@@ -12,13 +12,40 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
+from pathlib import Path
 
+import pytest
 import torch
+
+# The libraries' modules the gate's template imports once for every target of a run (their model
+# modules are slow to import), for the tests that run real code through the gate.
+PRELOAD = ("diffusers.models.embeddings", "transformers.models.vit_mae.modeling_vit_mae",
+           "transformers.models.rt_detr.modeling_rt_detr", "transformers.models.detr.modeling_detr",
+           "transformers.models.deformable_detr.modeling_deformable_detr")
+FACTS = json.loads((Path(__file__).resolve().parents[2] / "data" / "sincos2d_real_code.json").read_text())
+
+
+def require(fact: dict) -> None:
+    """Skip unless the fact's library is installed at the recorded version."""
+    library, version = fact["library"], fact["version"]
+    try:
+        installed = importlib.metadata.version(library)
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip(f"{library} is not installed: pip install {library}=={version}"
+                    + (" --no-deps" if library == "vit-pytorch" else "") + " to check these facts")
+    if installed != version:
+        pytest.skip(f"{library} {installed} is installed; these facts are for {version} "
+                    f"(pip install {library}=={version})")
+
+
+def vit_pytorch_file() -> str:
+    """The installed ``vit_pytorch/simple_vit.py``, a file target (its package imports torchvision)."""
+    return str(importlib.metadata.distribution("vit-pytorch").locate_file("vit_pytorch/simple_vit.py"))
 
 
 def _vit_pytorch_simple_vit():
-    path = importlib.metadata.distribution("vit-pytorch").locate_file("vit_pytorch/simple_vit.py")
-    spec = importlib.util.spec_from_file_location("vit_pytorch_simple_vit", path)
+    spec = importlib.util.spec_from_file_location("vit_pytorch_simple_vit", vit_pytorch_file())
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -110,4 +137,5 @@ def vit_pytorch_posemb(height, width, dim):
 
 
 CALLS = {name: function for name, function in globals().items()
-         if callable(function) and not name.startswith("_") and function.__module__ == __name__}
+         if callable(function) and not name.startswith("_") and function.__module__ == __name__
+         and name not in ("require", "vit_pytorch_file")}

@@ -10,10 +10,6 @@ importing torchvision). Nothing here needs the network.
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -22,27 +18,13 @@ from posenc_spec.families.sincos2d import oracle
 from posenc_spec.families.sincos2d.conventions import PRESETS
 from posenc_spec.families.sincos2d.tolerance import table_tolerance
 from posenc_spec.tolerance import compare, dtype_name
-from spec_tests.families.sincos2d.real_code import CALLS
+from spec_tests.families.sincos2d.real_code import CALLS, FACTS, require
 
-FACTS = json.loads((Path(__file__).resolve().parents[2] / "data" / "sincos2d_real_code.json").read_text())
 IMPLEMENTATIONS = {fact["id"]: fact for fact in FACTS["implementations"]}
 DEVIATIONS = {fact["id"]: fact for fact in FACTS["deviations"]}
 # Grids each implementation is held to its preset on, beyond the recorded one (square for ViTMAE).
 GRIDS = ((1, 1, 8), (1, 7, 12), (7, 1, 8), (7, 11, 64), (13, 32, 64))
 SQUARE_GRIDS = ((1, 1, 8), (7, 7, 12), (16, 16, 64))
-
-
-def require(fact: dict) -> None:
-    """Skip unless the fact's library is installed at the recorded version."""
-    library, version = fact["library"], fact["version"]
-    try:
-        installed = importlib.metadata.version(library)
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip(f"{library} is not installed: pip install {library}=={version}"
-                    + (" --no-deps" if library == "vit-pytorch" else "") + " to check these facts")
-    if installed != version:
-        pytest.skip(f"{library} {installed} is installed; these facts are for {version} "
-                    f"(pip install {library}=={version})")
 
 
 def as_array(result) -> tuple[np.ndarray, str]:

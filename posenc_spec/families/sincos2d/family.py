@@ -1,0 +1,73 @@
+"""What the gate's core asks of the 2-D sincos family (:class:`~posenc_spec.gate.family.Family`)."""
+
+from __future__ import annotations
+
+from posenc_spec.gate.family import Family
+
+from . import calls, spec
+from .judge import Sincos2dJudge, table_problem
+from .keys import NAMES
+
+
+class Sincos2dFamily(Family):
+    names = NAMES
+
+    def declare(self, keys, context):
+        return spec.declare(keys, context)
+
+    def regression_bounds(self, declaration):
+        from . import judge
+
+        convention = declaration.spec.convention
+
+        def pieces(probe, outcome):
+            if probe.role != "table" or table_problem(outcome):
+                return None
+            try:
+                expected = judge.expectation(probe.height, probe.width, probe.dim, convention, outcome.dtype)
+            except ValueError:  # no bound for this dtype
+                return None
+            if tuple(outcome.table.shape) != tuple(expected.tolerance.shape):
+                return None
+            return [(outcome.table, expected.tolerance)]
+
+        return pieces
+
+    def probes(self, declaration) -> list:
+        return calls.calls(declaration.spec.convention, declaration.calling.signature, declaration.max_positions)
+
+    def plan_ids(self, made) -> list[str]:
+        return calls.plan_ids(made)
+
+    def judge(self, declaration, results, keep_table):
+        return Sincos2dJudge(declaration.spec.convention, results)
+
+    def nearest(self, declaration, judged) -> dict | None:
+        from .identify import nearest
+
+        return nearest(declaration, judged.tables)
+
+    def hints(self, declaration, probes, outcomes, report) -> list:
+        from .identify import hints
+
+        return hints(declaration, probes, outcomes, report)
+
+    def likely_fix(self, reason: str, api: str) -> str:
+        if "takes square grids only" in reason:
+            return "the target takes one side: keep signature dim-size, its grids are square"
+        if "missing" in reason and "positional argument" in reason:
+            return "check the signature: the gate calls fn(height, width, dim) unless signature names another call"
+        return ""
+
+    def plot(self, declaration, sizes, options):
+        from .plot import plot
+
+        return plot(declaration, sizes, options)
+
+    def identify_request(self, flags, call):
+        from .identify import Identification
+
+        return Identification(call, flags)
+
+
+FAMILY = Sincos2dFamily()
