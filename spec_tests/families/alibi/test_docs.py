@@ -2,7 +2,8 @@
 ``check`` declares exactly one of the real-code declarations that
 ``meta_tests/corpus/test_alibi_corpus_gate.py`` runs through the gate (with the verdict the page
 gives: conforms, or fails with its known deviation); the ``identify`` and ``plot`` commands
-run in process (``posenc_spec.cli.main``) in a folder of their own; the page's
+run in process (``posenc_spec.cli.main``) in a folder of their own, their library given to
+``--preload`` (imported once, not in each child); the page's
 ``[tool.posenc-spec]`` table reads as ``check`` reads it."""
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def test_documented_identify_and_plot_run(command, tmp_path, monkeypatch, capsys
     """identify names Falcon's bias falcon; plot draws MPT's bias (exit 0 each)."""
     pytest.importorskip("transformers")
     monkeypatch.chdir(tmp_path)
-    assert main(shlex.split(command)[1:]) == 0, capsys.readouterr()
+    words = shlex.split(command)[1:]
+    module = next(word for word in words if ":" in word).split(":")[0]
+    assert main([*words, "--preload", module]) == 0, capsys.readouterr()  # imported once, in the template
     out = capsys.readouterr().out
     assert ": falcon: the slopes and the bias" in out if " identify " in command else "bias.png" in out, out
 
