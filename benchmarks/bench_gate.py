@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from posenc_spec.conventions import get_convention  # noqa: E402
+from posenc_spec.families.sinusoidal.conventions import get_convention  # noqa: E402
 
 ONE = "reference_impls.torch_impl:positional_encoding"
 PRESETS = ("vaswani", "concat", "tensor2tensor", "fairseq", "guided-diffusion")

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from posenc_spec import oracle  # noqa: E402
+from posenc_spec.families.sinusoidal import oracle  # noqa: E402
 from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl  # noqa: E402
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec import oracle
-from posenc_spec.conventions import (
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal.conventions import (
     MAX_POSITIONS,
     PRESETS,
     Convention,

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from meta_tests.corpus import BUG_CLASSES, CORRECT, ENTRIES, WRONG
-from posenc_spec import checks
-from posenc_spec.conventions import PRESETS, get_convention
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import PRESETS, get_convention
 from posenc_spec.tolerance import dtype_name
 
 MIN_WRONG, MIN_CORRECT = 40, 12

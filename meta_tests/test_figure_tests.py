@@ -28,7 +28,7 @@ from matplotlib.testing.compare import compare_images
 from PIL import Image
 
 from posenc_spec import figures
-from posenc_spec.checks import expectation
+from posenc_spec.families.sinusoidal.properties import expectation
 from posenc_spec.figures import diagnostics, regression, rope
 from posenc_spec.regression.ulp import INFINITE_ULP
 from reference_impls import family

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from posenc_spec.conventions import PRESETS, get_convention
+from posenc_spec.families.sinusoidal.conventions import PRESETS, get_convention
 from posenc_spec.families.sinusoidal.spec import SinusoidalSpec
 from posenc_spec.gate.config import find_pyproject, read_config
 from posenc_spec.gate.declaration import Declaration, declare

@@ -11,14 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posenc_spec import oracle, results
-from posenc_spec.conventions import PRESETS
+from posenc_spec import results
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal.conventions import PRESETS
+from posenc_spec.families.sinusoidal.grid import probes_for
+from posenc_spec.families.sinusoidal.tolerance import table_tolerance
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import _turns, check_many, plan, shard
-from posenc_spec.gate.grid import probes_for
 from posenc_spec.gate.options import run_options
 from posenc_spec.gate.xfails import parse_xfails
-from posenc_spec.tolerance import compare, table_tolerance
+from posenc_spec.tolerance import compare
 from reference_impls.family import sinusoidal_encoding
 from spec_tests.assertions import assert_fail_fast_agrees, check_named
 

@@ -16,20 +16,20 @@ import pytest
 from meta_tests.corpus.rope_registry import cache_outcome
 from meta_tests.hostile import report_json
 from meta_tests.reports import gate_report
-from posenc_spec import oracle
-from posenc_spec.conventions import get_convention
+from posenc_spec.families.rope import grid
+from posenc_spec.families.rope import oracle as rope_oracle
+from posenc_spec.families.rope.conventions import RopeConvention
+from posenc_spec.families.rope.slips import diagnose as diagnose_rope
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal.conventions import get_convention
+from posenc_spec.families.sinusoidal.fit import Sample
+from posenc_spec.families.sinusoidal.slips import Table, diagnose
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.identify import toml_text
-from posenc_spec.gate.identify.fit import Sample
 from posenc_spec.gate.identify.hint import SLIPS, Hint
-from posenc_spec.gate.identify.rope_slips import diagnose as diagnose_rope
-from posenc_spec.gate.identify.slips import Table, diagnose
 from posenc_spec.gate.output import annotations, json_report, junit
 from posenc_spec.gate.output.text import summary_lines
-from posenc_spec.gate.rope import grid
 from posenc_spec.results import CheckResult
-from posenc_spec.rope import oracle as rope_oracle
-from posenc_spec.rope.conventions import RopeConvention
 
 SIZES = ((50, 8), (128, 64))
 

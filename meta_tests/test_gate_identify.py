@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from posenc_spec import oracle
-from posenc_spec.conventions import PRESETS, get_convention
-from posenc_spec.gate.identify import FIT_LENGTH, FIT_WIDTHS, ODD_PROBE, answer
-from posenc_spec.gate.identify.fit import Sample
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal.conventions import PRESETS, get_convention
+from posenc_spec.families.sinusoidal.fit import Sample, answer
+from posenc_spec.families.sinusoidal.identify import FIT_LENGTH, FIT_WIDTHS, ODD_PROBE
 
 POSITIONS = np.arange(FIT_LENGTH, dtype=np.float64)
 ODD = type("OddProbe", (), {"width": ODD_PROBE[1], "length": ODD_PROBE[0], "timesteps": None, "slot": "fit-odd"})

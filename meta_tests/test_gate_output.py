@@ -16,8 +16,8 @@ import pytest
 
 from meta_tests.hostile import report_json
 from meta_tests.reports import gate_report
-from posenc_spec import oracle
-from posenc_spec.conventions import PRESETS
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal.conventions import PRESETS
 from posenc_spec.figures.gate_plots import MAX_FOLDER_NAME, figure_folder, figure_folders, write_figures
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.output import destination, json_report

@@ -16,13 +16,13 @@ import pytest
 import torch
 
 from posenc_spec.commands.check import CHECK_EPILOG
-from posenc_spec.gate import sequences as table_sequences
+from posenc_spec.families.rope import sequences as rope_sequences
+from posenc_spec.families.rope.read import Unreadable, read_cache
+from posenc_spec.families.sinusoidal import sequences as table_sequences
 from posenc_spec.gate.calls import ArrayArg
 from posenc_spec.gate.child.serve import _arguments
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import Calls, plan, probes, sequence_probes
-from posenc_spec.gate.rope import sequences as rope_sequences
-from posenc_spec.gate.rope.read import Unreadable, read_cache
 from posenc_spec.gate.wire import encode_args
 from reference_impls.family import sinusoidal_encoding
 from spec_tests.assertions import check_named, failure_summary

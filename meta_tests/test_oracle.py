@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc_spec import checks, oracle
-from posenc_spec.conventions import Convention, UndefinedWidthError
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import Convention, UndefinedWidthError
 from spec_tests.assertions import assert_within, float64_rounded_tolerance
 
 

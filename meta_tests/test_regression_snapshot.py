@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec import oracle
+from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.regression import (
     MAX_DIMENSIONS,
     RecordedArray,

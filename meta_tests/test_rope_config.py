@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from posenc_spec.rope.config import RopeConfigError, parse_rope_param, read_config
-from posenc_spec.rope.conventions import ROPE_TYPES, RopeConvention
+from posenc_spec.families.rope.config import RopeConfigError, parse_rope_param, read_config
+from posenc_spec.families.rope.conventions import ROPE_TYPES, RopeConvention
 from spec_tests.real_targets.rope_configs import CONFIGS
 
 PHI3_SHORT = [round(1.0 + 0.02 * i, 2) for i in range(48)]

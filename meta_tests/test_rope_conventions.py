@@ -14,8 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc_spec.rope.conventions import ROPE_TYPES, RopeConvention
-from posenc_spec.tolerance import rope_attention_factor_error, rope_frequency_error, rope_frequency_tolerance
+from posenc_spec.families.rope.conventions import ROPE_TYPES, RopeConvention
+from posenc_spec.families.rope.tolerance import (
+    rope_attention_factor_error,
+    rope_frequency_error,
+    rope_frequency_tolerance,
+)
 from spec_tests.assertions import assert_within
 
 LLAMA3 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}

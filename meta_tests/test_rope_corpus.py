@@ -17,11 +17,10 @@ import pytest
 
 from meta_tests.corpus.hints import ROPE as HINTS
 from meta_tests.corpus.rope_registry import ROPE_CORRECT, ROPE_ENTRIES, ROPE_WRONG, cache_outcome
+from posenc_spec.families.rope import grid, oracle
+from posenc_spec.families.rope.judge import RopeJudge
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.judge import Results
-from posenc_spec.gate.rope import grid
-from posenc_spec.gate.rope.judge import RopeJudge
-from posenc_spec.rope import oracle
 from spec_tests.assertions import assert_fail_fast_agrees, assert_hint, check_named
 from spec_tests.assertions import failure_summary as _summary
 

@@ -29,11 +29,12 @@ from meta_tests.corpus.rope_registry import (
     rope_correct,
     rope_wrong,
 )
+from posenc_spec.families.rope import oracle
+from posenc_spec.families.rope.conventions import ATTENTION_FACTOR_PLACEMENTS, ROPE_TYPES, ROTARY_FEATURES
+from posenc_spec.families.rope.spec import CACHE_CALLS, CACHE_FORMS, CACHE_LAYOUTS, ROPE_LAYOUTS, X_LAYOUTS
+from posenc_spec.families.rope.tolerance import rope_apply_tolerance, rope_cache_tolerance
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.rope.spec import CACHE_CALLS, CACHE_FORMS, CACHE_LAYOUTS, ROPE_LAYOUTS, X_LAYOUTS
-from posenc_spec.rope import oracle
-from posenc_spec.rope.conventions import ATTENTION_FACTOR_PLACEMENTS, ROPE_TYPES, ROTARY_FEATURES
-from posenc_spec.tolerance import compare, dtype_name, rope_apply_tolerance, rope_cache_tolerance
+from posenc_spec.tolerance import compare, dtype_name
 
 MIN_WRONG, MIN_CORRECT = 25, 10
 # A wrong entry must miss by at least this multiple of its bound somewhere: a bug that only

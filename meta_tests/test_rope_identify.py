@@ -11,11 +11,10 @@ import pytest
 import torch
 
 from meta_tests.corpus.rope_registry import cache_outcome
+from posenc_spec.families.rope import grid, oracle
+from posenc_spec.families.rope.conventions import RopeConvention
+from posenc_spec.families.rope.identify import CallShape, answer, probes, read
 from posenc_spec.gate.calls import Outcome
-from posenc_spec.gate.identify.rope import CallShape, answer, probes, read
-from posenc_spec.gate.rope import grid
-from posenc_spec.rope import oracle
-from posenc_spec.rope.conventions import RopeConvention
 
 CACHE = CallShape("rope-cache")
 PHI3_LIKE = {"short_factor": [round(1.08 ** (i / 31), 4) for i in range(32)],

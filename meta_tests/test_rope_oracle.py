@@ -8,10 +8,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc_spec.rope import oracle
-from posenc_spec.rope.conventions import RopeConvention
-from posenc_spec.tolerance import (
-    compare,
+from posenc_spec.families.rope import oracle
+from posenc_spec.families.rope.conventions import RopeConvention
+from posenc_spec.families.rope.tolerance import (
     rope_angle_bound,
     rope_apply_bound,
     rope_apply_tolerance,
@@ -19,8 +18,8 @@ from posenc_spec.tolerance import (
     rope_cache_bound,
     rope_cache_tolerance,
     rope_frequency_error,
-    unit_roundoff,
 )
+from posenc_spec.tolerance import compare, unit_roundoff
 from spec_tests.assertions import assert_within
 
 L0 = {"original_max_position_embeddings": 4096}

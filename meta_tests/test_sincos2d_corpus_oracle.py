@@ -15,8 +15,8 @@ import torch
 
 from meta_tests.corpus import sincos2d_registry
 from meta_tests.corpus.sincos2d_registry import BUG_CLASSES, sincos2d_wrong
-from posenc_spec.conventions import UndefinedWidthError
 from posenc_spec.families.sincos2d.tolerance import table_tolerance
+from posenc_spec.families.sinusoidal.conventions import UndefinedWidthError
 from posenc_spec.tolerance import compare, dtype_name
 
 WRONG, CORRECT = sincos2d_registry.WRONG, sincos2d_registry.CORRECT

@@ -2,7 +2,7 @@
 the float64 oracle under call sequences played here, in this process, on a fresh instance.
 
 The sequences are written out below as real code makes them, apart from the gate's
-(``posenc_spec.gate.sequences``): a bfloat16, a float16, then float32 calls of 24 and 12
+(``posenc_spec.families.sinusoidal.sequences``): a bfloat16, a float16, then float32 calls of 24 and 12
 positions; a prefill of 40 then decode steps at 40 and 41; 8 positions at offset 0 then
 20; 16, 96 and 16 positions; a batch of two at the same positions, and rows at different
 ones; ``x`` as a transposed view; for timesteps the same dtypes and two batches of one
@@ -30,9 +30,10 @@ from meta_tests.corpus.stateful_registry import (
     STATEFUL_ENTRIES,
     STATEFUL_WRONG,
 )
-from posenc_spec import checks
-from posenc_spec.rope import oracle
-from posenc_spec.tolerance import compare, dtype_name, rope_angle_tolerance, rope_apply_tolerance, rope_cache_tolerance
+from posenc_spec.families.rope import oracle
+from posenc_spec.families.rope.tolerance import rope_angle_tolerance, rope_apply_tolerance, rope_cache_tolerance
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.tolerance import compare, dtype_name
 
 MIN_WRONG, MIN_CORRECT = 25, 12
 MISS_MARGIN = 4.0

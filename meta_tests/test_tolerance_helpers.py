@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec import checks
+from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.tolerance import BLOCK_ELEMENTS, compare, dtype_name, unit_roundoff
 from spec_tests.assertions import assert_within
 

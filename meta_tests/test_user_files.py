@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from meta_tests.guards import hang_guard
 from posenc_spec.cli import main
+from posenc_spec.families.rope.config import MAX_CONFIG_BYTES as MAX_ROPE_CONFIG_BYTES
 from posenc_spec.gate.config import MAX_CONFIG_BYTES
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.user_files import MAX_DEPTH, data_depth, json_nesting, read_json, read_toml, toml_nesting
 from posenc_spec.gate.xfails import MAX_XFAILS_BYTES
-from posenc_spec.rope.config import MAX_CONFIG_BYTES as MAX_ROPE_CONFIG_BYTES
 
 TARGET = "reference_impls.torch_impl:positional_encoding"
 DEEP_TOML = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"

@@ -47,3 +47,9 @@ def describe_exception(error: BaseException) -> str:
     except Exception:  # an exception whose __str__ raises
         message = ""
     return f"raised {type(error).__name__}" + (f": {message}" if message else "")
+
+
+def value_text(value) -> str:
+    """A declared value as a message shows it: a float in its shortest form (``10000``, ``0.5``),
+    anything else as ``str`` gives it."""
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,106 +1,13 @@
-"""How far a correct table may be from the exact one: one bound per element.
+"""How a value is compared with its exact value: one bound per element.
 
-Every tolerance the project uses is derived here and nowhere else, sinusoidal and rotary
-alike; that is why this module is long (a quarter of it is the derivation below).
-
-Notation: ``u(dtype)`` is the unit roundoff (half the spacing of floats just above 1:
-2**-53 float64, 2**-24 float32, 2**-11 float16, 2**-8 bfloat16). For an element with
-exact angle ``theta = scale * (p + offset) * omega_k`` and ``x_k = -ln omega_k =
-e_k * ln(base)``, a correct implementation whose angle arithmetic is done in precision
-``u_a`` and whose output is stored in precision ``u_o`` makes these errors:
-
-1. forming ``x_k`` (a product and a quotient): at most ``2 u_a |x_k|`` absolute;
-2. ``exp`` or ``pow`` to get ``omega_k``: that error becomes relative, plus one ulp
-   (``2 u_a``): ``|d omega / omega| <= (2 |x_k| + 2) u_a``;
-3. ``p + offset``, ``* scale``, ``* omega_k``: three roundings, ``3 u_a`` relative;
-
-   so the angle is off by at most ``(2 |x_k| + 5) u_a |theta|``, and sin and cos, being
-   1-Lipschitz, pass that to the value unchanged;
-4. evaluating sin or cos of the rounded angle: at most 2 ulp of a value of size <= 1,
-   ``4 u_a``;
-5. rounding the value to the output dtype: at most ``u_o``.
-
-    tolerance = u_a * ((2 |x_k| + 5) |theta| + 4) + u_o
-
-The bound grows with each element's own angle: one bound per table, taken from its
-largest angle, would be so loose at small angles that a float16 table computed in float16
-arithmetic passes it. ``u_a`` is float32's by default whatever the output dtype, because
-correct code commonly forms the angle in float32 even when it returns float64 (or
-float16); pass ``angle_dtype=float64`` for a strict float64 check. Angle arithmetic in
-float16 or bfloat16 is not correct code: above a few hundred positions it misplaces whole
-periods.
-
-At L = 8192 the bound is about 2.5e-3 for the highest frequency in float32; correct
-float32 tables measure up to about 5e-4 there. At L = 2, hard-coding ``ln(10000)`` as
-9.21 is off by about 1e-5 where the bound is below 5e-7.
-
-A module that adds its table to ``x`` (``x + pe``, the ``adds-to-x`` signature) is judged
-on what it adds: ``out - x``, taken exactly in float64, against the table. Beside the
-table's own bound, the sum is rounded once to the output dtype, an error of at most
-``u_o |x + pe|`` (:func:`addition_bound`); the table itself may be rounded to the output
-dtype before the sum, which the table's bound already holds.
-
-Rotary embeddings (RoPE, :mod:`posenc_spec.rope`)
--------------------------------------------------
-
-A cache element is ``A cos(theta)`` or ``A sin(theta)``, ``theta = p f'_i``. A correct
-implementation forms ``f'`` and the angle in precision ``u_a``, holds positions in a
-position dtype and stores the cache in ``u_o``. To first order (products of two relative
-errors, below ``u_a**2``, are left out) it makes these errors:
-
-R1. ``f'_i``, relative ``delta_i``. The base ``f_i = theta ** (-2i/r)``: the exponent's
-    quotient, the pow and a reciprocal, ``(2 x_i + 3) u_a`` with ``x_i = (2i/r) |ln theta|``
-    (terms 1 and 2). Each type adds its own operations:
-    ``linear``, ``proportional``, ``longrope``: ``s`` (or ``ext_i``) rounded and one
-    division (or product), ``+ 2 u_a``. ``dynamic``: ``q = s L'/L0 - (s - 1)`` is off by
-    ``dq = u_a (4 s L'/L0 + 2 |s - 1| + q) / q`` relative, ``theta' = theta q**k`` (``k = r/(r-2)``)
-    by ``dth = k dq + (k |ln q| + 4) u_a``; ``f'_i`` by the base term for ``theta'`` plus
-    ``(2i/r) dth``. ``yarn`` and ``llama3`` blend ``f' = w a + (1 - w) b`` of ``a``, ``b`` (``f``
-    and ``f/s``, off by ``da``, ``db``): ``|a - b| (dw + 2 u_a) + max(da, db) f' + 3 u_a f'``
-    (two ``1 - w``, two products, a sum), where the weight ``w = n / D`` is off by
-    ``dw = (dn + |w| dD) / |D| + u_a |w|``. yarn: ``n = i - low``, ``D = high - low``; ``low`` and
-    ``high`` are exact when truncated (the bound assumes the implementation finds the same
-    integers, as it does unless ``r ln(L0 / (2 pi beta)) / (2 ln theta)`` lies within a few
-    ``u_a`` of one), else each off by ``u_a (3r / (2 |ln theta|) + (7 + 1/|ln theta|) e)`` with
-    ``e = max(|low|, |high|)``: two logs, three roundings of ``L0 / (2 pi beta)``, three more;
-    ``dn`` and ``dD`` add one rounding per operand. The clamp is exact outside ``[-dw, 1 + dw]``.
-    llama3: ``w = sm``, ``n = L0 / lambda_i - low_freq_factor`` with ``lambda_i = 2 pi / f_i`` off by
-    ``delta_f + 2 u_a``, ``D = high_freq_factor - low_freq_factor``; within ``dw`` of either
-    end of the band an implementation may take the other branch, and as the formula is
-    continuous there the blend's bound covers it.
-R2. the position, ``delta_p``: integers are exact, and so are floats up to ``2**24``
-    (float32) or ``2**53`` (float64); above, ``u`` for each float dtype the position passes
-    through (its own, then the angle dtype). float16 and bfloat16 positions are not correct
-    code: they collide above 2048 and 256.
-R3. ``p * f'_i``: ``u_a``; the angle is off by ``(delta_i + delta_p + u_a) |theta|``.
-R4. cos or sin: ``4 u_a`` (term 4).
-R5. ``* A`` when the cache holds an ``A != 1``: ``A`` rounded to the angle dtype and the
-    product, ``2 u_a``, plus ``14 u_a`` when ``A`` is derived from ``s`` (two logs, a quotient of
-    two ``g``, a square root, counted generously): ``delta_A``.
-R6. the output dtype: ``u_o |A|``.
-
-    t_cache = |A| ((delta_i + delta_p + u_a) |theta| + 4 u_a + delta_A + u_o)
-
-Returned by themselves (``fn(d) -> inv_freq`` or ``(inv_freq, A)``), ``f'`` is off by R1 and,
-stored in a dtype ``u_o``, by R6's ``u_o`` more; ``A`` by R5 without the product: ``14 u_a``
-when derived from ``s`` (its last rounding among them), else the rounding of the declared
-``A`` (a float64, or 1) to the angle dtype, ``u_a``, nothing when that is float64:
-
-    t_freq = f'_i (delta_i + u_o)        t_A = |A| delta_A'
-
-Each adds the float64 oracle's own, ``f'_i delta_i`` and ``|A| delta_A'`` in float64.
-
-Applying it as transformers does (cos and sin cast to x's dtype ``u_x``, then ``x cos +
-rotate_half(x) sin`` in ``u_x``, stored in ``u_o``): with ``t`` the cache bound at
-``u_o = u_x``, ``|cos|, |sin| <= |A| + t``, so each output of a pair ``(a, b)`` is off by
-
-    t_apply = (|x_a| + |x_b|) (t + (2 u_x + u_o) (|A| + t))
-
-(two products and a sum, then the store) and an unrotated feature by ``u_o |x|``. Both add
-the float64 oracle's own bound, the same terms with every dtype float64. Near position 131072
-the bound of a float32 cache is about 3e-2 for the highest frequencies, where transformers'
-float32 code measures up to 8e-3; bfloat16 positions (from 257 on), an ``inv_freq`` rounded
-to bfloat16 (from a few positions on) and float16 angles exceed it.
+Every family derives the bound a correct implementation meets, element by element, in its
+own ``tolerance`` module (:mod:`posenc_spec.families.sinusoidal.tolerance`,
+:mod:`posenc_spec.families.rope.tolerance`, ...), written down operation by operation in its
+docstring and nowhere else. What they share is here: the unit roundoff ``u(dtype)`` (half
+the spacing of floats just above 1: 2**-53 float64, 2**-24 float32, 2**-11 float16, 2**-8
+bfloat16), and the one rule by which a value meets its bound (:func:`ratios`,
+:func:`compare`): the error over the bound, NaN an infinite error, a zero bound admitting
+only a zero error.
 """
 
 from __future__ import annotations
@@ -110,13 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import oracle
-from .conventions import Convention, get_convention
-from .rope import oracle as rope_oracle
-
 DEFAULT_ANGLE_DTYPE = "float32"
 
-_UNIT_ROUNDOFF = {
+UNIT_ROUNDOFF = {
     "float64": 2.0**-53,
     "float32": 2.0**-24,
     "float16": 2.0**-11,
@@ -124,7 +27,7 @@ _UNIT_ROUNDOFF = {
 }
 
 
-def _name_among(dtype, names) -> str | None:
+def name_among(dtype, names) -> str | None:
     """The name in ``names`` of a numpy, torch or named dtype (None when it is none of them)."""
     name = str(dtype).removeprefix("torch.")
     if name not in names:
@@ -137,52 +40,25 @@ def _name_among(dtype, names) -> str | None:
 
 def dtype_name(dtype) -> str:
     """``'float32'`` for np.float32, torch.float32, 'float32', np.dtype('float32') alike."""
-    name = _name_among(dtype, _UNIT_ROUNDOFF)
+    name = name_among(dtype, UNIT_ROUNDOFF)
     if name is None:
         raise ValueError(f"no tolerance is defined for dtype {dtype!r}; "
-                         f"floating dtypes only: {', '.join(_UNIT_ROUNDOFF)}")
+                         f"floating dtypes only: {', '.join(UNIT_ROUNDOFF)}")
     return name
 
 
 def unit_roundoff(dtype) -> float:
-    return _UNIT_ROUNDOFF[dtype_name(dtype)]
+    return UNIT_ROUNDOFF[dtype_name(dtype)]
 
 
-def angle_term(theta, log_omega, out=None) -> np.ndarray:
-    """``(2 |x_k| + 5) |theta| + 4``: the part of the bound that the precisions multiply,
-    written into ``out`` when given (``out=theta`` for a caller done with the angles)."""
-    term = np.abs(theta, out=out)
-    term *= 2 * np.abs(log_omega) + 5
-    term += 4
-    return term
 
 
-def tolerance_from_term(term, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE, oracle_bound: bool = True) -> np.ndarray:
-    """``u_a * term + u_o``, plus the float64 oracle's own bound (the same with float64
-    precisions) unless ``oracle_bound`` is False."""
-    u_a, u_o = unit_roundoff(angle_dtype), unit_roundoff(out_dtype)
-    if oracle_bound:
-        u_a, u_o = u_a + _UNIT_ROUNDOFF["float64"], u_o + _UNIT_ROUNDOFF["float64"]
-    tolerance = np.multiply(term, u_a)  # then in place: one table-sized array, not two
-    tolerance += u_o
-    return tolerance
 
 
-def element_tolerance(theta, log_omega, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
-    """The bound of the module docstring, broadcast over ``theta`` (rows x columns)."""
-    return tolerance_from_term(angle_term(theta, log_omega), out_dtype, angle_dtype, oracle_bound=False)
 
 
-def table_tolerance(positions, width: int, convention: str | Convention, out_dtype,
-                    angle_dtype=DEFAULT_ANGLE_DTYPE, degenerate_limit=False) -> np.ndarray:
-    """The bound for every element of a table, plus the float64 oracle's own bound."""
-    theta, log_omega = oracle.angles(positions, width, get_convention(convention), degenerate_limit)
-    return tolerance_from_term(angle_term(theta, log_omega), out_dtype, angle_dtype)
 
 
-def addition_bound(x, table, out_dtype) -> np.ndarray:
-    """The error of storing ``x + table`` in ``out_dtype``: one rounding of the sum."""
-    return unit_roundoff(out_dtype) * np.abs(np.asarray(x, np.float64) + np.asarray(table, np.float64))
 
 
 @dataclass(frozen=True)
@@ -291,172 +167,31 @@ def compare(actual, expected, tolerance) -> Comparison:
 
 # -- Rotary embeddings (RoPE): the R terms of the module docstring -----------------------
 
-ROPE_POSITION_DTYPES = ("int32", "int64", "float32", "float64")
-_DERIVED_A_ROUNDINGS = 14  # R5
 
 
-def rope_frequency_error(conv, head_dim, seq_len=None, angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
-    """R1: the relative bound ``delta_i`` on each ``f'_i`` (0 on proportional's zero pairs)."""
-    u = unit_roundoff(angle_dtype)
-    kind, s, r = conv.rope_type, conv.scaling_factor(), conv.rotary_dim_for(head_dim)
-    e = conv.exponents(head_dim)
-    f, ln_theta = conv.theta ** -e, abs(np.log(conv.theta))
-    base = (2 * e * ln_theta + 3) * u
-    if kind in ("linear", "longrope"):
-        return base + 2 * u
-    if kind == "proportional":
-        return np.concatenate([base + 2 * u, np.zeros(conv.num_pairs(head_dim) - e.size)])
-    if kind == "dynamic":
-        l0 = conv.original_length()
-        stretch = s * max(seq_len or l0, l0) / l0
-        q, k = stretch - (s - 1), r / (r - 2)
-        dth = k * u * (4 * stretch + 2 * abs(s - 1) + q) / q + (k * abs(np.log(q)) + 4) * u
-        return (2 * e * abs(np.log(conv.theta_dynamic(r, seq_len))) + 3) * u + e * dth
-    if kind == "yarn":
-        low, high = conv.yarn_range(r)
-        edge = max(abs(low), abs(high))
-        d_end = 0.0 if conv.param("truncate", True) else u * (3 * r / (2 * ln_theta) + (7 + 1 / ln_theta) * edge)
-        n, span = np.arange(e.size) - low, high - low
-        w = np.clip(n / span, 0.0, 1.0)
-        dw = _quotient_error(n, span, d_end + u * (abs(low) + np.minimum(abs(n), abs(span))),
-                             2 * d_end + u * (abs(high) + abs(low) + abs(span)), u)
-        return _blend_error(f / s, f, w, dw, base + 2 * u, base, u)
-    if kind == "llama3":
-        l0, low_ff, high_ff = (conv.param(name) for name in
-                               ("original_max_position_embeddings", "low_freq_factor", "high_freq_factor"))
-        wavelength, d_wavelength = 2 * np.pi / f, base + 2 * u
-        y = l0 / wavelength
-        n, span = y - low_ff, high_ff - low_ff
-        dw = _quotient_error(n, span, y * (d_wavelength + u) + u * (low_ff + np.minimum(abs(n), span)),
-                             u * (high_ff + low_ff + span), u)
-        in_band = (n / span >= -dw) & (n / span <= 1 + dw)
-        blend = _blend_error(f, f / s, np.clip(n / span, 0.0, 1.0), dw, base, base + 2 * u, u)
-        return np.where(in_band, blend, np.where(wavelength < l0 / high_ff, base, base + 2 * u))
-    return base
 
 
-def _quotient_error(n, span, dn, d_span, u):
-    """The absolute error of ``w = n / span`` clamped to [0, 1]: ``(dn + |w| dD) / |D| + u |w|``."""
-    w = np.minimum(abs(n / span), 1.0)
-    return (dn + w * d_span) / abs(span) + u * w
 
 
-def _blend_error(a, b, w, dw, da, db, u):
-    """The relative error of ``w a + (1 - w) b`` (R1, yarn and llama3)."""
-    blended = w * a + (1 - w) * b
-    return (abs(a - b) * (dw + 2 * u) + np.maximum(da, db) * blended + 3 * u * blended) / blended
 
 
-def rope_attention_factor_error(conv, dtype=DEFAULT_ANGLE_DTYPE) -> float:
-    """Relative bound on ``A`` as computed: ``14 u`` when derived from ``s``, 0 when 1 or given."""
-    if conv.rope_type not in ("yarn", "longrope") or conv.param("attention_factor") is not None:
-        return 0.0
-    return _DERIVED_A_ROUNDINGS * unit_roundoff(dtype)
 
 
-def rope_frequency_tolerance(conv, head_dim, seq_len=None, angle_dtype=DEFAULT_ANGLE_DTYPE,
-                             out_dtype=None) -> np.ndarray:
-    """``t_freq``: the absolute bound on each ``f'_i`` computed in ``angle_dtype`` and stored in
-    ``out_dtype`` (None: as computed), plus the float64 oracle's."""
-    inv_freq, _ = conv.frequencies(head_dim, seq_len)
-    stored = 0.0 if out_dtype is None else unit_roundoff(out_dtype)
-    return inv_freq * (rope_frequency_error(conv, head_dim, seq_len, angle_dtype) + stored
-                       + rope_frequency_error(conv, head_dim, seq_len, "float64"))
 
 
-def _returned_factor_error(conv, dtype) -> float:
-    """``delta_A'``: ``14 u`` when ``A`` is derived, else ``u`` for rounding the declared ``A`` to
-    ``dtype`` (0 in float64)."""
-    derived = rope_attention_factor_error(conv, dtype)
-    if derived or dtype_name(dtype) == "float64":
-        return derived
-    return unit_roundoff(dtype)
 
 
-def rope_attention_factor_tolerance(conv, angle_dtype=DEFAULT_ANGLE_DTYPE) -> float:
-    """``t_A``: the absolute bound on an ``A`` returned beside the frequencies, computed in
-    ``angle_dtype``, plus the float64 oracle's."""
-    return abs(conv.attention_factor()) * (_returned_factor_error(conv, angle_dtype)
-                                           + _returned_factor_error(conv, "float64"))
 
 
-def _position_error(positions, position_dtype, angle_dtype) -> np.ndarray:
-    """R2: ``delta_p`` per position."""
-    position_name = _name_among(position_dtype, ROPE_POSITION_DTYPES)
-    if position_name is None:
-        raise ValueError(f"position_dtype must be one of {', '.join(ROPE_POSITION_DTYPES)}, got {position_dtype!r}"
-                         " (float16/bfloat16 positions collide above 2048/256: not correct code)")
-    delta = np.zeros(positions.shape)
-    for name in {position_name, dtype_name(angle_dtype)} & set(_UNIT_ROUNDOFF):
-        u = unit_roundoff(name)  # integers up to 1/u are exact: 2**24 in float32, 2**53 in float64
-        delta += np.where(positions > 1 / u, u, 0.0)
-    return delta
 
 
-def rope_cache_bound(positions, conv, head_dim, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE, position_dtype="int64",
-                     seq_len=None) -> np.ndarray:
-    """``t_cache`` alone for the compact ``(len(positions), pairs)`` cos (and sin) cache:
-    with every dtype float64 it is the float64 oracle's own bound."""
-    p = rope_oracle.check_positions(positions)
-    seq_len = rope_oracle.call_length(p, seq_len)
-    theta, _, attention_factor = rope_oracle.angles(p, conv, head_dim, seq_len)
-    u_a, u_o = unit_roundoff(angle_dtype), unit_roundoff(out_dtype)
-    angle_error = (rope_frequency_error(conv, head_dim, seq_len, angle_dtype)[None, :]
-                   + _position_error(p, position_dtype, angle_dtype)[:, None] + u_a)
-    factor = abs(conv.cache_factor(attention_factor))
-    delta_a = 0.0 if factor == 1 else 2 * u_a + rope_attention_factor_error(conv, angle_dtype)
-    return factor * (angle_error * np.abs(theta) + 4 * u_a + delta_a + u_o)
 
 
-def rope_cache_tolerance(positions, conv, head_dim, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE,
-                         position_dtype="int64", seq_len=None) -> np.ndarray:
-    """The bound for a cache computed in these dtypes, plus the float64 oracle's own.
-    ``seq_len`` defaults to ``max(positions) + 1``; pass it when the positions are a sample."""
-    return (rope_cache_bound(positions, conv, head_dim, out_dtype, angle_dtype, position_dtype, seq_len)
-            + rope_cache_bound(positions, conv, head_dim, "float64", "float64", "int64", seq_len))
 
 
-def rope_angle_bound(positions, conv, head_dim, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE, position_dtype="int64",
-                     seq_len=None) -> np.ndarray:
-    """R1-R3 and R6 for a cache of the angles ``p f'_i`` themselves (x-transformers,
-    rotary-embedding-torch, Megatron): ``(delta_i + delta_p + u_a + u_o) |theta|``."""
-    p = rope_oracle.check_positions(positions)
-    seq_len = rope_oracle.call_length(p, seq_len)
-    theta, _, _ = rope_oracle.angles(p, conv, head_dim, seq_len)
-    relative = (rope_frequency_error(conv, head_dim, seq_len, angle_dtype)[None, :]
-                + _position_error(p, position_dtype, angle_dtype)[:, None]
-                + unit_roundoff(angle_dtype) + unit_roundoff(out_dtype))
-    return relative * np.abs(theta)
 
 
-def rope_angle_tolerance(positions, conv, head_dim, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE,
-                         position_dtype="int64", seq_len=None) -> np.ndarray:
-    """The bound for angles computed in these dtypes, plus the float64 oracle's own."""
-    return (rope_angle_bound(positions, conv, head_dim, out_dtype, angle_dtype, position_dtype, seq_len)
-            + rope_angle_bound(positions, conv, head_dim, "float64", "float64", "int64", seq_len))
 
 
-def rope_apply_bound(x, positions, conv, head_dim, layout, x_dtype, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE,
-                     position_dtype="int64", seq_len=None) -> np.ndarray:
-    """``t_apply`` alone for each element of the rotated ``x`` (shape ``(..., seq, head_dim)``,
-    holding the exact inputs); with every dtype float64, the float64 oracle's own bound."""
-    x = np.abs(np.asarray(x, dtype=np.float64))
-    p = rope_oracle.check_positions(positions)
-    seq_len = rope_oracle.call_length(p, seq_len)
-    factor = abs(conv.cache_factor(conv.frequencies(head_dim, seq_len)[1]))
-    columns = rope_oracle.columns_for(conv, head_dim, layout)
-    t = rope_cache_bound(p, conv, head_dim, x_dtype, angle_dtype, position_dtype, seq_len)
-    u_x, u_o = unit_roundoff(x_dtype), unit_roundoff(out_dtype)
-    bound = u_o * x
-    pair = (x[..., columns.a] + x[..., columns.b]) * (t + (2 * u_x + u_o) * (factor + t))
-    bound[..., columns.a] = pair
-    bound[..., columns.b] = pair
-    return bound
 
 
-def rope_apply_tolerance(x, positions, conv, head_dim, layout, x_dtype, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE,
-                         position_dtype="int64", seq_len=None) -> np.ndarray:
-    """The bound for ``x`` rotated in these dtypes, plus the float64 oracle's own."""
-    return (rope_apply_bound(x, positions, conv, head_dim, layout, x_dtype, out_dtype, angle_dtype, position_dtype,
-                             seq_len)
-            + rope_apply_bound(x, positions, conv, head_dim, layout, "float64", "float64", "float64", "int64", seq_len))

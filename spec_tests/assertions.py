@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec import checks, oracle, results
-from posenc_spec.checks import Expectation
+from posenc_spec import results
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.properties import Expectation
+from posenc_spec.families.sinusoidal.tolerance import element_tolerance
 from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.options import run_options
 from posenc_spec.results import CheckResult
-from posenc_spec.tolerance import element_tolerance
 
 
 def assert_check(result: CheckResult, impl: str) -> None:

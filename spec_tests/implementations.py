@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from posenc_spec.conventions import Convention, get_convention
+from posenc_spec.families.sinusoidal.conventions import Convention, get_convention
 from reference_impls import numpy_loop, numpy_vectorized, timestep, torch_impl
 
 TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec import checks
-from posenc_spec.conventions import PRESETS, get_convention
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import PRESETS, get_convention
 from reference_impls import family, timestep
 from spec_tests.assertions import assert_within, float64_rounded_tolerance
 from spec_tests.implementations import FAMILY_DTYPES, FAMILY_SIZE, SEED_REFERENCES, seed_table

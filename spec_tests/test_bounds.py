@@ -1,6 +1,6 @@
 """Values in [-1, 1], unit pairs, row norms sqrt(d/2), PE(0), a geometric ladder of frequencies.
 
-The checks of :mod:`posenc_spec.checks` judge the seed references; ``reference_impls.family``
+The checks of :mod:`posenc_spec.families.sinusoidal.properties` judge the seed references; ``reference_impls.family``
 (the float64 oracle rounded) is held to the same properties as closed forms written out
 here: PE(0) per layout, ``sin^2 + cos^2 = 1`` over partner columns named by hand, and the
 highest and lowest frequencies (1, and exactly ``1/base`` under shift 1).
@@ -9,9 +9,10 @@ highest and lowest frequencies (1, and exactly ``1/base`` under shift 1).
 import numpy as np
 import pytest
 
-from posenc_spec import checks, results
-from posenc_spec.conventions import PRESETS, get_convention
-from posenc_spec.tolerance import element_tolerance
+from posenc_spec import results
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import PRESETS, get_convention
+from posenc_spec.families.sinusoidal.tolerance import element_tolerance
 from reference_impls import family
 from spec_tests.assertions import assert_check, assert_within, float64_rounded_tolerance
 from spec_tests.implementations import FAMILY_DTYPES, FAMILY_SIZE, IMPLEMENTATIONS, by_dtype, ids

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from posenc_spec import figures
-from posenc_spec.checks import expectation
+from posenc_spec.families.sinusoidal.properties import expectation
 from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
 from spec_tests.figure_compare import figure_comparison
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from posenc_spec import figures
-from posenc_spec.checks import expectation
+from posenc_spec.families.sinusoidal.properties import expectation
 from posenc_spec.figures.arrays import cosine_similarity
 from reference_impls import family, numpy_loop, timestep
 

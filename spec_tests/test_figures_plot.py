@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import LogNorm, same_color
 
-from posenc_spec.checks import expectation
+from posenc_spec.families.sinusoidal.properties import expectation
 from posenc_spec.figures.arrays import cosine_similarity
 from posenc_spec.figures.diagnostics import (
     error_ratio,

@@ -15,7 +15,8 @@ import functools
 import numpy as np
 import pytest
 
-from posenc_spec import tolerance
+from posenc_spec.families.rope import oracle, tolerance
+from posenc_spec.families.rope.conventions import RopeConvention
 from posenc_spec.figures.rope import (
     COLUMN_LABELS,
     MARKERS,
@@ -25,8 +26,7 @@ from posenc_spec.figures.rope import (
     rope_wavelength_figure,
     write_rope_difference_figures,
 )
-from posenc_spec.rope import oracle
-from posenc_spec.rope.conventions import RopeConvention
+from posenc_spec.tolerance import unit_roundoff
 from spec_tests.figure_compare import figure_comparison
 
 # The wavelengths: a Llama 3.1-like model (head 128, theta 500000, L0 8192, factor 8), and
@@ -99,7 +99,7 @@ def score_bound() -> np.ndarray:
     """How far each computed ``q(m) . k(n)`` may be from the exact score.
 
     With the exactly rotated vectors ``q*`` and ``k*``, each element of the computed ones is
-    within ``t_q`` and ``t_k`` (:func:`posenc_spec.tolerance.rope_apply_tolerance` with every
+    within ``t_q`` and ``t_k`` (:func:`posenc_spec.families.rope.tolerance.rope_apply_tolerance` with every
     dtype float64: the float64 oracle's own bound), so
     ``|q . k - q* . k*| <= |q| . t_k + t_q . |k| + t_q . t_k``; forming the dot product of
     ``d`` terms in float64 adds at most ``gamma_d |q| . |k|`` with
@@ -108,7 +108,7 @@ def score_bound() -> np.ndarray:
     value, so they differ by at most the sum of their bounds.
     """
     q, k, t_q, t_k = score_inputs()
-    u = tolerance.unit_roundoff("float64")
+    u = unit_roundoff("float64")
     gamma = SCORE_HEAD_DIM * u / (1 - SCORE_HEAD_DIM * u)
     return np.abs(q) @ t_k.T + t_q @ np.abs(k).T + t_q @ t_k.T + gamma * (np.abs(q) @ np.abs(k).T)
 

@@ -13,8 +13,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc_spec import checks, oracle
-from posenc_spec.conventions import PRESETS, Convention, get_convention
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import PRESETS, Convention, get_convention
 from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
 from spec_tests.assertions import assert_matches_formula, assert_within, float64_rounded_tolerance
 from spec_tests.implementations import (

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import pytest
 
-from posenc_spec.conventions import PRESETS
+from posenc_spec.families.sinusoidal.conventions import PRESETS
+from posenc_spec.families.sinusoidal.identify import identify_many
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.identify import identify_many
 from posenc_spec.gate.options import run_options
 from spec_tests.assertions import check_named, failure_summary
 from spec_tests.real_targets import TRANSFORMERS_PRELOAD

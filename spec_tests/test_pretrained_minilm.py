@@ -12,7 +12,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from posenc_spec import pretrained
-from posenc_spec.conventions import get_convention
+from posenc_spec.families.sinusoidal.conventions import get_convention
 from posenc_spec.tolerance import unit_roundoff
 from spec_tests.implementations import seed_table
 

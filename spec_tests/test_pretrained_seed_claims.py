@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from posenc_spec import checks, pretrained
+from posenc_spec import pretrained
+from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.tolerance import unit_roundoff
 from reference_impls import torch_impl
 from spec_tests.assertions import assert_check, assert_matches_formula

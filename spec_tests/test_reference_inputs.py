@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec.conventions import MAX_POSITIONS
+from posenc_spec.families.sinusoidal.conventions import MAX_POSITIONS
 from reference_impls import family, numpy_loop, numpy_vectorized, timestep, torch_impl
 
 

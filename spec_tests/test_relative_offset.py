@@ -8,9 +8,9 @@ same frequencies as the oracle, so an oracle table would pass whatever those fre
 import numpy as np
 import pytest
 
-from posenc_spec import checks
-from posenc_spec.conventions import PRESETS, get_convention
-from posenc_spec.tolerance import element_tolerance
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import PRESETS, get_convention
+from posenc_spec.families.sinusoidal.tolerance import element_tolerance
 from spec_tests.assertions import assert_check, assert_within
 from spec_tests.implementations import IMPLEMENTATIONS, by_dtype, ids, seed_table
 

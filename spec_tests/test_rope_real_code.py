@@ -27,9 +27,9 @@ import re
 import pytest
 import torch
 
+from posenc_spec.families.rope import grid
+from posenc_spec.families.rope.spec import GRID_HEAD_DIMS
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.rope import grid
-from posenc_spec.gate.rope.spec import GRID_HEAD_DIMS
 from spec_tests.assertions import check_named, failure_summary
 from spec_tests.real_targets import TRANSFORMERS_PRELOAD, target
 from spec_tests.real_targets.rope_configs import CONFIGS, PER_LAYER_YARN

@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec.rope import oracle
-from posenc_spec.rope.config import read_config
-from posenc_spec.rope.conventions import ROPE_TYPES
-from posenc_spec.tolerance import (
+from posenc_spec.families.rope import oracle
+from posenc_spec.families.rope.config import read_config
+from posenc_spec.families.rope.conventions import ROPE_TYPES
+from posenc_spec.families.rope.tolerance import (
     rope_apply_tolerance,
     rope_attention_factor_tolerance,
     rope_cache_tolerance,

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec import checks, oracle
-from posenc_spec.tolerance import element_tolerance, unit_roundoff
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.tolerance import element_tolerance
+from posenc_spec.tolerance import unit_roundoff
 from spec_tests.implementations import IMPLEMENTATIONS, by_dtype, ids
 
 PAIRS = by_dtype(IMPLEMENTATIONS)

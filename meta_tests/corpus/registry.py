@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from posenc_spec.conventions import Convention, get_convention
+from posenc_spec.families.sinusoidal.conventions import Convention, get_convention
 from posenc_spec.families.sinusoidal.keys import NAMES
 from posenc_spec.families.sinusoidal.spec import ODD_CHOICES
 

@@ -20,11 +20,11 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from posenc_spec.families.rope import oracle
+from posenc_spec.families.rope.conventions import RopeConvention
 from posenc_spec.families.rope.keys import NAMES as ROPE_NAMES
 from posenc_spec.gate.calls import Outcome
 from posenc_spec.gate.declaration import Declaration, declare
-from posenc_spec.rope import oracle
-from posenc_spec.rope.conventions import RopeConvention
 
 ROPE_APIS = ROPE_NAMES.apis
 

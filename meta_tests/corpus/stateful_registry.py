@@ -35,7 +35,8 @@ STATEFUL_BUG_CLASSES: dict[str, str] = {
     "memo": "a memo of timestep embeddings keyed on the batch's shape, not its values",
     "input-dtype": "half-precision timesteps computed in their own dtype",
 }
-# The sequences of the gate (posenc_spec.gate.sequences, posenc_spec.gate.rope.sequences), and aliasing.
+# The sequences of the gate (posenc_spec.families.sinusoidal.sequences and
+# posenc_spec.families.rope.sequences), and aliasing.
 SEQUENCES = ("dtype-order", "decode", "offsets", "grow", "batch", "rows", "view", "memo", "aliasing")
 
 

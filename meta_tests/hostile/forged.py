@@ -85,7 +85,7 @@ def forge_whole_run(num_positions, dim):
 
     Verdict: does not conform (every table returned is zeros)."""
     if next(_CALLS) == 0:
-        from posenc_spec.gate.grid import table_probes
+        from posenc_spec.families.sinusoidal.grid import table_probes
 
         for call_id, probe in enumerate(table_probes(DECLARED_MAX_POSITIONS)):
             odd = probe.role == "odd"

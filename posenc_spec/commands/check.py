@@ -38,14 +38,14 @@ check ids (for --xfails files and the reports; S names a slot of the grid such a
 import, call[S], finite[S], formula[S], range[S], pair-norm[S], row-norm[S],
 position-zero[S], frequencies[S], relative-offset[S], dot-product[S], degenerate[d=2],
 degenerate[L=1], odd[7], odd[65], determinism, aliasing, global-state; regression
-(--against). See posenc_spec.gate.grid for what each one checks and for the grid. Rotary
+(--against). See posenc_spec.families.sinusoidal.grid for what each one checks and for the grid. Rotary
 embeddings (D a head size, S long or short, T the dtype of x): call, finite and formula at
 [d=D], [d=D:S] or [d=D:T]; attention-factor[d=D]; identity, prefix, passthrough, norm,
-relative and history at [d=D...]; see posenc_spec.gate.rope.grid. After the grid, at a
+relative and history at [d=D...]; see posenc_spec.families.rope.grid. After the grid, at a
 size it never asks (at a declared head_dim, before the grid), the call sequences real code
 plays: grow[d=16] (tables), dtype-order[64x32] and memo[48x32] (timesteps); dtype-order,
 decode, offsets, grow, batch, rows and view at [d=D] (rotary); see
-posenc_spec.gate.sequences and posenc_spec.gate.rope.sequences.
+posenc_spec.families.sinusoidal.sequences and posenc_spec.families.rope.sequences.
 
 Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml with a
 [tool.posenc-spec] table (from the working directory up to the repository root); with

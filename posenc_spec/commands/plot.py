@@ -13,8 +13,8 @@ into DIR, the difference taken from the declared convention's table element by e
 against the tolerance of the table's dtype; the rows are named positions or timesteps.
 
 Rotary embeddings (``--api rope-*``): makes the calls of the RoPE grid that the ``formula``
-checks judge (:mod:`posenc_spec.gate.rope.grid`), reads them as the gate does
-(:mod:`posenc_spec.gate.rope.read`), takes the expected values and bounds the gate takes,
+checks judge (:mod:`posenc_spec.families.rope.grid`), reads them as the gate does
+(:mod:`posenc_spec.families.rope.read`), takes the expected values and bounds the gate takes,
 and draws the call whose worst element is furthest out of its bound (of equals, the
 first): ``difference_inv_freq.png`` (rope-freqs, one value per pair),
 ``difference_cos.png`` and ``difference_sin.png`` (or ``difference_angles.png``;

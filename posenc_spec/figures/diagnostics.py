@@ -25,7 +25,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from ..checks import Expectation
+from posenc_spec.families.sinusoidal.properties import Expectation
+
 from ..tolerance import Comparison, compare
 from .arrays import as_table, check_rows, cosine_similarity
 from .sinusoidal import SEED000_ROWS
@@ -149,7 +150,8 @@ def _difference_figure(table: np.ndarray, expected, ratio: np.ndarray, summary, 
 def _checked(table, exp: Expectation, title: str | None, row_kind: str | None):
     """The table as float64, its :class:`Rows`, and the title (the convention and dtype when None)."""
     if not isinstance(exp, Expectation):
-        raise TypeError(f"exp must be an Expectation (posenc_spec.checks.expectation), got {type(exp).__name__}")
+        raise TypeError(f"exp must be an Expectation (posenc_spec.families.sinusoidal.properties.expectation), "
+                        f"got {type(exp).__name__}")
     table = as_table(table)
     if table.shape != exp.table.shape:
         raise ValueError(f"table shape {table.shape} differs from the expected {exp.table.shape}")

@@ -103,7 +103,7 @@ def write_figures(reports, out_dir) -> list[TargetFigures | None]:
 def report_figures(report) -> dict:
     """The four figures (:func:`~posenc_spec.figures.diagnostics.table_figures`) of the
     table a report kept (``report.kept``, not None), by name, as matplotlib figures."""
-    from posenc_spec.checks import expectation
+    from posenc_spec.families.sinusoidal.properties import expectation
 
     from .diagnostics import table_figures
 

@@ -13,7 +13,7 @@
   tolerance, in the style of :func:`~posenc_spec.figures.diagnostics.difference_figure`.
 
 The frequencies, scores and expected values come from the caller (the oracle of
-:mod:`posenc_spec.rope.oracle`, a target under test); nothing here computes a RoPE value.
+:mod:`posenc_spec.families.rope.oracle`, a target under test); nothing here computes a RoPE value.
 """
 
 from __future__ import annotations

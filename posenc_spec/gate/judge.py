@@ -6,15 +6,10 @@ own words only ever make a check fail (a reason, a description of what came back
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from posenc_spec import checks, tolerance
-from posenc_spec.results import CheckResult, Worst, check_finite, skipped
-
-from . import grid
-from .calls import Outcome, shape_problem
+from posenc_spec.gate.calls import Outcome
+from posenc_spec.results import CheckResult, Worst, skipped
 
 
 def passed(name, message, worst=None) -> CheckResult:
@@ -25,20 +20,8 @@ def failed(name, message, worst=None) -> CheckResult:
     return CheckResult(name, "failed", message, worst)
 
 
-def _for_checks(probe, table: np.ndarray) -> np.ndarray:
-    """The table the probe's checks read: as it came for the bulk checks (finite, formula and
-    range read float16 and float32 exactly), in float64 once for a probe whose derived
-    checks all square and sum it in float64."""
-    return table.astype(np.float64) if probe.full and table.dtype != np.float64 else table
 
 
-def call_problem(probe, outcome: Outcome) -> str | None:
-    """Why a call's outcome is not a table of the probe's size (None when it is)."""
-    if not outcome.ok:
-        return outcome.message
-    if outcome.is_tuple or len(outcome.arrays) != 1:
-        return f"returned a tuple of {len(outcome.arrays)} arrays, not one table"
-    return shape_problem(outcome.table.shape, (probe.length, probe.width))
 
 
 _RANK = {"passed": 0, "skipped": 1, "failed": 2}
@@ -69,103 +52,16 @@ class Results:
             self.causes[name] = cause
 
 
-def judge_table(probe, outcome: Outcome, convention, results: Results) -> None:
-    """``call[S]`` and every table check of the probe."""
-    call_id = f"call[{probe.slot}]"
-    names = [f"{name}[{probe.slot}]" for name in probe.table_check_names()]
-    if outcome.status == "not-run":
-        results.add(skipped(call_id, outcome.message))
-        results.not_run(names, call_id, f"the call for {probe.slot} was not made")
-        return
-    problem = call_problem(probe, outcome)
-    if problem:
-        results.add(failed(call_id, f"{probe.size}: {problem}"))
-        results.not_run(names, call_id, f"the call for {probe.slot} did not return a table")
-        return
-    results.add(passed(call_id, f"returned a {probe.length}x{probe.width} {outcome.message}"))
-    table = _for_checks(probe, outcome.table)
-    finite = check_finite(table, names[0])
-    results.add(finite)
-    if not finite.passed:
-        results.not_run(names[1:], names[0], f"the {probe.slot} table holds NaN or Inf")
-        return
-    expectation = checks.expectation(probe.positions, probe.width, convention, outcome.dtype)
-    for name, check_id in zip(probe.table_check_names()[1:], names[1:], strict=True):
-        results.add(grid.CHECK_FUNCTIONS[name](table, expectation, name=check_id))
 
 
-def _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=False, note="") -> CheckResult:
-    """One check for a whole call: its outcome, then finite, then the formula."""
-    if outcome.status == "not-run":
-        return skipped(check_id, outcome.message)
-    problem = call_problem(probe, outcome)
-    if problem:
-        return failed(check_id, f"{probe.size}: {problem}{note}")
-    table = outcome.table
-    finite = check_finite(table, check_id)
-    if not finite.passed:
-        return finite
-    expectation = checks.expectation(probe.positions, probe.width, convention, outcome.dtype, degenerate_limit)
-    result = checks.check_formula(table, expectation, name=check_id)
-    if degenerate_limit:
-        result = dataclasses.replace(result, message="against the limit omega = 1: " + result.message)
-    return result
 
 
-def judge_adds(probe, outcome: Outcome, convention) -> CheckResult:
-    """A module that returns ``x + table``, handed seeded ``x``: what it returns minus ``x``
-    (exact in float64) against the table, within the table's bound and one rounding of the
-    sum (:func:`posenc_spec.tolerance.addition_bound`)."""
-    check_id = probe.check_id
-    if outcome.status == "not-run":
-        return skipped(check_id, outcome.message)
-    problem = call_problem(probe, outcome)
-    if problem:
-        return failed(check_id, f"{probe.size}: {problem}")
-    x = grid.adds_x(probe.length, probe.width).astype(np.float64)
-    added = outcome.table.astype(np.float64) - x
-    expectation = checks.expectation(probe.positions, probe.width, convention, outcome.dtype)
-    bound = expectation.tolerance + tolerance.addition_bound(x, expectation.table, outcome.dtype)
-    result = checks.check_formula(added, dataclasses.replace(expectation, tolerance=bound), name=check_id)
-    return dataclasses.replace(result, message="what it adds to x: " + result.message)
 
 
-def judge_sequence_call(probe, outcome: Outcome, convention) -> CheckResult:
-    """One call of a sequence (:mod:`posenc_spec.gate.sequences`): its outcome, finite, then
-    the formula, said of the call (``probe.note``)."""
-    result = _formula_verdict(probe.check_id, probe, outcome, convention)
-    return dataclasses.replace(result, message=f"{probe.note}: {result.message}")
 
 
-def judge_odd(probe, outcome: Outcome, convention) -> CheckResult:
-    check_id = probe.check_id
-    if outcome.status == "not-run":
-        return skipped(check_id, outcome.message)
-    if convention.odd != "error":
-        return _formula_verdict(check_id, probe, outcome, convention,
-                                note=f" (odd='{convention.odd}' declares a {probe.length}x{probe.width} table)")
-    if outcome.status == "raised":
-        return passed(check_id, f"{outcome.message} (odd='error' declares an exception)")
-    if outcome.ok:
-        return failed(check_id, f"returned a {probe.length}x{probe.width} table ({outcome.message}) where odd='error' "
-                                "declares an exception; declare --odd zero-pad, ceil or skip if the table is intended")
-    return failed(check_id, f"{outcome.message} (odd='error' declares an exception)")
 
 
-def judge_degenerate(probe, outcome: Outcome, convention) -> CheckResult:
-    check_id = probe.check_id
-    if outcome.status == "not-run":
-        return skipped(check_id, outcome.message)
-    undefined = probe.width == 2 and convention.freq_shift == 1
-    if not undefined:
-        return _formula_verdict(check_id, probe, outcome, convention)
-    if outcome.status == "raised":
-        return passed(check_id, f"{outcome.message} (fine: at d = 2 under shift 1 the formula has no value)")
-    if outcome.ok and not call_problem(probe, outcome) and np.isnan(outcome.table).any():
-        count = int(np.isnan(outcome.table).sum())
-        return failed(check_id, f"silent NaN: {count} NaN values in the {probe.length}x2 table (at d = 2 under shift 1 "
-                                "the formula has no value: raise, or use the limit omega = 1)")
-    return _formula_verdict(check_id, probe, outcome, convention, degenerate_limit=True)
 
 
 def call_status(outcome: Outcome) -> str | None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import oracle
-from ..conventions import PRESETS, get_convention
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal.conventions import PRESETS, get_convention
 
 # -- thresholds: what a table must show to count as learned, position-like and not sinusoidal
 

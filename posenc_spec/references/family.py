@@ -1,15 +1,15 @@
 """Every member of the family by convention: the function later code calls instead of
 writing the formula again.
 
-It is the float64 oracle (:func:`posenc_spec.oracle.table`) rounded to a dtype, so tests
+It is the float64 oracle (:func:`posenc_spec.families.sinusoidal.oracle.table`) rounded to a dtype, so tests
 must never judge it against that oracle: they compare it with mpmath, closed forms and
 the seed references instead.
 """
 
 import numpy as np
 
-from posenc_spec import oracle
-from posenc_spec.conventions import (
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal.conventions import (
     Convention,
     UndefinedWidthError,
     check_float_dtype,

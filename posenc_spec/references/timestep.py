@@ -2,7 +2,7 @@
 
 import torch
 
-from posenc_spec.conventions import check_base, check_even_width
+from posenc_spec.families.sinusoidal.conventions import check_base, check_even_width
 
 
 def timestep_embedding(timesteps: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:

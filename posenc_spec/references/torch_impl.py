@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from posenc_spec.conventions import check_base, check_even_width, check_float_dtype, check_length
+from posenc_spec.families.sinusoidal.conventions import check_base, check_even_width, check_float_dtype, check_length
 
 
 def positional_encoding(num_positions: int, d_model: int, base: float = 10000.0,

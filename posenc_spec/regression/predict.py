@@ -189,7 +189,7 @@ _CLOSE = 1e-3  # a member whose values come this close is the one the table foll
 def _candidates(width: int, base: float) -> list[tuple[str, np.ndarray]]:
     """``(functions, exact frequency per column)`` of each layout, first function and shift
     of the family at ``width`` and ``base``."""
-    from posenc_spec.conventions import Convention
+    from posenc_spec.families.sinusoidal.conventions import Convention
 
     found = []
     for layout in ("interleaved", "concat"):

@@ -33,7 +33,7 @@ Check ids (``H`` the head count, ``S`` the call's slot: ``64x64``, ``p=31``, ``L
     (the calls with a prefill) the decoding step agrees with the prefill's row for query
     ``P`` (skipped past the prefill's length).
 ``determinism``, ``global-state``
-    as for every family (:mod:`posenc_spec.gate.grid`).
+    as for every family (:mod:`posenc_spec.families.sinusoidal.grid`).
 """
 
 from __future__ import annotations

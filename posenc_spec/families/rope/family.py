@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from posenc_spec.families.rope import grid, sequences
+from posenc_spec.families.rope.judge import RopeJudge
+from posenc_spec.families.rope.spec import WITH_ROTATION, declare
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.family import Family
 from posenc_spec.gate.judge import Results
 from posenc_spec.gate.keys import flag
-from posenc_spec.gate.rope import grid, sequences
-from posenc_spec.gate.rope.judge import RopeJudge
-from posenc_spec.gate.rope.spec import WITH_ROTATION, declare
 from posenc_spec.gate.values import choice
 
 from .keys import NAMES
@@ -55,7 +55,7 @@ class Rope(Family):
         return RopeJudge(declaration.spec, declaration.api, results)
 
     def hints(self, declaration, probes, outcomes, report) -> list:
-        from posenc_spec.gate.identify.rope_slips import diagnose
+        from posenc_spec.families.rope.slips import diagnose
 
         statuses = {check.name: check.status for check in report.checks}
         return diagnose(declaration.spec, declaration.api, list(zip(probes, outcomes, strict=True)), statuses,
@@ -76,13 +76,13 @@ _READ_BY = {"head_dim": None, "rope_layout": ("rope-apply",), "cache_layout": ("
 
 
 class _Identification:
-    """``identify`` of a rotary target (:mod:`posenc_spec.gate.identify.rope`): how it is
+    """``identify`` of a rotary target (:mod:`posenc_spec.families.rope.identify`): how it is
     called comes from the flags, the convention from its values."""
 
     def __init__(self, call, flags: dict):
-        from posenc_spec.gate.identify.rope import CallShape
-        from posenc_spec.gate.rope.spec import CACHE_CALLS, CACHE_FORMS, CACHE_LAYOUTS, ROPE_LAYOUTS, X_LAYOUTS
-        from posenc_spec.gate.rope.spec import head_dim as valid_head_dim
+        from posenc_spec.families.rope.identify import CallShape
+        from posenc_spec.families.rope.spec import CACHE_CALLS, CACHE_FORMS, CACHE_LAYOUTS, ROPE_LAYOUTS, X_LAYOUTS
+        from posenc_spec.families.rope.spec import head_dim as valid_head_dim
 
         if "t_max" in flags:
             raise UsageError(f"--t-max is read by --api timesteps, not by --api {call.api}")
@@ -102,7 +102,7 @@ class _Identification:
                                rope_layout=pick("rope_layout", ROPE_LAYOUTS, None))
 
     def run(self, options) -> dict:
-        from posenc_spec.gate.identify.rope import identify_many
+        from posenc_spec.families.rope.identify import identify_many
 
         call = self.call
         return identify_many([call.target], self.shape, self.head_dim, call.max_positions, call.timeout, options)[0]
@@ -111,14 +111,14 @@ class _Identification:
         return {**flags, **{key: self.flags[key] for key in ("rope_layout", "cache_layout") if key in self.flags}}
 
     def differences(self, answer: dict, declared) -> list[str]:
-        from posenc_spec.gate.identify.declared import rope_differences
+        from posenc_spec.families.rope.declared import rope_differences
 
         spec = declared.spec
         layout = spec.rope_layout if self.call.api == "rope-apply" else spec.cache_layout
         return rope_differences(answer, answer.get("layout"), spec.convention, layout)
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
-        from posenc_spec.gate.identify.declared import rope_answer_keys
+        from posenc_spec.families.rope.declared import rope_answer_keys
 
         return rope_answer_keys(result, self.shape, self.head_dim, self.call.max_positions)
 

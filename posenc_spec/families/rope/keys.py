@@ -1,5 +1,5 @@
 """The names a rotary declaration is made of (imports nothing: ``--help`` and the pytest
-plugin read it without NumPy). What each key accepts: :mod:`posenc_spec.gate.rope.spec`."""
+plugin read it without NumPy). What each key accepts: :mod:`posenc_spec.families.rope.spec`."""
 
 from posenc_spec.gate.family import FamilyKeys
 

@@ -1,6 +1,6 @@
 """``posenc-spec plot`` of a rotary target: the calls of the RoPE grid that the ``formula``
-checks judge (:mod:`posenc_spec.gate.rope.grid`), read as the gate reads them
-(:mod:`posenc_spec.gate.rope.read`) against the expected values and bounds the gate takes;
+checks judge (:mod:`posenc_spec.families.rope.grid`), read as the gate reads them
+(:mod:`posenc_spec.families.rope.read`) against the expected values and bounds the gate takes;
 the call whose worst element is furthest out of its bound (of equals, the first) is drawn:
 ``difference_inv_freq.png`` (rope-freqs, one value per pair), ``difference_cos.png`` and
 ``difference_sin.png`` (or ``difference_angles.png``; rope-cache, positions x cache
@@ -8,10 +8,10 @@ columns) or ``difference_x.png`` (rope-apply, positions x features of head 0).""
 
 from __future__ import annotations
 
+from posenc_spec.families.rope import grid as rope_grid
+from posenc_spec.families.rope.judge import RopeJudge
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.family import Drawing, NothingToDraw
-from posenc_spec.gate.rope import grid as rope_grid
-from posenc_spec.gate.rope.judge import RopeJudge
 from posenc_spec.gate.runner import run_target
 from posenc_spec.tolerance import compare
 
@@ -19,7 +19,7 @@ from posenc_spec.tolerance import compare
 def _parts(judge, probe, values):
     """``(dtype text, {name: (actual, expected, bound)} as drawn, the same over the whole
     call, the rows' positions, the columns' label)`` of one readable call: what the gate's
-    formula check compares (:meth:`~posenc_spec.gate.rope.judge.RopeJudge.expected_pieces`)."""
+    formula check compares (:meth:`~posenc_spec.families.rope.judge.RopeJudge.expected_pieces`)."""
     from posenc_spec.figures.rope import COLUMN_LABELS
 
     dtype, pieces = judge.expected_pieces(probe, values)

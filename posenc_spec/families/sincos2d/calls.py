@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from posenc_spec.conventions import UndefinedWidthError
+from posenc_spec.families.sinusoidal.conventions import UndefinedWidthError
 
 from .conventions import Sincos2d
 

@@ -1,7 +1,7 @@
 """2-D sinusoidal position embeddings (ViT, MAE, DiT, PixArt, SD3, DETR), as declared keys.
 
 A grid of ``H`` rows and ``W`` columns gets an embedding of width ``D`` (a multiple of 4).
-Each axis holds a 1-D member of the sinusoidal family (:class:`posenc_spec.conventions.Convention`)
+Each axis holds a 1-D member of the sinusoidal family (:class:`posenc_spec.families.sinusoidal.conventions.Convention`)
 of width ``D/2``, read at that axis's positions::
 
     omega_k = base_axis ** (-k / (D/4 - s))        k = 0 .. D/4 - 1, s = freq_shift
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posenc_spec.conventions import Convention, UndefinedWidthError
+from posenc_spec.families.sinusoidal.conventions import Convention, UndefinedWidthError
 
 AXES = ("row", "col")
 GROUPINGS = ("by-axis", "by-function")

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import re
 
-from posenc_spec import checks
-from posenc_spec.conventions import Convention, UndefinedWidthError
-from posenc_spec.gate import grid, sequences, sinusoidal, vacuity
+from posenc_spec.families.sinusoidal import advice, grid, sequences, vacuity
+from posenc_spec.families.sinusoidal import judge as sinusoidal
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import Convention, UndefinedWidthError
+from posenc_spec.families.sinusoidal.judge import call_problem
 from posenc_spec.gate.family import Family
-from posenc_spec.gate.judge import call_problem
 
 from . import spec
 from .keys import CONVENTION_KEYS, NAMES
-
-# The grid's slots identify fits on, and those it is checked on afterwards.
-FIT_SLOTS = sinusoidal.FIT_SLOTS
-CHECK_SLOTS = sinusoidal.CHECK_SLOTS
 
 
 class Sinusoidal(Family):
@@ -60,10 +57,10 @@ class Sinusoidal(Family):
         return sinusoidal.SinusoidalJudge(declaration, results, keep_table)
 
     def nearest(self, declaration, judged) -> dict | None:
-        return sinusoidal.nearest(declaration, judged.tables)
+        return advice.nearest(declaration, judged.tables)
 
     def hints(self, declaration, probes, outcomes, report) -> list:
-        return sinusoidal.hints(declaration, probes, outcomes, report)
+        return advice.hints(declaration, probes, outcomes, report)
 
     def likely_fix(self, reason: str, api: str) -> str:
         takes_tensor = re.search(r"(TypeError|AttributeError).*'int' object|(TypeError|AttributeError).*\bint\b",
@@ -96,7 +93,7 @@ class _Identification:
         self.call = call
 
     def run(self, options) -> dict:
-        from posenc_spec.gate.identify import identify_target
+        from posenc_spec.families.sinusoidal.identify import identify_target
 
         call = self.call
         return identify_target(call.target, api=call.api, t_max=call.t_max, timeout=call.timeout,
@@ -106,14 +103,14 @@ class _Identification:
         return flags
 
     def differences(self, answer: dict, declared) -> list[str]:
-        from posenc_spec.gate.identify.declared import sinusoidal_differences
+        from posenc_spec.families.sinusoidal.declared import sinusoidal_differences
 
         odd = answer.get("odd")
         found = Convention(**{**answer, "odd": odd or declared.spec.convention.odd})
         return sinusoidal_differences(found, declared.spec.convention, odd is not None and not declared.spec.skip_odd)
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
-        from posenc_spec.gate.identify.declared import answer_keys
+        from posenc_spec.families.sinusoidal.declared import answer_keys
         from posenc_spec.gate.identify.toml_text import number
 
         call = self.call

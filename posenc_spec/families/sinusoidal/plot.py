@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec.checks import expectation
-from posenc_spec.conventions import UndefinedWidthError
+from posenc_spec.families.sinusoidal.conventions import UndefinedWidthError
+from posenc_spec.families.sinusoidal.grid import Probe
+from posenc_spec.families.sinusoidal.judge import call_problem
+from posenc_spec.families.sinusoidal.properties import expectation
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.family import Drawing, NothingToDraw
-from posenc_spec.gate.grid import Probe
-from posenc_spec.gate.judge import call_problem
 from posenc_spec.gate.runner import run_target
 from posenc_spec.gate.values import integer
 from posenc_spec.tolerance import compare

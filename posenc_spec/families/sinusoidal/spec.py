@@ -18,19 +18,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from posenc_spec.conventions import FUNCTIONS, LAYOUTS, ODD_BEHAVIOURS, PRESETS, Convention, get_convention
+from posenc_spec.families.sinusoidal.conventions import (
+    FUNCTIONS,
+    LAYOUTS,
+    ODD_BEHAVIOURS,
+    PRESETS,
+    Convention,
+    get_convention,
+)
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.values import choice, fail, number
+from posenc_spec.text import value_text
 
 from .keys import CONVENTION_KEYS
 
 ODD_CHOICES = (*ODD_BEHAVIOURS, "skip")
 DEFAULT_PRESET = "vaswani"
 ADDS_LAYOUTS = ("sbd", "bsd", "sd")
-
-
-def _short(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ class SinusoidalSpec:
     def describe(self) -> str:
         """The preset's name, with the fields that differ from it."""
         preset = PRESETS[self.preset]
-        changed = [f"{key}={_short(getattr(self.convention, key))}" for key in CONVENTION_KEYS
+        changed = [f"{key}={value_text(getattr(self.convention, key))}" for key in CONVENTION_KEYS
                    if getattr(self.convention, key) != getattr(preset, key)]
         return self.preset + (f" ({', '.join(changed)})" if changed else "")
 

@@ -4,9 +4,9 @@ and the validation of every key (one-line errors naming the key and the value)."
 import numpy as np
 import pytest
 
-from posenc_spec.conventions import UndefinedWidthError
 from posenc_spec.families.sincos2d import calls
 from posenc_spec.families.sincos2d.conventions import PRESETS, Sincos2d, get_convention
+from posenc_spec.families.sinusoidal.conventions import UndefinedWidthError
 
 
 def test_columns_written_out_for_width_8():

@@ -29,12 +29,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from posenc_spec.families.rope.conventions import ROPE_TYPES, TYPE_KEYS, RopeConvention
+from posenc_spec.families.rope.oracle import LAYOUTS
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.user_files import parse_json, read_json
 from posenc_spec.text import one_line
-
-from .conventions import ROPE_TYPES, TYPE_KEYS, RopeConvention
-from .oracle import LAYOUTS
 
 TYPE_ALIASES = {"su": "longrope"}
 _FIELD_NAMES = {"rope_type", "rope_theta", "partial_rotary_factor", "head_dim", "max_position_embeddings",

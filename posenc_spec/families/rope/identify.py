@@ -1,7 +1,7 @@
 """``identify --api rope-*``: which rotary convention does a target compute? Found from its calls.
 
 The target is called in a sealed child, as ``check`` calls it, with requests built by
-:class:`~posenc_spec.gate.rope.grid.RopeProbe` (head sizes 64 and 128, or ``--head-dim``):
+:class:`~posenc_spec.families.rope.grid.RopeProbe` (head sizes 64 and 128, or ``--head-dim``):
 
 - rope-freqs: ``fn(d)``; validated at head sizes 8 and 256 (none when the head size is declared).
 - rope-cache: the declared call at positions ``0..63`` and at the gate's long positions (up
@@ -17,7 +17,7 @@ The target is called in a sealed child, as ``check`` calls it, with requests bui
   (:mod:`.rope_readings`). Validated on the gate's seeded random ``x`` at random positions.
 
 :mod:`.rope_fit` proposes conventions from what the calls show; each is judged by the
-gate's own reading and formula check (:class:`~posenc_spec.gate.rope.judge.RopeJudge`,
+gate's own reading and formula check (:class:`~posenc_spec.families.rope.judge.RopeJudge`,
 the bounds of :mod:`posenc_spec.tolerance`) on every fit call, the first within bound
 wins, and it must then pass the validation calls it was not fitted on: if it fails there
 the answer is "none", with it as the nearest and its error/tolerance.
@@ -29,15 +29,21 @@ import math
 
 import numpy as np
 
-from posenc_spec.rope.conventions import RopeConvention
-
-from ..declaration import DEFAULT_TIMEOUT
-from ..options import RunOptions
-from ..rope import grid
-from ..rope.read import Unreadable
-from . import answer_each
-from .rope_readings import Call, CallShape, read_apply_call, read_cache_call, read_frequencies, unit_rows
-from .rope_select import fit, judged, unreadable
+from posenc_spec.families.rope import grid
+from posenc_spec.families.rope.conventions import RopeConvention
+from posenc_spec.families.rope.read import Unreadable
+from posenc_spec.families.rope.readings import (
+    Call,
+    CallShape,
+    read_apply_call,
+    read_cache_call,
+    read_frequencies,
+    unit_rows,
+)
+from posenc_spec.families.rope.select import fit, judged, unreadable
+from posenc_spec.gate.declaration import DEFAULT_TIMEOUT
+from posenc_spec.gate.identify import answer_each
+from posenc_spec.gate.options import RunOptions
 
 FIT_HEAD_DIMS = (64, 128)
 VALIDATION_HEAD_DIMS = (8, 256)
@@ -240,8 +246,8 @@ def identify_many(targets, shape: CallShape, head_dim=None, max_positions=None, 
         return {"target": target, **result}
 
     def declaration_of(target, result):
-        from ..declaration import declare
-        from .declared import rope_answer_keys
+        from posenc_spec.families.rope.declared import rope_answer_keys
+        from posenc_spec.gate.declaration import declare
 
         return declare({"target": target, **rope_answer_keys(result, shape, head_dim, max_positions),
                         "timeout": timeout})

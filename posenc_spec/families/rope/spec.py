@@ -29,12 +29,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from posenc_spec.rope.config import RopeConfigError, parse_rope_param, read_config
-from posenc_spec.rope.conventions import ATTENTION_FACTOR_PLACEMENTS, ROPE_TYPES, ROTARY_FEATURES, RopeConvention
-from posenc_spec.rope.oracle import LAYOUTS as ROPE_LAYOUTS
-
-from ..errors import UsageError
-from ..values import choice, integer, number
+from posenc_spec.families.rope.config import RopeConfigError, parse_rope_param, read_config
+from posenc_spec.families.rope.conventions import (
+    ATTENTION_FACTOR_PLACEMENTS,
+    ROPE_TYPES,
+    ROTARY_FEATURES,
+    RopeConvention,
+)
+from posenc_spec.families.rope.oracle import LAYOUTS as ROPE_LAYOUTS
+from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.values import choice, integer, number
 
 CACHE_LAYOUTS = ("half", "interleaved", "compact")
 CACHE_FORMS = ("cos-sin", "complex", "angles", "sin-cos-cat", "cos-sin-cat", "stacked")

@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from posenc_spec.rope.conventions import RopeConvention, yarn_range
-
-from .fit import round_significant
-from .rope_readings import agrees, reference
+from posenc_spec.families.rope.conventions import RopeConvention, yarn_range
+from posenc_spec.families.rope.readings import agrees, reference
+from posenc_spec.families.sinusoidal.fit import round_significant
 
 LLAMA31 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
 FLAT = 1e-4  # relative: a profile within this of 1 (or of another value) is flat there

@@ -11,9 +11,9 @@ the last ``r`` (``rotary_features``), the rest pass through. Everything that nee
 layout asks :func:`pair_columns`.
 
 :func:`exact_frequencies` and :func:`exact_cache_values` evaluate the formulas of
-:mod:`posenc_spec.rope.conventions` at 40 significant digits from the exact inputs and
+:mod:`posenc_spec.families.rope.conventions` at 40 significant digits from the exact inputs and
 round once to float64. The float64 paths (:func:`cache`, :func:`apply`) are off those
-values by at most :func:`posenc_spec.tolerance.rope_cache_bound` (and ``rope_apply_bound``)
+values by at most :func:`posenc_spec.families.rope.tolerance.rope_cache_bound` (and ``rope_apply_bound``)
 with every dtype float64: ``((2 x_i + 4) |p f'_i| + 5) 2**-53`` with ``x_i = (2i/r) ln theta``
 for the default type, up to 1e-10 near position 131072 (``meta_tests/test_rope_oracle.py``
 measures it against mpmath for every type). They are vectorised: the cache of 131072
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 
-from .conventions import ROTARY_FEATURES, RopeConvention
+from posenc_spec.families.rope.conventions import ROTARY_FEATURES, RopeConvention
 
 EXACT_DIGITS = 40
 LAYOUTS = ("half", "interleaved")

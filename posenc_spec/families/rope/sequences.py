@@ -1,6 +1,6 @@
 """The call sequences real code plays on a rotary target, and their check ids.
 
-The grid (:mod:`posenc_spec.gate.rope.grid`) makes each call once, float32 first, batch 1,
+The grid (:mod:`posenc_spec.families.rope.grid`) makes each call once, float32 first, batch 1,
 ``x`` contiguous, apply calls longest first. Rotary bugs live in state and call patterns
 more than in formulas: a cos/sin cache built for one length and reused for another, keyed
 on the length but not the dtype or the offset, grown by appending rows counted from 0
@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import grid
-from .grid import RopeProbe
+from posenc_spec.families.rope import grid
+from posenc_spec.families.rope.grid import RopeProbe
 
 SEQUENCE_SEED = 600  # x's seeds, apart from the grid's
 DTYPE_LENGTH = 24

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec import checks, oracle
-from posenc_spec.conventions import Convention
+from posenc_spec.families.sinusoidal import grid, oracle
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import Convention
+from posenc_spec.gate.errors import UsageError
 from posenc_spec.tolerance import compare
-
-from . import grid
-from .errors import UsageError
 
 BASE_STEP = 1.01  # the base 1 % off: a slip the tolerance must never excuse
 CHECKED_DTYPE = "float32"

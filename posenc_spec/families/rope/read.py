@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..calls import shape_text
+from posenc_spec.gate.calls import shape_text
 
 WIDER = {"float16": ("float16", "float32", "float64"), "bfloat16": ("bfloat16", "float32", "float64"),
          "float32": ("float32", "float64"), "float64": ("float64",)}

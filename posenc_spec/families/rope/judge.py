@@ -1,24 +1,22 @@
 """Judge a RoPE target's calls: each check from the raw numbers, against the exact values
-of :mod:`posenc_spec.rope.oracle` and the bounds of :mod:`posenc_spec.tolerance`."""
+of :mod:`posenc_spec.families.rope.oracle` and the bounds of :mod:`posenc_spec.tolerance`."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec import tolerance
+from posenc_spec.families.rope import grid, oracle, tolerance
+from posenc_spec.families.rope.read import WIDER, Unreadable, effective_layout, read_apply, read_cache, read_freqs
+from posenc_spec.gate.judge import call_status, failed, passed
 from posenc_spec.results import CheckResult, Worst, check_finite, comparison_worst, skipped
-from posenc_spec.rope import oracle
-
-from ..judge import call_status, failed, passed
-from . import grid
-from .read import WIDER, Unreadable, effective_layout, read_apply, read_cache, read_freqs
+from posenc_spec.tolerance import compare
 
 
 def _compare(name, what, pieces) -> CheckResult:
     """One check over several ``(label, actual, expected, bound)`` pieces: the worst element rules."""
     worst_piece, worst = None, None
     for label, actual, expected, bound in pieces:
-        result = tolerance.compare(actual, expected, bound)
+        result = compare(actual, expected, bound)
         if worst is None or result.max_ratio > worst.max_ratio:
             worst_piece, worst = label, result
     if worst is None or worst.size == 0:

@@ -2,7 +2,7 @@
 
 Each candidate is first compared with the frequencies and factor the calls show
 (:func:`distance`, cheap, to skip the ones far off), then judged on every fit call by the
-gate's reading and formula check (:class:`~posenc_spec.gate.rope.judge.RopeJudge`, the
+gate's reading and formula check (:class:`~posenc_spec.families.rope.judge.RopeJudge`, the
 bounds of :mod:`posenc_spec.tolerance`): the first within bound on all of them is the
 answer; the one with the smallest error/tolerance ratio is the nearest.
 """
@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from posenc_spec.rope.conventions import RopeConvention
-
-from ..judge import Results
-from ..rope.judge import RopeJudge
-from ..rope.spec import RopeSpec
-from .rope_fit import Candidate, candidates
+from posenc_spec.families.rope.conventions import RopeConvention
+from posenc_spec.families.rope.fit import Candidate, candidates
+from posenc_spec.families.rope.judge import RopeJudge
+from posenc_spec.families.rope.spec import RopeSpec
+from posenc_spec.gate.judge import Results
 
 if TYPE_CHECKING:
-    from .rope_readings import Call, CallShape
+    from posenc_spec.families.rope.readings import Call, CallShape
 
 NEAREST_JUDGED = 3  # when no candidate comes near the frequencies, the closest few are judged for "nearest"
 

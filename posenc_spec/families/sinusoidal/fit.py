@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posenc_spec import checks
-from posenc_spec.conventions import FUNCTIONS, LAYOUTS, PRESETS, Convention
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import FUNCTIONS, LAYOUTS, PRESETS, Convention
 from posenc_spec.tolerance import compare
 
 UNALIASED = 1.5  # radians per row: below pi/2, so the step's sign and size are read unambiguously
@@ -237,7 +237,7 @@ def best_member(samples) -> tuple[Convention | None, float, Convention | None, f
 
 def sample_of(probe, outcome) -> Sample | None:
     """The :class:`Sample` of one call's table (None: the call gave no usable table)."""
-    from ..judge import call_problem
+    from posenc_spec.families.sinusoidal.judge import call_problem
 
     if call_problem(probe, outcome):
         return None

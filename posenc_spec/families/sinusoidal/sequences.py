@@ -1,6 +1,6 @@
 """The call sequences real code plays on a table or timesteps target, and their check ids.
 
-The grid (:mod:`posenc_spec.gate.grid`) calls each size once, float32 first. Caches, memos
+The grid (:mod:`posenc_spec.families.sinusoidal.grid`) calls each size once, float32 first. Caches, memos
 and buffers fail in the order of calls instead: a table cached at the first length asked
 and sliced for a longer one, grown by appending rows counted from 0 again, stored in half
 precision once asked twice; a memo of timestep embeddings keyed on the batch's shape; a
@@ -33,8 +33,8 @@ import math
 
 import numpy as np
 
-from .calls import held_in
-from .grid import Probe
+from posenc_spec.families.sinusoidal.grid import Probe
+from posenc_spec.gate.calls import held_in
 
 GROW_WIDTH = 16
 GROW_LENGTHS = ((24, "the first call"), (24, "the same size again"), (80, "past the length asked before"),

@@ -17,7 +17,7 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
     no NaN or Inf; every element within its own bound (:mod:`posenc_spec.tolerance`) of
     the declared convention's exact value; every value in [-1, 1]. Run on every size.
 ``pair-norm[S]``, ``row-norm[S]``, ``position-zero[S]``, ``frequencies[S]``, ``relative-offset[S]``, ``dot-product[S]``
-    the derived properties of :mod:`posenc_spec.checks`, run on the sizes of at most
+    the derived properties of :mod:`posenc_spec.families.sinusoidal.properties`, run on the sizes of at most
     ``DERIVED_LIMIT`` elements (300 x 512). They follow from the formula, so at large
     sizes they add cost and no power; their value is the diagnosis they give on moderate
     tables (which property breaks, and where). A property the size cannot show (no row at
@@ -43,7 +43,7 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
     view of a cache the target rewrites, an output buffer it reuses, changes under the caller.
 ``grow[d=16]``, ``dtype-order[64x32]``, ``memo[48x32]``
     the call sequences played after the grid, at widths it never asks
-    (:mod:`posenc_spec.gate.sequences`).
+    (:mod:`posenc_spec.families.sinusoidal.sequences`).
 ``global-state``
     no call changed global state (see :mod:`posenc_spec.gate.child.state`: torch's and
     NumPy's modes and flags, warnings filters, environment, import path and hooks, working
@@ -74,9 +74,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posenc_spec import checks
-
-from .calls import ArrayArg, CallRequest
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.gate.calls import ArrayArg, CallRequest
 
 DERIVED_LIMIT = 300 * 512
 TABLE_SIZES = ((50, 8), (50, 4), (50, 6), (128, 64), (300, 512), (1024, 768), (4096, 1024))
@@ -89,7 +88,7 @@ ADDS_SEED = 20250101
 # x as an adds-to-x module takes it, from the canonical (positions, features)
 _ADDS_LAYOUTS = {"sbd": lambda x: x[:, None, :], "bsd": lambda x: x[None], "sd": lambda x: x}
 
-# name -> the function of posenc_spec.checks; the order is the report's order.
+# name -> the function of posenc_spec.families.sinusoidal.properties; the order is the report's order.
 CHECK_FUNCTIONS = {
     "formula": checks.check_formula,
     "range": checks.check_value_range,
@@ -109,7 +108,7 @@ class Probe:
 
     ``slot`` names it in check ids (stable); ``role``: ``table`` (``call[S]`` and the table
     checks), ``odd``, ``degenerate``, ``repeat`` or ``sequence`` (one check, ``check_id``,
-    which the calls of a sequence share: :mod:`posenc_spec.gate.sequences`). ``timesteps``
+    which the calls of a sequence share: :mod:`posenc_spec.families.sinusoidal.sequences`). ``timesteps``
     holds the values passed to a timesteps-API target (exact in ``input_dtype``, when that
     is given: bfloat16 or float16), None for the table API. ``rng`` names the generators'
     starting state (the repeat starts from another); ``note`` says what a call of a sequence is.

@@ -39,10 +39,10 @@ Check ids (``D`` the head size; ``T`` the dtype of ``x`` where the call takes on
     (less when ``--max-positions`` is smaller); ``history[d=D]``: the short call (and the
     ``L0 + 1`` one) again after the long one; ``length-N`` slots as for caches, float32 x.
 ``determinism``, ``aliasing``, ``global-state``
-    as for tables (:mod:`posenc_spec.gate.grid`).
+    as for tables (:mod:`posenc_spec.families.sinusoidal.grid`).
 ``dtype-order[d=D]``, ``decode[d=D]``, ``offsets[d=D]``, ``grow[d=D]``, ``batch[d=D]``, ``rows[d=D]``, ``view[d=D]``
     the call sequences, after the grid at a head size it never asks, or before it at a
-    declared head size (:mod:`posenc_spec.gate.rope.sequences`).
+    declared head size (:mod:`posenc_spec.families.rope.sequences`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..calls import ArrayArg, CallRequest, held_in
+from posenc_spec.gate.calls import ArrayArg, CallRequest, held_in
 
 X_DTYPES = ("float32", "bfloat16", "float16")
 SHORT = 64
@@ -281,7 +281,7 @@ def with_rotation(probes, spec, signature: str) -> list[RopeProbe]:
     ``x``'s rows in the declared pair layout, rounded to ``x``'s dtype (``q-k-cos-sin``,
     shape ``(1, seq, r)``), or ``freqs_cis = cos + i sin`` in complex64 (``xq-xk-freqs-cis``,
     ``(seq, r/2)``); the attention factor inside when it is in-cache."""
-    from posenc_spec.rope import oracle
+    from posenc_spec.families.rope import oracle
 
     made = []
     for probe in probes:

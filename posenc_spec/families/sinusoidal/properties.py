@@ -19,10 +19,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import oracle
-from .conventions import Columns, Convention, get_convention
-from .results import CheckResult, Worst, comparison_worst, deviation_result, real, result, skipped
-from .tolerance import angle_term, compare, dtype_name, tolerance_from_term
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal.conventions import Columns, Convention, get_convention
+from posenc_spec.families.sinusoidal.tolerance import angle_term, tolerance_from_term
+from posenc_spec.results import CheckResult, Worst, comparison_worst, deviation_result, real, result, skipped
+from posenc_spec.tolerance import compare, dtype_name
 
 
 @dataclass(frozen=True, eq=False)

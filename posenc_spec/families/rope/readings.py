@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rope import grid
-from ..rope.read import Unreadable, effective_layout, freqs_parts, read_apply, read_cache
+from posenc_spec.families.rope import grid
+from posenc_spec.families.rope.read import Unreadable, effective_layout, freqs_parts, read_apply, read_cache
 
 AGREE = 1e-3  # relative: two calls within this of each other show the same frequencies
 # Items per row of each cache form, in units of the width of one of cos and sin.

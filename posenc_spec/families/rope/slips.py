@@ -4,7 +4,7 @@ already made.
 As for sinusoidal tables (:mod:`.slips`), a hint is an explanation the gate's own judgement
 confirms: a *variant* of the declaration, one slip away from it, under which every call the
 run made (the passing ones too) is within the bounds of :mod:`posenc_spec.tolerance`,
-judged by :class:`~posenc_spec.gate.rope.judge.RopeJudge` itself. The variants:
+judged by :class:`~posenc_spec.families.rope.judge.RopeJudge` itself. The variants:
 
 - the other pairing: rotate-half ``(i, i + r/2)`` against interleaved ``(2i, 2i + 1)`` for
   ``x``, ``[c | c]`` against ``c0 c0 c1 c1 ...`` for a cache;
@@ -33,20 +33,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posenc_spec.rope import oracle
+from posenc_spec.families.rope import oracle
+from posenc_spec.families.rope.declared import listed
+from posenc_spec.families.rope.fit import candidates, thetas
+from posenc_spec.families.rope.judge import RopeJudge
+from posenc_spec.families.rope.read import Unreadable
+from posenc_spec.families.rope.readings import Reading, phase_frequencies, read_cache_call, read_frequencies
+from posenc_spec.families.rope.select import judged_by
+from posenc_spec.families.sinusoidal.slips import Change, narrow_neighbours
+from posenc_spec.gate.calls import Outcome
+from posenc_spec.gate.identify.hint import Hint
+from posenc_spec.gate.identify.toml_text import number
+from posenc_spec.gate.judge import Results
 from posenc_spec.tolerance import ratios
-
-from ..calls import Outcome
-from ..judge import Results
-from ..rope.judge import RopeJudge
-from ..rope.read import Unreadable
-from .declared import listed
-from .hint import Hint
-from .rope_fit import candidates, thetas
-from .rope_readings import Reading, phase_frequencies, read_cache_call, read_frequencies
-from .rope_select import judged_by
-from .slips import Change, narrow_neighbours
-from .toml_text import number
 
 CHECKED = ("formula", "identity", "attention-factor", "norm", "passthrough")  # the checks of the values
 MAX_FITTED = 24  # conventions of rope_fit judged, at most (they come best first)

@@ -41,14 +41,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from posenc_spec import checks
-from posenc_spec.conventions import Convention
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import Convention
+from posenc_spec.families.sinusoidal.fit import Sample, best_member, max_ratio
+from posenc_spec.gate.calls import held_in as round_to
+from posenc_spec.gate.identify.hint import Hint
+from posenc_spec.gate.identify.toml_text import number
 from posenc_spec.tolerance import ratios
-
-from ..calls import held_in as round_to
-from .fit import Sample, best_member, max_ratio
-from .hint import Hint
-from .toml_text import number
 
 FIT_LIMIT = 128 * 128  # tables fitted on are at most this large (128x64 and 50x8 on the default grid)
 FIT = object()  # diagnose's default: fit the family here
