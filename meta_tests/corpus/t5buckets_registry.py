@@ -60,7 +60,7 @@ class T5Entry:
         return dict(value) if name in ("keywords", "init") and value is not None else value
 
     def convention(self) -> BucketConvention:
-        return from_keys({key: value for key, value in self.keys if key in ("convention", *KEYS)})
+        return from_keys({key: value for key, value in self.keys if key in ("bucket_preset", *KEYS)})
 
     @property
     def signature(self) -> str:
@@ -86,11 +86,11 @@ def call(entry: T5Entry, probe: grid.Probe):
 
 def _check_declaration(name: str, keys: dict) -> None:
     """The keys, read as the family reads them (``ValueError`` naming the function otherwise)."""
-    unknown = sorted(set(keys) - {"convention", *KEYS, *_CALLING_KEYS})
+    unknown = sorted(set(keys) - {"bucket_preset", *KEYS, *_CALLING_KEYS})
     if unknown:
         raise ValueError(f"{name}: unknown key(s) {', '.join(unknown)}")
     try:
-        convention = from_keys({key: value for key, value in keys.items() if key in ("convention", *KEYS)})
+        convention = from_keys({key: value for key, value in keys.items() if key in ("bucket_preset", *KEYS)})
         grid.probes_for(convention, keys.get("signature", "static"), keys.get("query_offset", "start"))
     except ValueError as error:
         raise ValueError(f"{name}: {error}") from None

@@ -42,7 +42,7 @@ def judge_call(probe: Probe, buckets, convention: BucketConvention, log_dtype=DE
         message = f"returned shape {values.shape} where the relative positions have shape {relative.shape}"
         return [CheckResult(check_id, "failed", message) for check_id in ids]
     if probe.role in ("extremes", "int-min"):
-        return [_named(properties.check_formula(values, convention, relative, log_dtype), probe.slot)]
+        return [_named(properties.check_formula(values, convention, relative, log_dtype), ids[-1])]
     if values.dtype.kind not in "iu":
         integer = properties.check_integer(values)
         rest = f"not judged further: {integer.message}"
@@ -69,3 +69,34 @@ def judge_repeat(first, again) -> CheckResult:
         return CheckResult("determinism", "failed", f"{differing.size} buckets differ on the repeat; the first, "
                                                     f"element {flat}: {first.flat[flat]} then {again.flat[flat]}")
     return CheckResult("determinism", "passed", f"the same {first.size} buckets again")
+
+
+class BucketJudge:
+    """The gate's judge of one T5-bucket target, call by call (``results``: the engine's
+    :class:`~posenc_spec.gate.judge.Results`); ``spec`` its :class:`~.spec.BucketSpec`."""
+
+    def __init__(self, spec, results):
+        self.spec, self.results = spec, results
+        self.tables: list = []  # (probe, buckets) of each call that returned integers, for nearest and hints
+
+    def judge(self, probe: Probe, outcome) -> bool:
+        """Judge one call; whether it returned an array (the determinism repeat compares it)."""
+        ids = probe.check_ids()
+        if not outcome.ok:
+            if outcome.status == "not-run":
+                self.results.add(CheckResult(ids[0], "skipped", outcome.message))
+            else:
+                self.results.add(CheckResult(ids[0], "failed", f"{probe.slot}: {outcome.message}"))
+            self.results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")
+            return False
+        self.results.add(CheckResult(ids[0], "passed", f"returned {outcome.message}"))
+        values = outcome.table
+        for result in judge_call(probe, values, self.spec.convention, self.spec.log_dtype):
+            self.results.add(result)
+        if values.dtype.kind in "iu" and values.shape == probe.result_shape():
+            self.tables.append((probe, values))
+        return True
+
+    def kept_table(self):
+        """None: the bucket map is drawn by ``posenc-spec plot``, not from a report."""
+        return None

@@ -19,22 +19,24 @@ def _exact(probe, convention):
 
 
 def test_static_plan_ids():
-    """A positions target: eight checks per slot (int64, int32, int64:2d), call and its own id for
-    the extremes and -2**(b-1) of each dtype, determinism and global-state last."""
+    """A positions target: import first, eight checks per slot (int64, int32, int64:2d), call and
+    formula for the extremes of each dtype, call and int-min for -2**(b-1), then determinism,
+    aliasing and global-state."""
     ids = grid.plan_ids(grid.probes_for(ENCODER, "static"))
     per_slot = [f"{name}[{slot}]" for slot in ("int64", "int32", "int64:2d") for name in grid.POSITION_CHECKS]
-    assert ids[:24] == per_slot
-    assert ids[24:32] == [item for dtype in ("int32", "int64") for slot in (f"extremes[{dtype}]", f"int-min[{dtype}]")
-                          for item in (f"call[{slot}]", slot)]
-    assert ids[32:] == ["determinism", "global-state"]
+    assert ids[0] == "import" and ids[1:25] == per_slot
+    assert ids[25:33] == [item for dtype in ("int32", "int64")
+                          for item in (f"call[extremes:{dtype}]", f"formula[extremes:{dtype}]",
+                                       f"call[int-min:{dtype}]", f"int-min[{dtype}]")]
+    assert ids[33:] == ["determinism", "aliasing", "global-state"]
 
 
 def test_table_plan_ids():
     """A table target: nine checks per shape (relative-only beside the eight), square shapes
     alone for a square-only target."""
     ids = grid.plan_ids(grid.probes_for(ENCODER, "bias", square_only=True))
-    assert ids == [f"{name}[{slot}]" for slot in ("1x1", "130x130") for name in grid.TABLE_CHECKS] + \
-        ["determinism", "global-state"]
+    assert ids == ["import"] + [f"{name}[{slot}]" for slot in ("1x1", "130x130") for name in grid.TABLE_CHECKS] + \
+        ["determinism", "aliasing", "global-state"]
     slots = [probe.slot for probe in grid.probes_for(PRESETS["cpmant"], "table")]
     assert slots == ["1x1", "5x9", "9x5", "1x2049", "2049x2049", "1x1"]
 
@@ -47,9 +49,9 @@ def test_positions_cover_the_range_and_the_extremes():
     assert probes["int32"].dtype == "int32" and np.array_equal(probes["int32"].values, probes["int64"].values)
     two_d = probes["int64:2d"].values
     assert two_d.shape == (17, 513) and two_d[0, 0] == -256 and two_d[16, 512] == 240
-    assert probes["extremes[int32]"].values.tolist() == [-(2**31 - 1), -(2**31 - 2), 2**31 - 2, 2**31 - 1]
-    assert {-(2**53 + 1), 2**32, 2**63 - 1} <= set(probes["extremes[int64]"].values.tolist())
-    assert probes["int-min[int64]"].values.tolist() == [-(2**63)]
+    assert probes["extremes:int32"].values.tolist() == [-(2**31 - 1), -(2**31 - 2), 2**31 - 2, 2**31 - 1]
+    assert {-(2**53 + 1), 2**32, 2**63 - 1} <= set(probes["extremes:int64"].values.tolist())
+    assert probes["int-min:int64"].values.tolist() == [-(2**63)]
 
 
 def test_large_max_distance_samples_the_starts():
@@ -101,7 +103,7 @@ def test_float_buckets_fail_integer_and_are_not_judged_further():
 
 def test_int_min_verdict_names_the_input():
     """What every abs()-based implementation returns at -2**31, the input itself, fails ``int-min[int32]``."""
-    probe = next(probe for probe in grid.probes_for(ENCODER, "static") if probe.slot == "int-min[int32]")
+    probe = next(probe for probe in grid.probes_for(ENCODER, "static") if probe.slot == "int-min:int32")
     [result] = judge.judge_call(probe, np.array([-(2**31)], dtype=np.int64), ENCODER)
     assert_status(result, "failed", "int-min", "relative position -2147483648 got -2147483648, expected 15")
     assert result.name == "int-min[int32]"
