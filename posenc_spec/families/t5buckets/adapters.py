@@ -17,6 +17,8 @@ is whole; otherwise the floats as they came (``integer`` then fails, naming them
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 # The core's adapters import this module while they load: read their helpers at call time.
@@ -80,19 +82,39 @@ def adapt(target, how: dict, maker):
     """A callable that takes the grid's canonical arguments and calls ``target`` as its
     signature says."""
     names, settings = how.get("args") or {}, how.get("settings") or {}
+    # "{config}" in a table of init: the object bucket_config builds, beside other arguments
+    # (T5Attention(config=..., has_relative_attention_bias=True)); built on the first call, kept.
+    # (The core's Maker keys its objects by their arguments, and a config is not hashable.)
+    with_config = isinstance(how.get("init"), dict) and "{config}" in how["init"].values()
+    objects = {}
+
+    def made(**sizes):
+        if not with_config:
+            return maker(**sizes)
+        config = maker._config()
+        arguments = {name: config if value == "{config}" else maker._value(value, sizes)
+                     for name, value in how["init"].items()}
+        key = tuple(sorted((name, value) for name, value in arguments.items() if value is not config))
+        if key not in objects:
+            objects[key] = target(**arguments)
+            if torch is not None and isinstance(objects[key], torch.nn.Module):
+                objects[key].eval()
+        call = objects[key] if maker.method is None else getattr(objects[key], maker.method)
+        extra = {name: maker._value(value, sizes) for name, value in maker.kwargs.items()}
+        return functools.partial(call, **extra) if extra else call
     signature, embedding = how.get("signature"), how.get("embedding")
 
     def static(relative_position):
         with core.quiet(maker):
-            return maker()(**keywords(names, settings, relative_position=relative_position))
+            return made()(**keywords(names, settings, relative_position=relative_position))
 
     def method(relative_position):
         with core.quiet(maker):
-            return maker()(relative_position)
+            return made()(relative_position)
 
     def table(query_length, key_length):
         with core.quiet(maker):
-            call = maker(query_length=query_length, key_length=key_length)
+            call = made(query_length=query_length, key_length=key_length)
             return call(**keywords(names, settings, query_length=query_length, key_length=key_length))
 
     def bias(query_length, key_length):
@@ -100,7 +122,7 @@ def adapt(target, how: dict, maker):
         if torch is None:
             raise BadResult("a bias module needs torch, which does not import here")
         with torch.no_grad():
-            call = maker(**sizes)
+            call = made(**sizes)
             fill_embedding(_module_of(call), embedding)
             result = call(**keywords(names, {}, x=torch.zeros(1, key_length, 1), **sizes))
         return bias_buckets(result, query_length, key_length)
