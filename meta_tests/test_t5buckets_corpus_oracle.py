@@ -105,7 +105,7 @@ def test_corpus_size_and_coverage():
     (t5_correct, {"idiom": "x", "bucket_preset": "t5_decoder"}, "did you mean 't5-decoder'"),
     (t5_correct, {"idiom": "x", "max_distance": 4}, "max_distance must exceed max_exact = 8"),
     (t5_correct, {"idiom": "x", "signature": "module"}, "signature must be one of static, method, table, bias"),
-    (t5_correct, {"idiom": "x", "keywords": {"distance": "n"}}, "keywords name unknown role(s) distance"),
+    (t5_correct, {"idiom": "x", "bucket_args": {"distance": "n"}}, "bucket_args name unknown role(s) distance"),
     (t5_correct, {"idiom": "x", "layout": "half"}, "unknown key(s) layout"),
     (t5_wrong, {"bug": "x", "classes": ("sign",), "seen": ""}, "needs its bug classes and where it was seen"),
     (t5_wrong, {"bug": "x", "classes": ("signs",), "seen": "y"}, "classes must be a tuple of halving"),

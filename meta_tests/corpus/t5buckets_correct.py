@@ -18,7 +18,7 @@ import math
 import numpy as np
 import torch
 
-from .t5buckets_registry import t5_correct
+from .t5buckets_registry import MODULE_INIT, t5_correct
 
 
 def _numpy_distances(relative_position, bidirectional, num_buckets):
@@ -174,7 +174,7 @@ def gluonnlp_query_minus_memory(relative_position, bidirectional=True, num_bucke
 @t5_correct(idiom="T5X's NumPy table: float32 quotient plus float32's epsilon, then the logarithm; queries "
                   "the last of the keys", seen="google-research/t5x t5x/examples/t5/layers.py "
                                               "RelativePositionBiases._relative_position_bucket",
-            bucket_preset="t5-decoder", signature="table", query_offset="end")
+            bucket_preset="t5-decoder", signature="table", bucket_query_offset="end")
 def t5x_numpy_table(query_length, key_length, bidirectional=True, num_buckets=32, max_distance=128):
     context_position = np.arange(query_length, dtype=np.int64)[:, None] + (key_length - query_length)
     memory_position = np.arange(key_length, dtype=np.int64)[None, :]
@@ -208,7 +208,8 @@ def torch_broadcast_table(query_length, key_length, bidirectional=True, num_buck
 
 
 @t5_correct(idiom="a module holding its settings (UMT5's form): self._relative_position_bucket(relative_position)",
-            bucket_preset="t5-decoder", signature="method")
+            bucket_preset="t5-decoder", signature="method",
+            init=MODULE_INIT, method="_relative_position_bucket")
 class module_with_settings(torch.nn.Module):  # noqa: N801 -- registered by its function-like name
     def __init__(self, bidirectional=True, num_buckets=32, max_distance=128):
         super().__init__()

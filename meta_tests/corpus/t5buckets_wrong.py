@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from .t5buckets_registry import t5_wrong
+from .t5buckets_registry import MODULE_INIT, t5_wrong
 
 _T5 = "transformers T5Attention._relative_position_bucket"
 
@@ -136,7 +136,7 @@ def zero_in_upper_half(relative_position, bidirectional=True, num_buckets=32, ma
               "and the encoder clamps every later key to bucket 0",
           classes=("direction",), seen="lucidrains/x-transformers#10 (commit 6d0c641, 'bug fix for "
                                        "_relative_position_bucket')",
-          bucket_preset="t5-decoder", keywords={"bidirectional": "causal"})
+          bucket_preset="t5-decoder", bucket_args={"bidirectional": "causal"})
 def causal_flag_inverted(relative_position, causal=True, num_buckets=32, max_distance=128):
     ret = 0
     n = -relative_position
@@ -334,7 +334,8 @@ def max_distance_hard_coded(relative_position, bidirectional=True, num_buckets=3
               "whatever it was built with",
           classes=("settings",), seen="lucidrains/x-transformers commit fb7a5d4 ('fix some more issues with T5 rel "
                                       "pos bias': max_distance = self.max_distance added to the call)",
-          bucket_preset="t5-decoder", max_distance=512, signature="method")
+          bucket_preset="t5-decoder", max_distance=512, signature="method",
+          init=MODULE_INIT, method="_relative_position_bucket")
 class module_ignores_max_distance(torch.nn.Module):  # noqa: N801 -- registered by its function-like name
     def __init__(self, bidirectional=True, num_buckets=32, max_distance=128):
         super().__init__()
@@ -381,6 +382,6 @@ def table_keys_from_one(query_length, key_length, bidirectional=True, num_bucket
               "before them): every offset k_len - q_len too large",
           classes=("table",), seen="lucidrains/x-transformers commit cc107eb ('fix rel pos bias bug in presence of "
                                    "transformer-xl': queries at arange(j - i, j))",
-          bucket_preset="t5-decoder", signature="table", query_offset="end")
+          bucket_preset="t5-decoder", signature="table", bucket_query_offset="end")
 def table_queries_at_start(query_length, key_length, bidirectional=True, num_buckets=32, max_distance=128):
     return _t5_table(query_length, key_length, bidirectional, num_buckets, max_distance)
