@@ -9,6 +9,9 @@ from .judge import BucketJudge
 from .keys import NAMES
 from .spec import declare
 
+# The checks of what the buckets are (a failed call, or int-min alone, shows no slip).
+VALUE_CHECKS = ("range", "formula", "exact-small", "halves", "monotone", "saturation", "relative-only")
+
 
 class T5Buckets(Family):
     names = NAMES
@@ -25,6 +28,24 @@ class T5Buckets(Family):
 
     def judge(self, declaration, results, keep_table):
         return BucketJudge(declaration.spec, results)
+
+    def nearest(self, declaration, judged):
+        from .slips import nearest_member, observations_of
+
+        declared = declaration.spec.convention
+        member = nearest_member(observations_of(judged.calls, declared), declared)
+        if member is None or member == declared:
+            return None
+        return {"name": member.name(), "message": f"the buckets are those of {member.name()}", **member.as_dict()}
+
+    def hints(self, declaration, probes, outcomes, report) -> list:
+        from .slips import diagnose, observations_of
+
+        if not any(check.status == "failed" and check.name.partition("[")[0] in VALUE_CHECKS
+                   for check in report.checks):
+            return []
+        declared = declaration.spec.convention
+        return diagnose(observations_of(zip(probes, outcomes, strict=True), declared), declared)
 
 
 FAMILY = T5Buckets()

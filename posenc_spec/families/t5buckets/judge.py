@@ -77,11 +77,12 @@ class BucketJudge:
 
     def __init__(self, spec, results):
         self.spec, self.results = spec, results
-        self.tables: list = []  # (probe, buckets) of each call that returned integers, for nearest and hints
+        self.calls: list = []  # (probe, outcome) of every call, for the nearest member
 
     def judge(self, probe: Probe, outcome) -> bool:
         """Judge one call; whether it returned an array (the determinism repeat compares it)."""
         ids = probe.check_ids()
+        self.calls.append((probe, outcome))
         if not outcome.ok:
             if outcome.status == "not-run":
                 self.results.add(CheckResult(ids[0], "skipped", outcome.message))
@@ -93,8 +94,6 @@ class BucketJudge:
         values = outcome.table
         for result in judge_call(probe, values, self.spec.convention, self.spec.log_dtype):
             self.results.add(result)
-        if values.dtype.kind in "iu" and values.shape == probe.result_shape():
-            self.tables.append((probe, values))
         return True
 
     def kept_table(self):
