@@ -65,7 +65,7 @@ NAMES = FamilyKeys(
                                   "builds"),
     },
     group="T5 relative-position buckets (--api t5-buckets)",
-    identify_keys=("bidirectional", "num_buckets", "max_distance", *CALL_KEYS[4:]),
+    identify_keys=("bidirectional", "num_buckets", "max_distance", *CALL_KEYS),
     identify_help={
         "bidirectional": ("true|false", "the setting a target that takes its settings is called with (default true)"),
         "num_buckets": ("N", "the setting a target that takes its settings is called with (default 32)"),
