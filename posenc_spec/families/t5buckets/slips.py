@@ -35,6 +35,7 @@ from .conventions import MAX_NUM_BUCKETS, BucketConvention
 COMMON_NUM_BUCKETS = (32, 64, 128, 256, 320, 512)
 COMMON_MAX_DISTANCES = (128, 256, 512, 800, 1000, 1024, 2048)
 FIT_DTYPE = "float32"
+SCREEN_SIZE = 2048  # elements each candidate member is first tried on (then on every call)
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,12 +99,20 @@ def changed_keys(declared: BucketConvention, member: BucketConvention) -> dict:
     return {key: value for key, value in member.as_dict().items() if declared.as_dict()[key] != value}
 
 
+def _sample(seen: Observed, limit: int = SCREEN_SIZE) -> Observed:
+    """At most ``limit`` of ``seen``'s elements, evenly spread: what each candidate is screened on."""
+    if seen.values.size <= limit:
+        return seen
+    picked = np.unique(np.linspace(0, seen.values.size - 1, limit).astype(np.int64))
+    return Observed(seen.given.reshape(-1)[picked], seen.values.reshape(-1)[picked])
+
+
 def nearest_member(observations, declared: BucketConvention) -> BucketConvention | None:
     """The member whose buckets every call returned (the declared one if it is; None: no member)."""
     observations = [seen for seen in observations if seen.values.size]
     if not observations:
         return None
-    first = sorted(observations, key=lambda seen: -seen.values.size)[:1]
+    first = [_sample(max(observations, key=lambda seen: seen.values.size))]
     for member in _candidates(declared, observations):
         if is_member(first, member) and is_member(observations, member):
             return member
