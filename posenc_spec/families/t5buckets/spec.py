@@ -205,7 +205,7 @@ def declare(keys: dict, context) -> BucketSpec:
         raise UsageError(f"{name('init')}: \"{{config}}\" stands for the object built from {name('bucket_config')}, "
                          "and none is given")
     spec = BucketSpec(convention, preset, log_dtype, signature, args, query_offset, embedding, config)
-    if signature in TABLES and not any(spec.names()[role] for role in ("query_length", "key_length", "x")) \
+    if signature in TABLES and not any(spec.names().get(role) for role in ("query_length", "key_length", "x")) \
             and calling.init is None:
         raise UsageError(f"{name('bucket_args')}: a {signature} call that takes no length needs an object built "
                          f"for it ({name('init')} with \"{{key_length}}\")")
