@@ -47,6 +47,11 @@ class T5Buckets(Family):
         declared = declaration.spec.convention
         return diagnose(observations_of(zip(probes, outcomes, strict=True), declared), declared)
 
+    def plot(self, declaration, sizes, options):
+        from .plot import plot
+
+        return plot(declaration, sizes, options)
+
     def identify_request(self, flags, call):
         return _Identification(call, flags)
 

@@ -163,3 +163,15 @@ def test_identify_names_the_member_and_refuses_a_slip(folder, capsys):
     assert "t5-decoder" in capsys.readouterr().out
     assert main(["identify", "--api", "t5-buckets", "buckets:halving_forgotten"]) == 1
     assert "none: bidirectional, 64 buckets, max_distance 128 fits" in capsys.readouterr().out
+
+
+def test_plot_writes_the_bucket_map(folder, capsys):
+    """plot writes bucket_map.png for a correct and a wrong target, the summary counting the
+    offsets in another bucket; a table size is refused (exit 2)."""
+    assert main(["plot", "--api", "t5-buckets", "buckets:t5", "--out", "right"]) == 0
+    assert "every bucket of 1025 offsets within its band" in capsys.readouterr().out
+    assert main(["plot", "--api", "t5-buckets", "buckets:halving_forgotten", "--out", "wrong"]) == 0
+    assert "offsets in another bucket" in capsys.readouterr().out
+    for name in ("right", "wrong"):
+        assert (folder / name / "bucket_map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["plot", "--api", "t5-buckets", "buckets:t5", "--num-positions", "8", "--out", "sized"]) == 2
