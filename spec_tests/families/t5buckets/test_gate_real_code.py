@@ -17,6 +17,7 @@ from posenc_spec.gate.declaration import declare
 from spec_tests.assertions import check_named
 from spec_tests.assertions import failure_summary as _summary
 
+from .assertions import skip_unless_slow_selected
 from .declared import TARGETS
 
 PRELOAD = ("transformers.models.t5.modeling_t5",)
@@ -70,8 +71,7 @@ def test_sample_covers_every_signature():
 
 @pytest.fixture(scope="module")
 def all_reports(request):
-    if "slow" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("every real target through the gate: run with -m slow")
+    skip_unless_slow_selected(request.config)
     return _reports({target.id for target in TARGETS})
 
 
