@@ -12,8 +12,9 @@ bias per bucket of ``memory - query`` that T5 and its many copies add to the att
 - :mod:`.grid`: the calls a gate makes and their check ids; :mod:`.judge`: the verdicts;
 - :mod:`.adapters`: each signature's call, in the sealed child; :mod:`.calling`: the same
   calls in-process;
-- :mod:`.fit`: which member a target's buckets are (``identify``, the nearest member);
-  :mod:`.slips`: the hints; :mod:`.plot`: the figures; :mod:`.family`: what the core asks.
+- :mod:`.slips`: which member a target's buckets are (the nearest member) and the slips the
+  hints name; :mod:`.identify`: ``identify``; :mod:`.plot`: the bucket map; :mod:`.family`:
+  what the core asks.
 
 A light face: importing it imports nothing (the child's template imports :mod:`.adapters`).
 """
