@@ -24,7 +24,7 @@ settings.register_profile("ci", derandomize=True, deadline=None, max_examples=40
 settings.register_profile("dev", deadline=None, max_examples=40)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-# pytester runs the plugin's own pytest sessions in this process (spec_tests/test_gate_plugin.py).
+# pytester runs the plugin's own pytest sessions in this process (spec_tests/core/test_gate_plugin.py).
 pytest_plugins = ["pytester"]
 
 
@@ -52,10 +52,13 @@ def pytest_unconfigure(config):
 # loaders: 2-4 s of CPU in each process that does (the xdist worker itself, or the gate's
 # template preloading it), and MiniLM is loaded once per process. One worker runs them all
 # and pays that once; every other file is still a unit of its own (``--dist loadfile``).
-TRANSFORMERS_FILES = frozenset(f"spec_tests/test_{name}.py" for name in (
-    "gate_real_rng", "gate_transformers", "gate_as_written", "rope_real_code", "rope_transformers_frequencies",
-    "pretrained_architecture", "pretrained_configs", "pretrained_loading", "pretrained_seed_claims",
-    "pretrained_figures", "pretrained_minilm", "pretrained_hub_weights"))
+TRANSFORMERS_FILES = frozenset((
+    "spec_tests/families/sinusoidal/test_gate_real_rng.py", "spec_tests/families/sinusoidal/test_gate_transformers.py",
+    "spec_tests/core/test_gate_as_written.py", "spec_tests/families/rope/test_real_code.py",
+    "spec_tests/families/rope/test_transformers_frequencies.py", "spec_tests/families/t5buckets/test_tolerance.py",
+    *(f"spec_tests/pretrained/test_{name}.py" for name in (
+        "architecture", "configs", "loading", "seed_claims", "figures", "minilm", "hub_weights")),
+))
 
 
 # Seconds each test file took in its worker, as ``python benchmarks/bench_suite.py --record``

@@ -21,7 +21,7 @@ temporary folder, so that nothing of the repository can be imported. Inside it c
 4. ``posenc-spec check`` in a subfolder finds ``[tool.posenc-spec]`` in a parent folder;
 5. ``posenc-spec check`` in an empty folder without configuration checks nothing and exits 2;
    ``posenc-spec check --builtin`` runs the targets of the installed
-   ``posenc_spec.references.BUILT_IN_TARGETS``, all conforming;
+   ``posenc_spec.families.builtin_targets()``, all conforming;
 6. code as its authors wrote it, with no wrapper: Meta's ``apply_rotary_emb(xq, xk,
    freqs_cis)`` and the PyTorch tutorial's ``PositionalEncoding`` module conform under their
    signatures, and each fails a wrong declaration with a hint naming the difference.
@@ -226,9 +226,9 @@ def check_config_discovery(folder: Path) -> None:
 
 
 def check_builtin_default(folder: Path) -> None:
-    from posenc_spec.references import BUILT_IN_TARGETS
+    from posenc_spec.families import builtin_targets
 
-    expected = [declared["target"] for declared in BUILT_IN_TARGETS["targets"]]
+    expected = [declared["target"] for declared in builtin_targets()]
     empty = folder / "empty"
     empty.mkdir()
     refused = run(["posenc-spec", "check", "--json", "default.json"], empty, expected=2)
@@ -239,7 +239,7 @@ def check_builtin_default(folder: Path) -> None:
     report = json.loads((empty / "default.json").read_text("utf-8"))
     ran = [target["target"] for target in report["targets"]]
     expect(len(expected) == 4 and ran == expected and report["total_targets"] == len(expected),
-           f"posenc-spec check --builtin runs the {len(expected)} targets of BUILT_IN_TARGETS "
+           f"posenc-spec check --builtin runs the {len(expected)} built-in targets "
            f"(ran {ran}, total_targets {report['total_targets']})")
     expect(report["status"] == "conforms" and all(target["status"] == "conforms" for target in report["targets"]),
            f"the built-in default conforms: {[target['status'] for target in report['targets']]}")

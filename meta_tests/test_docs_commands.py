@@ -115,7 +115,7 @@ NOT_RUN = {
     "T5ForConditionalGeneration.from_pretrained(\"t5-small\")'": f"{NETWORK}: downloads t5-small's weights",
 }
 # Python blocks another test runs, checking more than the exit status: (document, n-th python block).
-RUN_ELSEWHERE = {("docs/python.md", 1): "spec_tests/test_api.py::test_the_documented_example_runs runs it and "
+RUN_ELSEWHERE = {("docs/python.md", 1): "spec_tests/core/test_api.py::test_the_documented_example_runs runs it and "
                                         "checks what it prints"}
 
 # -- the stand-ins ------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ makes the comparison with the baseline fail, invisible changes pass, and the def
 pytest run compares at all.
 
 Each changed figure is drawn with the same functions, data and rendering as its test in
-spec_tests/test_figures.py, test_figures_plot.py or test_figures_rope.py, saved as pytest-mpl saves
+spec_tests/families/sinusoidal/test_figures.py, test_figures_plot.py or test_figures_rope.py, saved as pytest-mpl saves
 it, and compared with the real baseline by matplotlib's ``compare_images`` (what
 pytest-mpl calls). One end-to-end run of pytest in a subprocess shows pytest-mpl itself
 failing a changed figure under the project's default options.
@@ -28,13 +28,16 @@ from matplotlib.testing.compare import compare_images
 from PIL import Image
 
 from posenc_spec import figures
+from posenc_spec.families.rope import figures as rope
+from posenc_spec.families.sinusoidal import animation, diagnostics
+from posenc_spec.families.sinusoidal import figures as sinusoidal_figures
 from posenc_spec.families.sinusoidal.properties import expectation
-from posenc_spec.figures import diagnostics, regression, rope
+from posenc_spec.figures import regression
 from posenc_spec.regression.ulp import INFINITE_ULP
 from reference_impls import family
-from spec_tests import test_figures as figure_tests
-from spec_tests import test_figures_plot as plot_tests
-from spec_tests import test_figures_rope as rope_tests
+from spec_tests.families.rope import test_figures as rope_tests
+from spec_tests.families.sinusoidal import test_figures as figure_tests
+from spec_tests.families.sinusoidal import test_figures_plot as plot_tests
 from spec_tests.figure_compare import FIGURE_COMPARE, IMAGE_TOLERANCE_RMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,27 +94,27 @@ def scores_figure(scores) -> Figure:
 # them each kind the issue names: another colormap, a transposed array, another array.
 CHANGED_FIGURES = [
     ChangedFigure("test_seed000_heatmap", "viridis instead of Blues",
-                  lambda: figures.position_heatmap_figure(figure_tests.seed000_table(), cmap="viridis")),
+                  lambda: sinusoidal_figures.position_heatmap_figure(figure_tests.seed000_table(), cmap="viridis")),
     ChangedFigure("test_seed000_heatmap", "the table transposed",
-                  lambda: figures.position_heatmap_figure(figure_tests.seed000_table().T)),
+                  lambda: sinusoidal_figures.position_heatmap_figure(figure_tests.seed000_table().T)),
     ChangedFigure("test_seed000_row_profiles", "the concat layout",
-                  lambda: figures.row_profiles_figure(formula("concat", 300, 512))),
+                  lambda: sinusoidal_figures.row_profiles_figure(formula("concat", 300, 512))),
     ChangedFigure("test_seed000_similarity", "tensor2tensor's frequencies (shift 1)",
                   lambda: figures.similarity_over_positions_figure(formula("tensor2tensor", 300, 512), title=None,
                                                                    figsize=(6, 4))),
     ChangedFigure("test_seed002_pcolormesh", "magma instead of viridis",
-                  lambda: figures.position_pcolormesh_figure(figure_tests.seed002_table(), cmap="magma")),
+                  lambda: sinusoidal_figures.position_pcolormesh_figure(figure_tests.seed002_table(), cmap="magma")),
     ChangedFigure("test_seed003_timestep_heatmap", "interleaved instead of concat",
-                  lambda: figures.timestep_embedding_figure(formula("vaswani", 500, 128),
-                                                            dpi=figure_tests.LARGE_FIGURE_DPI)),
+                  lambda: sinusoidal_figures.timestep_embedding_figure(formula("vaswani", 500, 128),
+                                                                       dpi=figure_tests.LARGE_FIGURE_DPI)),
     ChangedFigure("test_seed003_animation_first_frame", "frame 1",
-                  lambda: figures.timestep_sweep_frame_figure(figure_tests.seed003_embedding(100, 64), 1)),
+                  lambda: animation.timestep_sweep_frame_figure(figure_tests.seed003_embedding(100, 64), 1)),
     ChangedFigure("test_seed003_animation_middle_frame", "frame 51",
-                  lambda: figures.timestep_sweep_frame_figure(figure_tests.seed003_embedding(100, 64), 51)),
+                  lambda: animation.timestep_sweep_frame_figure(figure_tests.seed003_embedding(100, 64), 51)),
     ChangedFigure("test_seed003_animation_last_frame", "frame 98",
-                  lambda: figures.timestep_sweep_frame_figure(figure_tests.seed003_embedding(100, 64), 98)),
+                  lambda: animation.timestep_sweep_frame_figure(figure_tests.seed003_embedding(100, 64), 98)),
     ChangedFigure("test_seed004_formula_table", "the table transposed",
-                  lambda: figures.formula_table_figure(figure_tests.seed004_table().T)),
+                  lambda: sinusoidal_figures.formula_table_figure(figure_tests.seed004_table().T)),
     ChangedFigure("test_seed004_formula_dimensions_grid", "dimensions picked with seed 1",
                   lambda: figures.single_dimensions_grid_figure(figure_tests.seed004_table(), seed=1,
                                                                 xlabel=GRID_XLABEL)),
@@ -148,7 +151,7 @@ CHANGED_FIGURES = [
 UNCHANGED_FIGURES = [
     ChangedFigure("test_seed000_heatmap", "as drawn by its test", figure_tests.test_seed000_heatmap),
     ChangedFigure("test_seed000_heatmap", "the table rounded to float16",
-                  lambda: figures.position_heatmap_figure(figure_tests.seed000_table().astype(np.float16))),
+                  lambda: sinusoidal_figures.position_heatmap_figure(figure_tests.seed000_table().astype(np.float16))),
 ]
 
 
@@ -211,6 +214,7 @@ END_TO_END = '''
 import pytest
 
 from posenc_spec import figures
+from posenc_spec.families.sinusoidal import figures as sinusoidal_figures
 from reference_impls import numpy_vectorized
 
 COMPARE = dict(style=figures.STYLE, savefig_kwargs=figures.SAVEFIG_KWARGS, deterministic=True,
@@ -223,17 +227,17 @@ def table():
 
 @pytest.mark.mpl_image_compare(**COMPARE)
 def test_unchanged():
-    return figures.position_pcolormesh_figure(table())
+    return sinusoidal_figures.position_pcolormesh_figure(table())
 
 
 @pytest.mark.mpl_image_compare(**COMPARE)
 def test_other_colormap():
-    return figures.position_pcolormesh_figure(table(), cmap="magma")
+    return sinusoidal_figures.position_pcolormesh_figure(table(), cmap="magma")
 
 
 @pytest.mark.mpl_image_compare(**COMPARE)
 def test_transposed():
-    return figures.position_pcolormesh_figure(table().T)
+    return sinusoidal_figures.position_pcolormesh_figure(table().T)
 '''
 
 

@@ -111,6 +111,18 @@ def test_the_key_table_lists_every_key():
                               "unknown": sorted(set(rows) - set(expected)), "wrong flags": wrong_flags}
 
 
+def test_the_readme_table_of_families_is_the_registry_s():
+    """The README's table of families is what posenc_spec.families.markdown_table() writes
+    from the families' keys: a family added, renamed or given a key shows there."""
+    from posenc_spec import families
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- families: [^>]*-->\n(.*?)\n<!-- /families -->", readme, flags=re.S)
+    assert found, "README.md has no <!-- families --> block"
+    assert found.group(1) == families.markdown_table(), (
+        f"README.md's table of families is stale; paste:\n{families.markdown_table()}")
+
+
 def test_the_package_description_names_every_family_it_checks():
     """pyproject.toml's description (what an index shows) names sinusoidal tables, timestep
     embeddings and rotary embeddings."""

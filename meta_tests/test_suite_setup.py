@@ -20,7 +20,7 @@ def test_the_files_kept_on_one_worker_are_those_that_import_transformers():
     a second worker."""
     this_file = Path(__file__).resolve()  # it holds the pattern, not an import
     files = {path.relative_to(ROOT).as_posix() for folder in ("spec_tests", "meta_tests")
-             for path in (ROOT / folder).glob("test_*.py")
+             for path in (ROOT / folder).rglob("test_*.py")
              if path != this_file and USES_TRANSFORMERS.search(path.read_text())}
     assert files == conftest.TRANSFORMERS_FILES, (
         f"missing from conftest.TRANSFORMERS_FILES: {sorted(files - conftest.TRANSFORMERS_FILES)}; "

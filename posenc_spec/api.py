@@ -200,13 +200,13 @@ class Report:
                 f"<pre>{html.escape(self.text())}</pre></div>")
 
     def plot(self) -> Figures:
-        """The diagnostic figures of the table the gate kept, a failing sinusoidal table (the
-        size whose formula check failed worst, else the largest size with every property
-        check): ``heatmap``, ``row_profiles``, ``similarity`` and ``difference`` (each
-        element's error as a multiple of its tolerance), as matplotlib figures, shown inline
-        in a notebook, saved nowhere. :class:`ValueError` when there is no such table: the
-        target conforms, could not be imported, returned no table, or is a rotary embedding
-        (``posenc-spec plot TARGET --api rope-...`` draws those)."""
+        """The diagnostic figures its family draws of the table the gate kept (a failing
+        sinusoidal table: the size whose formula check failed worst, else the largest size
+        with every property check; ``heatmap``, ``row_profiles``, ``similarity`` and
+        ``difference``, each element's error as a multiple of its tolerance), as matplotlib
+        figures, shown inline in a notebook, saved nowhere. :class:`ValueError` when there
+        is no such table: the target conforms, could not be imported, returned no table, or
+        its family keeps none (``posenc-spec plot TARGET --api API`` draws those)."""
         if self.gate_report.kept is None:
             raise ValueError(f"{self.name}: no table to draw: {self._no_table()}")
         from .figures.gate_plots import report_figures

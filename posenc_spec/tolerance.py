@@ -1,9 +1,8 @@
 """How a value is compared with its exact value: one bound per element.
 
 Every family derives the bound a correct implementation meets, element by element, in its
-own ``tolerance`` module (:mod:`posenc_spec.families.sinusoidal.tolerance`,
-:mod:`posenc_spec.families.rope.tolerance`, ...), written down operation by operation in its
-docstring and nowhere else. What they share is here: the unit roundoff ``u(dtype)`` (half
+own ``tolerance`` module (``posenc_spec/families/<name>/tolerance.py``), written down
+operation by operation in its docstring and nowhere else. What they share is here: the unit roundoff ``u(dtype)`` (half
 the spacing of floats just above 1: 2**-53 float64, 2**-24 float32, 2**-11 float16, 2**-8
 bfloat16), and the one rule by which a value meets its bound (:func:`ratios`,
 :func:`compare`): the error over the bound, NaN an infinite error, a zero bound admitting
@@ -101,11 +100,11 @@ def ratios(error: np.ndarray, tolerance, out=None) -> np.ndarray:
     """``error / tolerance`` with the rules every comparison shares: NaN errors are infinite,
     and a zero bound admits only a zero error (0/0 is ratio 0). ``error`` is overwritten
     (its NaNs become inf); ``out=error`` divides in place."""
-    if np.isnan(error.max()):  # max propagates NaN: one pass, no mask, in the common case
+    if error.size and np.isnan(error.max()):  # max propagates NaN: one pass, no mask, in the common case
         error[np.isnan(error)] = np.inf
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.divide(error, tolerance, out=out)
-    if np.isnan(ratio.max()):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a ratio past the largest float is Inf
+        ratio = np.asarray(np.divide(error, tolerance, out=out))  # a 0-d division gives a scalar
+    if ratio.size and np.isnan(ratio.max()):
         ratio[np.isnan(ratio)] = 0.0
     return ratio
 
@@ -163,35 +162,3 @@ def compare(actual, expected, tolerance) -> Comparison:
         num_failing=num_failing,
         shape=tuple(actual.shape),
     )
-
-
-# -- Rotary embeddings (RoPE): the R terms of the module docstring -----------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

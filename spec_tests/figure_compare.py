@@ -6,7 +6,7 @@ from PIL import Image
 
 from posenc_spec import figures
 
-# The four pictures of a table (posenc_spec.figures.diagnostics.table_figures), by file stem,
+# The four pictures of a table (posenc_spec.families.sinusoidal.diagnostics.table_figures), by file stem,
 # in the order plot and check --plots write them.
 FIGURE_NAMES = ("heatmap", "row_profiles", "similarity", "difference")
 # A written figure is at least this many pixels on each side: a drawn picture, not an empty

@@ -3,7 +3,7 @@ how to record them again (never over the committed ones)::
 
     python spec_tests/reference_snapshots.py snapshots_new      # tox -e snapshots-regenerate
 
-``spec_tests/test_reference_snapshots.py`` checks each against its reference with the
+``spec_tests/families/sinusoidal/test_reference_snapshots.py`` checks each against its reference with the
 convention it computes (``SNAPSHOTS``), as ``posenc-spec check --against`` does: bit for
 bit in the numeric environment it was recorded in, within the convention's tolerance in
 another. Measured on one x86-64 machine (AMD EPYC with AVX-512): under torch's scalar
@@ -15,7 +15,7 @@ paths (``NPY_DISABLE_CPU_FEATURES``) moves the vectorised NumPy reference's ``ex
 test runs the check under each capability the CPU has and without NumPy's dispatched SIMD.
 
 ``MAX_POSITIONS`` caps the grid's lengths to keep those runs short (a default-grid
-snapshot is small too: ``spec_tests/test_reference_snapshots.py`` checks it).
+snapshot is small too: ``spec_tests/families/sinusoidal/test_reference_snapshots.py`` checks it).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every function (or module class) is registered with the declaration it claims (see
 :mod:`meta_tests.corpus.alibi_registry`); under it, it is wrong on some call of the family's
-grid (``meta_tests/test_alibi_corpus_oracle.py`` names the smallest). ``seen`` cites the
+grid (``meta_tests/corpus/test_alibi_corpus_oracle.py`` names the smallest). ``seen`` cites the
 public thread, commit or code it is modelled on. The helpers below are the library code such
 a module would import; the slip is in the registered function.
 

@@ -7,7 +7,7 @@ overridden keys, validated at import) and its signature (:data:`~posenc_spec.fam
 function, as its library's caller does). A wrong entry names its bug classes, the public
 code, issue or PR it is modelled on (``seen``), and the smallest call that shows it
 (``smallest``: ``HxW:d=D``, ordered by ``H*W*D``), which
-``meta_tests/test_sincos2d_corpus_oracle.py`` holds it to.
+``meta_tests/corpus/test_sincos2d_corpus_oracle.py`` holds it to.
 """
 
 from __future__ import annotations

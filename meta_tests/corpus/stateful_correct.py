@@ -5,7 +5,7 @@ slices taken at the call's offset, tables grown by recomputing them, memos keyed
 values, results that are the caller's. Each is registered with the ``[[targets]]`` table
 the gate reads for it (:mod:`meta_tests.corpus.stateful_registry`) and must conform. (The
 PyTorch tutorial's PositionalEncoding, its table built once for ``max_len``, is gated as
-written in ``spec_tests/test_gate_as_written.py``.)
+written in ``spec_tests/core/test_gate_as_written.py``.)
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every function is registered with the declaration it claims (see
 :mod:`meta_tests.corpus.t5buckets_registry`); under it, it is wrong at some relative position
-of the family's grid, which ``meta_tests/test_t5buckets_corpus_oracle.py`` names. Most
+of the family's grid, which ``meta_tests/corpus/test_t5buckets_corpus_oracle.py`` names. Most
 are transformers' ``T5Attention._relative_position_bucket`` with one line changed, as ports
 and copies change it; ``seen`` cites the issue, PR or code each is modelled on.
 

@@ -3,7 +3,7 @@ child of a target in the other lane (``-j 2``). Each attempt is harmless if it s
 (a tracer attaches and detaches at once; a signal is signal 0, a permission check; a file
 is opened and closed), and what each got goes as one JSON line into the file named by
 ``POSENC_HOSTILE_REACH``: ``{attempt: "refused" | "allowed"}``. The targets return the
-correct table. See ``meta_tests/test_hostile_reach.py`` for what must hold as root and as
+correct table. See ``meta_tests/hostile/test_reach.py`` for what must hold as root and as
 another user.
 """
 

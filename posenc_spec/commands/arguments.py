@@ -69,6 +69,16 @@ def add_declaration_arguments(parser: argparse.ArgumentParser) -> None:
                                action="append" if key in names.repeated else "store")
 
 
+def _signature_help() -> str:
+    """``adds-to-x (table); q-k-cos-sin, ... (rope-apply)``: each API's signatures beyond its canonical call."""
+    return "; ".join(f"{', '.join(signatures[1:])} ({api})" for names in families.names()
+                     for api, signatures in names.signatures.items() if len(signatures) > 1)
+
+
+def _config_flags() -> str:
+    return ", ".join(flag(names.config_key) for names in families.names() if names.config_key)
+
+
 def add_call_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that say how a target is called: its API, the timesteps, the lengths and the
     time it gets (all default None)."""
@@ -77,24 +87,24 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--t-max", dest="t_max", metavar="T", default=None,
                         help=f"largest timestep for the timesteps API (default {DEFAULT_T_MAX:g})")
     parser.add_argument("--max-positions", dest="max_positions", metavar="N", default=None,
-                        help="cap every length of the grid (a model's longest sequence; rotary APIs: its "
-                             "max_position_embeddings, every position stays below it)")
+                        help="cap every length of the grid (a model's longest sequence, its "
+                             "max_position_embeddings: every position stays below it)")
     parser.add_argument("--timeout", metavar="SECONDS", default=None,
                         help=f"seconds for the import and for each call (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--signature", metavar="NAME", default=None,
-                        help="how the target is called, if not in the API's form: adds-to-x (table); q-k-cos-sin, "
-                             "xq-xk-freqs-cis, x-offset, x-input-pos (rope-apply); see posenc_spec.gate.signatures")
+                        help="how the target is called, if not in the API's form: " + _signature_help()
+                             + "; see docs/declaring.md")
     parser.add_argument("--init", metavar="KEY=VALUE", action="append", default=None,
                         help="build an object of a class TARGET first: a keyword argument (repeatable; "
                              "VALUE {head_dim}, {dim}, {num_positions} ... stands for a size of the call), or "
-                             "--init config to build it from --rope-config")
+                             f"--init config to build it from the model config its family names ({_config_flags()})")
     parser.add_argument("--method", metavar="NAME", default=None,
                         help="the method to call on the object --init builds (default: the object itself)")
     parser.add_argument("--kwarg", dest="kwargs", metavar="KEY=VALUE", action="append", default=None,
                         help="a keyword argument passed on every call (repeatable), such as flip_sin_to_cos=true")
     parser.add_argument("--x-layout", dest="x_layout", metavar="LAYOUT", default=None,
-                        help="how the x the target takes is laid out: rope-apply: bshd (default), bhsd, sbhd or thd; "
-                             "the adds-to-x signature: sbd (default), bsd or sd")
+                        help="how the x the target takes is laid out: "
+                             + "; ".join(names.x_layouts for names in families.names() if names.x_layouts))
 
 
 def add_against_arguments(parser: argparse.ArgumentParser) -> None:

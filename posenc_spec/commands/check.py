@@ -13,6 +13,9 @@ import argparse
 import contextlib
 import os
 import sys
+import textwrap
+
+from posenc_spec import families
 
 from .arguments import (
     OUTPUT_STATUS,
@@ -33,19 +36,10 @@ wrong values); 2 usage error, or a TARGET that cannot be imported; 3 the verdict
 printed, but a --json, --junitxml or --plots destination opened at the start could not be
 written at the end (one line on stderr says which and why).
 
-check ids (for --xfails files and the reports; S names a slot of the grid such as
-4096x1024 or every-step-x128, the same whatever --max-positions or --t-max):
-import, call[S], finite[S], formula[S], range[S], pair-norm[S], row-norm[S],
-position-zero[S], frequencies[S], relative-offset[S], dot-product[S], degenerate[d=2],
-degenerate[L=1], odd[7], odd[65], determinism, aliasing, global-state; regression
-(--against). See posenc_spec.families.sinusoidal.grid for what each one checks and for the grid. Rotary
-embeddings (D a head size, S long or short, T the dtype of x): call, finite and formula at
-[d=D], [d=D:S] or [d=D:T]; attention-factor[d=D]; identity, prefix, passthrough, norm,
-relative and history at [d=D...]; see posenc_spec.families.rope.grid. After the grid, at a
-size it never asks (at a declared head_dim, before the grid), the call sequences real code
-plays: grow[d=16] (tables), dtype-order[64x32] and memo[48x32] (timesteps); dtype-order,
-decode, offsets, grow, batch, rows and view at [d=D] (rotary); see
-posenc_spec.families.sinusoidal.sequences and posenc_spec.families.rope.sequences.
+check ids (for --xfails files and the reports): import, determinism, aliasing,
+global-state, regression (--against), and each family's:
+
+{family_check_ids}
 
 Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml with a
 [tool.posenc-spec] table (from the working directory up to the repository root); with
@@ -54,11 +48,19 @@ posenc-spec ships instead. Flags given with them override every target's keys.
 """
 
 
+def check_epilog() -> str:
+    """The epilog of ``check --help``: exit statuses, check ids (each family's own), where
+    targets come from."""
+    paragraphs = [textwrap.fill(names.check_ids, 88, break_on_hyphens=False)
+                  for names in families.names() if names.check_ids]
+    return CHECK_EPILOG.format(family_check_ids="\n\n".join(paragraphs))
+
+
 def register(subparsers) -> None:
     check = subparsers.add_parser(
         "check", help="check targets against their declared conventions",
         description="Check implementations of a position encoding against a declared convention.",
-        epilog=CHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=check_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("target", nargs="?", metavar="TARGET",
                        help="package.module:attr or path/to/file.py:attr (attr may be dotted)")
     check.add_argument("--config", metavar="FILE", help="a TOML file of [[targets]] (or a pyproject.toml)")

@@ -32,8 +32,9 @@ fits the fitted tables (the answer is "none", with the nearest convention, its m
 error/tolerance ratio, and the first check that fails); 2 usage error, or a TARGET that
 cannot be imported; 3 the --json file could not be written at the end.
 
---api rope-freqs | rope-cache | rope-apply names the layout, theta, the rotary size, the
-rotated features and the scaling type with its parameters, where the calls determine them.
+Each family names what its calls determine (tables: the preset or the fields; rotary
+embeddings: the layout, theta, the rotary size, the rotated features and the scaling type
+with its parameters).
 
 With a declaration (the declaration flags below, else the TARGET's entry in the nearest
 pyproject.toml's [tool.posenc-spec]) the answer says how it differs from it.

@@ -2,24 +2,15 @@
 
 ::
 
-    posenc-spec plot TARGET [convention flags] [--api table|timesteps] [--num-positions N] [--dim D] --out DIR
-    posenc-spec plot TARGET --api rope-freqs|rope-cache|rope-apply [RoPE flags] --out DIR
+    posenc-spec plot TARGET [--api API] [the family's flags] [--num-positions N] [--dim D] --out DIR
     posenc-spec plot TARGET --against FILE.npz [--max-ulp N] [--out FILE.png]
 
-Tables (``--api table`` or ``timesteps``): calls the target once (``fn(num_positions, dim)``;
-``fn(timesteps, dim)`` with ``num_positions`` int64 timesteps spread over ``[0, t_max]``)
-and writes ``heatmap.png``, ``row_profiles.png``, ``similarity.png`` and ``difference.png``
-into DIR, the difference taken from the declared convention's table element by element
-against the tolerance of the table's dtype; the rows are named positions or timesteps.
-
-Rotary embeddings (``--api rope-*``): makes the calls of the RoPE grid that the ``formula``
-checks judge (:mod:`posenc_spec.families.rope.grid`), reads them as the gate does
-(:mod:`posenc_spec.families.rope.read`), takes the expected values and bounds the gate takes,
-and draws the call whose worst element is furthest out of its bound (of equals, the
-first): ``difference_inv_freq.png`` (rope-freqs, one value per pair),
-``difference_cos.png`` and ``difference_sin.png`` (or ``difference_angles.png``;
-rope-cache, positions x cache columns) or ``difference_x.png`` (rope-apply, positions x
-features of head 0). The summary names the worst element of the call, and its position.
+With a declaration: the target's family (:meth:`posenc_spec.gate.family.Family.plot`,
+``posenc_spec/families/<name>/plot.py``) makes the calls it draws and writes its PNGs into
+DIR, each difference taken from the declared convention's values element by element
+against their tolerance: for tables and timesteps ``heatmap.png``, ``row_profiles.png``,
+``similarity.png`` and ``difference.png`` of one call (``--num-positions``, ``--dim``); for
+rotary embeddings ``difference_*.png`` of the call furthest out of its bound.
 
 Regression (``--against``): replays the snapshot's calls (``posenc-spec snapshot``), compares
 each with its record in ULPs (:func:`posenc_spec.regression.compare.compare_call`) and
@@ -71,18 +62,20 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "plot",
         help="write PNGs of a target's results and where they differ from the expected ones",
-        description="Tables: heatmap.png, row_profiles.png, similarity.png and difference.png of TARGET's table "
-                    "in DIR. --api rope-*: difference_*.png of the RoPE call furthest out of bound. --against "
-                    "FILE.npz: the ULP distances of the output that moved furthest from the snapshot. The flags "
-                    "are check's; --odd skip draws an odd width as --odd error would.",
+        description="PNGs of TARGET's results beside the declared convention's in DIR, as its family draws them "
+                    "(tables: heatmap, row profiles, similarity and difference of one call; rotary embeddings: "
+                    "the difference of the call furthest out of bound). --against FILE.npz: the ULP distances "
+                    "of the output that moved furthest from the snapshot. The flags are check's.",
     )
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_declaration_arguments(parser)
     add_against_arguments(parser)
     add_run_arguments(parser)
     parser.add_argument("--num-positions", default=None, metavar="N",
-                        help="rows (positions, or timesteps for --api timesteps); default 300")
-    parser.add_argument("--dim", default=None, metavar="D", help="embedding width; default 512")
+                        help="rows of the call drawn, for the families whose plot takes it (tables: positions or "
+                             "timesteps; default 300)")
+    parser.add_argument("--dim", default=None, metavar="D",
+                        help="width of the call drawn, for the families whose plot takes it (tables: default 512)")
     parser.add_argument("--out", default=None, metavar="DIR|FILE.png",
                         help="folder for the PNGs (created); with --against the PNG to write (its folder must "
                              "exist; default: the snapshot's path with .png), or a folder for it (one that exists, "
@@ -107,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         if declaration.against is None and args.out is None:
             raise UsageError("--out DIR is required: the folder for the PNGs")
         if declaration.against is not None and declaration.formula:
-            raise UsageError("--against draws the ULP distances alone: drop the convention and RoPE flags")
+            raise UsageError("--against draws the ULP distances alone: drop the family's declaration flags")
         out = _open_out(args.out, declaration.against_path if declaration.against is not None else None)
     except UsageError as problem:  # a bad snapshot among them (declare reads it)
         return error("plot", problem)

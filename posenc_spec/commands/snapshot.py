@@ -1,8 +1,7 @@
 """``posenc-spec snapshot TARGET --out FILE.npz``: record what a target returns on the grid.
 
 The target runs in a sealed child, as ``check`` runs it, on the gate's default grid for its
-API (bounded by ``--max-positions`` and ``--t-max``): every size, the odd and degenerate
-widths, and for the timesteps API the int64 and float32 timesteps. Every output is kept in
+API (bounded by ``--max-positions`` and ``--t-max``): every call of its family's grid once. Every output is kept in
 the dtype it was produced in, with the exact inputs and the environment; a call that raises
 is recorded as raising. ``check TARGET --against FILE.npz`` replays it.
 

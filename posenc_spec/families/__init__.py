@@ -30,6 +30,26 @@ def apis() -> tuple[str, ...]:
     return tuple(api for keys in names() for api in keys.apis)
 
 
+# Where the README's links point (it is read on PyPI too, where relative links break).
+REPOSITORY = "https://github.com/posenc-spec/posenc-spec/blob/main"
+
+
+def markdown_table() -> str:
+    """The README's table of the gated families: each one's APIs, the keys it declares and
+    its page (the README holds this text between ``<!-- families -->`` markers, and a test
+    holds it to this function)."""
+    rows = ["| family | APIs | its keys | declared |", "|---|---|---|---|"]
+    for keys in names():
+        rows.append(f"| {keys.title} | {', '.join(f'`{api}`' for api in keys.apis)} | "
+                    f"{', '.join(f'`{key}`' for key in keys.keys)} | [how]({REPOSITORY}/{keys.page}) |")
+    return "\n".join(rows)
+
+
+def builtin_targets() -> list[dict]:
+    """The reference implementations ``check --builtin`` checks: each family's, in order."""
+    return [dict(table) for keys in names() for table in keys.builtin]
+
+
 def names_of_api(api: str) -> FamilyKeys:
     """The names of the family that owns ``api`` (a ``KeyError`` for no family's)."""
     for keys in names():
@@ -46,3 +66,13 @@ def owner_of_key(key: str) -> FamilyKeys | None:
 def family_of_api(api: str) -> Family:
     """The family that owns ``api`` (its ``family.py`` imported on first use)."""
     return import_module(f"{__name__}.{names_of_api(api).name}.family").FAMILY
+
+
+def snapshot_columns(meta: dict):
+    """How the tables of a regression snapshot (``meta``: its ``api`` and ``declaration``)
+    are made of sines and cosines: the declared family's answer, or for a snapshot of no
+    gated API the first family's that has one (None: none has)."""
+    declared = meta.get("declaration") if isinstance(meta.get("declaration"), dict) else {}
+    api = meta.get("api")
+    owners = [family_of_api(api)] if api in apis() else [family_of_api(keys.apis[0]) for keys in names()]
+    return next((found for found in (family.snapshot_columns(declared) for family in owners) if found), None)

@@ -1,8 +1,7 @@
 """Pictures of the targets a gate run found wrong (``posenc-spec check --plots DIR``).
 
-For each report that does not conform and kept a table (the size whose formula check
-failed worst, else the largest size with every property check), the four PNGs of
-:func:`~posenc_spec.figures.diagnostics.table_figures` go into
+For each report that does not conform and kept a table (the call its family draws), the
+PNGs its family draws of it (:meth:`~posenc_spec.gate.family.Family.kept_figures`) go into
 ``DIR/<figure_folder(target)>/``, through the folder the command opened before any target
 ran (:func:`posenc_spec.gate.output.destination.open_folder`: never through a symlink a
 target left, each file written atomically). The figures read the gate's reports; the gate
@@ -16,8 +15,6 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
-
-from posenc_spec.text import printable
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_FOLDER_NAME = 100
@@ -70,16 +67,6 @@ def figure_folders(reports) -> list[str]:
     return names
 
 
-def table_labels(declaration, dtype: str, slot: str | None = None) -> tuple[str, str]:
-    """The title of the pictures of a declared target's table ("TARGET at SLOT under
-    CONVENTION, DTYPE", without " at SLOT" when None; the target's name as a terminal would
-    show it, no control character drawn as a glyph) and what its rows are: timesteps for
-    the timesteps API, else positions."""
-    where = f" at {slot}" if slot is not None else ""
-    title = f"{printable(declaration.name)}{where} under {declaration.convention_name()}, {dtype}"
-    return title, "timestep" if declaration.api == "timesteps" else "position"
-
-
 def write_figures(reports, out_dir) -> list[TargetFigures | None]:
     """One :class:`TargetFigures` per report that does not conform (None for one that does),
     written into ``out_dir``: a :class:`~posenc_spec.gate.output.destination.Folder`, or a
@@ -101,16 +88,9 @@ def write_figures(reports, out_dir) -> list[TargetFigures | None]:
 
 
 def report_figures(report) -> dict:
-    """The four figures (:func:`~posenc_spec.figures.diagnostics.table_figures`) of the
-    table a report kept (``report.kept``, not None), by name, as matplotlib figures."""
-    from posenc_spec.families.sinusoidal.properties import expectation
-
-    from .diagnostics import table_figures
-
-    kept, declaration = report.kept, report.declaration
-    title, row_kind = table_labels(declaration, kept.dtype, kept.slot)
-    exp = expectation(kept.positions, kept.table.shape[1], declaration.spec.convention, kept.dtype)
-    return table_figures(kept.table, exp, title=title, row_kind=row_kind)
+    """The figures of the table a report kept (``report.kept``, not None), by name, as
+    matplotlib figures: its family draws them."""
+    return report.declaration.family.kept_figures(report)
 
 
 def _draw(report, out_dir, folder: str) -> TargetFigures:

@@ -13,12 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .arrays import as_table, cosine_similarity
-from .style import DPI, figure_style, new_figure
-
-
-def _hide_spines(axes) -> None:
-    for side in ("top", "right", "bottom", "left"):
-        axes.spines[side].set_visible(False)
+from .style import DPI, figure_style, hide_spines, new_figure
 
 
 def learned_table_figure(table, title: str = "Position embedding matrix", *, vmin: float = -0.2,
@@ -47,7 +42,7 @@ def similarity_over_positions_figure(table, title: str | None = "Position-wise S
         if title:
             axes.set_title(title)
         axes.set(xlabel="Position", ylabel="Position")
-        _hide_spines(axes)
+        hide_spines(axes)
     return figure
 
 

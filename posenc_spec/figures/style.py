@@ -114,3 +114,9 @@ def _keep_ends(text: str, limit: int) -> str:
         return text
     start = (limit - 1) // 2
     return text[:start] + "\N{HORIZONTAL ELLIPSIS}" + text[len(text) - (limit - 1 - start):]
+
+
+def hide_spines(axes) -> None:
+    """No frame around ``axes`` (the seed notebooks' tables and heatmaps have none)."""
+    for side in ("top", "right", "bottom", "left"):
+        axes.spines[side].set_visible(False)

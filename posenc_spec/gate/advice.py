@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
+from .keys import APIS
+
 _SIZE_PREFIX = re.compile(r"^[^:]*?: ")
-# The checks of the values a target computes: when one fails, the tables may show the slip.
-FORMULA_CHECKS = ("formula[", "identity[", "attention-factor[", "norm[", "passthrough[")
 
 
 def reason_of(check) -> str:
@@ -39,15 +39,18 @@ def common_cause(report) -> list[str]:
     return [f"every call failed the same way: {reason}" + (f"; likely fix: {fix}" if fix else "")]
 
 
-def _formula_failed(report) -> bool:
-    return any(check.status == "failed" and check.name.startswith(FORMULA_CHECKS) for check in report.checks)
+def _values_failed(report) -> bool:
+    """Whether a check of the values failed (the family's
+    :attr:`~posenc_spec.gate.family.Family.value_checks`)."""
+    prefixes = tuple(f"{name}[" for name in report.declaration.family.value_checks)
+    return any(check.status == "failed" and check.name.startswith(prefixes) for check in report.checks)
 
 
 def hints(declaration, probes, outcomes, report) -> list:
     """What the run's own values say the slip is (the family's
     :meth:`~posenc_spec.gate.family.Family.hints`): empty unless a check of the values
     failed, and when nothing explains them."""
-    if not _formula_failed(report):
+    if not _values_failed(report):
         return []
     try:
         return declaration.family.hints(declaration, probes, outcomes, report)
@@ -57,5 +60,5 @@ def hints(declaration, probes, outcomes, report) -> list:
 
 def identify_command(declaration) -> str:
     """The ``identify`` command that says which member a target computes."""
-    extra = f" --api {declaration.api}" if declaration.api != "table" else ""
+    extra = f" --api {declaration.api}" if declaration.api != APIS[0] else ""
     return f"posenc-spec identify {declaration.name}{extra}"

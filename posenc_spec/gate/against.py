@@ -47,12 +47,12 @@ FORMAT_1 = "the snapshot records no numeric environment (format 1)"
 
 
 def _label(probe) -> str:
-    return probe.check_id if probe.role in ("odd", "degenerate") else probe.slot
+    return getattr(probe, "label", None) or probe.slot
 
 
 def snapshot_requests(probes) -> list[CallRequest]:
     """Every call of a grid once (the determinism repeat is the same call), labelled by its
-    slot, or by its check id for the sinusoidal odd and degenerate calls."""
+    slot, or by the ``label`` its family gives it."""
     return [probe.request(_label(probe)) for probe in probes if probe.role != "repeat"]
 
 

@@ -3,8 +3,8 @@
 
 A TOML file holds ``[[targets]]`` tables, each with ``target`` and any of the keys of
 :mod:`posenc_spec.gate.declaration`; keys at the top level are defaults for every target
-they fit (``convention``, its fields and ``odd`` for the sinusoidal targets, the rotary keys
-for the rotary ones; a default that fits none is a usage error). Numbers are TOML numbers:
+they fit (a family's keys for the targets of that family; a default that fits none is a
+usage error). Numbers are TOML numbers:
 ``max_positions = "2048"`` is a usage error.
 In a ``pyproject.toml`` the same keys live under ``[tool.posenc-spec]``: one target
 directly, or a ``targets`` array. Relative paths (file targets, xfails files) are relative
@@ -169,10 +169,8 @@ def read_config(path, overrides: dict | None = None) -> list[Declaration]:
 
 
 def built_in_declarations(overrides: dict | None = None) -> list[Declaration]:
-    """The built-in default: the reference implementations posenc-spec ships."""
-    from posenc_spec.references import BUILT_IN_TARGETS
-
-    return declarations_from_table(BUILT_IN_TARGETS, None, "built-in default: ", overrides)
+    """The built-in default: the reference implementations posenc-spec ships, each family's."""
+    return declarations_from_table({"targets": families.builtin_targets()}, None, "built-in default: ", overrides)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,12 @@ class FamilyKeys:
     ``adapters``: the family's child-side ``adapters.py`` makes every call of its targets
     (``adapt(target, how, maker)``: the requests carry the canonical arguments, ints, floats
     and arrays; the adapter makes the call real code takes, with tuples, flags, dtypes or
-    modules, in the sealed child)."""
+    modules, in the sealed child); ``slips``: the slips its hints name, with their words;
+    ``check_ids``: its check ids as ``check --help`` lists them (every id its plans hold);
+    ``x_layouts``: the layouts the core's ``x_layout`` key takes for its calls, for ``--help``;
+    ``builtin``: the family's reference implementations ``check --builtin`` checks, each a
+    target table as ``[tool.posenc-spec]`` holds one; ``title`` and ``page``: what the
+    README's table of families calls it and the document (``docs/...md#anchor``) it links."""
 
     name: str
     noun: str
@@ -64,6 +69,11 @@ class FamilyKeys:
     identify_help: dict[str, tuple[str, str]] = field(default_factory=dict)
     adapters: bool = False
     slips: dict[str, str] = field(default_factory=dict)
+    check_ids: str = ""
+    x_layouts: str = ""
+    builtin: tuple[dict, ...] = ()
+    title: str = ""
+    page: str = ""
 
 
 class Spec(Protocol):
@@ -120,6 +130,9 @@ class Family:
     names: FamilyKeys
     report_figures = False  # whether a report keeps a table its figures are drawn from (the API's report.figures)
     plot_sizes: tuple[str, ...] = ()  # the sizes its plot takes (--num-positions, --dim)
+    # The checks of the values a target computes (check ids without their slot): when one
+    # fails, the family is asked which slip the tables show (its hints).
+    value_checks: tuple[str, ...] = ("formula",)
 
     # -- declaring -------------------------------------------------------------------------
 
@@ -135,6 +148,17 @@ class Family:
         """``pieces(probe, outcome) -> [(values, bound), ...] | None``: what the ``against``
         check's tolerance rule compares a replayed call on, under the declared convention."""
         return lambda probe, outcome: None
+
+    def kept_figures(self, report: GateReport) -> dict:
+        """The matplotlib figures, by name, of the table ``report`` kept (``report.kept``:
+        families with :attr:`report_figures` keep one)."""
+        raise NotImplementedError
+
+    def snapshot_columns(self, declared: dict):
+        """How the family's tables are made of sines and cosines under ``declared`` (a
+        declaration's JSON, ``{}`` for none): a :class:`posenc_spec.regression.predict.Columns`
+        a regression snapshot predicts them from, or None (stored as they are)."""
+        return None
 
     # -- calling ---------------------------------------------------------------------------
 

@@ -2,29 +2,11 @@
 
 The gate calls each API in one canonical form. Real code has other signatures; a
 declaration names the one its target has, and the child calls it so
-(:mod:`posenc_spec.gate.child.adapters`), with no wrapper to write::
-
-    api         signature               the target is called as
-    table       n-d (default)           fn(num_positions, dim) -> (num_positions, dim)
-                adds-to-x               fn(x) -> x + table, x zeros of x_layout sbd (L, 1, D),
-                                        bsd (1, L, D) or sd (L, D); the table is what it adds
-                                        (the PyTorch tutorial's PositionalEncoding)
-    timesteps   t-d (default)           fn(timesteps, dim)
-    rope-freqs  d (default)             fn(head_dim)
-    rope-cache  as cache_call says      fn(positions, head_dim), fn(x, positions) ...
-    rope-apply  x-positions (default)   fn(x, positions) -> x'
-                q-k-cos-sin             fn(q, k, cos, sin) -> (q', k'): transformers'
-                                        apply_rotary_pos_emb (unsqueeze_dim=2 for bshd)
-                xq-xk-freqs-cis         fn(xq, xk, freqs_cis) -> (xq', xk'): Meta's apply_rotary_emb
-                x-offset                fn(x, offset=o) per run of positions o, o+1, ...:
-                                        rotary-embedding-torch's rotate_queries_or_keys (bhsd)
-                x-input-pos             fn(x, input_pos=positions[None]): torchtune's
-                                        RotaryPositionalEmbeddings
-
-For ``q-k-cos-sin`` and ``xq-xk-freqs-cis`` the gate hands the target the exact cos and sin
-(or ``freqs_cis``) of the declared convention, in the declared layout and ``x``'s dtype
-(``freqs_cis`` in complex64), and judges what the function does with them; ``q`` and ``k``
-are two heads of the gate's ``x``.
+(:mod:`posenc_spec.gate.child.adapters` and the family's own ``adapters.py``), with no
+wrapper to write. Each family lists its APIs' signatures, the first the canonical call, and
+the sizes of a call that ``init`` and ``kwargs`` may name
+(:attr:`~posenc_spec.gate.family.FamilyKeys.signatures`, ``sizes``); ``docs/declaring.md``
+shows the declaration real code needs for each.
 
 ``kwargs`` passes keyword arguments on every call, as a caller fixes a function's options
 (diffusers' ``get_timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0)``),
@@ -32,11 +14,9 @@ with the same ``"{name}"`` sizes as ``init``.
 
 ``init`` builds an object of a class target first, then ``method`` (default: the object
 itself, its ``forward``) is called: keyword arguments, in which ``"{name}"`` stands for a
-size of the call (``num_positions``, ``dim`` for tables and timesteps; ``head_dim`` for
-rotary APIs; ``max_positions``, ``rope_theta``, ``t_max`` from the declaration), or
-``"config"``: ``Class(config=...)`` from the declared ``rope_config``, as transformers
-builds its rotary modules. A module the gate builds runs in ``eval()`` mode under
-``torch.no_grad()``.
+size of the call or of the declaration, or ``"config"``: ``Class(config=...)`` from the
+model config the family's ``config_key`` names, as transformers builds its modules. A
+module the gate builds runs in ``eval()`` mode under ``torch.no_grad()``.
 """
 
 from __future__ import annotations
@@ -74,7 +54,7 @@ class Calling:
         """``Class(dim={head_dim}).method, q-k-cos-sin`` (empty for the canonical call)."""
         made = ""
         if self.init == "config":
-            made = "built from rope_config"
+            made = "built from its config"
         elif self.init:
             made = "built with " + ", ".join(f"{name}={value}" for name, value in self.init)
         given = ("called with " + ", ".join(f"{name}={value}" for name, value in self.kwargs)) if self.kwargs else ""

@@ -6,16 +6,6 @@
 - :mod:`posenc_spec.references.timestep`: the concat-style diffusion timestep embedding (seed 003).
 - :mod:`posenc_spec.references.family`: every member of the family, by convention name.
 
-``posenc-spec check --builtin`` checks these, as
-:data:`BUILT_IN_TARGETS` declares them (the same keys a ``[tool.posenc-spec]`` table holds).
+``posenc-spec check --builtin`` checks these, as the sinusoidal family's keys declare them
+(:data:`posenc_spec.families.sinusoidal.keys.BUILTIN`).
 """
-
-BUILT_IN_TARGETS = {
-    "convention": "vaswani",
-    "targets": [
-        {"target": "posenc_spec.references.numpy_loop:positional_encoding"},
-        {"target": "posenc_spec.references.numpy_vectorized:positional_encoding"},
-        {"target": "posenc_spec.references.torch_impl:positional_encoding"},
-        {"target": "posenc_spec.references.timestep:timestep_embedding", "api": "timesteps", "convention": "concat"},
-    ],
-}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import RecordedArray, RecordedCall, Snapshot, SnapshotError
+from .records import RecordedArray, RecordedCall, Snapshot, SnapshotError
 from .ulp import INFINITE_ULP, bfloat16_values, ulp_distance, ulp_histogram
 
 

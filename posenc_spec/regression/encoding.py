@@ -1,6 +1,6 @@
 """How a snapshot stores an array in few bytes and gets exactly it back.
 
-A float32 or float64 table that a member of the sinusoidal family predicts
+A float32 or float64 table of sines and cosines that a prediction follows
 (:mod:`.predict`) is stored as each element's distance from the prediction, counted in
 steps of its dtype (:func:`order_key`, a bijection of the bit patterns that follows the
 order of the values, so that every value, NaN payloads and ``-0.0`` included, comes back

@@ -1,4 +1,4 @@
-"""A prediction of a sinusoidal table that every machine computes bit for bit the same.
+"""A prediction of a table of sines and cosines that every machine computes bit for bit the same.
 
 A snapshot stores a float table as each element's ULP offset from a prediction
 (:mod:`.encoding`); the reader must then compute the very same prediction, on any CPU,
@@ -20,14 +20,16 @@ correctly rounded for about 99% of angles. A correctly rounded float64 ``sin`` t
 at offset 0 nearly everywhere; a float32 table computed from the same float32 angle, at 0
 or 1. The prediction only has to be the same everywhere; how good it is decides the size.
 
-:func:`fit` finds the prediction of a table: the member of the sinusoidal family whose
-columns it follows (layout, first function, shift), whether its angles were formed in
-float32 or float64, by multiplying by a frequency or dividing by its inverse, and each
-column's frequency as the target rounded it (scanned around the exact one).
+:func:`fit` finds the prediction of a table: the way its columns are made (each a sine, a
+cosine or zero, at an exact frequency) that it follows, among those the declaration's family
+offers (:class:`Columns`), whether its angles were formed in float32 or float64, by
+multiplying by a frequency or dividing by its inverse, and each column's frequency as the
+target rounded it (scanned around the exact one).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,6 +175,18 @@ class Prediction:
         return out
 
 
+@dataclass(frozen=True)
+class Columns:
+    """How a family's tables are made of sines and cosines, as a declaration states it: rows
+    ``(values + offset) * scale`` for one of ``offsets``, and ``members(width)``, the
+    ``(functions, exact frequency per column)`` of each way ``width`` columns may be made
+    (``functions``: one of :data:`FUNCTIONS` per column)."""
+
+    offsets: tuple[float, ...]
+    scale: float
+    members: Callable[[int], list[tuple[str, np.ndarray]]]
+
+
 def rows_of(values, offset: float = 0.0, scale: float = 1.0) -> np.ndarray:
     """``(values + offset) * scale`` in float64."""
     with np.errstate(all="ignore"):
@@ -186,28 +200,6 @@ _SAMPLE_ROWS = 24
 _CLOSE = 1e-3  # a member whose values come this close is the one the table follows
 
 
-def _candidates(width: int, base: float) -> list[tuple[str, np.ndarray]]:
-    """``(functions, exact frequency per column)`` of each layout, first function and shift
-    of the family at ``width`` and ``base``."""
-    from posenc_spec.families.sinusoidal.conventions import Convention
-
-    found = []
-    for layout in ("interleaved", "concat"):
-        for first in ("sin", "cos"):
-            for shift in (0, 1):
-                for odd in ("zero-pad", "ceil") if width % 2 else ("error",):
-                    try:
-                        member = Convention(layout, first, shift, base, 0, 1.0, odd)
-                        columns = member.columns(width)
-                        omega = member.frequencies(width, degenerate_limit=True)
-                    except ValueError:  # ceil under shift 1
-                        continue
-                    functions = "".join("0" if k < 0 else ("s" if is_first == (first == "sin") else "c")
-                                        for k, is_first in zip(columns.pair, columns.is_first, strict=True))
-                    found.append((functions, np.where(columns.pair < 0, 1.0, omega[np.maximum(columns.pair, 0)])))
-    return found
-
-
 def _neighbours(value: np.ndarray, dtype: str, steps: int) -> np.ndarray:
     """``value`` rounded to ``dtype`` and its neighbours up to ``steps`` ULPs away, as float64:
     shape ``(2 steps + 1, len(value))``, the rounding itself in row ``steps``."""
@@ -217,11 +209,12 @@ def _neighbours(value: np.ndarray, dtype: str, steps: int) -> np.ndarray:
     return moved.view(dtype).astype(np.float64) * np.sign(value)[None, :]
 
 
-def fit(table: np.ndarray, positions: np.ndarray, base: float = 10000.0, scale: float = 1.0,
+def fit(table: np.ndarray, positions: np.ndarray, members, scale: float = 1.0,
         offsets=(0.0,)) -> tuple[Prediction, float] | None:
     """The prediction that matches most elements of ``table`` (float32 or float64, shape
     ``(len(positions), width)``) exactly and the offset of its rows (one of ``offsets``), or
-    None when no member of the family comes close."""
+    None when no member comes close. ``members(width)``: the ``(functions, exact frequency
+    per column)`` of each way the table's columns may be made (:class:`Columns`)."""
     length, width = table.shape
     if length == 0 or width == 0 or length != positions.size or table.dtype.name not in ANGLE_DTYPES:
         return None
@@ -233,7 +226,7 @@ def fit(table: np.ndarray, positions: np.ndarray, base: float = 10000.0, scale: 
     closest, nearness = None, 0
     for offset in dict.fromkeys(offsets):
         rows = rows_of(positions, offset, scale)
-        for functions, omega in _candidates(width, base):
+        for functions, omega in members(width):
             guess = Prediction(rows[sample], omega, functions, "float64", "mul").values("float64", portable=False)
             near = int(np.count_nonzero(np.abs(guess - want) <= _CLOSE))
             if near > nearness:

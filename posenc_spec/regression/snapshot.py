@@ -3,7 +3,7 @@
 A snapshot is one ``.npz`` (a zip of ``.npy`` members, as ``numpy.savez`` writes them).
 Every array (an input or an output) is a member with a generated name (``call3_arg0``,
 ``call3_out0``): a 1-D uint8 array holding its payload (:mod:`.encoding`: the bits, or the
-ULP distances from a prediction of the sinusoidal family, compressed with LZMA2). The
+ULP distances from a prediction of sines and cosines, compressed with LZMA2). The
 member ``meta`` is a uint8 array holding UTF-8 JSON::
 
     {"format": "posenc-spec-snapshot", "format_version": 2,
@@ -45,17 +45,13 @@ from pathlib import Path
 
 import numpy as np
 
+from posenc_spec import families
 from posenc_spec.environment import numeric_environment
 from posenc_spec.text import one_line
 
-from . import (
-    RecordedArray,
-    Snapshot,
-    SnapshotError,
-    SnapshotExistsError,
-    encoding,
-)
+from . import encoding
 from .predict import fit
+from .records import RecordedArray, Snapshot, SnapshotError, SnapshotExistsError
 from .ulp import COMPLEX_PARTS, bfloat16_values, holding_dtype
 
 FORMAT = "posenc-spec-snapshot"
@@ -99,11 +95,11 @@ def _layout(snapshot: Snapshot) -> tuple[dict, dict[str, np.ndarray], dict[str, 
     order the hash takes them."""
     payloads: dict[str, np.ndarray] = {}
     decoded: dict[str, np.ndarray] = {}
-    offset, scale, base = _declared_family(snapshot.meta)
+    columns = families.snapshot_columns(snapshot.meta)
 
     def reference(array: RecordedArray, name: str, args: tuple = ()) -> dict:
         decoded[name] = np.asarray(array.values, dtype=file_dtype(array.dtype), order="C")  # keeps 0-d arrays 0-d
-        prediction, predictor = _prediction(array, args, offset, scale, base)
+        prediction, predictor = _prediction(array, args, columns)
         payload = encoding.encode(array.values, array.dtype, prediction)
         payloads[name] = np.frombuffer(payload, dtype=np.uint8)
         return {"member": name, "dtype": array.dtype, "shape": list(array.values.shape),
@@ -134,18 +130,6 @@ def float_bits(value: float) -> str:
     return struct.pack(">d", value).hex()
 
 
-def _declared_family(meta: dict) -> tuple[float, float, float]:
-    """The offset, scale and base of the sinusoidal convention the snapshot's declaration
-    names (``meta["declaration"]``), else the paper's 0, 1 and 10000."""
-    declared = meta.get("declaration")
-    declared = declared if isinstance(declared, dict) else {}
-    values = [declared.get(key, default) for key, default in (("offset", 0.0), ("scale", 1.0), ("base", 10000.0))]
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in values) \
-            and values[2] > 1 and values[1] != 0:
-        return float(values[0]), float(values[1]), float(values[2])
-    return 0.0, 1.0, 10000.0
-
-
 def rows_argument(value) -> np.ndarray | None:
     """The rows a prediction runs over from a call's argument: an int n is 0 .. n-1, a 1-D
     array its values; None for anything else."""
@@ -157,20 +141,19 @@ def rows_argument(value) -> np.ndarray | None:
     return None
 
 
-def _prediction(array: RecordedArray, args: tuple, offset: float, scale: float, base: float):
+def _prediction(array: RecordedArray, args: tuple, columns):
     """The prediction of an output (a float table whose rows the call's first argument
-    gives) and its JSON, or ``(None, None)``. The rows' offset is the declared one, or
-    fairseq's 2."""
-    if array.dtype not in encoding.PREDICTED_DTYPES or array.values.ndim != 2 or not args:
+    gives, whose columns ``columns`` says how to make) and its JSON, or ``(None, None)``."""
+    if columns is None or array.dtype not in encoding.PREDICTED_DTYPES or array.values.ndim != 2 or not args:
         return None, None
     positions = rows_argument(args[0])
     if positions is None or positions.size != array.values.shape[0]:
         return None, None
-    found = fit(array.values, positions, base, scale, (offset, 0.0, 2.0))
+    found = fit(array.values, positions, columns.members, columns.scale, columns.offsets)
     if found is None:
         return None, None
     prediction, offset = found
-    return prediction, {"rows_arg": 0, "offset": float_bits(offset), "scale": float_bits(scale),
+    return prediction, {"rows_arg": 0, "offset": float_bits(offset), "scale": float_bits(columns.scale),
                         "functions": prediction.functions, "angle_dtype": prediction.angle_dtype,
                         "operation": prediction.operation}
 

@@ -29,7 +29,9 @@ import numpy.lib.format as npy
 
 from posenc_spec.text import one_line
 
-from . import (
+from .encoding import PREDICTED_DTYPES, EncodingError, decode, most_stored_bytes
+from .predict import ANGLE_DTYPES, FUNCTIONS, OPERATIONS, Prediction, rows_of
+from .records import (
     CONTAINERS,
     MAX_DIMENSIONS,
     MAX_JSON_DEPTH,
@@ -39,8 +41,6 @@ from . import (
     SnapshotError,
     check_meta,
 )
-from .encoding import PREDICTED_DTYPES, EncodingError, decode, most_stored_bytes
-from .predict import ANGLE_DTYPES, FUNCTIONS, OPERATIONS, Prediction, rows_of
 from .snapshot import (
     FORMAT,
     MAX_META_BYTES,

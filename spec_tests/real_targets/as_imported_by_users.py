@@ -3,7 +3,7 @@ imported at the top (``import transformers``, ``import rotary_embedding_torch``)
 first call reaches the model code through transformers' lazy modules, which import it then,
 and with it torch's compiler stack (``torch._dynamo`` sets ``TORCHINDUCTOR_CACHE_DIR``,
 sympy and scipy add warnings filters). Nothing is preloaded: every import the first call
-makes happens inside a judged call. See ``spec_tests/test_gate_as_users_import.py``.
+makes happens inside a judged call. See ``spec_tests/core/test_gate_as_users_import.py``.
 """
 
 from __future__ import annotations

@@ -12,5 +12,5 @@ CONFIGS = Path(__file__).resolve().parent.parent / "data" / "rope_configs"
 # Qwen2.5-style yarn: a 4x extension of 32768 positions at theta 1e6 (Hugging Face's names).
 QWEN_YARN = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0, "original_max_position_embeddings": 32768}
 # The same on the full-attention layers of a per-layer-type config, with truncate off
-# (transformers loses it there: spec_tests/test_rope_real_code.py).
+# (transformers loses it there: spec_tests/families/rope/test_real_code.py).
 PER_LAYER_YARN = {**QWEN_YARN, "truncate": False}

@@ -6,7 +6,8 @@ Whisper ``sinusoids``; Marian's module is built inside ``fork_rng`` so that only
 ``create_weight`` is judged), and whole modules built inside the call as a model builds
 them, drawing their random (unused) weight from torch's global generator (Marian, Pegasus,
 RoFormer, Autoformer, Informer, TimeSeriesTransformer, FSMT). See
-``spec_tests/test_gate_transformers.py`` and ``spec_tests/test_gate_real_rng.py``.
+``spec_tests/families/sinusoidal/test_gate_transformers.py`` and
+``spec_tests/families/sinusoidal/test_gate_real_rng.py``.
 """
 
 from __future__ import annotations

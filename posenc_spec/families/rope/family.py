@@ -22,6 +22,7 @@ def _rotated(made: list, declaration) -> list:
 
 class Rope(Family):
     names = NAMES
+    value_checks = ("formula", "identity", "attention-factor", "norm", "passthrough")
 
     def declare(self, keys, context):
         return declare(keys, context)

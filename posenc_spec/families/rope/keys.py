@@ -57,6 +57,14 @@ NAMES = FamilyKeys(
         "head_dim": ("N", "the model's head size: the grid then uses only it"),
     },
     group="rotary embeddings (--api rope-freqs | rope-cache | rope-apply)",
+    title="Rotary embeddings (RoPE), every Hugging Face rope type",
+    page="docs/declaring.md#rotary-embeddings",
+    x_layouts="rope-apply: bshd (default), bhsd, sbhd or thd",
+    check_ids="Rotary embeddings (D a head size, S long or short, T the dtype of x): call, finite and formula at "
+              "[d=D], [d=D:S] or [d=D:T]; attention-factor[d=D]; identity, prefix, passthrough, norm, relative and "
+              "history at [d=D...]; after the grid (at a declared head_dim, before it), the call sequences real code "
+              "plays: dtype-order, decode, offsets, grow, batch, rows and view at [d=D]. See "
+              "posenc_spec.families.rope.grid and .sequences.",
     identify_keys=("head_dim", "rope_layout", "cache_layout", "cache_form", "cache_call", "x_layout"),
     identify_help={
         "head_dim": ("N", "the model's head size: identify calls only it (default: 64 and 128)"),
@@ -65,5 +73,6 @@ NAMES = FamilyKeys(
         "cache_layout": ("half|interleaved|compact", "rope-cache: each of cos and sin: half, interleaved or compact "
                                                      "(default: read from the columns)"),
     },
+    adapters=True,
     slips=SLIPS,
 )

@@ -15,7 +15,7 @@ layout asks :func:`pair_columns`.
 round once to float64. The float64 paths (:func:`cache`, :func:`apply`) are off those
 values by at most :func:`posenc_spec.families.rope.tolerance.rope_cache_bound` (and ``rope_apply_bound``)
 with every dtype float64: ``((2 x_i + 4) |p f'_i| + 5) 2**-53`` with ``x_i = (2i/r) ln theta``
-for the default type, up to 1e-10 near position 131072 (``meta_tests/test_rope_oracle.py``
+for the default type, up to 1e-10 near position 131072 (``spec_tests/families/rope/test_oracle.py``
 measures it against mpmath for every type). They are vectorised: the cache of 131072
 positions x 64 pairs takes about half a second.
 """

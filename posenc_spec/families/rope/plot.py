@@ -20,7 +20,7 @@ def _parts(judge, probe, values):
     """``(dtype text, {name: (actual, expected, bound)} as drawn, the same over the whole
     call, the rows' positions, the columns' label)`` of one readable call: what the gate's
     formula check compares (:meth:`~posenc_spec.families.rope.judge.RopeJudge.expected_pieces`)."""
-    from posenc_spec.figures.rope import COLUMN_LABELS
+    from .figures import COLUMN_LABELS
 
     dtype, pieces = judge.expected_pieces(probe, values)
     whole = {label.rstrip("'"): arrays for label, *arrays in pieces}
@@ -59,7 +59,7 @@ def plot(declaration, sizes: dict, options) -> Drawing:
         raise NothingToDraw(declaration.name, f"every call of the grid failed; first {problems[0]}")
     ratio, probe, dtype, drawn, positions, columns, name, summary = max(calls, key=lambda call: call[0])
 
-    from posenc_spec.figures.rope import DIFFERENCE_FILE, rope_difference_figures  # matplotlib: only now
+    from .figures import DIFFERENCE_FILE, rope_difference_figures  # matplotlib: only now
 
     title = f"{declaration.name} at {probe.slot} under {spec.describe()}, {dtype}"
     figures = rope_difference_figures(drawn, title=title, columns=columns, positions=positions)

@@ -41,6 +41,16 @@ class Sinusoidal(Family):
 
         return pieces
 
+    def kept_figures(self, report) -> dict:
+        from .diagnostics import kept_figures  # matplotlib: only when asked
+
+        return kept_figures(report)
+
+    def snapshot_columns(self, declared: dict):
+        from .prediction import columns
+
+        return columns(declared)
+
     def probes(self, declaration) -> list:
         return sinusoidal.probes(declaration)
 

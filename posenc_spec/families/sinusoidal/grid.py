@@ -135,6 +135,12 @@ class Probe:
         return f"{self.length} {self.input_dtype or self.timesteps.dtype.name} timesteps x {self.width}"
 
     @property
+    def label(self) -> str:
+        """What a snapshot names the call by: its check id for an odd or degenerate call
+        (one call each), else its slot."""
+        return self.check_id if self.role in ("odd", "degenerate") else self.slot
+
+    @property
     def positions(self):
         """What the expected table is computed at: the length, or the exact timesteps."""
         return self.length if self.timesteps is None else self.timesteps.astype(np.float64)

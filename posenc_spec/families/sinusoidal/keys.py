@@ -37,6 +37,14 @@ SLIPS = {
     "scale-dropped": "a scaling factor dropped",
 }
 
+# The reference implementations posenc-spec ships (posenc_spec.references), as check --builtin declares them.
+BUILTIN = (
+    {"target": "posenc_spec.references.numpy_loop:positional_encoding", "convention": "vaswani"},
+    {"target": "posenc_spec.references.numpy_vectorized:positional_encoding", "convention": "vaswani"},
+    {"target": "posenc_spec.references.torch_impl:positional_encoding", "convention": "vaswani"},
+    {"target": "posenc_spec.references.timestep:timestep_embedding", "api": "timesteps", "convention": "concat"},
+)
+
 NAMES = FamilyKeys(
     name="sinusoidal",
     noun="a sinusoidal table",
@@ -50,5 +58,16 @@ NAMES = FamilyKeys(
           **{key: ("VALUE", f"override the preset's {key}: {text}") for key, text in _HELP.items()},
           "odd": ("VALUE", "odd widths: error (expect an exception; default), zero-pad, ceil, or skip (test none)")},
     group="sinusoidal tables and timestep embeddings (--api table | timesteps)",
+    builtin=BUILTIN,
+    title="Sinusoidal tables and diffusion timestep embeddings",
+    page="docs/declaring.md#the-family-of-sinusoidal-conventions",
+    x_layouts="the adds-to-x signature: sbd (default), bsd or sd",
+    check_ids="Sinusoidal tables and timesteps (S names a slot of the grid such as 4096x1024 or every-step-x128, "
+              "the same whatever --max-positions or --t-max): call[S], finite[S], formula[S], range[S], pair-norm[S], "
+              "row-norm[S], position-zero[S], frequencies[S], relative-offset[S], dot-product[S], degenerate[d=2], "
+              "degenerate[L=1], odd[7], odd[65]; after the grid, at a size it never asks, the call sequences real "
+              "code plays: grow[d=16] (tables), dtype-order[64x32] and memo[48x32] (timesteps). See "
+              "posenc_spec.families.sinusoidal.grid and .sequences.",
+    adapters=True,
     slips=SLIPS,
 )

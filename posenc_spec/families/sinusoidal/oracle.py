@@ -8,7 +8,7 @@ elements a second.
 :func:`table` is the same formula in float64 NumPy (:func:`table_from_angles` of
 :func:`angles`, for a caller that needs the angles too). Its error against the exact values is
 at most :func:`posenc_spec.families.sinusoidal.tolerance.element_tolerance` with ``angle_dtype=float64``
-and ``out_dtype=float64`` (``meta_tests/test_oracle.py`` measures it against mpmath); at
+and ``out_dtype=float64`` (``spec_tests/families/sinusoidal/test_oracle.py`` measures it against mpmath); at
 L = 8192 that is a few 1e-12, far below any tolerance a float32 table is held to.
 """
 

@@ -42,9 +42,9 @@ def plot(declaration, sizes: dict, options) -> Drawing:
     if problem:
         raise NothingToDraw(f"{declaration.name} at {probe.size}", problem)
 
-    from posenc_spec.figures.diagnostics import table_figures  # matplotlib: only once there is something to draw
-    from posenc_spec.figures.gate_plots import table_labels
-    from posenc_spec.figures.style import quiet_floats
+    from posenc_spec.figures.style import quiet_floats  # matplotlib: only once there is something to draw
+
+    from .diagnostics import table_figures, table_labels
 
     exp = expectation(probe.positions, dim, convention, outcome.dtype)
     table = np.asarray(outcome.table, dtype=np.float64)

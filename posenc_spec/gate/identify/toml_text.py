@@ -1,8 +1,8 @@
 """Declaration keys written as a user types them: TOML assignments and command-line flags.
 
 The standard library reads TOML but does not write it, and a declaration needs little of
-it: strings, integers, floats, booleans, lists of numbers and one inline table
-(``rope_parameters``). :func:`value` writes each so that :mod:`tomllib` reads back the same
+it: strings, integers, floats, booleans, lists of numbers and inline tables (the keys
+given once per ``KEY=VALUE`` item). :func:`value` writes each so that :mod:`tomllib` reads back the same
 value (a float keeps its decimal point or exponent, so it stays a float; a string is a
 basic string with every quote, backslash and control character escaped). :func:`flags`
 writes the same keys as the flags of ``posenc-spec check``.
@@ -91,11 +91,11 @@ def _flag_value(item) -> str:
 
 
 def flags(keys: dict) -> str:
-    """The same keys as ``posenc-spec check`` flags: ``--layout concat``; ``rope_parameters``
-    as one ``--rope-param KEY=VALUE`` per parameter (VALUE in JSON)."""
+    """The same keys as ``posenc-spec check`` flags: ``--layout concat``; a table (a key
+    given once per ``KEY=VALUE`` item, ``--rope-param factor=8``) as one flag per item."""
     parts = []
     for key, item in keys.items():
-        if key == "rope_parameters":
+        if isinstance(item, dict):
             parts += [f"{flag(key)} {name}={_flag_value(element)}" for name, element in item.items()]
         else:
             parts.append(f"{flag(key)} {_flag_value(item)}")

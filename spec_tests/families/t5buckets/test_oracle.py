@@ -12,8 +12,8 @@ from posenc_spec.families.t5buckets import oracle
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
 from posenc_spec.families.t5buckets.tolerance import log_position_bound
 from spec_tests.families.t5buckets.assertions import assert_buckets_equal
+from spec_tests.pretrained.test_architecture import BUCKET_STARTS
 from spec_tests.t5_buckets import t5_bucket
-from spec_tests.test_pretrained_architecture import BUCKET_STARTS
 
 # Settings beside the presets: M/E a power of two or not, odd counts, M just above E, large L.
 SETTINGS = [BucketConvention(True, 34, 27), BucketConvention(False, 17, 27), BucketConvention(True, 33, 100),

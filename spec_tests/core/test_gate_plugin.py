@@ -1,0 +1,170 @@
+"""The pytest plugin: installed with posenc-spec, it turns each check of the gate into a
+pytest item in any folder, does nothing without a ``--posenc*`` option, and works under
+pytest-xdist."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from posenc_spec.gate.declaration import declare
+from posenc_spec.gate.engine import plan
+
+REPO = Path(__file__).resolve().parents[2]
+
+TARGETS = """\
+import numpy as np
+
+def vaswani(n, d):
+    half = d // 2  # an odd width gets a zero last column
+    position = np.arange(n)[:, None]
+    div = np.exp(np.arange(half) * -(np.log(10000.0) / half))
+    table = np.zeros((n, d))
+    table[:, 0:2 * half:2], table[:, 1:2 * half:2] = np.sin(position * div), np.cos(position * div)
+    return table
+
+def swapped(n, d):
+    return vaswani(n, d)[:, [i ^ 1 for i in range(d)]]
+"""
+
+
+def _pytest(folder, *arguments):
+    """pytest in ``folder`` (outside this repository) in a process of its own, as a user runs it."""
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rsxf", *arguments]
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, env=env)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _pytest_here(pytester, *arguments):
+    """pytest in pytester's empty folder, in this process (the plugin's entry point loads it)."""
+    pytester.syspathinsert()
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-rsxf", "-n", "0", *arguments)
+    return int(result.ret), "\n".join(result.outlines + result.errlines)
+
+
+def _count(output: str, outcome: str) -> int:
+    found = re.search(rf"(\d+) {outcome}", output.strip().splitlines()[-1])
+    return int(found.group(1)) if found else 0
+
+
+def test_without_an_option_the_plugin_adds_nothing(pytester):
+    """No --posenc*: an empty folder collects nothing (pytest's exit 5), the plugin is loaded."""
+    status, output = _pytest_here(pytester, "--co")
+    assert status == 5, output
+    status, output = _pytest_here(pytester, "--help")
+    assert "--posenc-target" in output and "--posenc-convention" in output, output
+
+
+def test_each_check_is_an_item_outside_the_repository(pytester):
+    """With a config of three targets in a folder of its own: the conforming one passes
+    every item, the swapped one fails with its one-line reason, known deviations are xfail."""
+    tmp_path = pytester.path
+    (tmp_path / "impl.py").write_text(TARGETS)
+    (tmp_path / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
+    (tmp_path / "gate.toml").write_text('max_positions = 64\nodd = "skip"\n\n'
+                                        '[[targets]]\ntarget = "impl:vaswani"\n\n'
+                                        '[[targets]]\ntarget = "impl:swapped"\n\n'
+                                        '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
+    status, output = _pytest_here(pytester, "--posenc-config", "gate.toml")
+    assert status == 1, output
+    assert _count(output, "xfailed") == 2, output
+    assert "FAILED posenc::impl:swapped@vaswani::formula[50x8]" in output, output
+    assert "impl:swapped under vaswani: formula[50x8]: 50x8 under vaswani, float64:" in output, output
+    assert "  hint: sin and cos swapped: each pair holds cos first where sin first is declared" in output, output
+    assert "Traceback" not in output and 0 < _count(output, "failed") < _count(output, "passed"), output
+
+
+def test_strict_markers_without_xdist_and_a_dotted_junit_class(tmp_path):
+    """Without pytest-xdist (-p no:xdist) and under --strict-markers the items run (no
+    INTERNALERROR for the xdist_group mark); JUnit XML names each case's class posenc.TARGET."""
+    import xml.etree.ElementTree as ET
+
+    (tmp_path / "impl.py").write_text(TARGETS)
+    status, output = _pytest(tmp_path, "-p", "no:xdist", "--strict-markers", "--posenc-target", "impl:swapped",
+                             "--posenc-max-positions", "64", "--junitxml", "junit.xml")
+    assert status == 1 and "INTERNALERROR" not in output and _count(output, "failed") > 0, output
+    classes = {case.get("classname") for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
+    assert classes == {"posenc.impl:swapped"}, classes
+
+
+def test_nearest_pyproject_under_xdist(tmp_path):
+    """--posenc finds [tool.posenc-spec] from a subfolder; under pytest-xdist (-n 2) every
+    check of the plan is an item and passes."""
+    (tmp_path / "impl.py").write_text(TARGETS)
+    (tmp_path / "pyproject.toml").write_text('[tool.posenc-spec]\nmax_positions = 64\nodd = "skip"\n'
+                                             'target = "impl:vaswani"\n')
+    (tmp_path / "sub").mkdir()
+    planned = len(plan(declare({"target": "impl:vaswani", "max_positions": 64, "odd": "skip"})))
+    status, output = _pytest(tmp_path / "sub", "--posenc", "-n", "2", "--dist", "loadgroup")
+    assert status == 0 and _count(output, "passed") == planned, output
+
+
+def test_fail_fast_skips_the_checks_after_the_first_failure(pytester):
+    """--posenc-fail-fast: the swapped table fails at 50x8 and the items of the calls after it
+    are skipped, with the reason."""
+    (pytester.path / "impl.py").write_text(TARGETS)
+    status, output = _pytest_here(pytester, "--posenc-target", "impl:swapped", "--posenc-max-positions", "64",
+                                  "--posenc-fail-fast")
+    assert status == 1 and _count(output, "skipped") > _count(output, "failed") > 0, output
+    assert "--fail-fast stopped this target at its first failed check, formula[50x8]" in output, output
+
+
+@pytest.mark.parametrize(("option", "words"), [
+    (["--posenc-convention", "vaswan"], "--posenc: convention must be one of"),
+    (["--posenc-preload", "no_such_module_here"], "--preload no_such_module_here: raised ModuleNotFoundError"),
+    (["--posenc-api", "rope-freqs", "--posenc-rope-param", "factor=" + "[" * 10_000 + "]" * 10_000],
+     "...': nested more than 64 levels deep"),
+])
+def test_a_bad_option_is_a_usage_error(pytester, option, words):
+    """A bad declaration key, a module that cannot be preloaded or a rope parameter nested
+    too deep: pytest's usage error (exit 4), one line, before any item runs."""
+    status, output = _pytest_here(pytester, "--posenc-target", "impl:vaswani", *option)
+    assert status == 4 and words in output and "Traceback" not in output, output
+
+
+@pytest.mark.parametrize("table", [None, "tool.posenc_spec"])
+def test_posenc_with_nothing_declared_is_a_usage_error(pytester, table):
+    """--posenc in a repository with no [tool.posenc-spec], or a near miss of its name: pytest's
+    usage error (exit 4) in one line, saying where the search looked or naming the slip."""
+    (pytester.path / ".git").mkdir()
+    pyproject = pytester.path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n' + (f'[{table}]\ntarget = "impl:vaswani"\n' if table else ""))
+    status, output = _pytest_here(pytester, "--posenc")
+    if table is None:
+        words = (f"posenc-spec: --posenc: nothing to check: no pyproject.toml with a [tool.posenc-spec] table in "
+                 f"{pytester.path} (the repository root); declare targets in one, or give --posenc-config FILE or "
+                 "--posenc-target TARGET")
+    else:
+        words = f"posenc-spec: {pyproject}: [tool.posenc_spec] is not read; did you mean [tool.posenc-spec]?"
+    assert status == 4 and words in output and "Traceback" not in output, output
+
+
+ROPE_TARGETS = """\
+import numpy as np
+
+def inv_freq(head_dim):
+    return 1.0 / 500000.0 ** (np.arange(0, head_dim, 2) / head_dim)
+
+def linear_inv_freq(head_dim):
+    return inv_freq(head_dim) / 4.0
+"""
+
+
+def test_rotary_keys_have_plugin_options(pytester):
+    """The RoPE flags have --posenc-* twins, --posenc-rope-param repeating as --rope-param does:
+    each target passes under what it computes and fails under the plain default."""
+    pytester.path.joinpath("rope_impl.py").write_text(ROPE_TARGETS)
+    rope = ["--posenc-api", "rope-freqs", "--posenc-rope-theta", "500000"]
+    status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:inv_freq", *rope)
+    assert status == 0 and _count(output, "passed") > 0, output
+    status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:linear_inv_freq", *rope,
+                                  "--posenc-rope-type", "linear", "--posenc-rope-param", "factor=4")
+    assert status == 0 and _count(output, "passed") > 0, output
+    status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:linear_inv_freq", *rope)
+    assert status == 1 and "formula[d=" in output and "Traceback" not in output, output
