@@ -9,12 +9,11 @@ from .judge import BucketJudge
 from .keys import NAMES
 from .spec import DEFAULT_EMBEDDING, declare
 
-# The checks of what the buckets are (a failed call, or int-min alone, shows no slip).
-VALUE_CHECKS = ("range", "formula", "exact-small", "halves", "monotone", "saturation", "relative-only")
-
 
 class T5Buckets(Family):
     names = NAMES
+    # The checks of what the buckets are (a failed call, or int-min alone, shows no slip).
+    value_checks = ("range", "formula", "exact-small", "halves", "monotone", "saturation", "relative-only")
 
     def declare(self, keys, context):
         return declare(keys, context)
@@ -41,9 +40,6 @@ class T5Buckets(Family):
     def hints(self, declaration, probes, outcomes, report) -> list:
         from .slips import diagnose, observations_of
 
-        if not any(check.status == "failed" and check.name.partition("[")[0] in VALUE_CHECKS
-                   for check in report.checks):
-            return []
         declared = declaration.spec.convention
         return diagnose(observations_of(zip(probes, outcomes, strict=True), declared), declared)
 

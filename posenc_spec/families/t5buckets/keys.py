@@ -65,6 +65,13 @@ NAMES = FamilyKeys(
                                   "builds"),
     },
     group="T5 relative-position buckets (--api t5-buckets)",
+    title="T5 relative-position buckets (T5, mT5, UMT5, LongT5, LayoutLM, MPNet, WavLM, ProphetNet, CPM-Ant ...)",
+    page="docs/families/t5buckets.md",
+    check_ids="T5 relative-position buckets (S a slot: int64, int32, int64:2d for a function of positions, QxK for "
+              "a table or a bias; D int32 or int64): call, integer, range, formula, exact-small, halves, monotone and "
+              "saturation at [S], relative-only at a table's [S]; call and formula at [extremes:D]; call[int-min:D] "
+              "and int-min[D], -2**(b-1), where every real implementation's abs() wraps. See "
+              "posenc_spec.families.t5buckets.grid.",
     identify_keys=("bidirectional", "num_buckets", "max_distance", *CALL_KEYS),
     identify_help={
         "bidirectional": ("true|false", "the setting a target that takes its settings is called with (default true)"),
