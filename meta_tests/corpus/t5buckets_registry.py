@@ -9,7 +9,7 @@ names its parameters), ``bucket_query_offset`` for a table, ``init`` and ``metho
 module. Registration validates them with the family's own readers, so an unknown key, a bad
 value or a bad relation between keys raises ``ValueError`` naming the function.
 :func:`call` makes one probe's call of an entry in-process through
-:mod:`posenc_spec.families.t5buckets.calling`; :func:`declaration` gives the whole
+:mod:`posenc_spec.families.t5buckets.calling`; :meth:`T5Entry.config_table` gives the whole
 declaration the gate checks, :func:`corpus` the list the benchmarks read.
 
 ``T5_ENTRIES``, ``T5_WRONG`` and ``T5_CORRECT`` import the two corpus modules first, so they
@@ -73,6 +73,22 @@ class T5Entry:
     def probes(self) -> list[grid.Probe]:
         return grid.probes_for(self.convention(), self.signature, self.key("bucket_query_offset", "start"))
 
+    def config_table(self) -> dict:
+        """The declaration as a ``[[targets]]`` table holds it: its keys, its target and the API."""
+        keys = {key: dict(value) if isinstance(value, tuple) else value for key, value in self.keys}
+        return {"target": self.target, "api": "t5-buckets", **keys}
+
+    def declaration(self):
+        """The gate's declaration of the entry (what the benchmarks check)."""
+        from posenc_spec.gate.declaration import declare
+
+        return declare(self.config_table())
+
+    def describe(self) -> str:
+        """The declared convention and, where it is not the static function, the signature."""
+        said = self.convention().name()
+        return said if self.signature == "static" else f"{said}, {self.signature}"
+
 
 def call(entry: T5Entry, probe: grid.Probe):
     """What ``entry`` returns for ``probe`` (an array), called as its signature says."""
@@ -90,16 +106,11 @@ def call(entry: T5Entry, probe: grid.Probe):
                                   settings_from_object=entry.signature == "method")
 
 
-def declaration(entry: T5Entry) -> dict:
-    """The declaration the gate checks ``entry`` under: its keys, its target and the API."""
-    keys = {key: dict(value) if isinstance(value, tuple) else value for key, value in entry.keys}
-    return {"target": entry.target, "api": "t5-buckets", **keys}
-
-
 def corpus() -> list[tuple[str, str, dict]]:
     """``(id, kind, declaration keys)`` of every entry, wrong ones first: what
-    ``benchmarks/mutation_score.py`` and ``benchmarks/corpus_reports.py`` check."""
-    return [(entry.id, entry.kind, declaration(entry)) for entry in __getattr__("T5_ENTRIES")]
+    ``benchmarks/mutation_score.py`` and ``benchmarks/corpus_reports.py`` check (each entry of
+    ``T5_ENTRIES`` also has their ``config_table()``, ``declaration()`` and ``describe()``)."""
+    return [(entry.id, entry.kind, entry.config_table()) for entry in __getattr__("T5_ENTRIES")]
 
 
 def _check_declaration(name: str, keys: dict) -> None:
