@@ -65,7 +65,7 @@ NAMES = FamilyKeys(
                                   "builds"),
     },
     group="T5 relative-position buckets (--api t5-buckets)",
-    title="T5 relative-position buckets (T5, mT5, UMT5, LongT5, LayoutLM, MPNet, WavLM, ProphetNet, CPM-Ant ...)",
+    title="T5 relative-position buckets (T5 and its many copies)",
     page="docs/families/t5buckets.md",
     check_ids="T5 relative-position buckets (S a slot: int64, int32, int64:2d for a function of positions, QxK for "
               "a table or a bias; D int32 or int64): call, integer, range, formula, exact-small, halves, monotone and "
