@@ -14,6 +14,7 @@ class T5Buckets(Family):
     names = NAMES
     # The checks of what the buckets are (a failed call, or int-min alone, shows no slip).
     value_checks = ("range", "formula", "exact-small", "halves", "monotone", "saturation", "relative-only")
+    report_figures = True  # check --plots draws the bucket map of the widest call
 
     def declare(self, keys, context):
         return declare(keys, context)
@@ -42,6 +43,11 @@ class T5Buckets(Family):
 
         declared = declaration.spec.convention
         return diagnose(observations_of(zip(probes, outcomes, strict=True), declared), declared)
+
+    def kept_figures(self, report) -> dict:
+        from .plot import kept_figures  # matplotlib: only when asked
+
+        return kept_figures(report)
 
     def plot(self, declaration, sizes, options):
         from .plot import plot

@@ -97,5 +97,15 @@ class BucketJudge:
         return True
 
     def kept_table(self):
-        """None: the bucket map is drawn by ``posenc-spec plot``, not from a report."""
-        return None
+        """The widest call's buckets, for the report's bucket map (``check --plots``): a
+        :class:`~posenc_spec.gate.report.KeptTable` whose ``positions`` are the relative
+        positions the call stood for, each once, sorted (None: no call returned integer buckets)."""
+        from posenc_spec.gate.report import KeptTable
+
+        from .plot import widest_call
+
+        drawn = widest_call(self.spec, self.calls)
+        if drawn is None:
+            return None
+        probe, relative, buckets = drawn
+        return KeptTable(probe.slot, relative, buckets, "int64")

@@ -18,10 +18,13 @@ from . import grid, oracle, tolerance
 FILE = "bucket_map.png"
 
 
-def _drawn_call(spec, probes, outcomes):
-    """``(probe, relative, buckets)`` of the widest call that returned integer buckets of its shape."""
+def widest_call(spec, calls):
+    """``(probe, relative, buckets)`` of the widest of ``calls`` (``(probe, outcome)`` pairs, the
+    grid's own) that returned integer buckets of its shape, each relative position once."""
     found = []
-    for probe, outcome in zip(probes, outcomes, strict=True):
+    for probe, outcome in calls:
+        if probe.role != "table":
+            continue
         if outcome.ok and outcome.table.dtype.kind in "iu" and outcome.table.shape == probe.result_shape():
             relative = probe.relative_positions(spec.convention).reshape(-1)
             order = np.unique(relative, return_index=True)[1]  # each offset once (its first element), sorted
@@ -63,6 +66,15 @@ def bucket_map_figure(relative, buckets, convention, log_dtype: str, title: str,
     return figure, int(wrong.sum())
 
 
+def kept_figures(report) -> dict:
+    """``check --plots``' picture of a report that does not conform: the bucket map of the call it kept."""
+    declaration, kept = report.declaration, report.kept
+    spec = declaration.spec
+    title = f"{declaration.name} at {kept.slot} under {spec.describe()}"
+    figure, _ = bucket_map_figure(kept.positions, kept.table, spec.convention, spec.log_dtype, title)
+    return {"bucket_map": figure}
+
+
 def plot(declaration, sizes: dict, options) -> Drawing:
     """The bucket map of the target's widest call (see the module docstring)."""
     spec = declaration.spec
@@ -75,7 +87,7 @@ def plot(declaration, sizes: dict, options) -> Drawing:
     turn = run_target(declaration, [probe.request() for probe in probes], options)
     if not turn.imported:
         raise UsageError(f"cannot import TARGET {declaration.name}: {turn.import_message}")
-    drawn = _drawn_call(spec, probes, turn.outcomes)
+    drawn = widest_call(spec, zip(probes, turn.outcomes, strict=True))
     if drawn is None:
         first = next(f"{probe.slot}: {outcome.message}" for probe, outcome in zip(probes, turn.outcomes, strict=True)
                      if not outcome.ok or outcome.table.dtype.kind not in "iu")
@@ -83,6 +95,7 @@ def plot(declaration, sizes: dict, options) -> Drawing:
     probe, relative, buckets = drawn
     title = f"{declaration.name} at {probe.slot} under {spec.describe()}"
     figure, wrong = bucket_map_figure(relative, buckets, spec.convention, spec.log_dtype, title)
+
     verdict = (f"every bucket of {relative.size} offsets within its band" if not wrong
                else f"{wrong} of {relative.size} offsets in another bucket")
     return Drawing(title, verdict, {"bucket_map": (FILE, figure)},

@@ -175,3 +175,14 @@ def test_plot_writes_the_bucket_map(folder, capsys):
     for name in ("right", "wrong"):
         assert (folder / name / "bucket_map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["plot", "--api", "t5-buckets", "buckets:t5", "--num-positions", "8", "--out", "sized"]) == 2
+
+
+def test_check_plots_and_the_python_api_draw_a_failing_target(folder):
+    """check --plots writes the bucket map of a target that does not conform; the Python API's
+    report.plot() gives the same figure."""
+    assert main(["check", "--api", "t5-buckets", "buckets:halving_forgotten", "--plots", "plots"]) == 1
+    [written] = list((folder / "plots").rglob("bucket_map.png"))
+    assert written.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import buckets
+
+    assert list(posenc_spec.check(buckets.halving_forgotten, api="t5-buckets").plot()) == ["bucket_map"]
