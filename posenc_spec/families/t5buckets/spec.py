@@ -159,7 +159,10 @@ def _config_path(name: str, value, base_dir) -> str:
 def config_settings(path: str, name: str) -> dict:
     """The bucket settings a transformers ``config.json`` states (those it names; see
     :data:`CONFIG_NAMES`), ``bidirectional`` from ``is_decoder``."""
-    data = read_json(path, MAX_CONFIG_BYTES, "bucket config")
+    try:
+        data = read_json(path, MAX_CONFIG_BYTES, "bucket config")
+    except UsageError as problem:  # the file's own words, after the key that names it
+        raise UsageError(f"{name}: {problem}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{name}: {path} holds no JSON object")
     settings = {}

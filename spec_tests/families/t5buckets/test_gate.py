@@ -142,7 +142,7 @@ def test_plugin_makes_an_item_of_each_check(pytester):
     (["--bucket-arg", "distance=n"], "--bucket-arg role must be one of relative_position"),
     (["--bucket-arg", "query_length=q"], "the static signature hands over no query_length"),
     (["--bucket-embedding", "emb"], "--bucket-embedding is read by the bias signature, not by static"),
-    (["--bucket-config", "missing.json"], "missing.json"),
+    (["--bucket-config", "missing.json"], "--bucket-config: cannot read the bucket config missing.json"),
     (["--rope-theta", "10000"], "--rope-theta declares a rotary embedding, not T5 relative-position buckets"),
     (["--signature", "table"], "a table call that takes no length needs an object built for it"),
 ])
