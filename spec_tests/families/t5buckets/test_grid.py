@@ -9,6 +9,7 @@ import torch
 
 from posenc_spec.families.t5buckets import calling, grid, judge, oracle
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
+from posenc_spec.gate.child.convert import BadResult
 from spec_tests.families.t5buckets.assertions import assert_status
 
 ENCODER = PRESETS["t5-encoder"]
@@ -149,7 +150,7 @@ def test_bias_buckets_read_back_the_table():
     that disagree are refused; non-whole values come back as floats (``integer`` then fails)."""
     read = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9), 6, 9)
     assert read.dtype == np.int64 and np.array_equal(read, oracle.table(6, 9, ENCODER))
-    with pytest.raises(ValueError, match="the heads of the bias read back through table differ"):
+    with pytest.raises(BadResult, match="returned a bias whose heads differ"):
         calling.bias_buckets(_Bias(skew=1.0), "table", lambda module: module(6, 9), 6, 9)
     halves = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9)[:1] / 2, 6, 9)
     assert halves.dtype == np.float64
