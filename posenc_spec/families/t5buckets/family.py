@@ -13,7 +13,8 @@ from .spec import DEFAULT_EMBEDDING, declare
 class T5Buckets(Family):
     names = NAMES
     # The checks of what the buckets are (a failed call, or int-min alone, shows no slip).
-    value_checks = ("range", "formula", "exact-small", "halves", "monotone", "saturation", "relative-only")
+    value_checks = ("range", "formula", "exact-small", "halves", "monotone", "saturation", "relative-only",
+                    "decode")
     report_figures = True  # check --plots draws the bucket map of the widest call
 
     def declare(self, keys, context):
@@ -22,6 +23,10 @@ class T5Buckets(Family):
     def probes(self, declaration) -> list:
         spec = declaration.spec
         return grid.probes_for(spec.convention, spec.signature, spec.query_offset, spec.square_only)
+
+    def sequence_probes(self, declaration) -> list:
+        spec = declaration.spec
+        return grid.decode_probes(spec.convention, spec.signature, spec.query_offset, spec.square_only)
 
     def plan_ids(self, calls) -> list[str]:
         return grid.plan_ids(calls)

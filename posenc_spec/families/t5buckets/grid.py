@@ -57,6 +57,11 @@ The calls (``S`` names a slot)::
     table calls (table, bias): (q_len, k_len) of (1, 1), (5, 9), (9, 5), (1, L), (L, L) with
       L = min(max_distance + 2, TABLE_LIMIT); the square ones alone for a square-only target
 
+    decode sequence (table, bias, with bucket_query_offset = end and both lengths): after the
+      grid, a prefill of P x P (P = min(max_distance + 3, TABLE_LIMIT - 3), a size the grid never
+      asks) and three decoding steps of one query, 1 x (P + 1), 1 x (P + 2), 1 x (P + 3), on the
+      same module, each judged exactly: ``decode``
+
 Every call expects integers (int32 or int64: :class:`~posenc_spec.gate.calls.CallRequest`'s
 ``allow_integer``); a bias comes back as the buckets its embedding was read through
 (:mod:`.adapters`).
@@ -108,6 +113,8 @@ class Probe:
     def check_ids(self) -> list[str]:
         if self.role == "repeat":
             return ["determinism"]
+        if self.role == "sequence":
+            return ["decode"]
         if self.role == "extremes":
             return [f"call[{self.slot}]", f"formula[{self.slot}]"]
         if self.role == "int-min":
@@ -117,7 +124,7 @@ class Probe:
 
     @property
     def check_id(self) -> str:
-        """The check the call decides last: the formula of its slot, or ``determinism``."""
+        """The check the call decides last: the formula of its slot, ``determinism`` or ``decode``."""
         return self.check_ids()[-1] if self.role != "table" else f"formula[{self.slot}]"
 
     @property
@@ -200,6 +207,16 @@ def probes_for(convention: BucketConvention, signature: str = "static", query_of
     first = probes[0]
     probes.append(Probe(first.slot, first.kind, "repeat", first.values, first.dtype, first.shape, first.query_offset))
     return probes
+
+
+def decode_probes(convention: BucketConvention, signature: str, query_offset: str, square_only: bool) -> list[Probe]:
+    """The decode sequence (see the module docstring); none where the queries are not the last
+    keys or one length is all the target takes."""
+    if signature not in ("table", "bias") or query_offset != "end" or square_only:
+        return []
+    prefill = min(convention.max_distance + 3, TABLE_LIMIT - 3)
+    shapes = [(prefill, prefill), *((1, prefill + step) for step in (1, 2, 3))]
+    return [Probe(f"decode:{q}x{k}", "table", "sequence", shape=(q, k), query_offset="end") for q, k in shapes]
 
 
 def plan_ids(probes) -> list[str]:

@@ -81,6 +81,9 @@ class BucketJudge:
 
     def judge(self, probe: Probe, outcome) -> bool:
         """Judge one call; whether it returned an array (the determinism repeat compares it)."""
+        if probe.role == "sequence":
+            self.results.merge(self._decode_step(probe, outcome))
+            return False
         ids = probe.check_ids()
         self.calls.append((probe, outcome))
         if not outcome.ok:
@@ -95,6 +98,21 @@ class BucketJudge:
         for result in judge_call(probe, values, self.spec.convention, self.spec.log_dtype):
             self.results.add(result)
         return True
+
+    def _decode_step(self, probe: Probe, outcome) -> CheckResult:
+        """``decode`` of one call of the sequence: the call's buckets exact (its own words first)."""
+        if outcome.status == "not-run":
+            return CheckResult("decode", "skipped", f"{probe.slot}: {outcome.message}")
+        if not outcome.ok:
+            return CheckResult("decode", "failed", f"{probe.slot}: {outcome.message}")
+        values = outcome.table
+        if values.dtype.kind not in "iu" or values.shape != probe.result_shape():
+            return CheckResult("decode", "failed", f"{probe.slot}: returned {values.dtype} {values.shape}, "
+                                                   f"not integer buckets of shape {probe.result_shape()}")
+        result = properties.check_formula(values, self.spec.convention, probe.relative_positions(self.spec.convention),
+                                          self.spec.log_dtype)
+        return dataclasses.replace(result, name="decode", message=f"{probe.slot} (the module reused, one query "
+                                                                  f"after a prefill): {result.message}")
 
     def kept_table(self):
         """The widest call's buckets, for the report's bucket map (``check --plots``): a

@@ -154,3 +154,17 @@ def test_bias_buckets_read_back_the_table():
         calling.bias_buckets(_Bias(skew=1.0), "table", lambda module: module(6, 9), 6, 9)
     halves = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9)[:1] / 2, 6, 9)
     assert halves.dtype == np.float64
+
+
+def test_decode_sequence_follows_the_grid_where_queries_are_the_last_keys():
+    """A table or bias declared with the queries at the end plays a prefill and three one-query
+    steps, judged as decode; none for queries at the start, a square-only target or a function."""
+    probes = grid.decode_probes(ENCODER, "bias", "end", square_only=False)
+    assert [probe.shape for probe in probes] == [(131, 131), (1, 132), (1, 133), (1, 134)]
+    assert {probe.check_id for probe in probes} == {"decode"}
+    step = probes[1].relative_positions(ENCODER)
+    assert step[0, 0] == -131 and step[0, -1] == 0
+    assert grid.plan_ids(grid.probes_for(ENCODER, "bias") + probes)[-3:] == ["decode", "aliasing", "global-state"]
+    assert not grid.decode_probes(ENCODER, "bias", "start", False) and not grid.decode_probes(ENCODER, "bias", "end",
+                                                                                              True)
+    assert not grid.decode_probes(ENCODER, "static", "end", False)
