@@ -156,13 +156,18 @@ def test_usage_errors_are_one_line_naming_the_flag(folder, capsys, arguments, me
 
 def test_identify_names_the_member_and_refuses_a_slip(folder, capsys):
     """identify: T5's function is t5-encoder (check accepts it); under --bidirectional false the
-    same code is t5-decoder; the halving forgotten is no member check accepts (exit 1)."""
+    same code is t5-decoder; the halving forgotten is no member check accepts (exit 1); a bias
+    module built for 64 buckets is read from its table."""
     assert main(["identify", "--api", "t5-buckets", "buckets:t5"]) == 0
     assert "buckets:t5: t5-encoder (bidirectional true" in capsys.readouterr().out
     assert main(["identify", "--api", "t5-buckets", "--bidirectional", "false", "buckets:t5"]) == 0
     assert "t5-decoder" in capsys.readouterr().out
     assert main(["identify", "--api", "t5-buckets", "buckets:halving_forgotten"]) == 1
     assert "none: bidirectional, 64 buckets, max_distance 128 fits" in capsys.readouterr().out
+    assert main(["identify", "--api", "t5-buckets", "--signature", "bias", "--init", "num_buckets={num_buckets}",
+                 "--init", "max_distance={max_distance}", "--bucket-arg", "query_length=q_len", "--bucket-arg",
+                 "key_length=k_len", "--num-buckets", "64", "buckets:Bias"]) == 0
+    assert "buckets:Bias: bidirectional, 64 buckets, max_distance 128" in capsys.readouterr().out
 
 
 def test_plot_writes_the_bucket_map(folder, capsys):
