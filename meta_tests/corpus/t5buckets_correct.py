@@ -18,7 +18,7 @@ import math
 import numpy as np
 import torch
 
-from .t5buckets_registry import t5_correct
+from .t5buckets_registry import MODULE_INIT, t5_correct
 
 
 def _numpy_distances(relative_position, bidirectional, num_buckets):
@@ -32,7 +32,7 @@ def _numpy_distances(relative_position, bidirectional, num_buckets):
 
 
 @t5_correct(idiom="NumPy, float64 logarithms, distances as uint64, np.where over the two regions",
-            convention="t5-encoder")
+            bucket_preset="t5-encoder")
 def numpy_float64(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     n, first, half = _numpy_distances(relative_position, bidirectional, num_buckets)
     max_exact = half // 2
@@ -43,7 +43,7 @@ def numpy_float64(relative_position, bidirectional=True, num_buckets=32, max_dis
 
 
 @t5_correct(idiom="plain Python, one math.log per element over .tolist(), a nested list back",
-            convention="t5-decoder")
+            bucket_preset="t5-decoder")
 def python_floats(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     def bucket(r):
         half, first = (num_buckets // 2, num_buckets // 2 if r > 0 else 0) if bidirectional else (num_buckets, 0)
@@ -61,7 +61,7 @@ def python_floats(relative_position, bidirectional=True, num_buckets=32, max_dis
 
 
 @t5_correct(idiom="plain Python integers: bucket k while n**L * E**k >= M**k * E**L, no logarithm at all",
-            convention="wavlm")
+            bucket_preset="wavlm")
 def python_integer_powers(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     half = num_buckets // 2 if bidirectional else num_buckets
     max_exact, log_buckets = half // 2, half - half // 2
@@ -88,7 +88,7 @@ def python_integer_powers(relative_position, bidirectional=True, num_buckets=32,
 
 
 @t5_correct(idiom="torch, clamped to [-max_distance, max_distance] before abs(): transformers' formula with no "
-                  "overflow at -2**(b-1)", convention="t5-encoder")
+                  "overflow at -2**(b-1)", bucket_preset="t5-encoder")
 def torch_clamped_first(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_position = torch.clamp(relative_position.to(torch.long), -max_distance, max_distance)
     half = num_buckets // 2 if bidirectional else num_buckets
@@ -103,7 +103,7 @@ def torch_clamped_first(relative_position, bidirectional=True, num_buckets=32, m
 
 
 @t5_correct(idiom="torch.bucketize against float64 boundaries E * (M/E) ** (k/L), the distance saturated at M",
-            convention="cpmant")
+            bucket_preset="cpmant")
 def torch_bucketize(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     half = num_buckets // 2 if bidirectional else num_buckets
     max_exact = half // 2
@@ -119,7 +119,7 @@ def torch_bucketize(relative_position, bidirectional=True, num_buckets=32, max_d
 
 
 @t5_correct(idiom="a lookup table of every distance 0..M built once, gathered at min(n, M)",
-            convention="layoutlm-2d")
+            bucket_preset="layoutlm-2d")
 def lookup_table(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     half = num_buckets // 2 if bidirectional else num_buckets
     max_exact = half // 2
@@ -133,7 +133,7 @@ def lookup_table(relative_position, bidirectional=True, num_buckets=32, max_dist
     return first + table[n]
 
 
-@t5_correct(idiom="torch.log2: the base of the logarithms changed, their ratio not", convention="t5-decoder")
+@t5_correct(idiom="torch.log2: the base of the logarithms changed, their ratio not", bucket_preset="t5-decoder")
 def torch_log2(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_position = torch.clamp(relative_position.to(torch.long), -max_distance, max_distance)
     ret = torch.zeros_like(relative_position)
@@ -152,7 +152,7 @@ def torch_log2(relative_position, bidirectional=True, num_buckets=32, max_distan
 
 @t5_correct(idiom="GluonNLP's relative_position_bucket, relative positions query - memory by declaration",
             seen="dmlc/gluon-nlp src/gluonnlp/op.py relative_position_bucket",
-            convention="gluonnlp-encoder")
+            bucket_preset="gluonnlp-encoder")
 def gluonnlp_query_minus_memory(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_position = np.clip(np.asarray(relative_position).astype(np.int64), -max_distance, max_distance)
     ret = 0
@@ -174,7 +174,7 @@ def gluonnlp_query_minus_memory(relative_position, bidirectional=True, num_bucke
 @t5_correct(idiom="T5X's NumPy table: float32 quotient plus float32's epsilon, then the logarithm; queries "
                   "the last of the keys", seen="google-research/t5x t5x/examples/t5/layers.py "
                                               "RelativePositionBiases._relative_position_bucket",
-            convention="t5-decoder", signature="table", query_offset="end")
+            bucket_preset="t5-decoder", signature="table", bucket_query_offset="end")
 def t5x_numpy_table(query_length, key_length, bidirectional=True, num_buckets=32, max_distance=128):
     context_position = np.arange(query_length, dtype=np.int64)[:, None] + (key_length - query_length)
     memory_position = np.arange(key_length, dtype=np.int64)[None, :]
@@ -195,7 +195,7 @@ def t5x_numpy_table(query_length, key_length, bidirectional=True, num_buckets=32
 
 
 @t5_correct(idiom="a broadcast torch table, float64 logarithms, bucket = first + min(E + floor(v), H - 1)",
-            convention="wavlm", signature="table")
+            bucket_preset="wavlm", signature="table")
 def torch_broadcast_table(query_length, key_length, bidirectional=True, num_buckets=32, max_distance=128):
     relative = torch.arange(key_length)[None, :] - torch.arange(query_length)[:, None]
     half = num_buckets // 2 if bidirectional else num_buckets
@@ -208,7 +208,8 @@ def torch_broadcast_table(query_length, key_length, bidirectional=True, num_buck
 
 
 @t5_correct(idiom="a module holding its settings (UMT5's form): self._relative_position_bucket(relative_position)",
-            convention="t5-decoder", signature="method")
+            bucket_preset="t5-decoder", signature="method",
+            init=MODULE_INIT, method="_relative_position_bucket")
 class module_with_settings(torch.nn.Module):  # noqa: N801 -- registered by its function-like name
     def __init__(self, bidirectional=True, num_buckets=32, max_distance=128):
         super().__init__()

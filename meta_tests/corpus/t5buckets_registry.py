@@ -1,14 +1,16 @@
 """The T5-bucket corpus registry: every bucket function in the corpus, with its declaration.
 
 Each function is registered by :func:`t5_wrong` or :func:`t5_correct` with the keys a
-declaration of the family gives: the convention (``convention``, a preset, and any of
-``bidirectional``, ``num_buckets``, ``max_distance``, ``relative_position``), the signature
-(``static`` by default, ``method`` or ``table``: :mod:`posenc_spec.families.t5buckets.grid`),
-``keywords`` (the roles renamed, as real code names its parameters), ``query_offset`` for a
-table. Registration validates them with the family's own readers, so an unknown key, a bad
+declaration of the family gives (``posenc_spec check --api t5-buckets``): the convention
+(``bucket_preset``, and any of ``bidirectional``, ``num_buckets``, ``max_distance``,
+``relative_position``), the signature (``static`` by default, ``method`` or ``table``:
+:mod:`posenc_spec.families.t5buckets.grid`), ``bucket_args`` (the roles renamed, as real code
+names its parameters), ``bucket_query_offset`` for a table, ``init`` and ``method`` for a
+module. Registration validates them with the family's own readers, so an unknown key, a bad
 value or a bad relation between keys raises ``ValueError`` naming the function.
-:func:`call` makes one probe's call of an entry through
-:mod:`posenc_spec.families.t5buckets.calling`.
+:func:`call` makes one probe's call of an entry in-process through
+:mod:`posenc_spec.families.t5buckets.calling`; :meth:`T5Entry.config_table` gives the whole
+declaration the gate checks, :func:`corpus` the list the benchmarks read.
 
 ``T5_ENTRIES``, ``T5_WRONG`` and ``T5_CORRECT`` import the two corpus modules first, so they
 are complete whichever is imported first.
@@ -35,7 +37,9 @@ T5_BUG_CLASSES: dict[str, str] = {
     "settings": "a configured num_buckets or max_distance replaced by a hard-coded one",
     "table": "a (q, k) table of the wrong offsets",
 }
-_CALLING_KEYS = ("signature", "keywords", "query_offset", "init")
+# How a corpus module is built: with the declared settings, as UMT5 and x-transformers build theirs.
+MODULE_INIT = {"bidirectional": "{bidirectional}", "num_buckets": "{num_buckets}", "max_distance": "{max_distance}"}
+_CALLING_KEYS = ("signature", "bucket_args", "bucket_query_offset", "init", "method")
 
 
 @dataclass(frozen=True)
@@ -57,49 +61,76 @@ class T5Entry:
 
     def key(self, name: str, default=None):
         value = dict(self.keys).get(name, default)
-        return dict(value) if name in ("keywords", "init") and value is not None else value
+        return dict(value) if name in ("bucket_args", "init") and value is not None else value
 
     def convention(self) -> BucketConvention:
-        return from_keys({key: value for key, value in self.keys if key in ("convention", *KEYS)})
+        return from_keys({key: value for key, value in self.keys if key in ("bucket_preset", *KEYS)})
 
     @property
     def signature(self) -> str:
         return self.key("signature", "static")
 
     def probes(self) -> list[grid.Probe]:
-        return grid.probes_for(self.convention(), self.signature, self.key("query_offset", "start"))
+        return grid.probes_for(self.convention(), self.signature, self.key("bucket_query_offset", "start"))
+
+    def config_table(self) -> dict:
+        """The declaration as a ``[[targets]]`` table holds it: its keys, its target and the API."""
+        keys = {key: dict(value) if isinstance(value, tuple) else value for key, value in self.keys}
+        return {"target": self.target, "api": "t5-buckets", **keys}
+
+    def declaration(self):
+        """The gate's declaration of the entry (what the benchmarks check)."""
+        from posenc_spec.gate.declaration import declare
+
+        return declare(self.config_table())
+
+    def describe(self) -> str:
+        """The declared convention and, where it is not the static function, the signature."""
+        said = self.convention().name()
+        return said if self.signature == "static" else f"{said}, {self.signature}"
 
 
 def call(entry: T5Entry, probe: grid.Probe):
     """What ``entry`` returns for ``probe`` (an array), called as its signature says."""
     convention = entry.convention()
-    keywords = entry.key("keywords")
+    keywords = entry.key("bucket_args")
     if entry.signature == "table":
         return calling.call_table(entry.function, probe, convention, keywords)
     function = entry.function
     if entry.signature == "method":
-        init = calling.keyword_arguments(convention, entry.key("init"))
-        function = function(**init)._relative_position_bucket
+        sizes = {"bidirectional": convention.bidirectional, "num_buckets": convention.num_buckets,
+                 "max_distance": convention.max_distance}
+        init = {name: sizes[value.strip("{}")] for name, value in entry.key("init").items()}
+        function = getattr(function(**init), entry.key("method"))
     return calling.call_positions(function, probe, convention, keywords,
                                   settings_from_object=entry.signature == "method")
 
 
+def corpus() -> list[tuple[str, str, dict]]:
+    """``(id, kind, declaration keys)`` of every entry, wrong ones first: what
+    ``benchmarks/mutation_score.py`` and ``benchmarks/corpus_reports.py`` check (each entry of
+    ``T5_ENTRIES`` also has their ``config_table()``, ``declaration()`` and ``describe()``)."""
+    return [(entry.id, entry.kind, entry.config_table()) for entry in __getattr__("T5_ENTRIES")]
+
+
 def _check_declaration(name: str, keys: dict) -> None:
     """The keys, read as the family reads them (``ValueError`` naming the function otherwise)."""
-    unknown = sorted(set(keys) - {"convention", *KEYS, *_CALLING_KEYS})
+    unknown = sorted(set(keys) - {"bucket_preset", *KEYS, *_CALLING_KEYS})
     if unknown:
         raise ValueError(f"{name}: unknown key(s) {', '.join(unknown)}")
     try:
-        convention = from_keys({key: value for key, value in keys.items() if key in ("convention", *KEYS)})
-        grid.probes_for(convention, keys.get("signature", "static"), keys.get("query_offset", "start"))
+        convention = from_keys({key: value for key, value in keys.items() if key in ("bucket_preset", *KEYS)})
+        grid.probes_for(convention, keys.get("signature", "static"), keys.get("bucket_query_offset", "start"))
     except ValueError as error:
         raise ValueError(f"{name}: {error}") from None
-    for key in ("keywords", "init"):
+    for key in ("bucket_args", "init"):
         if key in keys and not isinstance(keys[key], dict):
             raise ValueError(f"{name}: {key} must be a table, got {keys[key]!r}")
-    unknown_roles = sorted(set(keys.get("keywords", {})) - set(grid.ROLES))
+    unknown_roles = sorted(set(keys.get("bucket_args", {})) - set(grid.ROLES))
     if unknown_roles:
-        raise ValueError(f"{name}: keywords name unknown role(s) {', '.join(unknown_roles)}")
+        raise ValueError(f"{name}: bucket_args name unknown role(s) {', '.join(unknown_roles)}")
+    if keys.get("signature") == "method" and not ("init" in keys and "method" in keys):
+        raise ValueError(f"{name}: a method entry needs init and method")
 
 
 _ENTRIES: list[T5Entry] = []

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from .t5buckets_registry import t5_wrong
+from .t5buckets_registry import MODULE_INIT, t5_wrong
 
 _T5 = "transformers T5Attention._relative_position_bucket"
 
@@ -51,7 +51,7 @@ def _within(n, num_buckets, max_distance, dtype=torch.float32, last=None):
 
 @t5_wrong(bug="bidirectional without num_buckets //= 2: the upper half starts at num_buckets, past the table",
           classes=("halving",), seen=f"{_T5}: the `num_buckets //= 2` of the bidirectional branch, dropped",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def halving_forgotten(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets = 0
     if bidirectional:
@@ -66,7 +66,7 @@ def halving_forgotten(relative_position, bidirectional=True, num_buckets=32, max
               "left, distances 8..15 each get their own and every larger one the last",
           classes=("halving",), seen="lucidrains/video-diffusion-pytorch#11 (the change it proposes for "
                                      "RelativePositionBias: max_exact = num_buckets after num_buckets //= 2)",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def max_exact_before_halving(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     ret = 0
     n = -relative_position
@@ -86,7 +86,7 @@ def max_exact_before_halving(relative_position, bidirectional=True, num_buckets=
 
 @t5_wrong(bug="the halving hoisted above the if: a causal decoder gets half its buckets (16 of 32)",
           classes=("halving",), seen=f"{_T5}: `num_buckets //= 2` moved out of the bidirectional branch",
-          convention="t5-decoder")
+          bucket_preset="t5-decoder")
 def halving_in_both_directions(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     num_buckets //= 2  # hoisted out of the bidirectional branch
     relative_buckets = (relative_position > 0).to(torch.long) * num_buckets if bidirectional else 0
@@ -102,7 +102,7 @@ def halving_in_both_directions(relative_position, bidirectional=True, num_bucket
               "written (n > 0), so memory - query is bucketed as query - memory",
           classes=("sign",), seen="dmlc/gluon-nlp#1470 (relative positions changed from query_i - mem_j to "
                                   "mem_i - query_j, so the two signs met in one code base)",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def sign_flipped(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     ret = 0
     n = -relative_position
@@ -117,7 +117,7 @@ def sign_flipped(relative_position, bidirectional=True, num_buckets=32, max_dist
 
 @t5_wrong(bug="(relative_position >= 0): the query itself (r = 0) lands in the upper half, bucket 16",
           classes=("sign",), seen=f"{_T5}: its strict (relative_position > 0), loosened",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def zero_in_upper_half(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets = 0
     if bidirectional:
@@ -136,7 +136,7 @@ def zero_in_upper_half(relative_position, bidirectional=True, num_buckets=32, ma
               "and the encoder clamps every later key to bucket 0",
           classes=("direction",), seen="lucidrains/x-transformers#10 (commit 6d0c641, 'bug fix for "
                                        "_relative_position_bucket')",
-          convention="t5-decoder", keywords={"bidirectional": "causal"})
+          bucket_preset="t5-decoder", bucket_args={"bidirectional": "causal"})
 def causal_flag_inverted(relative_position, causal=True, num_buckets=32, max_distance=128):
     ret = 0
     n = -relative_position
@@ -153,7 +153,7 @@ def causal_flag_inverted(relative_position, causal=True, num_buckets=32, max_dis
               "them all in bucket 0 with the query itself",
           classes=("direction",), seen="microsoft/unilm#762 (expects LayoutLMv2's bidirectional=False to bucket "
                                        "positive offsets by their value, as this does)",
-          convention="t5-decoder")
+          bucket_preset="t5-decoder")
 def causal_future_by_distance(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     ret = 0
     if bidirectional:
@@ -166,7 +166,7 @@ def causal_future_by_distance(relative_position, bidirectional=True, num_buckets
               "are bucketed by distance and every earlier one shares bucket 0",
           classes=("direction",), seen="transformers layoutlmv2 relative_position_bucket: "
                                        "n = torch.max(-relative_position, torch.zeros_like(relative_position))",
-          convention="t5-decoder")
+          bucket_preset="t5-decoder")
 def causal_clamps_the_past(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     ret = 0
     if bidirectional:
@@ -185,7 +185,7 @@ def causal_clamps_the_past(relative_position, bidirectional=True, num_buckets=32
               "not 16, and its logarithmic buckets stretch over 24",
           classes=("exact-region",), seen=f"{_T5}: max_exact = num_buckets // 2 of the halved count, written "
                                           "once for the bidirectional case",
-          convention="t5-decoder")
+          bucket_preset="t5-decoder")
 def exact_region_a_quarter(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     max_exact = num_buckets // 4
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
@@ -197,7 +197,7 @@ def exact_region_a_quarter(relative_position, bidirectional=True, num_buckets=32
 @t5_wrong(bug="the logarithmic scale multiplied by max_exact - 1 where num_buckets - max_exact belongs: 7 "
               "logarithmic steps for 8 buckets, so the last one is reached only by clamping",
           classes=("log-buckets",), seen=f"{_T5}: * (num_buckets - max_exact), the count of logarithmic buckets",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def log_buckets_miscounted(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
@@ -208,7 +208,7 @@ def log_buckets_miscounted(relative_position, bidirectional=True, num_buckets=32
 @t5_wrong(bug="log(n) / log(max_distance) instead of log(n / max_exact) / log(max_distance / max_exact): "
               "the logarithmic buckets start at the wrong distance",
           classes=("log-buckets",), seen=f"{_T5}: both logarithms taken of ratios to max_exact",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def log_of_distance_not_ratio(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
@@ -221,7 +221,7 @@ def log_of_distance_not_ratio(relative_position, bidirectional=True, num_buckets
 
 @t5_wrong(bug="no clamp to num_buckets - 1: distances beyond max_distance run on into the next half's buckets",
           classes=("clamp",), seen="huggingface/candle#1312 ('Check min to buckets in relative_position_bucket')",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def missing_clamp(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
@@ -232,7 +232,7 @@ def missing_clamp(relative_position, bidirectional=True, num_buckets=32, max_dis
 @t5_wrong(bug="the clamp to the full count's last bucket (31) in a bidirectional half of 16: far keys before "
               "the query spill into the upper half's buckets",
           classes=("clamp",), seen=f"{_T5}: torch.full_like(..., num_buckets - 1) of the halved num_buckets",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def clamp_to_full_count(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     total = num_buckets
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
@@ -241,7 +241,7 @@ def clamp_to_full_count(relative_position, bidirectional=True, num_buckets=32, m
 
 @t5_wrong(bug=".round() where .to(torch.long) truncates: each logarithmic bucket starts half a step early",
           classes=("rounding",), seen=f"{_T5}: the truncating .to(torch.long) of the logarithmic position",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def rounded_not_truncated(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
@@ -254,7 +254,7 @@ def rounded_not_truncated(relative_position, bidirectional=True, num_buckets=32,
               "strictly inside a bucket is moved to the next",
           classes=("rounding",), seen="transformers deberta_v2 make_log_bucket_position (torch.ceil of its "
                                       "logarithmic position), carried into a T5 port",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def ceil_from_deberta(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
@@ -270,7 +270,7 @@ def ceil_from_deberta(relative_position, bidirectional=True, num_buckets=32, max
               "whole distances in the neighbouring bucket",
           classes=("precision",), seen="mindspore-lab/mindone#670 (T5's _relative_position_bucket realigned "
                                        "for bfloat16 by computing its logarithm in float32)",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def log_in_bfloat16(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     return relative_buckets + _within(n, num_buckets, max_distance, dtype=torch.bfloat16)
@@ -281,7 +281,7 @@ def log_in_bfloat16(relative_position, bidirectional=True, num_buckets=32, max_d
           classes=("precision",), seen="transformers UDOP RelativePositionBiasBase.get_relative_position ('in "
                                        "fp16 the bucketing loses precision and indexes the bias embedding out of "
                                        "range')",
-          convention="wavlm")
+          bucket_preset="wavlm")
 def log_in_float16(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     # Saturated first: float16 holds no distance above 65504.
@@ -293,7 +293,7 @@ def log_in_float16(relative_position, bidirectional=True, num_buckets=32, max_di
               "16..23 log 2, so the logarithmic buckets step at multiples of max_exact",
           classes=("precision",), seen="Mesh TensorFlow _relative_position_bucket: mtf.to_float(n) / max_exact, "
                                        "the cast before the division this drops",
-          convention="t5-encoder")
+          bucket_preset="t5-encoder")
 def integer_division_before_log(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
     max_exact = num_buckets // 2
@@ -309,7 +309,7 @@ def integer_division_before_log(relative_position, bidirectional=True, num_bucke
               "2**32 to 0, the query itself",
           classes=("overflow",), seen="transformers CpmAntSegmentPositionEmbedding._position_bucket "
                                       "(relative_position.to(torch.int32), there on the small branch only)",
-          convention="cpmant")
+          bucket_preset="cpmant")
 def int32_wraparound(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     relative_position = relative_position.to(torch.int32)
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
@@ -323,7 +323,7 @@ def int32_wraparound(relative_position, bidirectional=True, num_buckets=32, max_
               "at half its distance",
           classes=("settings",), seen="huggingface/transformers#16155 ('Configurable Relative Position Max. "
                                       "Distance': T5's max distance was fixed at 128)",
-          convention="layoutlm-2d")
+          bucket_preset="layoutlm-2d")
 def max_distance_hard_coded(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     max_distance = 128
     relative_buckets, n, num_buckets = _split(relative_position, bidirectional, num_buckets)
@@ -334,7 +334,8 @@ def max_distance_hard_coded(relative_position, bidirectional=True, num_buckets=3
               "whatever it was built with",
           classes=("settings",), seen="lucidrains/x-transformers commit fb7a5d4 ('fix some more issues with T5 rel "
                                       "pos bias': max_distance = self.max_distance added to the call)",
-          convention="t5-decoder", max_distance=512, signature="method")
+          bucket_preset="t5-decoder", max_distance=512, signature="method",
+          init=MODULE_INIT, method="_relative_position_bucket")
 class module_ignores_max_distance(torch.nn.Module):  # noqa: N801 -- registered by its function-like name
     def __init__(self, bidirectional=True, num_buckets=32, max_distance=128):
         super().__init__()
@@ -361,7 +362,7 @@ def _t5_table(q_len, k_len, bidirectional, num_buckets, max_distance, query_star
               "after the query gets bucket 17, where 64 buckets put it in 33",
           classes=("settings",), seen="transformers MPNetEncoder.compute_position_bias (num_buckets=32 as a "
                                       "default argument, never the config's relative_attention_num_buckets)",
-          convention="t5-encoder", num_buckets=64, signature="table")
+          bucket_preset="t5-encoder", num_buckets=64, signature="table")
 def bucket_count_hard_coded(query_length, key_length, bidirectional=True, num_buckets=32, max_distance=128):
     return _t5_table(query_length, key_length, bidirectional, 32, max_distance)
 
@@ -372,7 +373,7 @@ def bucket_count_hard_coded(query_length, key_length, bidirectional=True, num_bu
 @t5_wrong(bug="key positions from 1 against query positions from 0: every offset one too large",
           classes=("table",), seen="transformers ProphetNet get_main_relative_pos_embeddings (keys "
                                    "torch.arange(1, ...), against position_ids that also start at 1)",
-          convention="t5-decoder", signature="table")
+          bucket_preset="t5-decoder", signature="table")
 def table_keys_from_one(query_length, key_length, bidirectional=True, num_buckets=32, max_distance=128):
     return _t5_table(query_length, key_length, bidirectional, num_buckets, max_distance, key_start=1)
 
@@ -381,6 +382,6 @@ def table_keys_from_one(query_length, key_length, bidirectional=True, num_bucket
               "before them): every offset k_len - q_len too large",
           classes=("table",), seen="lucidrains/x-transformers commit cc107eb ('fix rel pos bias bug in presence of "
                                    "transformer-xl': queries at arange(j - i, j))",
-          convention="t5-decoder", signature="table", query_offset="end")
+          bucket_preset="t5-decoder", signature="table", bucket_query_offset="end")
 def table_queries_at_start(query_length, key_length, bidirectional=True, num_buckets=32, max_distance=128):
     return _t5_table(query_length, key_length, bidirectional, num_buckets, max_distance)

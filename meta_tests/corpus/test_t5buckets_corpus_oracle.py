@@ -39,7 +39,7 @@ SMALLEST = {
     "log_in_bfloat16": ("int64", -90, 15),
     "log_in_float16": ("int64", -169, 106),
     "integer_division_before_log": ("int64", -12, 8),
-    "int32_wraparound": ("extremes[int64]", -(2**31), -(2**31)),
+    "int32_wraparound": ("extremes:int64", -(2**31), -(2**31)),
     "max_distance_hard_coded": ("int64", -19, 17),
     "module_ignores_max_distance": ("int64", -19, 17),
     "bucket_count_hard_coded": ("5x9", 1, 17),
@@ -102,10 +102,10 @@ def test_corpus_size_and_coverage():
 
 
 @pytest.mark.parametrize("register, keys, message", [
-    (t5_correct, {"idiom": "x", "convention": "t5_decoder"}, "did you mean 't5-decoder'"),
+    (t5_correct, {"idiom": "x", "bucket_preset": "t5_decoder"}, "did you mean 't5-decoder'"),
     (t5_correct, {"idiom": "x", "max_distance": 4}, "max_distance must exceed max_exact = 8"),
     (t5_correct, {"idiom": "x", "signature": "module"}, "signature must be one of static, method, table, bias"),
-    (t5_correct, {"idiom": "x", "keywords": {"distance": "n"}}, "keywords name unknown role(s) distance"),
+    (t5_correct, {"idiom": "x", "bucket_args": {"distance": "n"}}, "bucket_args name unknown role(s) distance"),
     (t5_correct, {"idiom": "x", "layout": "half"}, "unknown key(s) layout"),
     (t5_wrong, {"bug": "x", "classes": ("sign",), "seen": ""}, "needs its bug classes and where it was seen"),
     (t5_wrong, {"bug": "x", "classes": ("signs",), "seen": "y"}, "classes must be a tuple of halving"),

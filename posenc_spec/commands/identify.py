@@ -56,7 +56,8 @@ def add_identify_arguments(parser: argparse.ArgumentParser) -> None:
             group = parser.add_argument_group(names.group)
             for key in own:
                 metavar, text = names.identify_help.get(key, names.help[key])
-                group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text)
+                group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text,
+                                   action="append" if key in names.repeated else "store")
     declared = parser.add_argument_group(
         "the declaration the answer is compared with (default: the TARGET's entry in the nearest "
         "[tool.posenc-spec]); they change nothing identify fits")

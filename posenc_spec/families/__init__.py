@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from posenc_spec.gate.family import Family, FamilyKeys
 
 # The families the gate checks, in the order the docs and --help list them.
-GATED = ("sinusoidal", "rope", "sincos2d", "alibi")
+GATED = ("sinusoidal", "rope", "sincos2d", "t5buckets", "alibi")
 
 
 @cache

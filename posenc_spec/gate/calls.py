@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Item sizes of the dtypes a result may arrive in; bfloat16 travels as its uint16 bits.
-RESULT_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
+# Item sizes of the dtypes a result may arrive in; bfloat16 travels as its uint16 bits. The
+# integers only where a request expects them (CallRequest.allow_integer).
+RESULT_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16,
+                   "int32": 4, "int64": 8}
+INTEGER_RESULTS = ("int32", "int64")
 LARGEST_ITEMSIZE = 16
 
 
@@ -48,7 +51,9 @@ class ArrayArg:
 @dataclass(frozen=True, eq=False)
 class CallRequest:
     """``fn(*args)``, labelled by its grid slot. ``shape`` is the result the call must return
-    (one array, or one per item when ``max_items`` > 1); it also bounds what the gate reads."""
+    (one array, or one per item when ``max_items`` > 1); it also bounds what the gate reads.
+    ``allow_complex`` and ``allow_integer`` admit complex or integer results (int32 and
+    int64: indices, such as a family's buckets); every other call refuses them."""
 
     label: str
     args: tuple
@@ -56,6 +61,7 @@ class CallRequest:
     max_items: int = 1
     allow_complex: bool = False
     rng: str = "a"
+    allow_integer: bool = False
 
     @property
     def max_bytes(self) -> int:

@@ -119,7 +119,7 @@ class _Child:
                 send(self.sock, {"op": "call", "id": call_id, "token": self.tokens[call_id], "args": specs,
                                  "rng": request.rng,
                                  "max_bytes": request.max_bytes, "allow_complex": request.allow_complex,
-                                 "max_items": request.max_items}, payloads)
+                                 "allow_integer": request.allow_integer, "max_items": request.max_items}, payloads)
         except OSError:
             pass
 

@@ -3,7 +3,8 @@
 :func:`encode_args` turns a call's arguments into a header and raw payloads (bfloat16 as
 its uint16 bits); :func:`read_outcome` turns a reply into an
 :class:`~posenc_spec.gate.calls.Outcome`, checking everything against the request: the
-call's id and token, the status, and each array's dtype, shape and byte count. Text from
+call's id and token, the status, and each array's dtype (complex and integer ones only
+where the request admits them), shape and byte count. Text from
 the child is made one line and bounded; a reply that does not add up is a
 :class:`~posenc_spec.gate.child.protocol.ChannelError` ("malformed reply").
 """
@@ -17,7 +18,7 @@ import numpy as np
 from posenc_spec.regression.ulp import bfloat16_bits, bfloat16_values
 from posenc_spec.text import one_line
 
-from .calls import RESULT_ITEMSIZE, ArrayArg, CallRequest, Outcome
+from .calls import INTEGER_RESULTS, RESULT_ITEMSIZE, ArrayArg, CallRequest, Outcome
 from .child.protocol import ChannelError
 
 MAX_MESSAGE = 300
@@ -95,7 +96,7 @@ def read_outcome(header: dict, payloads: list, request: CallRequest, call_id: in
     if not isinstance(specs, list) or not specs or len(specs) != len(payloads) or len(specs) > request.max_items:
         raise ChannelError("malformed reply (the arrays do not match the data)")
     for spec, data in zip(specs, payloads, strict=True):
-        refused = _add_array(outcome, spec, data, request.allow_complex)
+        refused = _add_array(outcome, spec, data, request)
         if refused:
             return Outcome("bad", refused, state=outcome.state, effects=outcome.effects, imports=outcome.imports,
                            written=outcome.written, overwrote=outcome.overwrote,
@@ -106,8 +107,8 @@ def read_outcome(header: dict, payloads: list, request: CallRequest, call_id: in
     return outcome
 
 
-def _add_array(outcome: Outcome, spec, data, allow_complex: bool) -> str | None:
-    """Append one announced array to ``outcome`` (a reason when its dtype is refused)."""
+def _add_array(outcome: Outcome, spec, data, request: CallRequest) -> str | None:
+    """Append one announced array to ``outcome`` (a reason when ``request`` refuses its dtype)."""
     if not isinstance(spec, dict):
         raise ChannelError("malformed reply (bad array)")
     dtype, shape = spec.get("dtype"), spec.get("shape")
@@ -116,8 +117,10 @@ def _add_array(outcome: Outcome, spec, data, allow_complex: bool) -> str | None:
         raise ChannelError("malformed reply (bad shape)")
     if dtype not in RESULT_ITEMSIZE:
         raise ChannelError("malformed reply (bad dtype)")
-    if dtype.startswith("complex") and not allow_complex:
+    if dtype.startswith("complex") and not request.allow_complex:
         return f"returned {dtype} values, not real numbers"
+    if dtype in INTEGER_RESULTS and not request.allow_integer:
+        return f"returned {dtype} values, not floating point"
     if len(data) != math.prod(shape) * RESULT_ITEMSIZE[dtype]:
         raise ChannelError("malformed reply (byte count does not match the shape)")
     if dtype == "bfloat16":

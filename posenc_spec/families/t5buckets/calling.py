@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import adapters
 from .conventions import BucketConvention
 from .grid import Probe
 
@@ -18,18 +19,11 @@ from .grid import Probe
 def keyword_arguments(convention: BucketConvention, keywords: dict | None = None, **values) -> dict:
     """The convention's settings and ``values`` (``relative_position``, ``query_length`` ...)
     under the callee's names: ``keywords`` maps a role to its parameter name, ``"causal"``
-    passing the flag negated, ``""`` not passing it."""
-    keywords = keywords or {}
-    roles = {"bidirectional": convention.bidirectional, "num_buckets": convention.num_buckets,
-             "max_distance": convention.max_distance, **values}
-    arguments = {}
-    for role, value in roles.items():
-        name = keywords.get(role, role)
-        if name == "causal":
-            arguments[name] = not value
-        elif name:
-            arguments[name] = value
-    return arguments
+    passing the flag negated, ``""`` not passing it (the child's rule: :func:`.adapters.keywords`)."""
+    settings = {"bidirectional": convention.bidirectional, "num_buckets": convention.num_buckets,
+                "max_distance": convention.max_distance}
+    names = {role: (keywords or {}).get(role, role) for role in (*settings, *values)}
+    return adapters.keywords(names, settings, **values)
 
 
 def positions_tensor(probe: Probe):
@@ -62,18 +56,13 @@ def call_table(function, probe: Probe, convention: BucketConvention, keywords: d
 
 
 def bias_buckets(module, embedding: str, read, q_len: int, k_len: int) -> np.ndarray:
-    """A bias module's ``(q_len, k_len)`` buckets: the embedding ``embedding`` of ``module`` gets
-    row ``b`` equal to ``b`` in every head (exact in float32 below 2**24), ``read(module)``
-    returns the bias ``(..., q_len, k_len)``; every head must agree. int64 where the values are
-    whole, else the floats as read (``integer`` then fails)."""
+    """A bias module's ``(q_len, k_len)`` buckets, read back as the child reads them
+    (:func:`.adapters.fill_embedding`, :func:`.adapters.bias_buckets`): ``read(module)``
+    returns the bias ``(..., q_len, k_len)``; int64 where every head agrees and every value is
+    whole, else the floats as read (``integer`` then fails); a ``BadResult`` when heads differ."""
     import torch
 
     module = module.eval()
     with torch.no_grad():
-        weight = getattr(module, embedding).weight
-        weight.copy_(torch.arange(weight.shape[0], dtype=weight.dtype)[:, None].expand_as(weight))
-        heads = read(module).reshape(-1, q_len, k_len).double().numpy()
-    if not (heads == heads[:1]).all():
-        raise ValueError(f"the heads of the bias read back through {embedding} differ")
-    values = heads[0]
-    return values.astype(np.int64) if np.array_equal(values, np.rint(values)) else values
+        adapters.fill_embedding(module, embedding)
+        return adapters.bias_buckets(read(module), q_len, k_len)

@@ -15,7 +15,7 @@ torchtune, T5X and many ports carry it too. With ``B = num_buckets`` and ``M = m
 - beyond, ``L = H - E`` logarithmic buckets: ``E + min(floor(L ln(n/E) / ln(M/E)), L - 1)``,
   so that every distance from about ``M`` on shares the last bucket ``H - 1``.
 
-Declared keys (:func:`from_keys`): ``bidirectional`` (true for an encoder, false for a
+Declared keys (:func:`from_keys`, and the gate's :mod:`.spec`): ``bidirectional`` (true for an encoder, false for a
 decoder's self-attention), ``num_buckets``, ``max_distance``, and ``relative_position``:
 ``memory-minus-query`` (Mesh TensorFlow, T5 and every copy above) or ``query-minus-memory``,
 the sign GluonNLP's ``relative_position_bucket`` documents and takes on purpose (its buckets
@@ -52,7 +52,7 @@ class BucketConvention:
     relative_position: str = "memory-minus-query"
 
     def __post_init__(self):
-        checked = _checked(self.as_dict(), str)
+        checked = checked_fields(self.as_dict(), str)
         for key, value in checked.items():
             object.__setattr__(self, key, value)
 
@@ -105,15 +105,17 @@ class BucketConvention:
 
 
 def from_keys(keys: dict, name=str) -> BucketConvention:
-    """The convention a declaration's keys state: ``convention`` (a preset, default
-    ``t5-encoder``) and any of :data:`KEYS` over it. ``name(key)`` names a key in messages
-    (the gate passes the flag or the file's key); each bad value is one line naming it."""
-    base = PRESETS[choice(name("convention"), keys.get("convention", "t5-encoder"), tuple(PRESETS))]
+    """The convention a declaration's keys state: ``bucket_preset`` (a preset, default
+    ``t5-encoder``) and any of :data:`KEYS` over it. ``name(key)`` names a key in messages;
+    each bad value is one line naming it. (The gate's declarations go through
+    :func:`posenc_spec.families.t5buckets.spec.declare`, which reads a config file and
+    command-line text too.)"""
+    base = PRESETS[choice(name("bucket_preset"), keys.get("bucket_preset", "t5-encoder"), tuple(PRESETS))]
     fields = {**base.as_dict(), **{key: keys[key] for key in KEYS if key in keys}}
-    return BucketConvention(**_checked(fields, name))
+    return BucketConvention(**checked_fields(fields, name))
 
 
-def _checked(fields: dict, name) -> dict:
+def checked_fields(fields: dict, name) -> dict:
     """The fields validated, in canonical form (``int``, not a NumPy integer); each bad
     value a one-line :class:`UsageError` naming its key as ``name(key)`` gives it."""
     bidirectional = fields["bidirectional"]

@@ -43,25 +43,35 @@ x-transformers, and T5's ``compute_bias`` with ``past_seen_tokens = k_len - q_le
 
 The calls (``S`` names a slot)::
 
-    positions calls (static, method): relative positions as a 1-D tensor
+    positions calls (static, method): relative positions as a 1-D torch tensor
       int64, int32       every r in [-4 max_distance, 4 max_distance] (beyond DENSE_LIMIT
                          values: that range's bucket starts and their neighbours, both signs,
                          every r up to 4 max_exact, and the powers of two), each dtype
       int64:2d           the (q, k) matrix T5's compute_bias hands it with past_seen_tokens = 2M:
                          k - (q + 2M), shape (17, 4M + 1)
-      extremes[D]        the largest distances a dtype holds: +-(2**(b-1) - 1), +-(2**(b-1) - 2)
+      extremes:D         the largest distances a dtype holds: +-(2**(b-1) - 1), +-(2**(b-1) - 2)
                          (and, int64: +-2**31, +-2**32, +-(2**53 + 1))
-      int-min[D]         -2**(b-1) alone: no difference of two non-negative positions reaches it,
+      int-min:D          -2**(b-1) alone: no difference of two non-negative positions reaches it,
                          and abs() returns it unchanged (negative): every implementation in the
                          ecosystem gives a wrong bucket there; its own check, to be xfailed
     table calls (table, bias): (q_len, k_len) of (1, 1), (5, 9), (9, 5), (1, L), (L, L) with
       L = min(max_distance + 2, TABLE_LIMIT); the square ones alone for a square-only target
 
+    decode sequence (table, bias, with bucket_query_offset = end and both lengths): after the
+      grid, a prefill of P x P (P = min(max_distance + 3, TABLE_LIMIT - 3), a size the grid never
+      asks) and three decoding steps of one query, 1 x (P + 1), 1 x (P + 2), 1 x (P + 3), on the
+      same module, each judged exactly: ``decode``
+
+Every call expects integers (int32 or int64: :class:`~posenc_spec.gate.calls.CallRequest`'s
+``allow_integer``); a bias comes back as the buckets its embedding was read through
+(:mod:`.adapters`).
+
 Check ids: ``call[S]``, ``integer[S]``, ``range[S]``, ``formula[S]``, ``exact-small[S]``,
 ``halves[S]``, ``monotone[S]``, ``saturation[S]`` for each slot; ``relative-only[S]`` for a
-table; ``extremes[D]`` and ``int-min[D]`` (a ``formula`` of those inputs); ``determinism``
-(the first slot again, bit for bit); ``global-state`` (as for every family). The judge of
-each call is :mod:`.judge`.
+table; ``call[extremes:D]`` and ``formula[extremes:D]``; ``call[int-min:D]`` and
+``int-min[D]`` (the formula at that one input); ``determinism`` (the first slot again, bit
+for bit); ``aliasing`` and ``global-state`` (as for every family). The judge of each call is
+:mod:`.judge`.
 """
 
 from __future__ import annotations
@@ -69,6 +79,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from posenc_spec.gate.calls import ArrayArg, CallRequest
 
 from . import oracle
 from .conventions import BucketConvention
@@ -87,11 +99,12 @@ TABLE_CHECKS = (*POSITION_CHECKS, "relative-only")
 class Probe:
     """One call. ``kind``: ``positions`` (``values`` the int64 relative positions, handed in
     ``dtype``, in the declared sign) or ``table`` (``shape`` the ``(q_len, k_len)`` asked);
-    ``role``: ``grid`` (the ordinary checks), ``extremes``, ``int-min`` or ``repeat``."""
+    ``role``: ``table`` (the ordinary checks), ``extremes``, ``int-min`` or ``repeat`` (the
+    first call again, for the core's ``determinism``)."""
 
     slot: str
     kind: str
-    role: str = "grid"
+    role: str = "table"
     values: np.ndarray | None = None
     dtype: str = "int64"
     shape: tuple[int, int] | None = None
@@ -100,10 +113,37 @@ class Probe:
     def check_ids(self) -> list[str]:
         if self.role == "repeat":
             return ["determinism"]
-        if self.role in ("extremes", "int-min"):
-            return [f"call[{self.slot}]", self.slot]
+        if self.role == "sequence":
+            return ["decode"]
+        if self.role == "extremes":
+            return [f"call[{self.slot}]", f"formula[{self.slot}]"]
+        if self.role == "int-min":
+            return [f"call[{self.slot}]", f"int-min[{self.dtype}]"]
         names = TABLE_CHECKS if self.kind == "table" else POSITION_CHECKS
         return [f"{name}[{self.slot}]" for name in names]
+
+    @property
+    def check_id(self) -> str:
+        """The check the call decides last: the formula of its slot, ``determinism`` or ``decode``."""
+        return self.check_ids()[-1] if self.role != "table" else f"formula[{self.slot}]"
+
+    @property
+    def repeats(self) -> str | None:
+        """The slot a repeat call repeats (None for the others)."""
+        return self.slot if self.role == "repeat" else None
+
+    def result_shape(self) -> tuple[int, ...]:
+        return tuple(self.values.shape) if self.kind == "positions" else tuple(self.shape)
+
+    def request(self, label: str | None = None) -> CallRequest:
+        """The call: the relative positions as a torch tensor of the probe's dtype, or the
+        table's two lengths; integers expected back."""
+        if self.kind == "positions":
+            args = (ArrayArg(self.values, self.dtype, "torch", "relative_position"),)
+        else:
+            args = tuple(self.shape)
+        return CallRequest(label or self.slot, args, self.result_shape(), allow_integer=True,
+                           rng="b" if self.role == "repeat" else "a")
 
     def relative_positions(self, convention: BucketConvention) -> np.ndarray:
         """What the buckets returned must be the buckets of (int64, the result's shape)."""
@@ -134,7 +174,7 @@ def _declared(relative: np.ndarray, convention: BucketConvention) -> np.ndarray:
 
 
 def extremes(dtype: str) -> np.ndarray:
-    """The ``extremes[D]`` inputs: the largest distances of both signs a dtype holds."""
+    """The ``extremes:D`` inputs: the largest distances of both signs a dtype holds."""
     top = int(np.iinfo(dtype).max)
     values = [top, top - 1]
     if dtype == "int64":
@@ -157,9 +197,9 @@ def probes_for(convention: BucketConvention, signature: str = "static", query_of
             probes.append(Probe("int32", "positions", values=dense, dtype="int32"))
         probes.append(Probe("int64:2d", "positions", values=_declared(two_d, convention), dtype="int64"))
         for dtype in ("int32", "int64"):
-            probes.append(Probe(f"extremes[{dtype}]", "positions", "extremes", extremes(dtype), dtype))
+            probes.append(Probe(f"extremes:{dtype}", "positions", "extremes", extremes(dtype), dtype))
             minimum = np.array([np.iinfo(dtype).min], dtype=np.int64)
-            probes.append(Probe(f"int-min[{dtype}]", "positions", "int-min", minimum, dtype))
+            probes.append(Probe(f"int-min:{dtype}", "positions", "int-min", minimum, dtype))
     else:
         side = min(convention.max_distance + 2, TABLE_LIMIT)
         shapes = [(1, 1), (side, side)] if square_only else [(1, 1), (5, 9), (9, 5), (1, side), (side, side)]
@@ -169,9 +209,19 @@ def probes_for(convention: BucketConvention, signature: str = "static", query_of
     return probes
 
 
+def decode_probes(convention: BucketConvention, signature: str, query_offset: str, square_only: bool) -> list[Probe]:
+    """The decode sequence (see the module docstring); none where the queries are not the last
+    keys or one length is all the target takes."""
+    if signature not in ("table", "bias") or query_offset != "end" or square_only:
+        return []
+    prefill = min(convention.max_distance + 3, TABLE_LIMIT - 3)
+    shapes = [(prefill, prefill), *((1, prefill + step) for step in (1, 2, 3))]
+    return [Probe(f"decode:{q}x{k}", "table", "sequence", shape=(q, k), query_offset="end") for q, k in shapes]
+
+
 def plan_ids(probes) -> list[str]:
-    """The check ids of a run, in order, ``global-state`` last."""
-    ids = []
+    """The check ids of a run, in order: ``import`` first, ``aliasing`` and ``global-state`` last."""
+    ids = ["import"]
     for probe in probes:
         ids += [check_id for check_id in probe.check_ids() if check_id not in ids]
-    return [*ids, "global-state"]
+    return [*ids, "aliasing", "global-state"]

@@ -42,7 +42,7 @@ def judge_call(probe: Probe, buckets, convention: BucketConvention, log_dtype=DE
         message = f"returned shape {values.shape} where the relative positions have shape {relative.shape}"
         return [CheckResult(check_id, "failed", message) for check_id in ids]
     if probe.role in ("extremes", "int-min"):
-        return [_named(properties.check_formula(values, convention, relative, log_dtype), probe.slot)]
+        return [_named(properties.check_formula(values, convention, relative, log_dtype), ids[-1])]
     if values.dtype.kind not in "iu":
         integer = properties.check_integer(values)
         rest = f"not judged further: {integer.message}"
@@ -69,3 +69,61 @@ def judge_repeat(first, again) -> CheckResult:
         return CheckResult("determinism", "failed", f"{differing.size} buckets differ on the repeat; the first, "
                                                     f"element {flat}: {first.flat[flat]} then {again.flat[flat]}")
     return CheckResult("determinism", "passed", f"the same {first.size} buckets again")
+
+
+class BucketJudge:
+    """The gate's judge of one T5-bucket target, call by call (``results``: the engine's
+    :class:`~posenc_spec.gate.judge.Results`); ``spec`` its :class:`~.spec.BucketSpec`."""
+
+    def __init__(self, spec, results):
+        self.spec, self.results = spec, results
+        self.calls: list = []  # (probe, outcome) of every call, for the nearest member
+
+    def judge(self, probe: Probe, outcome) -> bool:
+        """Judge one call; whether it returned an array (the determinism repeat compares it)."""
+        if probe.role == "sequence":
+            self.results.merge(self._decode_step(probe, outcome))
+            return False
+        ids = probe.check_ids()
+        self.calls.append((probe, outcome))
+        if not outcome.ok:
+            if outcome.status == "not-run":
+                self.results.add(CheckResult(ids[0], "skipped", outcome.message))
+            else:
+                self.results.add(CheckResult(ids[0], "failed", f"{probe.slot}: {outcome.message}"))
+            self.results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")
+            return False
+        self.results.add(CheckResult(ids[0], "passed", f"returned {outcome.message}"))
+        values = outcome.table
+        for result in judge_call(probe, values, self.spec.convention, self.spec.log_dtype):
+            self.results.add(result)
+        return True
+
+    def _decode_step(self, probe: Probe, outcome) -> CheckResult:
+        """``decode`` of one call of the sequence: the call's buckets exact (its own words first)."""
+        if outcome.status == "not-run":
+            return CheckResult("decode", "skipped", f"{probe.slot}: {outcome.message}")
+        if not outcome.ok:
+            return CheckResult("decode", "failed", f"{probe.slot}: {outcome.message}")
+        values = outcome.table
+        if values.dtype.kind not in "iu" or values.shape != probe.result_shape():
+            return CheckResult("decode", "failed", f"{probe.slot}: returned {values.dtype} {values.shape}, "
+                                                   f"not integer buckets of shape {probe.result_shape()}")
+        result = properties.check_formula(values, self.spec.convention, probe.relative_positions(self.spec.convention),
+                                          self.spec.log_dtype)
+        return dataclasses.replace(result, name="decode", message=f"{probe.slot} (the module reused, one query "
+                                                                  f"after a prefill): {result.message}")
+
+    def kept_table(self):
+        """The widest call's buckets, for the report's bucket map (``check --plots``): a
+        :class:`~posenc_spec.gate.report.KeptTable` whose ``positions`` are the relative
+        positions the call stood for, each once, sorted (None: no call returned integer buckets)."""
+        from posenc_spec.gate.report import KeptTable
+
+        from .plot import widest_call
+
+        drawn = widest_call(self.spec, self.calls)
+        if drawn is None:
+            return None
+        probe, relative, buckets = drawn
+        return KeptTable(probe.slot, relative, buckets, "int64")

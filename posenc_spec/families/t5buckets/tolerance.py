@@ -72,7 +72,7 @@ from .conventions import BucketConvention
 DEFAULT_LOG_DTYPE = "float32"
 LOG_DTYPES = ("float64", "float32", "float16")
 FLOAT16_MAX = 65504.0
-_REFUSED = {"bfloat16": "bfloat16's 8-bit significand cannot place a logarithmic bucket: its band spans "
+REFUSED = {"bfloat16": "bfloat16's 8-bit significand cannot place a logarithmic bucket: its band spans "
                         "most of a bucket"}
 
 
@@ -80,13 +80,13 @@ def log_dtype_name(log_dtype) -> str:
     """``float32`` for ``np.float32``, ``torch.float32`` or ``"float32"``; a ``ValueError`` naming
     the choices for any dtype the band is not defined for."""
     name = str(log_dtype).removeprefix("torch.")
-    if name not in LOG_DTYPES and name not in _REFUSED:
+    if name not in LOG_DTYPES and name not in REFUSED:
         try:
             name = np.dtype(log_dtype).name
         except TypeError:
             pass
-    if name in _REFUSED:
-        raise ValueError(f"log_dtype {name}: {_REFUSED[name]}; choose one of {', '.join(LOG_DTYPES)}")
+    if name in REFUSED:
+        raise ValueError(f"log_dtype {name}: {REFUSED[name]}; choose one of {', '.join(LOG_DTYPES)}")
     if name not in LOG_DTYPES:
         raise ValueError(f"log_dtype must be one of {', '.join(LOG_DTYPES)}, got {log_dtype!r}")
     return name

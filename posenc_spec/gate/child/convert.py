@@ -5,8 +5,10 @@ name of the dtype it was produced in: a torch tensor (any device, with grad, wit
 negative or conjugate bit set), a NumPy array (any byte order, a view, a ``memmap``), a
 nested list, or a Python number. A Python ``tuple`` (or a list of tensors or arrays, where
 the call may return several) gives one array per item. bfloat16 travels as its uint16 bit
-pattern; ``longdouble`` as float64. Booleans, integers, objects and strings are refused
-with a reason naming the dtype; complex values only where the call allows them.
+pattern; ``longdouble`` as float64. Booleans, objects and strings are refused with a reason
+naming the dtype; complex values only where the call allows them, and integers likewise:
+int32 and int64 as they are, narrower ones widened exactly (int8, int16, uint8, uint16 to
+int32; uint32 to int64), uint64 refused (int64 does not hold it).
 
 The judge reads bytes, not methods. A result is whatever its memory holds, read through
 the base class, and nothing the result's own class defines runs while it is read: one
@@ -56,6 +58,9 @@ TENSOR_BASE = None if torch is None else getattr(torch._C, "TensorBase", None) o
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 COMPLEX = ("complex64", "complex128")
+INTEGERS = ("int32", "int64")
+# The narrower integers, each widened exactly to the first of INTEGERS that holds it.
+WIDENED = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32", "uint32": "int64"}
 # NumPy's limit on dimensions: a list nested deeper is not an array (and a list holding
 # itself would nest forever).
 MAX_DEPTH = 64
@@ -113,7 +118,21 @@ def _unreadable(value) -> str | None:
     return None
 
 
-def _tensor(value, allow_complex: bool):
+def _not_numbers(what: str, allow_integer: bool) -> str:
+    """Why values of ``what`` (``bool``, ``uint64``, ``object`` ...) are refused."""
+    if not allow_integer:
+        return f"{what}, not floating point"
+    if what.startswith("uint64"):
+        return f"{what}, not integers int64 holds (return int64 or int32)"
+    return f"{what}, not integers or floating point"
+
+
+def _integers(array: np.ndarray) -> np.ndarray:
+    """An integer array of :data:`INTEGERS` as it is, a narrower one widened exactly."""
+    return array.astype(WIDENED[array.dtype.name]) if array.dtype.name in WIDENED else array
+
+
+def _tensor(value, allow_complex: bool, allow_integer: bool = False):
     kind = _type_name(value)
     plain_class = type(value) is torch.Tensor
     with _no_python_overrides():
@@ -125,18 +144,22 @@ def _tensor(value, allow_complex: bool):
             what = "torch.Tensor" if plain_class else f"{kind} (a torch.Tensor subclass)"
             raise BadResult(f"returned a {what} whose storage cannot be read: {reason}")
         plain = TENSOR_BASE.as_subclass(value, torch.Tensor)
-        return _tensor_values(plain, "tensor" if plain_class else kind, allow_complex)
+        return _tensor_values(plain, "tensor" if plain_class else kind, allow_complex, allow_integer)
 
 
-def _tensor_values(plain, kind: str, allow_complex: bool):
+def _tensor_values(plain, kind: str, allow_complex: bool, allow_integer: bool = False):
     """A plain tensor as an array (under :func:`_no_python_overrides`)."""
     dtype = str(plain.dtype).removeprefix("torch.")
     description = f"torch {dtype} {kind} on {plain.device}" + (" (requires grad)" if plain.requires_grad else "")
     if plain.is_complex() and not allow_complex:
         raise BadResult(f"returned a complex tensor ({dtype}), not real numbers")
-    if not (plain.is_floating_point() or plain.is_complex()):
-        raise BadResult(f"returned {dtype} values, not floating point")
+    integer = allow_integer and dtype in (*INTEGERS, *WIDENED)
+    if not (plain.is_floating_point() or plain.is_complex() or integer):
+        raise BadResult(f"returned {_not_numbers(f'{dtype} values', allow_integer)}")
     tensor = plain.detach().resolve_neg().resolve_conj().cpu().contiguous()
+    if integer:
+        array = _integers(tensor.numpy())
+        return array, array.dtype.name, description
     if tensor.dtype == torch.bfloat16:
         return tensor.view(torch.int16).numpy().view(np.uint16), "bfloat16", description
     if dtype == "complex32":  # torch's complex half: judged as complex64
@@ -165,8 +188,8 @@ def _plain(value, depth: int = 0):
         return value  # NumPy reads scalars' values, never their methods
     if issubclass(cls, np.ndarray):
         return np.ndarray.view(value, np.ndarray)
-    if _is_tensor(value):
-        array, dtype, _ = _tensor(value, allow_complex=True)
+    if _is_tensor(value):  # every kind of number read: the whole result's dtype is judged once
+        array, dtype, _ = _tensor(value, allow_complex=True, allow_integer=True)
         return (array.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else array
     if issubclass(cls, list | tuple):
         items = list.copy(value) if issubclass(cls, list) else list(tuple.__getitem__(value, slice(None)))
@@ -183,7 +206,7 @@ def _plain(value, depth: int = 0):
                         f"({describe_exception(error)})") from None
 
 
-def _array(value, allow_complex: bool):
+def _array(value, allow_complex: bool, allow_integer: bool = False):
     kind = _type_name(value)
     if issubclass(type(value), np.ndarray):
         array = np.ndarray.view(value, np.ndarray)
@@ -200,9 +223,11 @@ def _array(value, allow_complex: bool):
             raise BadResult(f"returned complex values ({array.dtype}), not real numbers")
         if array.dtype.name not in COMPLEX:
             array = array.astype(np.complex128)
+    elif allow_integer and array.dtype.name in (*INTEGERS, *WIDENED):
+        array = _integers(array)
     elif array.dtype.kind != "f":
         what = "values that are not numbers" if array.dtype.kind in "USVMm" else f"{array.dtype} values"
-        raise BadResult(f"returned a {kind} of {what}, not floating point")
+        raise BadResult(f"returned a {kind} of {_not_numbers(what, allow_integer)}")
     elif array.dtype.name not in FLOATS:  # longdouble: judged as float64
         array = array.astype(np.float64)
     return array.astype(array.dtype.newbyteorder("="), copy=False), array.dtype.name, description
@@ -225,7 +250,7 @@ def _items(result, max_items: int):
     return items
 
 
-def to_arrays(result, allow_complex: bool = False, max_items: int = 1):
+def to_arrays(result, allow_complex: bool = False, max_items: int = 1, allow_integer: bool = False):
     """``(is_tuple, [(array, dtype name, description), ...])`` or :class:`BadResult`."""
     if result is None:
         raise BadResult("returned None")
@@ -237,9 +262,9 @@ def to_arrays(result, allow_complex: bool = False, max_items: int = 1):
     converted = []
     for item in [result] if items is None else items:
         if _is_tensor(item):
-            array, dtype, description = _tensor(item, allow_complex)
+            array, dtype, description = _tensor(item, allow_complex, allow_integer)
         else:
-            array, dtype, description = _array(item, allow_complex)
+            array, dtype, description = _array(item, allow_complex, allow_integer)
         # ascontiguousarray makes a 0-d array 1-d: the shape is kept as returned.
         converted.append((np.ascontiguousarray(array).reshape(array.shape), dtype, description))
     return items is not None, converted

@@ -4,7 +4,7 @@ Requests (JSON headers, see :mod:`.protocol`)::
 
     {"op": "load", "target": "pkg.mod:fn"}
     {"op": "call", "id": 3, "token": "...", "args": [ARG, ...], "rng": "a" | "b",
-     "max_bytes": N, "allow_complex": false, "max_items": 1}
+     "max_bytes": N, "allow_complex": false, "allow_integer": false, "max_items": 1}
     {"op": "sync", "token": "..."}           after the last call: the next frame must answer it
         ARG: {"int": 50} | {"float": 1.5} |
              {"array": K, "dtype": "int64", "shape": [50], "as": "torch" | "numpy", "name": "timesteps",
@@ -230,8 +230,9 @@ def _written_arguments(arrays) -> list[str]:
 class Kept:
     """A call's result as the caller holds it, and the digest of each array's bytes as sent."""
 
-    def __init__(self, result, converted, allow_complex: bool, max_items: int):
+    def __init__(self, result, converted, allow_complex: bool, max_items: int, allow_integer: bool = False):
         self.result, self.allow_complex, self.max_items = result, allow_complex, max_items
+        self.allow_integer = allow_integer
         self.digests = [_digest(array) for array, _, _ in converted]
 
     @classmethod
@@ -241,12 +242,13 @@ class Kept:
         items = list(result) if type(result) in (tuple, list) else [result]
         if not items or not all(is_array(item) for item in items):
             return None
-        return cls(result, converted, request.get("allow_complex", False), request.get("max_items", 1))
+        return cls(result, converted, request.get("allow_complex", False), request.get("max_items", 1),
+                   request.get("allow_integer", False))
 
     def changes(self) -> list[str]:
         """What of the result no longer holds the bytes the gate was sent."""
         try:
-            _, now = to_arrays(self.result, self.allow_complex, self.max_items)
+            _, now = to_arrays(self.result, self.allow_complex, self.max_items, self.allow_integer)
         except Exception as error:  # its storage was freed or resized under the caller
             return [f"the result's storage (it can no longer be read: {describe_exception(error)})"]
         if len(now) != len(self.digests):
@@ -289,7 +291,8 @@ def _call(function, request, payloads, baseline, module=None, previous: Kept | N
     kept = None
     if reply["status"] == "ok":
         try:
-            is_tuple, converted = to_arrays(result, request.get("allow_complex", False), request.get("max_items", 1))
+            is_tuple, converted = to_arrays(result, request.get("allow_complex", False), request.get("max_items", 1),
+                                            request.get("allow_integer", False))
             size = sum(array.nbytes for array, _, _ in converted)
             if size > request["max_bytes"]:
                 shapes = ", ".join("x".join(map(str, array.shape)) or "scalar" for array, _, _ in converted)

@@ -25,9 +25,10 @@ class IdentifyError(Exception):
 
 
 def answer_each(targets, requests, timeout: float, options: RunOptions | None, answer_of,
-                declaration_of=None) -> list[dict]:
+                declaration_of=None, how: dict | None = None) -> list[dict]:
     """``answer_of(target, outcomes)`` for each target, its ``requests`` made in its own sealed
-    child (a module shared by several targets imported once for them all), then checked:
+    child (a module shared by several targets imported once for them all; ``how``: how the
+    child calls it, :meth:`~posenc_spec.gate.declaration.Declaration.how`), then checked:
     ``declaration_of(target, answer)`` gives the declaration of an answer that names a
     convention, and ``check``'s whole grid runs under it in the same slot
     (:func:`checked`). :class:`IdentifyError` when a target cannot be imported."""
@@ -41,7 +42,7 @@ def answer_each(targets, requests, timeout: float, options: RunOptions | None, a
             for target in targets:
                 if shared[module_key(target)] > 1:  # import a module once for all its targets
                     slot.share_module(target)
-                run = slot.run(target, requests)
+                run = slot.run(target, requests, how=how)
                 if not run.imported:
                     raise IdentifyError(run.import_message)
                 result = answer_of(target, run.outcomes)
@@ -66,7 +67,8 @@ def checked(result: dict, declaration, slot: Slot) -> dict:
     from posenc_spec.gate.engine import Calls, judge_run  # the engine imports this package's users: only when checking
 
     calls = Calls.of(declaration)
-    report = judge_run(declaration, calls, slot.run(declaration.target, calls.requests(), declaration.search_path))
+    run = slot.run(declaration.target, calls.requests(), declaration.search_path, how=declaration.how())
+    report = judge_run(declaration, calls, run)
     failed = report.failures()
     hints = [hint.text() for hint in report.hints]
     result = {**result, "check": "conforms" if not failed else "does-not-conform",

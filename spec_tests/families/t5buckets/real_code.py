@@ -256,7 +256,7 @@ def record(target: RealTarget, convention: BucketConvention) -> dict:
     probes = grid.probes_for(convention, target.signature, target.query_offset, target.square_only)
     facts = {"convention": convention.as_dict()}
     if target.signature in ("table", "bias"):
-        largest = max((probe for probe in probes if probe.role == "grid"), key=lambda probe: probe.shape[0])
+        largest = max((probe for probe in probes if probe.role == "table"), key=lambda probe: probe.shape[0])
         table = call(target, largest, convention)
         relative = largest.relative_positions(convention)
         facts["runs"] = _runs(relative.ravel(), np.asarray(table).ravel())

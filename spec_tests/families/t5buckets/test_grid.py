@@ -9,6 +9,7 @@ import torch
 
 from posenc_spec.families.t5buckets import calling, grid, judge, oracle
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
+from posenc_spec.gate.child.convert import BadResult
 from spec_tests.families.t5buckets.assertions import assert_status
 
 ENCODER = PRESETS["t5-encoder"]
@@ -19,22 +20,24 @@ def _exact(probe, convention):
 
 
 def test_static_plan_ids():
-    """A positions target: eight checks per slot (int64, int32, int64:2d), call and its own id for
-    the extremes and -2**(b-1) of each dtype, determinism and global-state last."""
+    """A positions target: import first, eight checks per slot (int64, int32, int64:2d), call and
+    formula for the extremes of each dtype, call and int-min for -2**(b-1), then determinism,
+    aliasing and global-state."""
     ids = grid.plan_ids(grid.probes_for(ENCODER, "static"))
     per_slot = [f"{name}[{slot}]" for slot in ("int64", "int32", "int64:2d") for name in grid.POSITION_CHECKS]
-    assert ids[:24] == per_slot
-    assert ids[24:32] == [item for dtype in ("int32", "int64") for slot in (f"extremes[{dtype}]", f"int-min[{dtype}]")
-                          for item in (f"call[{slot}]", slot)]
-    assert ids[32:] == ["determinism", "global-state"]
+    assert ids[0] == "import" and ids[1:25] == per_slot
+    assert ids[25:33] == [item for dtype in ("int32", "int64")
+                          for item in (f"call[extremes:{dtype}]", f"formula[extremes:{dtype}]",
+                                       f"call[int-min:{dtype}]", f"int-min[{dtype}]")]
+    assert ids[33:] == ["determinism", "aliasing", "global-state"]
 
 
 def test_table_plan_ids():
     """A table target: nine checks per shape (relative-only beside the eight), square shapes
     alone for a square-only target."""
     ids = grid.plan_ids(grid.probes_for(ENCODER, "bias", square_only=True))
-    assert ids == [f"{name}[{slot}]" for slot in ("1x1", "130x130") for name in grid.TABLE_CHECKS] + \
-        ["determinism", "global-state"]
+    assert ids == ["import"] + [f"{name}[{slot}]" for slot in ("1x1", "130x130") for name in grid.TABLE_CHECKS] + \
+        ["determinism", "aliasing", "global-state"]
     slots = [probe.slot for probe in grid.probes_for(PRESETS["cpmant"], "table")]
     assert slots == ["1x1", "5x9", "9x5", "1x2049", "2049x2049", "1x1"]
 
@@ -47,9 +50,9 @@ def test_positions_cover_the_range_and_the_extremes():
     assert probes["int32"].dtype == "int32" and np.array_equal(probes["int32"].values, probes["int64"].values)
     two_d = probes["int64:2d"].values
     assert two_d.shape == (17, 513) and two_d[0, 0] == -256 and two_d[16, 512] == 240
-    assert probes["extremes[int32]"].values.tolist() == [-(2**31 - 1), -(2**31 - 2), 2**31 - 2, 2**31 - 1]
-    assert {-(2**53 + 1), 2**32, 2**63 - 1} <= set(probes["extremes[int64]"].values.tolist())
-    assert probes["int-min[int64]"].values.tolist() == [-(2**63)]
+    assert probes["extremes:int32"].values.tolist() == [-(2**31 - 1), -(2**31 - 2), 2**31 - 2, 2**31 - 1]
+    assert {-(2**53 + 1), 2**32, 2**63 - 1} <= set(probes["extremes:int64"].values.tolist())
+    assert probes["int-min:int64"].values.tolist() == [-(2**63)]
 
 
 def test_large_max_distance_samples_the_starts():
@@ -101,7 +104,7 @@ def test_float_buckets_fail_integer_and_are_not_judged_further():
 
 def test_int_min_verdict_names_the_input():
     """What every abs()-based implementation returns at -2**31, the input itself, fails ``int-min[int32]``."""
-    probe = next(probe for probe in grid.probes_for(ENCODER, "static") if probe.slot == "int-min[int32]")
+    probe = next(probe for probe in grid.probes_for(ENCODER, "static") if probe.slot == "int-min:int32")
     [result] = judge.judge_call(probe, np.array([-(2**31)], dtype=np.int64), ENCODER)
     assert_status(result, "failed", "int-min", "relative position -2147483648 got -2147483648, expected 15")
     assert result.name == "int-min[int32]"
@@ -147,7 +150,21 @@ def test_bias_buckets_read_back_the_table():
     that disagree are refused; non-whole values come back as floats (``integer`` then fails)."""
     read = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9), 6, 9)
     assert read.dtype == np.int64 and np.array_equal(read, oracle.table(6, 9, ENCODER))
-    with pytest.raises(ValueError, match="the heads of the bias read back through table differ"):
+    with pytest.raises(BadResult, match="returned a bias whose heads differ"):
         calling.bias_buckets(_Bias(skew=1.0), "table", lambda module: module(6, 9), 6, 9)
     halves = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9)[:1] / 2, 6, 9)
     assert halves.dtype == np.float64
+
+
+def test_decode_sequence_follows_the_grid_where_queries_are_the_last_keys():
+    """A table or bias declared with the queries at the end plays a prefill and three one-query
+    steps, judged as decode; none for queries at the start, a square-only target or a function."""
+    probes = grid.decode_probes(ENCODER, "bias", "end", square_only=False)
+    assert [probe.shape for probe in probes] == [(131, 131), (1, 132), (1, 133), (1, 134)]
+    assert {probe.check_id for probe in probes} == {"decode"}
+    step = probes[1].relative_positions(ENCODER)
+    assert step[0, 0] == -131 and step[0, -1] == 0
+    assert grid.plan_ids(grid.probes_for(ENCODER, "bias") + probes)[-3:] == ["decode", "aliasing", "global-state"]
+    assert not grid.decode_probes(ENCODER, "bias", "start", False) and not grid.decode_probes(ENCODER, "bias", "end",
+                                                                                              True)
+    assert not grid.decode_probes(ENCODER, "static", "end", False)

@@ -1,0 +1,81 @@
+"""The T5-bucket corpus through the real gate: every entry declared as a user declares it
+(:func:`meta_tests.corpus.t5buckets_registry.corpus`, the list the benchmarks read), checked
+in sealed children by one ``check_many`` run. Every wrong entry fails the check that shows its
+slip (:data:`FAILS`) and gets the hint that names it, or none where its buckets are no slip
+the hints know (:data:`HINTS`); every correct entry conforms, ``int-min[D]`` included.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from meta_tests.corpus.t5buckets_registry import T5_CORRECT, T5_WRONG, corpus
+from posenc_spec.gate.declaration import declare
+from spec_tests.assertions import assert_hint, check_named
+from spec_tests.assertions import failure_summary as _summary
+
+NOT_A_SLIP = "no slip the hints know: the failed checks' own messages say what is wrong"
+
+# Per wrong entry: a check that fails (the one whose message shows the slip) and the hint.
+EXPECTED = {
+    "halving_forgotten": ("range[int64]", "t5-halving-forgotten"),
+    "max_exact_before_halving": ("formula[int64]", "t5-max-exact-before-halving"),
+    "halving_in_both_directions": ("saturation[int64]", "t5-halved-causal"),
+    "sign_flipped": ("halves[int64]", "t5-sign-flipped"),
+    "zero_in_upper_half": ("monotone[int64]", NOT_A_SLIP),
+    "causal_flag_inverted": ("halves[int64]", "t5-direction"),
+    "causal_future_by_distance": ("halves[int64]", NOT_A_SLIP),
+    "causal_clamps_the_past": ("halves[int64]", "t5-sign-flipped"),
+    "exact_region_a_quarter": ("exact-small[int64]", NOT_A_SLIP),
+    "log_buckets_miscounted": ("formula[int64]", NOT_A_SLIP),
+    "log_of_distance_not_ratio": ("formula[int64]", NOT_A_SLIP),
+    "missing_clamp": ("range[int64]", "t5-missing-clamp"),
+    "clamp_to_full_count": ("range[int64]", "t5-clamp-full-count"),
+    "rounded_not_truncated": ("formula[int64]", NOT_A_SLIP),
+    "ceil_from_deberta": ("formula[int64]", NOT_A_SLIP),
+    "log_in_bfloat16": ("formula[int64]", "t5-log-bfloat16"),
+    "log_in_float16": ("formula[int64]", "t5-log-float16"),
+    "integer_division_before_log": ("formula[int64]", NOT_A_SLIP),
+    "int32_wraparound": ("formula[extremes:int64]", "t5-int32-overflow"),
+    "max_distance_hard_coded": ("formula[int64]", "t5-settings"),
+    "module_ignores_max_distance": ("formula[int64]", "t5-settings"),
+    "bucket_count_hard_coded": ("halves[5x9]", "t5-settings"),
+    "table_keys_from_one": ("exact-small[5x9]", "positions-offset"),
+    "table_queries_at_start": ("monotone[9x5]", "t5-query-offset"),
+}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return check_named({name: declare(keys) for name, _, keys in corpus()})
+
+
+@pytest.mark.parametrize("entry", T5_WRONG, ids=[entry.id for entry in T5_WRONG])
+def test_wrong_bucket_function_fails_the_check_that_shows_it(entry, reports):
+    """A wrong entry imports, and fails the check whose values show its slip."""
+    report = reports[entry.id]
+    failed = [check.name for check in report.failures()]
+    check_id, _ = EXPECTED[entry.id]
+    assert "import" not in failed and check_id in failed, (
+        f"{entry.target} ({entry.description}): expected {check_id} to fail; {_summary(report)}")
+
+
+@pytest.mark.parametrize("entry", T5_WRONG, ids=[entry.id for entry in T5_WRONG])
+def test_hint_names_the_planted_slip(entry, reports):
+    """The hint names the slip planted in the entry, or stays silent where no slip explains it."""
+    assert_hint(reports[entry.id], EXPECTED[entry.id][1], entry.description)
+
+
+@pytest.mark.parametrize("entry", T5_CORRECT, ids=[entry.id for entry in T5_CORRECT])
+def test_correct_bucket_function_conforms(entry, reports):
+    """A correct entry in another idiom conforms on the whole grid, -2**(b-1) included."""
+    report = reports[entry.id]
+    assert report.conforms, f"false alarm: {entry.target} ({entry.description}): {_summary(report)}"
+
+
+def test_the_corpus_list_is_every_entry_declared():
+    """corpus() lists every entry once, wrong ones first, each with the api and its own target."""
+    listed = corpus()
+    assert [name for name, _, _ in listed] == [entry.id for entry in (*T5_WRONG, *T5_CORRECT)]
+    assert set(EXPECTED) == {entry.id for entry in T5_WRONG}
+    assert all(keys["api"] == "t5-buckets" and keys["target"].endswith(f":{name}") for name, _, keys in listed)

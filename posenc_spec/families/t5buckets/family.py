@@ -1,0 +1,120 @@
+"""What the gate's core asks of the T5-bucket family (:class:`~posenc_spec.gate.family.Family`)."""
+
+from __future__ import annotations
+
+from posenc_spec.gate.family import Family
+
+from . import grid
+from .judge import BucketJudge
+from .keys import NAMES
+from .spec import DEFAULT_EMBEDDING, declare
+
+
+class T5Buckets(Family):
+    names = NAMES
+    # The checks of what the buckets are (a failed call, or int-min alone, shows no slip).
+    value_checks = ("range", "formula", "exact-small", "halves", "monotone", "saturation", "relative-only",
+                    "decode")
+    report_figures = True  # check --plots draws the bucket map of the widest call
+
+    def declare(self, keys, context):
+        return declare(keys, context)
+
+    def probes(self, declaration) -> list:
+        spec = declaration.spec
+        return grid.probes_for(spec.convention, spec.signature, spec.query_offset, spec.square_only)
+
+    def sequence_probes(self, declaration) -> list:
+        spec = declaration.spec
+        return grid.decode_probes(spec.convention, spec.signature, spec.query_offset, spec.square_only)
+
+    def plan_ids(self, calls) -> list[str]:
+        return grid.plan_ids(calls)
+
+    def judge(self, declaration, results, keep_table):
+        return BucketJudge(declaration.spec, results)
+
+    def nearest(self, declaration, judged):
+        from .slips import nearest_member, observations_of
+
+        declared = declaration.spec.convention
+        member = nearest_member(observations_of(judged.calls, declared), declared)
+        if member is None or member == declared:
+            return None
+        return {"name": member.name(), "message": f"the buckets are those of {member.name()}", **member.as_dict()}
+
+    def hints(self, declaration, probes, outcomes, report) -> list:
+        from .slips import diagnose, observations_of
+
+        declared = declaration.spec.convention
+        return diagnose(observations_of(zip(probes, outcomes, strict=True), declared), declared)
+
+    def kept_figures(self, report) -> dict:
+        from .plot import kept_figures  # matplotlib: only when asked
+
+        return kept_figures(report)
+
+    def plot(self, declaration, sizes, options):
+        from .plot import plot
+
+        return plot(declaration, sizes, options)
+
+    def identify_request(self, flags, call):
+        return _Identification(call, flags)
+
+
+FAMILY = T5Buckets()
+
+
+class _Identification:
+    """``identify`` of a T5-bucket target (:mod:`.identify`): how it is called (and the settings a
+    function that takes them is called with) from the flags, its parameters from its buckets."""
+
+    def __init__(self, call, flags: dict):
+        from posenc_spec.gate.declaration import declare
+
+        keys = {"target": call.target, "api": call.api, "timeout": call.timeout, "max_positions": call.max_positions}
+        self.declaration = declare({**keys, **flags}, flags=True)
+
+    def run(self, options) -> dict:
+        from .identify import identify_target
+
+        return identify_target(self.declaration, options)
+
+    def compared_keys(self, flags: dict) -> dict:
+        return flags
+
+    def differences(self, answer: dict, declared) -> list[str]:
+        declared_fields = declared.spec.convention.as_dict()
+        return [f"{key} {_text(answer[key])} (declared {_text(declared_fields[key])})"
+                for key in declared_fields if answer.get(key) != declared_fields[key]]
+
+    def entry_keys(self, result: dict, defaults: dict) -> dict:
+        from .conventions import PRESETS, BucketConvention
+
+        member = BucketConvention(**result["convention"])
+        preset = next((name for name, convention in PRESETS.items() if convention == member), None)
+        keys = {"bucket_preset": preset} if preset else {"bucket_preset": "t5-encoder", **changed_fields(member)}
+        calling, spec = self.declaration.calling.as_dict(), self.declaration.spec
+        keys.update({key: value for key, value in calling.items() if value and key != "signature"})
+        if calling["signature"] != NAMES.signatures[NAMES.apis[0]][0]:
+            keys["signature"] = calling["signature"]
+        said = spec.as_dict()
+        keys.update({key: said[key] for key in ("bucket_args", "bucket_config") if said[key]})
+        if spec.query_offset != "start":
+            keys["bucket_query_offset"] = spec.query_offset
+        if spec.signature == "bias" and spec.embedding != DEFAULT_EMBEDDING:
+            keys["bucket_embedding"] = spec.embedding
+        return keys
+
+
+def _text(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def changed_fields(member) -> dict:
+    """The fields of ``member`` that T5's encoder (the default preset) does not have."""
+    from .conventions import PRESETS
+
+    base = PRESETS["t5-encoder"].as_dict()
+    return {key: value for key, value in member.as_dict().items() if base[key] != value}
