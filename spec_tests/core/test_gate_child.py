@@ -51,6 +51,10 @@ def half(n, d):
     return np.full((n, d), 0.5)
 
 
+def empty(n, d):
+    return np.zeros((0, d))
+
+
 # -- framing -------------------------------------------------------------------------------
 
 
@@ -187,6 +191,18 @@ def test_a_hanging_call_is_killed_at_the_timeout(root):
         assert [outcome.status for outcome in run.outcomes] == ["ok", "hung", "not-run"]
         assert run.outcomes[1].message == f"the call for 8x64 did not return within the {TIMEOUT:g} s timeout (killed)"
         assert slot.run(f"{HERE}:half", _requests((2, 2))).outcomes[0].ok
+    finally:
+        slot.close()
+
+
+def test_empty_results_travel_and_the_child_serves_on(root):
+    """An empty array (no rows) is sent back as it is, call after call: the child keeps serving
+    (sending its payload once killed the child, and the next call failed with status 70)."""
+    slot = Slot(root, Limits(2**30, 16, 10.0))
+    try:
+        run = slot.run(f"{HERE}:empty", _requests((8, 8), (8, 4), (8, 6)))
+        assert [outcome.status for outcome in run.outcomes] == ["ok", "ok", "ok"], [o.message for o in run.outcomes]
+        assert [outcome.table.shape for outcome in run.outcomes] == [(0, 8), (0, 4), (0, 6)]
     finally:
         slot.close()
 

@@ -82,9 +82,9 @@ def send(sock: socket.socket, header: dict, payloads=(), fds=()) -> None:
     else:
         sock.sendall(head)
     for payload in payloads:
-        view = memoryview(payload).cast("B")
-        if view.nbytes:
-            sock.sendall(view)
+        view = memoryview(payload)
+        if view.nbytes:  # an empty array's view has a zero in its shape, which cast() refuses
+            sock.sendall(view.cast("B"))
 
 
 class Reader:
