@@ -21,7 +21,7 @@ temporary folder, so that nothing of the repository can be imported. Inside it c
 4. ``posenc-spec check`` in a subfolder finds ``[tool.posenc-spec]`` in a parent folder;
 5. ``posenc-spec check`` in an empty folder without configuration checks nothing and exits 2;
    ``posenc-spec check --builtin`` runs the targets of the installed
-   ``posenc_spec.families.builtin_targets()``, all conforming;
+   ``posenc_spec.registry.builtin_targets()``, all conforming;
 6. code as its authors wrote it, with no wrapper: Meta's ``apply_rotary_emb(xq, xk,
    freqs_cis)`` and the PyTorch tutorial's ``PositionalEncoding`` module conform under their
    signatures, and each fails a wrong declaration with a hint naming the difference.
@@ -226,7 +226,7 @@ def check_config_discovery(folder: Path) -> None:
 
 
 def check_builtin_default(folder: Path) -> None:
-    from posenc_spec.families import builtin_targets
+    from posenc_spec.registry import builtin_targets
 
     expected = [declared["target"] for declared in builtin_targets()]
     empty = folder / "empty"

@@ -1,8 +1,9 @@
 """The gate's mutation score on the corpora: kill rate, false-alarm rate, survivors, false alarms.
 
-Runs the gate once over every entry of the three corpora (``meta_tests/corpus``: sinusoidal
+Runs the gate once over every entry of every corpus (``meta_tests/corpus``: sinusoidal
 tables and timestep embeddings; rotary embeddings; stateful code, whose bugs show in the
-order of calls), each under the declaration it registers, and prints per corpus:
+order of calls; 2-D sincos tables; T5 relative-position buckets; ALiBi biases), each under
+the declaration it registers, and prints per corpus:
 
 - the kill rate: wrong implementations the gate rejects, out of all wrong ones;
 - the false-alarm rate: correct implementations the gate rejects, out of all correct ones;
@@ -30,9 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from meta_tests.corpus import BUG_CLASSES, ENTRIES  # noqa: E402
-from meta_tests.corpus.rope_registry import ROPE_BUG_CLASSES, ROPE_ENTRIES  # noqa: E402
-from meta_tests.corpus.stateful_registry import STATEFUL_BUG_CLASSES, STATEFUL_ENTRIES  # noqa: E402
+from meta_tests.corpus.every import every_corpus  # noqa: E402
 from posenc_spec.gate.declaration import declare  # noqa: E402
 from posenc_spec.gate.engine import check_many, sequence_probes  # noqa: E402
 from posenc_spec.gate.options import run_options  # noqa: E402
@@ -53,8 +52,7 @@ class Corpus:
         return [entry for entry in self.entries if entry.kind == "correct"]
 
 
-CORPORA = (Corpus("sinusoidal", tuple(ENTRIES), BUG_CLASSES), Corpus("rope", tuple(ROPE_ENTRIES), ROPE_BUG_CLASSES),
-           Corpus("stateful", tuple(STATEFUL_ENTRIES), STATEFUL_BUG_CLASSES))
+CORPORA = tuple(Corpus(*corpus) for corpus in every_corpus())
 
 
 def beyond_the_grid(report) -> bool:

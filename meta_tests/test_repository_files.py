@@ -108,11 +108,11 @@ def test_the_key_table_lists_every_key():
     """docs/declaring.md's table of keys, with the tables of the families documented in
     docs/families/, has one row per key a declaration reads, with the flag that spells it,
     and no row for a key the gate does not read."""
-    from posenc_spec import families
+    from posenc_spec import registry
     from posenc_spec.gate.keys import KEYS, flag
 
     rows = _key_rows(ROOT / "docs" / "declaring.md")
-    for names in families.names():
+    for names in registry.names():
         own = ROOT / "docs" / "families" / f"{names.name}.md"
         if own.exists():
             rows |= _key_rows(own)
@@ -123,24 +123,24 @@ def test_the_key_table_lists_every_key():
 
 
 def test_the_readme_table_of_families_is_the_registry_s():
-    """The README's table of families is what posenc_spec.families.markdown_table() writes
+    """The README's table of families is what posenc_spec.registry.markdown_table() writes
     from the families' keys: a family added, renamed or given a key shows there."""
-    from posenc_spec import families
+    from posenc_spec import registry
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     found = re.search(r"<!-- families: [^>]*-->\n(.*?)\n<!-- /families -->", readme, flags=re.S)
     assert found, "README.md has no <!-- families --> block"
-    assert found.group(1) == families.markdown_table(), (
-        f"README.md's table of families is stale; paste:\n{families.markdown_table()}")
+    assert found.group(1) == registry.markdown_table(), (
+        f"README.md's table of families is stale; paste:\n{registry.markdown_table()}")
 
 
 def test_the_package_description_names_every_family_it_checks():
     """pyproject.toml's description (what an index shows) names each family the gate checks:
     the first word of each family's title."""
-    from posenc_spec import families
+    from posenc_spec import registry
 
     description = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["description"]
-    unnamed = [names.title for names in families.names() if names.title.split()[0].lower() not in description.lower()]
+    unnamed = [names.title for names in registry.names() if names.title.split()[0].lower() not in description.lower()]
     assert not unnamed, f"{description!r} names none of {unnamed}"
 
 

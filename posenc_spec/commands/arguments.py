@@ -12,7 +12,7 @@ import contextlib
 import difflib
 import sys
 
-from posenc_spec import families
+from posenc_spec import registry
 from posenc_spec.gate.keys import APIS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, flag
 
 USAGE_STATUS = 2
@@ -61,7 +61,7 @@ def add_declaration_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that declare a target: how it is called, and each family's keys, a group per
     family (all default None)."""
     add_call_arguments(parser)
-    for names in families.names():
+    for names in registry.names():
         group = parser.add_argument_group(names.group)
         for key in names.keys:
             metavar, text = names.help[key]
@@ -71,12 +71,12 @@ def add_declaration_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _signature_help() -> str:
     """``adds-to-x (table); q-k-cos-sin, ... (rope-apply)``: each API's signatures beyond its canonical call."""
-    return "; ".join(f"{', '.join(signatures[1:])} ({api})" for names in families.names()
+    return "; ".join(f"{', '.join(signatures[1:])} ({api})" for names in registry.names()
                      for api, signatures in names.signatures.items() if len(signatures) > 1)
 
 
 def _config_flags() -> str:
-    return ", ".join(flag(names.config_key) for names in families.names() if names.config_key)
+    return ", ".join(flag(names.config_key) for names in registry.names() if names.config_key)
 
 
 def add_call_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,7 +104,7 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a keyword argument passed on every call (repeatable), such as flip_sin_to_cos=true")
     parser.add_argument("--x-layout", dest="x_layout", metavar="LAYOUT", default=None,
                         help="how the x the target takes is laid out: "
-                             + "; ".join(names.x_layouts for names in families.names() if names.x_layouts))
+                             + "; ".join(names.x_layouts for names in registry.names() if names.x_layouts))
 
 
 def add_against_arguments(parser: argparse.ArgumentParser) -> None:

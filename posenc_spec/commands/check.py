@@ -15,7 +15,7 @@ import os
 import sys
 import textwrap
 
-from posenc_spec import families
+from posenc_spec import registry
 
 from .arguments import (
     OUTPUT_STATUS,
@@ -52,7 +52,7 @@ def check_epilog() -> str:
     """The epilog of ``check --help``: exit statuses, check ids (each family's own), where
     targets come from."""
     paragraphs = [textwrap.fill(names.check_ids, 88, break_on_hyphens=False)
-                  for names in families.names() if names.check_ids]
+                  for names in registry.names() if names.check_ids]
     return CHECK_EPILOG.format(family_check_ids="\n\n".join(paragraphs))
 
 

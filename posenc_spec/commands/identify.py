@@ -13,7 +13,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from posenc_spec import families
+from posenc_spec import registry
 from posenc_spec.gate.keys import flag
 
 from .arguments import (
@@ -50,8 +50,8 @@ def add_identify_arguments(parser: argparse.ArgumentParser) -> None:
     """TARGET and the flags of ``identify`` (``init`` takes the same)."""
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_call_arguments(parser)
-    for names in families.names():
-        own = [key for key in names.identify_keys if families.owner_of_key(key) is names]
+    for names in registry.names():
+        own = [key for key in names.identify_keys if registry.owner_of_key(key) is names]
         if own:
             group = parser.add_argument_group(names.group)
             for key in own:
@@ -61,7 +61,7 @@ def add_identify_arguments(parser: argparse.ArgumentParser) -> None:
     declared = parser.add_argument_group(
         "the declaration the answer is compared with (default: the TARGET's entry in the nearest "
         "[tool.posenc-spec]); they change nothing identify fits")
-    for names in families.names():
+    for names in registry.names():
         for key in _declared_keys(names):
             metavar, text = names.help[key]
             declared.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text,
@@ -107,8 +107,8 @@ def request_of(args) -> Request:
 
     call = declare({"target": args.target, "api": args.api, "t_max": args.t_max,
                     "max_positions": args.max_positions, "timeout": args.timeout}, flags=True)
-    own = families.names_of_api(call.api)
-    for names in families.names():
+    own = registry.names_of_api(call.api)
+    for names in registry.names():
         given = [key for key in names.identify_keys if names is not own and getattr(args, key, None) is not None
                  and key not in own.identify_keys]
         if given:
@@ -128,7 +128,7 @@ def _compared(args, call, asked):
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
 
-    given = {key: getattr(args, key) for names in families.names() for key in _declared_keys(names)
+    given = {key: getattr(args, key) for names in registry.names() for key in _declared_keys(names)
              if getattr(args, key, None) is not None}
     if given:
         return declare({"target": args.target, "api": call.api, **asked.compared_keys(given)}, flags=True), "the flags"

@@ -4,9 +4,9 @@
 a user declares, :func:`check_many` runs and judges (:mod:`posenc_spec.gate.engine`), the
 ``posenc-spec`` commands (:mod:`posenc_spec.commands`) and the pytest plugin
 (:mod:`posenc_spec.pytest_plugin`) are thin layers over them. Each encoding family
-(:mod:`posenc_spec.families`) holds its grid, its check ids and its judge; the core asks it
-through :class:`posenc_spec.gate.family.Family`. The child side lives in
-:mod:`posenc_spec.gate.child`.
+(:mod:`posenc_spec.families`) holds its grid, its check ids and its judge; the core finds
+it through :mod:`posenc_spec.registry` and asks it through
+:class:`posenc_spec.gate.family.Family`. The child side lives in :mod:`posenc_spec.gate.child`.
 
 Names are imported on first use (PEP 562): a template process imports
 ``posenc_spec.gate.child`` without loading the engine.

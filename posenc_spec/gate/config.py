@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from posenc_spec import families
+from posenc_spec import registry
 
 from .declaration import Declaration, declare, refuse_quoted_numbers, refuse_unknown_keys
 from .errors import UsageError
@@ -139,7 +139,7 @@ def declarations_from_table(section, base_dir, where: str, overrides: dict | Non
     unused = [key for key in defaults if key not in taken]
     if unused:
         raise UsageError(f"{where}{unused[0]} is a default for the targets it fits, and no target is "
-                         f"{families.owner_of_key(unused[0]).noun}")
+                         f"{registry.owner_of_key(unused[0]).noun}")
     return declarations
 
 
@@ -150,8 +150,8 @@ def _defaults_for(keys: dict, defaults: dict) -> dict:
     api = keys.get("api", APIS[0])
     if api not in APIS:  # declare() says so
         return dict(defaults)
-    own = families.names_of_api(api)
-    return {key: value for key, value in defaults.items() if families.owner_of_key(key) in (None, own)}
+    own = registry.names_of_api(api)
+    return {key: value for key, value in defaults.items() if registry.owner_of_key(key) in (None, own)}
 
 
 def read_config(path, overrides: dict | None = None) -> list[Declaration]:
@@ -170,7 +170,7 @@ def read_config(path, overrides: dict | None = None) -> list[Declaration]:
 
 def built_in_declarations(overrides: dict | None = None) -> list[Declaration]:
     """The built-in default: the reference implementations posenc-spec ships, each family's."""
-    return declarations_from_table({"targets": families.builtin_targets()}, None, "built-in default: ", overrides)
+    return declarations_from_table({"targets": registry.builtin_targets()}, None, "built-in default: ", overrides)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ the value; the message is the same whichever way it came in. The core's keys::
     signature, init, method, kwargs, x_layout
                     how the target is called (:mod:`posenc_spec.gate.signatures`)
 
-The API's family (:mod:`posenc_spec.families`) validates its own keys into the
+The API's family (found through :mod:`posenc_spec.registry`) validates its own keys into the
 declaration's ``spec``; a key of another family is refused, naming the APIs it goes with.
 The names of every key live in :mod:`posenc_spec.gate.keys`.
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from posenc_spec import families
+from posenc_spec import registry
 
 from .errors import UsageError
 from .family import Context
@@ -102,8 +102,8 @@ class Declaration:
 
     @property
     def family(self) -> Family:
-        """The family of the declared API (:mod:`posenc_spec.families`)."""
-        return families.family_of_api(self.api)
+        """The family of the declared API (:mod:`posenc_spec.registry`)."""
+        return registry.family_of_api(self.api)
 
     def convention_name(self) -> str:
         """The declared convention in a few words (the preset and what differs from it)."""
@@ -148,9 +148,9 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         against = _read_snapshot(against_path, api)
         api = api or against.api
     api = api or APIS[0]
-    own = families.names_of_api(api)
+    own = registry.names_of_api(api)
     for key in FAMILY_KEYS:
-        owner = families.owner_of_key(key)
+        owner = registry.owner_of_key(key)
         if key in keys and owner is not own:
             raise UsageError(f"{name(key)} declares {owner.noun}, not {own.noun}: give --api "
                              f"{' or '.join(owner.apis)}")
@@ -158,7 +158,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
     t_max = number(name("t_max"), keys.get("t_max", DEFAULT_T_MAX), above=0, maximum=MAX_T_MAX)
     how = calling(keys, api, name)
     context = Context(api, name, where, base_dir, max_positions, t_max, how)
-    spec = families.family_of_api(api).declare({key: keys[key] for key in (*own.keys, "x_layout") if key in keys},
+    spec = registry.family_of_api(api).declare({key: keys[key] for key in (*own.keys, "x_layout") if key in keys},
                                                context)
     return Declaration(
         target=resolved, spec=spec, api=api, t_max=t_max, max_positions=max_positions,

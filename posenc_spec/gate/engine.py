@@ -1,7 +1,7 @@
 """The gate's engine: declarations in, reports out.
 
 ``declaration -> grid -> sealed child -> judge -> report``: :func:`check_many` asks each
-declaration's family (:mod:`posenc_spec.families`) whether its options leave anything to
+declaration's family (:mod:`posenc_spec.registry`) whether its options leave anything to
 check, starts the root template in the background, then gives
 each target a turn in a :class:`~posenc_spec.gate.runner.Slot` (``jobs`` slots take turns
 in parallel, targets of one module one after another so that a slot imports the module

@@ -2,7 +2,7 @@
 
 The core (declarations, engine, runner, child, report, outputs, regression, CLI, plugin)
 knows no family by name: it finds the family of a declaration's ``api`` in the registry
-(:mod:`posenc_spec.families`) and asks it through :class:`Family`. A family is one
+(:mod:`posenc_spec.registry`) and asks it through :class:`Family`. A family is one
 package, ``posenc_spec/families/<name>/``, holding everything one encoding needs: its
 conventions, oracle, tolerance, properties, grid, judge, ``identify`` fit and hints, and
 what its figures need. Two modules of it are the core's way in:

@@ -2,25 +2,25 @@
 and the defaults the flags' help states.
 
 The core's keys are here; each family's come from its ``keys.py`` through the registry
-(:mod:`posenc_spec.families`). Nothing here imports NumPy, so that the pytest plugin can
+(:mod:`posenc_spec.registry`). Nothing here imports NumPy, so that the pytest plugin can
 name its options, and ``posenc-spec --help`` describe its flags, without loading the gate.
 What each core key means and accepts: :mod:`posenc_spec.gate.declaration`.
 """
 
-from posenc_spec import families
+from posenc_spec import registry
 
-APIS = families.apis()
+APIS = registry.apis()
 # The keys of the run of one target, for any family.
 RUN_KEYS = ("api", "t_max", "max_positions", "timeout", "against", "max_ulp")
 # How the target is called, for any API (posenc_spec.gate.signatures).
 CALLING_KEYS = ("signature", "init", "method", "kwargs", "x_layout")
-FAMILY_KEYS = tuple(key for names in families.names() for key in names.keys)
+FAMILY_KEYS = tuple(key for names in registry.names() for key in names.keys)
 # What declares a target besides its name: everything but the target and its xfails file.
 DECLARATION_KEYS = (*FAMILY_KEYS, *RUN_KEYS, *CALLING_KEYS)
 KEYS = ("target", *DECLARATION_KEYS, "xfails")
 # The keys whose values are numbers: a file or a Python call that gives one as text
 # ("2048") has quoted it by mistake. Only the command line's flags are text by nature.
-NUMBER_KEYS = (*(key for names in families.names() for key in names.number_keys),
+NUMBER_KEYS = (*(key for names in registry.names() for key in names.number_keys),
                "t_max", "max_positions", "timeout", "max_ulp")
 
 # The defaults of the keys a call is made with, for the help to state: the values
@@ -29,9 +29,9 @@ DEFAULT_T_MAX = 1000.0
 DEFAULT_TIMEOUT = 60.0
 
 # A key whose flag is not its name (one --kwarg KEY=VALUE per argument).
-_FLAGS = {"kwargs": "--kwarg", **{key: spelled for names in families.names() for key, spelled in names.flags.items()}}
+_FLAGS = {"kwargs": "--kwarg", **{key: spelled for names in registry.names() for key, spelled in names.flags.items()}}
 # The keys whose flag is given once per item (KEY=VALUE each).
-REPEATED = ("init", "kwargs", *(key for names in families.names() for key in names.repeated))
+REPEATED = ("init", "kwargs", *(key for names in registry.names() for key in names.repeated))
 
 
 def flag(key: str) -> str:

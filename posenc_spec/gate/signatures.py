@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from posenc_spec import families
+from posenc_spec import registry
 
 from .errors import UsageError
 from .values import choice, fail
@@ -71,7 +71,7 @@ class Calling:
         """What the child needs to call the target (None: call it as it is); ``options``:
         what the adapters read besides (``x_layout``, ``config``). A family whose adapters
         make every call (:attr:`~posenc_spec.gate.family.FamilyKeys.adapters`) is named in it."""
-        names = families.names_of_api(api)
+        names = registry.names_of_api(api)
         if not self.adapted and not names.adapters:
             return None
         signature = self.signature if self.signature not in DEFAULTS else "canonical"
@@ -80,14 +80,14 @@ class Calling:
                 **({"family": names.name} if names.adapters else {})}
 
 
-DEFAULTS = frozenset(signatures[0] for names in families.names() for signatures in names.signatures.values())
+DEFAULTS = frozenset(signatures[0] for names in registry.names() for signatures in names.signatures.values())
 
 
 def calling(keys: dict, api: str, name) -> Calling:
     """The :class:`Calling` of ``keys`` (``signature``, ``init``, ``method``, ``kwargs``) for
     ``api``, whose family names its signatures and sizes; each bad value a
     :class:`UsageError` naming its key (``name(key)``)."""
-    names = families.names_of_api(api)
+    names = registry.names_of_api(api)
     signature = choice(name("signature"), keys.get("signature", names.signatures[api][0]), names.signatures[api])
     init = _init(keys["init"], api, name, names.config_key, names.config_key in keys) if "init" in keys else None
     kwargs = _arguments(keys["kwargs"], api, "kwargs", name) if "kwargs" in keys else ()
@@ -119,7 +119,7 @@ def _arguments(value, api: str, key: str, name) -> tuple:
     if not isinstance(value, dict) or not value:
         fail(name(key), "a table of keyword arguments, such as {dim = \"{head_dim}\"}"
                         + (", or \"config\"" if key == "init" else ""), value)
-    known = families.names_of_api(api).sizes[api]
+    known = registry.names_of_api(api).sizes[api]
     pairs = []
     for argument, item in value.items():
         if not isinstance(argument, str) or not _IDENTIFIER.fullmatch(argument):

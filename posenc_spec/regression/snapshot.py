@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from posenc_spec import families
+from posenc_spec import registry
 from posenc_spec.environment import numeric_environment
 from posenc_spec.text import one_line
 
@@ -95,7 +95,7 @@ def _layout(snapshot: Snapshot) -> tuple[dict, dict[str, np.ndarray], dict[str, 
     order the hash takes them."""
     payloads: dict[str, np.ndarray] = {}
     decoded: dict[str, np.ndarray] = {}
-    columns = families.snapshot_columns(snapshot.meta)
+    columns = registry.snapshot_columns(snapshot.meta)
 
     def reference(array: RecordedArray, name: str, args: tuple = ()) -> dict:
         decoded[name] = np.asarray(array.values, dtype=file_dtype(array.dtype), order="C")  # keeps 0-d arrays 0-d

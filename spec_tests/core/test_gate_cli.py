@@ -21,7 +21,7 @@ REPO = HERE.parents[2]
 
 # A [tool.posenc-spec] table as a user writes one: shared keys, then two targets, the second
 # with its own API and convention. (This repository has no such table: check --builtin runs
-# posenc_spec.families.builtin_targets(), which test_builtin_runs_the_reference_implementations
+# posenc_spec.registry.builtin_targets(), which test_builtin_runs_the_reference_implementations
 # covers; check alone refuses to run, see test_nothing_declared_is_a_usage_error.)
 PYPROJECT_EXAMPLE = """\
 [tool.posenc-spec]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec import families
+from posenc_spec import registry
 from posenc_spec.commands.check import check_epilog
 from posenc_spec.families.rope import sequences as rope_sequences
 from posenc_spec.families.rope.read import Unreadable, read_cache
@@ -257,7 +257,7 @@ def _id_names() -> set[str]:
     """The check ids (without their slots) of the plans of the patterns above and of every
     registered family's APIs, declared with their defaults."""
     names = set()
-    for keys, _ in [*PATTERNS.values(), *(({"api": api}, None) for api in families.apis())]:
+    for keys, _ in [*PATTERNS.values(), *(({"api": api}, None) for api in registry.apis())]:
         names |= {check_id.split("[")[0] for check_id in plan(declare({"target": "m:f", **keys}))}
     return names
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from posenc_spec import families
+from posenc_spec import registry
 from posenc_spec.cli import build_parser
 from posenc_spec.gate.keys import flag
 
@@ -13,7 +13,7 @@ from posenc_spec.gate.keys import flag
 @pytest.mark.parametrize("command", ["identify", "init", "check"])
 def test_every_occurrence_of_a_repeated_call_flag_is_kept(command):
     """Each family's repeated keys that identify reads to call a target keep all their occurrences."""
-    repeated = [key for names in families.names() for key in names.identify_keys if key in names.repeated]
+    repeated = [key for names in registry.names() for key in names.identify_keys if key in names.repeated]
     assert repeated, "no family has a repeated identify key: this test tests nothing"
     for key in repeated:
         args = build_parser().parse_args([command, "m:f", flag(key), "a=b", flag(key), "c=d"])

@@ -1,6 +1,6 @@
 """``--signature``'s help names every signature each gated family's API takes besides its own form."""
 
-from posenc_spec import families
+from posenc_spec import registry
 from posenc_spec.cli import main
 
 
@@ -12,7 +12,7 @@ def test_signature_help_names_every_familys_signatures(capsys):
         pass
     text = " ".join(capsys.readouterr().out.split())
     help_text = text.rsplit("--signature NAME", 1)[1].split("--init", 1)[0].replace("- ", "-")
-    for names in families.names():
+    for names in registry.names():
         for api, signatures in names.signatures.items():
             for signature in signatures[1:]:
                 assert signature in help_text, f"--signature's help lacks {signature} ({api}): {help_text}"

@@ -32,7 +32,7 @@ from importlib import import_module
 
 import numpy as np
 
-from posenc_spec import families
+from posenc_spec import registry
 
 from .convert import BadResult, to_arrays
 
@@ -148,7 +148,7 @@ def is_as_written(signature: str, maker: Maker) -> bool:
 
 def _family_of(api) -> str | None:
     try:
-        return families.names_of_api(api).name
+        return registry.names_of_api(api).name
     except KeyError:
         return None
 
@@ -175,4 +175,4 @@ def adapt(target, how: dict | None):
 # with this module (in the template, before any target), after the helpers above that they
 # import: ``adapt(target, how, maker)``.
 FAMILY_ADAPTERS = {names.name: import_module(f"posenc_spec.families.{names.name}.adapters")
-                   for names in families.names() if names.adapters}
+                   for names in registry.names() if names.adapters}

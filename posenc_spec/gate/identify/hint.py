@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from posenc_spec import families
+from posenc_spec import registry
 
 from . import toml_text
 
 # Every slip a hint can name: the families' (posenc_spec.gate.family.FamilyKeys.slips), in
 # the words of docs/checks.md's list, "The slips a hint names".
-SLIPS = {slip: words for names in families.names() for slip, words in names.slips.items()}
+SLIPS = {slip: words for names in registry.names() for slip, words in names.slips.items()}
 
 
 @dataclass(frozen=True)
