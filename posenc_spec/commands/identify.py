@@ -111,6 +111,9 @@ def request_of(args) -> Request:
     for names in registry.names():
         given = [key for key in names.identify_keys if names is not own and getattr(args, key, None) is not None
                  and key not in own.identify_keys]
+        if given and registry.owner_of_key(given[0]) is None:  # a key of how any target is called
+            raise UsageError(f"{flag(given[0])}: identify calls --api {call.api} targets in the API's own form "
+                             f"(check takes {flag(given[0])})")
         if given:
             raise UsageError(f"{flag(given[0])} describes {names.noun}: give --api {' or '.join(names.apis)}")
     flags = {key: getattr(args, key) for key in own.identify_keys if getattr(args, key, None) is not None}

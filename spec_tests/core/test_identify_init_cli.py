@@ -131,3 +131,16 @@ def test_init_refuses_a_file_it_cannot_extend(project, capsys, table, says):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err
     assert path.read_text() == table
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--api", "table", "--signature", "adds-to-x"], "identify calls --api table targets in the API's own form"),
+    (["--api", "sincos2d", "--init", "dim={dim}"], "identify calls --api sincos2d targets in the API's own form"),
+    (["--api", "table", "--num-buckets", "32"], "--num-buckets describes T5 relative-position buckets"),
+], ids=["a signature identify does not call", "an init identify does not call", "another family's key"])
+def test_identify_refuses_keys_it_does_not_read_naming_why(project, capsys, argv, says):
+    """A key of how a target is called that the API's identify does not read is refused as
+    such, not attributed to the first family that reads it; another family's key names it."""
+    assert main(["identify", "enc:vaswani", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
