@@ -35,6 +35,15 @@ def concat(n, d):
 
 def float16_positions(n, d):
     return _table(torch.arange(n).to(torch.float16).float(), d)
+
+class AddsToX(torch.nn.Module):  # the PyTorch tutorial's shape: forward(x) returns x + the table
+
+    def __init__(self, d_model, max_len):
+        super().__init__()
+        self.register_buffer("pe", vaswani(max_len, d_model)[:, None, :])
+
+    def forward(self, x):
+        return x + self.pe[: x.size(0)]
 """
 OLD = b'[project]\r\nname = "enc"   # a comment init keeps\r\n\r\n[tool.ruff]\r\nline-length = 100'
 
@@ -134,7 +143,8 @@ def test_init_refuses_a_file_it_cannot_extend(project, capsys, table, says):
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["--api", "table", "--signature", "adds-to-x"], "identify calls --api table targets in the API's own form"),
+    (["--api", "rope-apply", "--signature", "q-k-cos-sin"],
+     "identify calls --api rope-apply targets in the API's own form"),
     (["--api", "sincos2d", "--init", "dim={dim}"], "identify calls --api sincos2d targets in the API's own form"),
     (["--api", "table", "--num-buckets", "32"], "--num-buckets describes T5 relative-position buckets"),
 ], ids=["a signature identify does not call", "an init identify does not call", "another family's key"])
@@ -144,3 +154,18 @@ def test_identify_refuses_keys_it_does_not_read_naming_why(project, capsys, argv
     assert main(["identify", "enc:vaswani", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err
+
+
+def test_identify_and_init_call_a_target_as_declared(project, capsys):
+    """A module called through a signature and init (the tutorial's adds-to-x) is identified
+    called so, and init writes the keys that say how to call it: check then conforms."""
+    call = ["enc:AddsToX", "--signature", "adds-to-x", "--init", "d_model={dim}", "--init", "max_len={num_positions}",
+            "--max-positions", "64"]
+    status, answer = _identify(*call)
+    assert (status, answer["name"]) == (0, "vaswani"), answer
+    assert main(["init", *call]) == 0
+    entry = tomllib.loads((project / "pyproject.toml").read_text())["tool"]["posenc-spec"]["targets"][0]
+    assert {key: entry.get(key) for key in ("signature", "init", "x_layout")} == {
+        "signature": "adds-to-x", "init": {"d_model": "{dim}", "max_len": "{num_positions}"}, "x_layout": "sbd"}, entry
+    capsys.readouterr()
+    assert main(["check", "--max-positions", "64"]) == 0, capsys.readouterr().out

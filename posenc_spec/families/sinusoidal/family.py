@@ -93,21 +93,27 @@ class Sinusoidal(Family):
         return plot(declaration, sizes, options)
 
     def identify_request(self, flags, call):
-        return _Identification(call)
+        return _Identification(call, flags)
 
 
 class _Identification:
     """``identify`` of a table or timesteps target (:mod:`posenc_spec.gate.identify`)."""
 
-    def __init__(self, call):
+    def __init__(self, call, flags: dict):
+        from posenc_spec.gate.declaration import declare
+
         self.call = call
+        # How the target is called (signature, init, method, kwargs, x_layout), validated as
+        # check validates them, then kept in a declaration's typed form.
+        asked = declare({"target": call.target, "api": call.api, **flags}, flags=True) if flags else call
+        self.calling = calling_keys(asked)
 
     def run(self, options) -> dict:
         from posenc_spec.families.sinusoidal.identify import identify_target
 
         call = self.call
         return identify_target(call.target, api=call.api, t_max=call.t_max, timeout=call.timeout,
-                               max_positions=call.max_positions, options=options)
+                               max_positions=call.max_positions, options=options, calling=self.calling)
 
     def compared_keys(self, flags: dict) -> dict:
         return flags
@@ -124,9 +130,22 @@ class _Identification:
         from posenc_spec.gate.identify.toml_text import number
 
         call = self.call
-        keys = answer_keys(result, call.api, call.t_max, call.max_positions)
+        keys = answer_keys(result, call.api, call.t_max, call.max_positions) | self.calling
         fields = result["convention"]
         return keys | {key: number(fields[key]) for key in CONVENTION_KEYS if key in defaults and key not in keys}
+
+
+def calling_keys(declaration) -> dict:
+    """How ``declaration``'s target is called, as the keys of a declaration that say it (those
+    that differ from the API's own call)."""
+    calling = declaration.calling.as_dict()
+    keys = {key: calling[key] for key in ("init", "method", "kwargs") if calling.get(key)}
+    if calling["signature"] != NAMES.signatures[declaration.api][0]:
+        keys["signature"] = calling["signature"]
+    x_layout = declaration.spec.x_layout
+    if x_layout is not None and "signature" in keys:
+        keys["x_layout"] = x_layout
+    return keys
 
 
 FAMILY = Sinusoidal()

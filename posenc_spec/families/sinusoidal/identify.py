@@ -64,9 +64,15 @@ def probes(api: str, t_max: float = DEFAULT_T_MAX, max_positions=None) -> tuple[
 
 
 def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, timeout: float = DEFAULT_TIMEOUT,
-                  max_positions=None, options: RunOptions | None = None) -> list[dict]:
+                  max_positions=None, options: RunOptions | None = None, calling: dict | None = None) -> list[dict]:
     """The identify answer for each target (each imported and called in its own sealed
-    child). :class:`IdentifyError` when a target cannot be imported."""
+    child, as ``calling`` declares: ``signature``, ``init``, ``method``, ``kwargs``,
+    ``x_layout``, in a declaration's typed form; none: as it is). :class:`IdentifyError`
+    when a target cannot be imported."""
+    from posenc_spec.gate.declaration import declare
+
+    calling = dict(calling or {})
+    how = declare({"target": "calling:how", "api": api, **calling}).how() if calling else None
     fits, odd, validation = probes(api, t_max, max_positions)
     calls = [*fits, odd, *validation]
 
@@ -86,9 +92,10 @@ def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, tim
         from posenc_spec.gate.declaration import declare
 
         return declare({"target": target, **answer_keys(result, api, t_max, max_positions), "t_max": t_max,
-                        "timeout": timeout})
+                        "timeout": timeout, **calling})
 
-    return answer_each(targets, [probe.request() for probe in calls], timeout, options, answer_of, declaration_of)
+    return answer_each(targets, [probe.request() for probe in calls], timeout, options, answer_of, declaration_of,
+                       how=how)
 
 
 def identify_target(target: str, **options) -> dict:

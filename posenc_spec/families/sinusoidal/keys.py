@@ -69,5 +69,6 @@ NAMES = FamilyKeys(
               "code plays: grow[d=16] (tables), dtype-order[64x32] and memo[48x32] (timesteps). See "
               "posenc_spec.families.sinusoidal.grid and .sequences.",
     adapters=True,
+    identify_keys=("signature", "init", "method", "kwargs", "x_layout"),
     slips=SLIPS,
 )
