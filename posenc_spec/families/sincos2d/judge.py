@@ -66,25 +66,25 @@ class Sincos2dJudge:
         call_id = names[0]
         if outcome.status == "not-run":
             results.add(skipped(call_id, outcome.message))
-            results.not_run(names[1:], call_id, f"the call for {probe.slot} was not made")
+            results.not_run(names[1:], call_id, f"the call for {probe.size} was not made")
             return False
         problem = table_problem(outcome)
         if problem:
-            results.add(failed(call_id, f"{probe.slot}: {problem}"))
-            results.not_run(names[1:], call_id, f"the call for {probe.slot} did not return a table")
+            results.add(failed(call_id, f"{probe.size}: {problem}"))
+            results.not_run(names[1:], call_id, f"the call for {probe.size} did not return a table")
             return False
         table = outcome.table
         results.add(passed(call_id, f"returned {shape_text(table.shape)} {outcome.message}"))
         finite = check_finite(table, names[1])
         results.add(finite)
         if not finite.passed:
-            results.not_run(names[2:], names[1], f"the {probe.slot} table holds NaN or Inf")
+            results.not_run(names[2:], names[1], f"the {probe.size} table holds NaN or Inf")
             return True
         exp = expectation(probe.height, probe.width, probe.dim, self.conv, outcome.dtype)
         shape = properties.check_shape(table, exp, names[2])
         results.add(shape)
         if not shape.passed:
-            results.not_run(names[3:], names[2], f"the {probe.slot} table does not have the declared shape")
+            results.not_run(names[3:], names[2], f"the {probe.size} table does not have the declared shape")
             return True
         self.tables[probe.slot] = (probe, table, outcome.dtype)
         for name, check_id in zip(CHECK_NAMES[3:], names[3:], strict=True):
@@ -101,17 +101,17 @@ def judge_refusal(probe, outcome, conv: Sincos2d):
         why = "not a multiple of 4" if probe.dim % 4 else "under grid_freq_shift 1, k / (D/4 - 1) is 0/0"
         return passed(check_id, f"{outcome.message} (fine: width {probe.dim} has no value, {why})")
     if not outcome.ok:
-        return failed(check_id, f"{probe.slot}: {outcome.message} (width {probe.dim} has no value: raise)")
+        return failed(check_id, f"{probe.size}: {outcome.message} (width {probe.dim} has no value: raise)")
     problem = table_problem(outcome)
     if problem:
-        return failed(check_id, f"{probe.slot}: {problem}")
+        return failed(check_id, f"{probe.size}: {problem}")
     if probe.dim % 4:
-        return failed(check_id, f"{probe.slot}: returned {shape_text(outcome.table.shape)} {outcome.dtype} for "
+        return failed(check_id, f"{probe.size}: returned {shape_text(outcome.table.shape)} {outcome.dtype} for "
                                 f"width {probe.dim}, which has no value (each axis takes D/2 columns of D/4 "
                                 "sin/cos pairs): raise")
     table = outcome.table
     if np.isnan(table).any():
-        return failed(check_id, f"{probe.slot}: silent NaN: {int(np.isnan(table).sum())} NaN values (under "
+        return failed(check_id, f"{probe.size}: silent NaN: {int(np.isnan(table).sum())} NaN values (under "
                                 "grid_freq_shift 1, width 4 has no value: raise, or use the limit omega = 1)")
     limit = conv.replace(freq_shift=0)  # D = 4: one pair per axis, omega_0 = 1 (tensor2tensor's max(n - 1, 1))
     exp = expectation(probe.height, probe.width, probe.dim, limit, outcome.dtype)

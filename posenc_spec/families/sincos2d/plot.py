@@ -45,7 +45,7 @@ def plot(declaration, sizes: dict, options) -> Drawing:
             except ValueError as error:
                 problem = str(error)
         if problem:
-            problems.append(f"{probe.slot}: {problem}")
+            problems.append(f"{probe.size}: {problem}")
             continue
         with quiet_floats():
             summary = compare(grid, exp.grid, exp.tolerance)
@@ -58,7 +58,7 @@ def plot(declaration, sizes: dict, options) -> Drawing:
 
     from .figures import DIFFERENCE_FILE, HALVES_FILE, halves_figure
 
-    title = f"{declaration.name} at {probe.slot} under {declaration.spec.describe()}, {dtype}"
+    title = f"{declaration.name} at {probe.size} under {declaration.spec.describe()}, {dtype}"
     tokens = (probe.height * probe.width, probe.dim)
     halves = tuple(int(exp.columns.of_axis(axis)[0]) for axis in (conv.first, 1 - conv.first))
     names = tuple(f"declared {name}" for name in (conv.first_axis, "row" if conv.first_axis == "col" else "col"))
