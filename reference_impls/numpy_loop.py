@@ -1,5 +1,5 @@
-"""Re-exports :mod:`posenc_spec.references.numpy_loop`."""
+"""Re-exports :mod:`posenc_spec.families.sinusoidal.references.numpy_loop`."""
 
-from posenc_spec.references.numpy_loop import positional_encoding
+from posenc_spec.families.sinusoidal.references.numpy_loop import positional_encoding
 
 __all__ = ["positional_encoding"]

@@ -1,5 +1,5 @@
-"""Re-exports :mod:`posenc_spec.references.timestep`."""
+"""Re-exports :mod:`posenc_spec.families.sinusoidal.references.timestep`."""
 
-from posenc_spec.references.timestep import timestep_embedding
+from posenc_spec.families.sinusoidal.references.timestep import timestep_embedding
 
 __all__ = ["timestep_embedding"]

@@ -1,5 +1,5 @@
-"""Re-exports :mod:`posenc_spec.references.torch_impl`."""
+"""Re-exports :mod:`posenc_spec.families.sinusoidal.references.torch_impl`."""
 
-from posenc_spec.references.torch_impl import positional_encoding
+from posenc_spec.families.sinusoidal.references.torch_impl import positional_encoding
 
 __all__ = ["positional_encoding"]

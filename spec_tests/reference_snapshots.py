@@ -26,11 +26,12 @@ from pathlib import Path
 FOLDER = Path(__file__).resolve().parent / "snapshots"
 MAX_POSITIONS = 64  # the grid's every slot, its lengths capped
 # file name -> (target, api, the convention it computes)
+REFERENCES = "posenc_spec.families.sinusoidal.references"
 SNAPSHOTS = {
-    "numpy_loop.npz": ("posenc_spec.references.numpy_loop:positional_encoding", "table", "vaswani"),
-    "numpy_vectorized.npz": ("posenc_spec.references.numpy_vectorized:positional_encoding", "table", "vaswani"),
-    "torch_impl.npz": ("posenc_spec.references.torch_impl:positional_encoding", "table", "vaswani"),
-    "timestep.npz": ("posenc_spec.references.timestep:timestep_embedding", "timesteps", "concat"),
+    "numpy_loop.npz": (f"{REFERENCES}.numpy_loop:positional_encoding", "table", "vaswani"),
+    "numpy_vectorized.npz": (f"{REFERENCES}.numpy_vectorized:positional_encoding", "table", "vaswani"),
+    "torch_impl.npz": (f"{REFERENCES}.torch_impl:positional_encoding", "table", "vaswani"),
+    "timestep.npz": (f"{REFERENCES}.timestep:timestep_embedding", "timesteps", "concat"),
 }
 
 

@@ -4,7 +4,9 @@
   ``t5-small``, loading through ``from_pretrained(..., local_files_only=True)``, the local
   Hugging Face cache, MiniLM's learned table, and why a weights test did not run;
 - :mod:`posenc_spec.pretrained.learned`: the measures of a learned table (norms,
-  similarities, ranks, the best sinusoidal fit) and the thresholds the tests hold it to.
+  similarities, ranks, the fit of another table to it) and the thresholds the tests hold it
+  to (the sinusoidal family's own fit is
+  :func:`posenc_spec.families.sinusoidal.learned_fit.best_sinusoidal_fit`).
 
 Everything the tests use is re-exported here. Importing this package imports neither
 transformers nor torch.
@@ -35,18 +37,12 @@ from .hub import (
     skip_reason,
 )
 from .learned import (
-    DEFAULT_BASES,
     ENERGY_FRACTION,
-    LOG10_BASE_RANGE,
-    LOG10_BASE_STEP,
-    LOG10_BASE_TOLERANCE,
     MAX_EFFECTIVE_RANK_SHARE,
     MAX_ENERGY_RANK_SHARE,
     MIN_NEIGHBOUR_GAP,
     MIN_SINUSOIDAL_RESIDUAL,
     NEIGHBOUR_PERCENTILE,
-    SinusoidalFit,
-    best_sinusoidal_fit,
     cosine_matrix,
     effective_rank,
     energy_rank,
@@ -63,9 +59,8 @@ __all__ = [
     "MINILM_WEIGHTS_FILE", "POSITION_EMBEDDING_NAMES", "WEIGHT_FILES", "cached_file", "cached_weights_file",
     "config_dict", "config_path", "hub_cache_dir", "is_cached", "load_pretrained", "minilm_model",
     "minilm_model_dir", "minilm_position_table", "model_config", "position_table", "sha256_file", "skip_reason",
-    "DEFAULT_BASES", "ENERGY_FRACTION", "LOG10_BASE_RANGE", "LOG10_BASE_STEP", "LOG10_BASE_TOLERANCE",
-    "MAX_EFFECTIVE_RANK_SHARE", "MAX_ENERGY_RANK_SHARE", "MIN_NEIGHBOUR_GAP", "MIN_SINUSOIDAL_RESIDUAL",
-    "NEIGHBOUR_PERCENTILE", "SinusoidalFit", "best_sinusoidal_fit", "cosine_matrix", "effective_rank",
-    "energy_rank", "neighbour_similarities", "pair_similarities", "procrustes_fit", "random_table_like",
-    "row_norms", "singular_values",
+    "ENERGY_FRACTION", "MAX_EFFECTIVE_RANK_SHARE", "MAX_ENERGY_RANK_SHARE", "MIN_NEIGHBOUR_GAP",
+    "MIN_SINUSOIDAL_RESIDUAL", "NEIGHBOUR_PERCENTILE", "cosine_matrix", "effective_rank", "energy_rank",
+    "neighbour_similarities", "pair_similarities", "procrustes_fit", "random_table_like", "row_norms",
+    "singular_values",
 ]

@@ -1,6 +1,7 @@
 """The measures the suite takes of a learned position table: row norms, cosine
-similarities, ranks, and the best fit of a sinusoidal table under a scale, a rotation and
-a shift.
+similarities, ranks, and the fit of another table to it under a scale, a rotation and a
+shift (:func:`procrustes_fit`; the sinusoidal family's best fit to a learned table is
+:func:`posenc_spec.families.sinusoidal.learned_fit.best_sinusoidal_fit`).
 
 Every function takes a (positions x width) array and returns float64 results; nothing
 here loads a model (:mod:`posenc_spec.pretrained.hub` does). The thresholds the tests hold
@@ -11,12 +12,8 @@ measured beside each assertion.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
-
-from posenc_spec.families.sinusoidal import oracle
-from posenc_spec.families.sinusoidal.conventions import PRESETS, get_convention
 
 # -- thresholds: what a table must show to count as learned, position-like and not sinusoidal
 
@@ -27,18 +24,11 @@ MAX_ENERGY_RANK_SHARE = 1 / 10  # low rank: at most a tenth of a same-shaped Gau
 MAX_EFFECTIVE_RANK_SHARE = 1 / 2  # and at most half its effective rank
 MIN_SINUSOIDAL_RESIDUAL = 0.5  # not sinusoidal: the best fit leaves at least half of the centred table
 
-# -- the base search of best_sinusoidal_fit
-
-LOG10_BASE_RANGE = (0.5, 8.0)  # bases 10**0.5 .. 10**8: every base in use (10000 for most, 500000 for Llama 3)
-LOG10_BASE_STEP = 0.5  # half decades: fine enough that the refinement starts beside the best base
-LOG10_BASE_TOLERANCE = 1e-2  # the bounded refinement stops within 0.01 of log10(base), 2.3 % of the base
-
-
 # The linear algebra runs in torch, on one thread. Once torch has run, NumPy's OpenBLAS
 # threads compete with torch's OpenMP threads for the cores, and matrices of a few hundred
 # rows gain nothing from threads anyway: on a busy 2-core machine a 384 x 384 SVD takes about
 # 1 s through NumPy, 0.1 s in torch on 2 threads and 0.02 s on one.
-def _one_thread(function):
+def one_thread(function):
     """Run ``function`` with torch on one thread, restoring the caller's setting after."""
 
     @functools.wraps(function)
@@ -63,7 +53,7 @@ def _as_tensor(array):
     return torch.as_tensor(np.asarray(array, dtype=np.float64))
 
 
-def _svdvals(matrix):
+def svdvals(matrix):
     import torch
 
     return torch.linalg.svdvals(matrix)
@@ -93,10 +83,10 @@ def pair_similarities(table) -> np.ndarray:
     return similarity[np.triu_indices_from(similarity, k=1)]
 
 
-@_one_thread
+@one_thread
 def singular_values(table) -> np.ndarray:
     """Singular values, largest first, float64."""
-    return _svdvals(_as_tensor(table)).numpy()
+    return svdvals(_as_tensor(table)).numpy()
 
 
 def effective_rank(table) -> float:
@@ -121,41 +111,16 @@ def random_table_like(table, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).normal(table.mean(), table.std(), table.shape)
 
 
-# -- is it a sinusoidal table in disguise? ---------------------------------------------------
-
-# The grid of bases the search tries first (10000 among them), each refined by a bounded search.
-DEFAULT_BASES = tuple(10.0 ** np.arange(LOG10_BASE_RANGE[0], LOG10_BASE_RANGE[1] + LOG10_BASE_STEP / 2,
-                                        LOG10_BASE_STEP))
+# -- a fit of one table to another under a scale, a rotation and a shift -------------------
 
 
-@dataclass(frozen=True)
-class SinusoidalFit:
-    """The best fit ``scale * S R + c`` of a sinusoidal table ``S`` to a table ``T``:
-    ``R`` orthogonal, ``c`` one row added to every row. ``residual`` is the remaining
-    Frobenius norm; ``relative`` divides it by the norm of ``T`` with its column means removed."""
-
-    convention: str
-    base: float
-    scale: float
-    residual: float
-    norm: float
-
-    @property
-    def relative(self) -> float:
-        return self.residual / self.norm
-
-    def describe(self) -> str:
-        return (f"{self.convention} at base {self.base:.6g}, scale {self.scale:.4g}: residual {self.residual:.4g} "
-                f"of {self.norm:.4g} ({self.relative:.4g} relative)")
-
-
-def _centred(table):
+def centred(table):
     """The table as a float64 tensor with each column's mean removed."""
     tensor = _as_tensor(table)
     return tensor - tensor.mean(dim=0)
 
 
-@_one_thread
+@one_thread
 def procrustes_fit(reference, table) -> tuple[float, float]:
     """``(scale, residual)`` of the best ``scale * reference R + c`` to ``table``, ``R``
     orthogonal (Schoenemann's orthogonal Procrustes with a scale; both centred, which
@@ -163,68 +128,9 @@ def procrustes_fit(reference, table) -> tuple[float, float]:
     is an exact rotation of the reference fits to its own rounding."""
     import torch
 
-    a, b = _centred(reference), _centred(table)
+    a, b = centred(reference), centred(table)
     if a.shape != b.shape:
         raise ValueError(f"reference shape {tuple(a.shape)} differs from the table's {tuple(b.shape)}")
     u, sigma, vt = torch.linalg.svd(a.T @ b)
     scale = sigma.sum() / torch.sum(a * a)
     return float(scale), float(torch.linalg.norm(scale * a @ (u @ vt) - b))
-
-
-def _fast_relative_residual(reference_centred, table_centred, table_norm2) -> float:
-    """The same residual from the singular values alone, for the search: ``||T||^2 -
-    (sum sigma)^2 / ||S||^2`` (it loses digits when the fit is near exact, hence
-    :func:`procrustes_fit` for the final number)."""
-    sigma = _svdvals(reference_centred.T @ table_centred)
-    residual2 = table_norm2 - float(sigma.sum()) ** 2 / float((reference_centred**2).sum())
-    return float(np.sqrt(max(residual2, 0.0) / table_norm2))
-
-
-@_one_thread
-def best_sinusoidal_fit(table, conventions=tuple(PRESETS), bases=DEFAULT_BASES) -> SinusoidalFit:
-    """The sinusoidal table, among ``conventions`` and any base, that a scale, a rotation
-    and a shift bring closest to ``table`` (positions 0 .. rows-1, the table's width).
-
-    For each convention the bases in ``bases`` are tried, then the best is refined by a
-    bounded search over ``log10(base)`` between its grid neighbours. The result names the
-    first convention to reach the best fit.
-    """
-    from scipy.optimize import minimize_scalar
-
-    target = _centred(table)
-    target_norm2 = float((target**2).sum())
-    if target_norm2 == 0:
-        raise ValueError("table must not be constant: every row the same leaves nothing to fit")
-    rows, width = target.shape
-    log_bases = np.log10(np.asarray(bases, dtype=np.float64))
-
-    # Layout and first function only reorder a table's columns, and a rotation absorbs any
-    # reordering: conventions with the same frequencies, offset and scale fit alike, so
-    # each such table is fitted once.
-    fitted = {}
-
-    def relative(name, log_base):
-        convention = get_convention(name, base=float(10.0**log_base))
-        key = (convention.frequencies(width).tobytes(), convention.offset, convention.scale)
-        if key not in fitted:
-            reference = oracle.table(rows, width, convention)
-            fitted[key] = _fast_relative_residual(_centred(reference), target, target_norm2)
-        return fitted[key]
-
-    best = None
-    for name in conventions:
-        grid = [relative(name, log_base) for log_base in log_bases]
-        i = int(np.argmin(grid))
-        low = log_bases[max(i - 1, 0)]
-        high = log_bases[min(i + 1, len(log_bases) - 1)]
-        candidates = [(grid[i], log_bases[i])]
-        if high > low:
-            refined = minimize_scalar(lambda x, name=name: relative(name, x), bounds=(low, high), method="bounded",
-                                      options={"xatol": LOG10_BASE_TOLERANCE})
-            candidates.append((float(refined.fun), float(refined.x)))
-        value, log_base = min(candidates)
-        if best is None or value < best[0]:
-            best = (value, name, float(10.0**log_base))
-    _, name, base = best
-    scale, residual = procrustes_fit(oracle.table(rows, width, get_convention(name, base=base)), table)
-    return SinusoidalFit(convention=name, base=base, scale=scale, residual=residual, norm=float(np.sqrt(target_norm2)))

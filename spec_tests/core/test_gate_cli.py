@@ -263,8 +263,8 @@ def test_builtin_runs_the_reference_implementations(tmp_path, monkeypatch, capsy
     report = _report(tmp_path / "r.json")
     assert "built-in default" in printed and report["config"].startswith("built-in default")
     assert [entry["target"].split(":")[0] for entry in report["targets"]] == [
-        "posenc_spec.references.numpy_loop", "posenc_spec.references.numpy_vectorized",
-        "posenc_spec.references.torch_impl", "posenc_spec.references.timestep"]
+        f"posenc_spec.families.sinusoidal.references.{name}"
+        for name in ("numpy_loop", "numpy_vectorized", "torch_impl", "timestep")]
     assert {entry["declaration"]["max_positions"] for entry in report["targets"]} == {64}
 
 

@@ -21,7 +21,7 @@ SMALL = ["--max-positions", "64"]
 
 
 def _table(n, d):
-    from posenc_spec.references.torch_impl import positional_encoding
+    from posenc_spec.families.sinusoidal.references.torch_impl import positional_encoding
 
     return positional_encoding(n, d)
 

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from posenc_spec import pretrained
+from posenc_spec.families.sinusoidal.learned_fit import best_sinusoidal_fit
 from posenc_spec.tolerance import unit_roundoff
 from spec_tests.t5_buckets import t5_bucket
 
@@ -95,7 +96,7 @@ def test_gpt2_wpe_is_not_sinusoidal_under_any_base_or_rotation(gpt2_table):
     """No preset at any base becomes GPT-2's table by a scale, a rotation and a shift: the
     best fit leaves at least half of it unexplained (the search is the one that recognises
     a disguised sinusoidal table to rounding in test_pretrained_minilm.py)."""
-    fit = pretrained.best_sinusoidal_fit(gpt2_table)
+    fit = best_sinusoidal_fit(gpt2_table)
     assert fit.relative >= pretrained.MIN_SINUSOIDAL_RESIDUAL, f"gpt2's wpe is nearly sinusoidal: {fit.describe()}"
 
 

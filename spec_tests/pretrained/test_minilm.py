@@ -13,6 +13,7 @@ from safetensors.numpy import load_file
 
 from posenc_spec import pretrained
 from posenc_spec.families.sinusoidal.conventions import get_convention
+from posenc_spec.families.sinusoidal.learned_fit import best_sinusoidal_fit
 from posenc_spec.tolerance import unit_roundoff
 from spec_tests.implementations import seed_table
 
@@ -121,11 +122,11 @@ def test_minilm_table_is_not_sinusoidal_under_any_base_or_rotation(table):
     ``unit_roundoff(float32) * ||table||`` plus the float64 fit's own rounding. Measured:
     1.1e-6 against a bound of 3.0e-6.
     """
-    fit = pretrained.best_sinusoidal_fit(table)
+    fit = best_sinusoidal_fit(table)
     assert fit.relative >= pretrained.MIN_SINUSOIDAL_RESIDUAL, f"MiniLM's table is nearly sinusoidal: {fit.describe()}"
 
     disguised, exact = _rotated_sinusoidal_table(table.shape, "guided-diffusion", 10000.0, SEED)
-    control = pretrained.best_sinusoidal_fit(disguised)
+    control = best_sinusoidal_fit(disguised)
     norm = np.linalg.norm(exact)
     bound = unit_roundoff("float32") * norm + table.shape[1] * unit_roundoff("float64") * norm
     assert control.residual <= bound, f"a rotated sinusoidal table was not recognised: {control.describe()}, " \

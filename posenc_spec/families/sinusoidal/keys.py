@@ -37,12 +37,13 @@ SLIPS = {
     "scale-dropped": "a scaling factor dropped",
 }
 
-# The reference implementations posenc-spec ships (posenc_spec.references), as check --builtin declares them.
+# The reference implementations posenc-spec ships (.references), as check --builtin declares them.
+_REFERENCES = "posenc_spec.families.sinusoidal.references"
 BUILTIN = (
-    {"target": "posenc_spec.references.numpy_loop:positional_encoding", "convention": "vaswani"},
-    {"target": "posenc_spec.references.numpy_vectorized:positional_encoding", "convention": "vaswani"},
-    {"target": "posenc_spec.references.torch_impl:positional_encoding", "convention": "vaswani"},
-    {"target": "posenc_spec.references.timestep:timestep_embedding", "api": "timesteps", "convention": "concat"},
+    {"target": f"{_REFERENCES}.numpy_loop:positional_encoding", "convention": "vaswani"},
+    {"target": f"{_REFERENCES}.numpy_vectorized:positional_encoding", "convention": "vaswani"},
+    {"target": f"{_REFERENCES}.torch_impl:positional_encoding", "convention": "vaswani"},
+    {"target": f"{_REFERENCES}.timestep:timestep_embedding", "api": "timesteps", "convention": "concat"},
 )
 
 NAMES = FamilyKeys(

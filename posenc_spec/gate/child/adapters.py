@@ -174,5 +174,5 @@ def adapt(target, how: dict | None):
 # The child-side adapters of the families that make every call of their targets, imported
 # with this module (in the template, before any target), after the helpers above that they
 # import: ``adapt(target, how, maker)``.
-FAMILY_ADAPTERS = {names.name: import_module(f"posenc_spec.families.{names.name}.adapters")
+FAMILY_ADAPTERS = {names.name: import_module(f"{registry.PACKAGE}.{names.name}.adapters")
                    for names in registry.names() if names.adapters}
