@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,38 +58,9 @@ def table(num_positions, dim):
 BUGGY = CORRECT.replace("np.sin(angles), np.cos(angles)", "np.cos(angles), np.sin(angles)")
 
 
-# Meta's reference apply and the PyTorch tutorial's module, as their authors wrote them
-# (spec_tests/real_targets/verbatim has their sources and licences).
-AS_WRITTEN = '''\
-import math
-
-import torch
-from torch import nn
-
-
-def apply_rotary_emb(xq, xk, freqs_cis):
-    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
-    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
-    freqs_cis = freqs_cis.view(1, xq_.shape[1], 1, xq_.shape[-1])
-    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
-    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
-    return xq_out.type_as(xq), xk_out.type_as(xk)
-
-
-class PositionalEncoding(nn.Module):
-    def __init__(self, d_model, dropout=0.1, max_len=5000):
-        super().__init__()
-        self.dropout = nn.Dropout(p=dropout)
-        position = torch.arange(max_len).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
-        pe = torch.zeros(max_len, 1, d_model)
-        pe[:, 0, 0::2] = torch.sin(position * div_term)
-        pe[:, 0, 1::2] = torch.cos(position * div_term)
-        self.register_buffer("pe", pe)
-
-    def forward(self, x):
-        return self.dropout(x + self.pe[: x.size(0)])
-'''
+# Meta's reference apply and the PyTorch tutorial's module, as their authors wrote them: the
+# repository's verbatim copies (with their sources and licences), copied beside the user's code.
+VERBATIM = Path(__file__).resolve().parents[1] / "spec_tests" / "real_targets" / "verbatim"
 STARTED = time.monotonic()
 
 
@@ -248,10 +220,11 @@ def check_builtin_default(folder: Path) -> None:
 def check_targets_as_written(folder: Path) -> None:
     code = folder / "as_written"
     code.mkdir()
-    (code / "real.py").write_text(AS_WRITTEN)
-    meta = ["posenc-spec", "check", "real.py:apply_rotary_emb", "--api", "rope-apply", "--signature",
+    for name in ("meta_llama.py", "pytorch_tutorial.py"):
+        shutil.copyfile(VERBATIM / name, code / name)
+    meta = ["posenc-spec", "check", "meta_llama.py:apply_rotary_emb", "--api", "rope-apply", "--signature",
             "xq-xk-freqs-cis", "--head-dim", "64"]
-    tutorial = ["posenc-spec", "check", "real.py:PositionalEncoding", "--signature", "adds-to-x", "--init",
+    tutorial = ["posenc-spec", "check", "pytorch_tutorial.py:PositionalEncoding", "--signature", "adds-to-x", "--init",
                 "d_model={dim}", "--init", "max_len={num_positions}", "--max-positions", "64"]
     run([*meta, "--rope-layout", "interleaved"], code, expected=0)
     run(tutorial, code, expected=0)

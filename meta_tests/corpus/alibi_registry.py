@@ -136,14 +136,6 @@ def alibi_correct(*, idiom: str, signature: str, seen: str = "", init: dict | No
     return decorate
 
 
-def alibi_corpus() -> list[tuple[str, str, dict]]:
-    """Every entry as ``(id, kind, declaration keys)``: what the mutation score and the corpus
-    reports run through the gate (``declare(keys)``)."""
-    from meta_tests.corpus.alibi_registry import ALIBI_ENTRIES
-
-    return [(entry.id, entry.kind, entry.config_table()) for entry in ALIBI_ENTRIES]
-
-
 def __getattr__(name):
     """``ALIBI_ENTRIES``, ``ALIBI_WRONG`` and ``ALIBI_CORRECT``, after both corpus modules registered."""
     if name not in ("ALIBI_ENTRIES", "ALIBI_WRONG", "ALIBI_CORRECT"):

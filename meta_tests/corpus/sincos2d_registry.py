@@ -139,15 +139,6 @@ def sincos2d_correct(*, idiom: str, convention: str, signature: str = "h-w-dim",
     return decorate
 
 
-def gate_corpus() -> list[tuple[str, str, dict]]:
-    """The corpus as ``(id, kind, declaration keys)``, wrong entries first: what a mutation
-    score or a report of every entry runs the gate on."""
-    from meta_tests.corpus.sincos2d_registry import ENTRIES  # noqa: PLW0406 -- this module's lazy ENTRIES
-
-    return [(entry.id, entry.kind, entry.config_table()) for kind in ("wrong", "correct")
-            for entry in ENTRIES if entry.kind == kind]
-
-
 def __getattr__(name):
     """``ENTRIES``, ``WRONG`` and ``CORRECT``, after both corpus modules registered."""
     if name not in ("ENTRIES", "WRONG", "CORRECT"):

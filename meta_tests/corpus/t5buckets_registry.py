@@ -106,13 +106,6 @@ def call(entry: T5Entry, probe: grid.Probe):
                                   settings_from_object=entry.signature == "method")
 
 
-def corpus() -> list[tuple[str, str, dict]]:
-    """``(id, kind, declaration keys)`` of every entry, wrong ones first: what
-    ``benchmarks/mutation_score.py`` and ``benchmarks/corpus_reports.py`` check (each entry of
-    ``T5_ENTRIES`` also has their ``config_table()``, ``declaration()`` and ``describe()``)."""
-    return [(entry.id, entry.kind, entry.config_table()) for entry in __getattr__("T5_ENTRIES")]
-
-
 def _check_declaration(name: str, keys: dict) -> None:
     """The keys, read as the family reads them (``ValueError`` naming the function otherwise)."""
     unknown = sorted(set(keys) - {"bucket_preset", *KEYS, *_CALLING_KEYS})

@@ -14,7 +14,7 @@ import importlib.util
 
 import pytest
 
-from meta_tests.corpus.alibi_registry import ALIBI_CORRECT, ALIBI_ENTRIES, ALIBI_WRONG, alibi_corpus
+from meta_tests.corpus.alibi_registry import ALIBI_CORRECT, ALIBI_ENTRIES, ALIBI_WRONG
 from posenc_spec.gate.declaration import declare
 from spec_tests.assertions import assert_fail_fast_agrees, assert_hint, check_named
 from spec_tests.assertions import failure_summary as _summary
@@ -84,7 +84,7 @@ PRELOAD = tuple(dict.fromkeys(keys["target"].split(":")[0] for _, _, keys, _ in 
 
 
 def _declarations(entries) -> dict:
-    return {entry.id: declare(entry.config_table()) for entry in entries}
+    return {entry.id: entry.declaration() for entry in entries}
 
 
 @pytest.fixture(scope="module")
@@ -95,13 +95,12 @@ def reports():
 
 
 def test_the_corpus_is_listed_as_declarations():
-    """``alibi_corpus()`` lists every entry as (id, kind, keys), at least 20 wrong and 8 correct,
-    each the keys its gate run declares, and every wrong entry has its expected check here."""
-    listed = alibi_corpus()
-    kinds = [kind for _, kind, _ in listed]
+    """The corpus holds at least 20 wrong and 8 correct entries, each declaring an ALiBi API, and
+    every wrong entry has its expected check here."""
+    kinds = [entry.kind for entry in ALIBI_ENTRIES]
     assert kinds.count("wrong") >= 20 and kinds.count("correct") >= 8, kinds
-    assert {entry_id for entry_id, kind, _ in listed if kind == "wrong"} == set(WRONG)
-    assert all(declare(keys).api in ("alibi-slopes", "alibi-bias") for _, _, keys in listed)
+    assert {entry.id for entry in ALIBI_WRONG} == set(WRONG)
+    assert all(entry.declaration().api in ("alibi-slopes", "alibi-bias") for entry in ALIBI_ENTRIES)
     described = {entry.id: entry.describe() for entry in ALIBI_ENTRIES}
     assert (described["geometric_for_every_head_count"], described["tensor_parallel_first_slice"]) == (
         "paper", "mpt (attention_heads=112)")

@@ -8,8 +8,7 @@ a survivor or a false alarm is named in the test id.
 
 import pytest
 
-from meta_tests.corpus.sincos2d_registry import BUG_CLASSES, CORRECT, WRONG, gate_corpus
-from posenc_spec.gate.declaration import declare
+from meta_tests.corpus.sincos2d_registry import BUG_CLASSES, CORRECT, ENTRIES, WRONG
 from spec_tests.assertions import assert_hint, check_named
 from spec_tests.assertions import failure_summary as _summary
 
@@ -68,7 +67,7 @@ HINTS = {
 
 @pytest.fixture(scope="module")
 def reports():
-    return check_named({name: declare(keys) for name, _, keys in gate_corpus()})
+    return check_named({entry.id: entry.declaration() for entry in ENTRIES})
 
 
 def test_the_corpus_is_large_enough_and_every_wrong_entry_has_its_hint():

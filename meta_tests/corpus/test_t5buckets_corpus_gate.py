@@ -1,5 +1,5 @@
 """The T5-bucket corpus through the real gate: every entry declared as a user declares it
-(:func:`meta_tests.corpus.t5buckets_registry.corpus`, the list the benchmarks read), checked
+(``T5_ENTRIES``, what the benchmarks read too), checked
 in sealed children by one ``check_many`` run. Every wrong entry fails the check that shows its
 slip (:data:`FAILS`) and gets the hint that names it, or none where its buckets are no slip
 the hints know (:data:`HINTS`); every correct entry conforms, ``int-min[D]`` included.
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from meta_tests.corpus.t5buckets_registry import T5_CORRECT, T5_WRONG, corpus
-from posenc_spec.gate.declaration import declare
+from meta_tests.corpus.t5buckets_registry import T5_CORRECT, T5_ENTRIES, T5_WRONG
 from spec_tests.assertions import assert_hint, check_named
 from spec_tests.assertions import failure_summary as _summary
 
@@ -47,7 +46,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def reports():
-    return check_named({name: declare(keys) for name, _, keys in corpus()})
+    return check_named({entry.id: entry.declaration() for entry in T5_ENTRIES})
 
 
 @pytest.mark.parametrize("entry", T5_WRONG, ids=[entry.id for entry in T5_WRONG])
@@ -74,8 +73,9 @@ def test_correct_bucket_function_conforms(entry, reports):
 
 
 def test_the_corpus_list_is_every_entry_declared():
-    """corpus() lists every entry once, wrong ones first, each with the api and its own target."""
-    listed = corpus()
-    assert [name for name, _, _ in listed] == [entry.id for entry in (*T5_WRONG, *T5_CORRECT)]
+    """Every entry is declared once, with the api and its own target, and every wrong one has its
+    expected check here."""
+    assert sorted(entry.id for entry in T5_ENTRIES) == sorted(entry.id for entry in (*T5_WRONG, *T5_CORRECT))
     assert set(EXPECTED) == {entry.id for entry in T5_WRONG}
-    assert all(keys["api"] == "t5-buckets" and keys["target"].endswith(f":{name}") for name, _, keys in listed)
+    assert all(keys["api"] == "t5-buckets" and keys["target"].endswith(f":{entry.id}")
+               for entry in T5_ENTRIES for keys in [entry.config_table()])

@@ -67,6 +67,12 @@ class Calling:
         return {"signature": self.signature, "init": init, "method": self.method,
                 **({"kwargs": dict(self.kwargs)} if self.kwargs else {})}
 
+    def declared_keys(self) -> dict:
+        """The keys that declare this way of calling, those that differ from the API's own call
+        (what ``identify``'s answer is written with)."""
+        keys = {key: value for key, value in self.as_dict().items() if key != "signature" and value}
+        return keys | ({"signature": self.signature} if self.signature not in DEFAULTS else {})
+
     def for_child(self, api: str, sizes: dict, options: dict) -> dict | None:
         """What the child needs to call the target (None: call it as it is); ``options``:
         what the adapters read besides (``x_layout``, ``config``). A family whose adapters

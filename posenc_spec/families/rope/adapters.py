@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec.gate.child.adapters import is_as_written, join, pair, plain, quiet
+from posenc_spec.gate.child.adapters import canonical, is_as_written, join, pair, plain, quiet
 
 try:
     import torch
@@ -55,10 +55,6 @@ def adapt(target, how: dict, maker):
         return target
     layout = how.get("x_layout")
 
-    def canonical(*arguments):
-        with quiet(maker):
-            return maker(**_sizes(arguments))(*arguments)
-
     def q_k_cos_sin(x, positions, cos, sin):
         q, k, axis = _split(x, layout)
         with quiet(maker):
@@ -84,5 +80,5 @@ def adapt(target, how: dict, maker):
         with quiet(maker):
             return maker(head_dim=int(x.shape[-1]))(x, input_pos=input_pos)
 
-    return {"canonical": canonical, "q-k-cos-sin": q_k_cos_sin, "xq-xk-freqs-cis": xq_xk_freqs_cis,
+    return {"canonical": canonical(maker, _sizes), "q-k-cos-sin": q_k_cos_sin, "xq-xk-freqs-cis": xq_xk_freqs_cis,
             "x-offset": x_offset, "x-input-pos": x_input_pos}[signature]

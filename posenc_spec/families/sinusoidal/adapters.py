@@ -8,7 +8,7 @@ bsd ``(1, L, D)`` or sd ``(L, D)``); the table is what it adds.
 
 from __future__ import annotations
 
-from posenc_spec.gate.child.adapters import is_as_written, plain, quiet
+from posenc_spec.gate.child.adapters import canonical, is_as_written, plain, quiet
 
 try:
     import torch
@@ -28,10 +28,8 @@ def adapt(target, how: dict, maker):
     if is_as_written(signature, maker):
         return target
     api, layout = how.get("api"), how.get("x_layout")
-
-    def canonical(*arguments):
-        with quiet(maker):
-            return maker(**_sizes(api, arguments))(*arguments)
+    if signature == "canonical":
+        return canonical(maker, lambda arguments: _sizes(api, arguments))
 
     def adds_to_x(num_positions, dim, x=None):
         shapes = {"sbd": (num_positions, 1, dim), "bsd": (1, num_positions, dim), "sd": (num_positions, dim)}
@@ -41,4 +39,4 @@ def adapt(target, how: dict, maker):
             result = plain(maker(num_positions=num_positions, dim=dim)(x))
         return result.reshape(num_positions, dim) if tuple(result.shape) == shapes[layout] else result
 
-    return {"canonical": canonical, "adds-to-x": adds_to_x}[signature]
+    return adds_to_x

@@ -138,10 +138,7 @@ class _Identification:
 def calling_keys(declaration) -> dict:
     """How ``declaration``'s target is called, as the keys of a declaration that say it (those
     that differ from the API's own call)."""
-    calling = declaration.calling.as_dict()
-    keys = {key: calling[key] for key in ("init", "method", "kwargs") if calling.get(key)}
-    if calling["signature"] != NAMES.signatures[declaration.api][0]:
-        keys["signature"] = calling["signature"]
+    keys = declaration.calling.declared_keys()
     x_layout = declaration.spec.x_layout
     if x_layout is not None and "signature" in keys:
         keys["x_layout"] = x_layout

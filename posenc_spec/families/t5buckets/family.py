@@ -95,10 +95,8 @@ class _Identification:
         member = BucketConvention(**result["convention"])
         preset = next((name for name, convention in PRESETS.items() if convention == member), None)
         keys = {"bucket_preset": preset} if preset else {"bucket_preset": "t5-encoder", **changed_fields(member)}
-        calling, spec = self.declaration.calling.as_dict(), self.declaration.spec
-        keys.update({key: value for key, value in calling.items() if value and key != "signature"})
-        if calling["signature"] != NAMES.signatures[NAMES.apis[0]][0]:
-            keys["signature"] = calling["signature"]
+        spec = self.declaration.spec
+        keys.update(self.declaration.calling.declared_keys())
         said = spec.as_dict()
         keys.update({key: said[key] for key in ("bucket_args", "bucket_config") if said[key]})
         if spec.query_offset != "start":

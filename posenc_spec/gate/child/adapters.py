@@ -163,12 +163,18 @@ def adapt(target, how: dict | None):
         return FAMILY_ADAPTERS[family].adapt(target, how, maker)
     if is_as_written(how.get("signature") or "canonical", maker):
         return target
+    return canonical(maker, lambda arguments: {})
 
-    def canonical(*arguments):
+
+def canonical(maker: Maker, sizes_of):
+    """The API's canonical call through ``maker``: ``sizes_of(arguments)`` names the sizes of
+    the call that ``init`` and ``kwargs`` may stand for."""
+
+    def call(*arguments):
         with quiet(maker):
-            return maker()(*arguments)
+            return maker(**sizes_of(arguments))(*arguments)
 
-    return canonical
+    return call
 
 
 # The child-side adapters of the families that make every call of their targets, imported
