@@ -21,6 +21,8 @@ from posenc_spec.families.alibi.conventions import AlibiConvention, from_keys
 from posenc_spec.families.alibi.grid import HEAD_COUNTS
 from posenc_spec.families.alibi.signatures import MODULE_SIGNATURES, SIGNATURES
 
+from .entry import CorpusEntry
+
 ALIBI_BUG_CLASSES: dict[str, str] = {
     "slope-rule": "the slopes follow another rule: a geometric sequence for every head count, the interleave "
                   "taken wrong, an exponent off by one",
@@ -36,7 +38,7 @@ ALIBI_BUG_CLASSES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class AlibiEntry:
+class AlibiEntry(CorpusEntry):
     """One ALiBi corpus implementation and its declaration."""
 
     id: str
@@ -52,10 +54,6 @@ class AlibiEntry:
     attention_heads: int | None = None  # the model's head count a user declares, where the code takes only some
 
     @property
-    def target(self) -> str:
-        return f"{self.module}:{self.id}"
-
-    @property
     def api(self) -> str:
         return "alibi-slopes" if self.signature == "heads" else "alibi-bias"
 
@@ -69,19 +67,9 @@ class AlibiEntry:
             table["attention_heads"] = self.attention_heads
         return table
 
-    def declaration(self):
-        """The gate's declaration of this entry, exactly as ``check --config`` reads it."""
-        from posenc_spec.gate.declaration import declare
-
-        return declare(self.config_table())
-
     def describe(self) -> str:
         """The declared convention in words, as a report's header says it."""
         return self.declaration().spec.describe()
-
-    def function(self):
-        """The registered callable (a function, or the class a module signature builds)."""
-        return getattr(importlib.import_module(self.module), self.id)
 
     def convention(self) -> AlibiConvention:
         return from_keys(dict(self.keys))

@@ -8,12 +8,13 @@ classes they belong to and, where one was found, a public place the same bug was
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 from posenc_spec.families.sinusoidal.conventions import Convention, get_convention
 from posenc_spec.families.sinusoidal.keys import NAMES
 from posenc_spec.families.sinusoidal.spec import ODD_CHOICES
+
+from .entry import CorpusEntry
 
 APIS = NAMES.apis
 
@@ -48,7 +49,7 @@ BUG_CLASSES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class Entry:
+class Entry(CorpusEntry):
     """One corpus implementation and its declaration to the gate."""
 
     id: str
@@ -63,14 +64,6 @@ class Entry:
     bug_classes: tuple[str, ...] = ()
     t_max: float = 1000.0
     max_positions: int | None = None
-
-    @property
-    def target(self) -> str:
-        return f"{self.module}:{self.id}"
-
-    def function(self):
-        """The registered function itself, imported from its module."""
-        return getattr(importlib.import_module(self.module), self.id)
 
     @property
     def skip_odd(self) -> bool:
@@ -97,11 +90,6 @@ class Entry:
             table["max_positions"] = self.max_positions
         return table
 
-    def declaration(self):
-        """The gate's declaration of this entry, exactly as ``check --config`` reads it."""
-        from posenc_spec.gate.declaration import declare
-
-        return declare(self.config_table())
 
 
 ENTRIES: list[Entry] = []

@@ -24,7 +24,9 @@ from posenc_spec.families.rope import oracle
 from posenc_spec.families.rope.conventions import RopeConvention
 from posenc_spec.families.rope.keys import NAMES as ROPE_NAMES
 from posenc_spec.gate.calls import Outcome
-from posenc_spec.gate.declaration import Declaration, declare
+from posenc_spec.gate.declaration import declare
+
+from .entry import CorpusEntry
 
 ROPE_APIS = ROPE_NAMES.apis
 
@@ -60,7 +62,7 @@ ROPE_BUG_CLASSES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class RopeEntry:
+class RopeEntry(CorpusEntry):
     """One RoPE corpus implementation and its declaration to the gate."""
 
     id: str
@@ -72,21 +74,9 @@ class RopeEntry:
     seen_in: str = ""
     bug_classes: tuple[str, ...] = ()
 
-    @property
-    def target(self) -> str:
-        return f"{self.module}:{self.id}"
-
-    def function(self):
-        """The registered callable itself."""
-        return getattr(importlib.import_module(self.module), self.id)
-
     def config_table(self) -> dict:
         """This entry as one ``[[targets]]`` table: ``target``, ``api`` and the declared keys."""
         return {"target": self.target, "api": self.api, **{key: _thawed(key, value) for key, value in self.keys}}
-
-    def declaration(self) -> Declaration:
-        """The gate's declaration of this entry, exactly as ``check --config`` reads it."""
-        return declare(self.config_table())
 
     def setting(self, key: str):
         """How the gate reads a key of ``READ_BY`` or ``attention_factor``: declared, or its default."""

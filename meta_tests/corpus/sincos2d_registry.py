@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from posenc_spec.families.sincos2d.conventions import Sincos2d, get_convention
 from posenc_spec.families.sincos2d.keys import API, FIELDS, SIGNATURES
 
+from .entry import CorpusEntry
+
 # The declaration key of each overridden field (``base`` sets both axes' bases).
 KEY_OF_FIELD = {**{field: key for key, field in FIELDS.items() if field != "base"}, "base": "grid_base"}
 
@@ -36,7 +38,7 @@ BUG_CLASSES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class Sincos2dEntry:
+class Sincos2dEntry(CorpusEntry):
     """One 2-D corpus implementation and its declaration."""
 
     id: str
@@ -51,13 +53,6 @@ class Sincos2dEntry:
     smallest: str = ""
 
     @property
-    def target(self) -> str:
-        return f"{self.module}:{self.id}"
-
-    def function(self):
-        return getattr(importlib.import_module(self.module), self.id)
-
-    @property
     def convention(self) -> Sincos2d:
         return get_convention(self.preset, **dict(self.overrides))
 
@@ -70,12 +65,6 @@ class Sincos2dEntry:
         keys = {KEY_OF_FIELD[field]: value for field, value in self.overrides}
         signature = {} if self.signature == SIGNATURES[0] else {"signature": self.signature}
         return {"target": self.target, "api": API, "grid_convention": self.preset, **keys, **signature}
-
-    def declaration(self):
-        """The gate's declaration of this entry, exactly as ``check --config`` reads it."""
-        from posenc_spec.gate.declaration import declare
-
-        return declare(self.config_table())
 
     def call(self, height: int, width: int, dim: int):
         """The entry called in its signature for a ``height x width`` grid of width ``dim``."""

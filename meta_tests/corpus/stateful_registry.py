@@ -21,7 +21,9 @@ import importlib
 import json
 from dataclasses import dataclass
 
-from posenc_spec.gate.declaration import Declaration, declare
+from posenc_spec.gate.declaration import declare
+
+from .entry import CorpusEntry
 
 STATEFUL_BUG_CLASSES: dict[str, str] = {
     "dtype-cache": "a cache built or grown in one dtype and read by a call in another (keyed on the length alone)",
@@ -41,7 +43,7 @@ SEQUENCES = ("dtype-order", "decode", "offsets", "grow", "batch", "rows", "view"
 
 
 @dataclass(frozen=True)
-class StatefulEntry:
+class StatefulEntry(CorpusEntry):
     """One stateful implementation, its ``[[targets]]`` table (JSON) and, for a wrong one, the
     sequence that exposes it."""
 
@@ -54,19 +56,8 @@ class StatefulEntry:
     bug_classes: tuple[str, ...] = ()
     sequence: str = ""
 
-    @property
-    def target(self) -> str:
-        return f"{self.module}:{self.id}"
-
-    def function(self):
-        """The registered function or class."""
-        return getattr(importlib.import_module(self.module), self.id)
-
     def config_table(self) -> dict:
         return {"target": self.target, **json.loads(self.table)}
-
-    def declaration(self) -> Declaration:
-        return declare(self.config_table())
 
     @property
     def api(self) -> str:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from posenc_spec.families.t5buckets import calling, grid
 from posenc_spec.families.t5buckets.conventions import KEYS, BucketConvention, from_keys
 
+from .entry import CorpusEntry
+
 T5_BUG_CLASSES: dict[str, str] = {
     "halving": "bidirectional's halving of num_buckets forgotten, done twice, or max_exact taken before it",
     "sign": "memory - query and query - memory mixed, or r = 0 in the wrong half",
@@ -43,7 +45,7 @@ _CALLING_KEYS = ("signature", "bucket_args", "bucket_query_offset", "init", "met
 
 
 @dataclass(frozen=True)
-class T5Entry:
+class T5Entry(CorpusEntry):
     """One corpus bucket function and its declaration."""
 
     id: str
@@ -54,10 +56,6 @@ class T5Entry:
     seen_in: str = ""
     bug_classes: tuple[str, ...] = ()
     function: object = field(default=None, compare=False, repr=False)  # the callable (a class for a method)
-
-    @property
-    def target(self) -> str:
-        return f"{self.module}:{self.id}"
 
     def key(self, name: str, default=None):
         value = dict(self.keys).get(name, default)
@@ -77,12 +75,6 @@ class T5Entry:
         """The declaration as a ``[[targets]]`` table holds it: its keys, its target and the API."""
         keys = {key: dict(value) if isinstance(value, tuple) else value for key, value in self.keys}
         return {"target": self.target, "api": "t5-buckets", **keys}
-
-    def declaration(self):
-        """The gate's declaration of the entry (what the benchmarks check)."""
-        from posenc_spec.gate.declaration import declare
-
-        return declare(self.config_table())
 
     def describe(self) -> str:
         """The declared convention and, where it is not the static function, the signature."""
