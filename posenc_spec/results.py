@@ -11,7 +11,10 @@ import numpy as np
 
 from .tolerance import compare
 
-STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
+# ``noted``: the check found something only on inputs no use of the target produces (a value
+# that is never the difference of two positions, a size beyond what the gate may allocate):
+# said in the report, never a failure, unless the declaration is ``strict``.
+STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed", "noted")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ def result(name, passed, message, worst: Worst | None = None) -> CheckResult:
 
 def skipped(name, reason) -> CheckResult:
     return CheckResult(name, "skipped", reason)
+
+
+def noted(name, message, worst: Worst | None = None) -> CheckResult:
+    """A finding outside what the declaration promises (see :data:`STATUSES`): ``message``
+    says the input, what the target gave and what belongs there."""
+    return CheckResult(name, "noted", message, worst)
 
 
 def comparison_worst(result) -> Worst | None:
