@@ -46,6 +46,10 @@ def pytest_addoption(parser) -> None:
                     help="a TOML file of [[targets]] (or a pyproject.toml with [tool.posenc-spec]) to gate")
     for dest, key in _KEYS.items():
         command_flag = flag(key)
+        if key == "strict":  # a switch, as on the command line
+            group.addoption("--posenc-strict", dest=dest, action="store_const", const=True, default=None,
+                            help="as posenc-spec check --strict")
+            continue
         group.addoption("--posenc-" + command_flag[2:], dest=dest, default=None, metavar="VALUE",
                         action="append" if key in REPEATED else "store",
                         help=f"as posenc-spec check {command_flag}")
@@ -109,6 +113,11 @@ class GateFailure(Exception):
     """A failed check: its one-line reason is the whole failure report."""
 
 
+class GateNote(pytest.PytestWarning):
+    """A ``noted`` check: a finding on inputs no use produces, not a failure (``strict``
+    makes it one)."""
+
+
 class GateItem(pytest.Item):
     """One check of one target."""
 
@@ -132,6 +141,8 @@ class GateItem(pytest.Item):
                           f"{result.message}")
         if result.status == "xfailed":
             pytest.xfail(said)
+        if result.status == "noted":  # passes, and the warnings summary says it
+            self.warn(GateNote(said))
         if result.status == "skipped":
             pytest.skip(said)
         if result.status == "failed":

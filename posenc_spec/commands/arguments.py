@@ -91,6 +91,9 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
                              "max_position_embeddings: every position stays below it)")
     parser.add_argument("--timeout", metavar="SECONDS", default=None,
                         help=f"seconds for the import and for each call (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--strict", action="store_const", const=True, default=None,
+                        help="fail on notes too: what a check finds only on inputs no use of the target produces "
+                             "(strict = true in a file)")
     parser.add_argument("--signature", metavar="NAME", default=None,
                         help="how the target is called, if not in the API's form: " + _signature_help()
                              + "; see docs/declaring.md")

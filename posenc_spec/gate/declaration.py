@@ -42,7 +42,7 @@ from .family import Context
 from .keys import APIS, FAMILY_KEYS, KEYS, NUMBER_KEYS, flag
 from .loader import TargetError, absolute_target
 from .signatures import Calling, calling
-from .values import choice, fail, integer, number
+from .values import boolean, choice, fail, integer, number
 from .xfails import Xfails, read_xfails
 
 if TYPE_CHECKING:
@@ -76,7 +76,8 @@ class Declaration:
     when ``max_ulp_given``, else as :func:`~posenc_spec.gate.against.regression_rule` says);
     ``formula`` says whether the convention's checks run (False: only ``regression``).
     ``t_max`` is the largest timestep of an API that takes timesteps; ``max_positions`` caps
-    every length of the grid; ``timeout`` bounds each import and each call.
+    every length of the grid; ``timeout`` bounds each import and each call. ``strict`` makes
+    every ``noted`` check (a finding on inputs no use produces) a failure.
     """
 
     target: str
@@ -95,6 +96,7 @@ class Declaration:
     max_ulp_given: bool = False
     formula: bool = True
     calling: Calling = Calling("n-d")
+    strict: bool = False
 
     @property
     def name(self) -> str:
@@ -113,7 +115,7 @@ class Declaration:
         calling = self.calling.as_dict() if self.calling.adapted else {}
         return {"preset": self.spec.preset, **self.spec.as_dict(), "api": self.api, "t_max": self.t_max,
                 "max_positions": self.max_positions, "timeout": self.timeout, "formula": self.formula,
-                "against": self.against_path, "max_ulp": self.max_ulp, **calling}
+                "against": self.against_path, "max_ulp": self.max_ulp, "strict": self.strict, **calling}
 
     def how(self) -> dict | None:
         """What the child needs to call the target as it is written (None: in the API's own
@@ -169,6 +171,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         max_ulp=integer(name("max_ulp"), keys["max_ulp"], minimum=0, maximum=MAX_ULP) if "max_ulp" in keys else 0,
         max_ulp_given="max_ulp" in keys,
         formula=against is None or any(key in keys for key in own.keys), calling=how,
+        strict=boolean(name("strict"), keys["strict"]) if "strict" in keys else False,
     )
 
 

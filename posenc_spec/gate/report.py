@@ -3,7 +3,8 @@
 :func:`finish` turns the judged results into a :class:`GateReport`: the xfails entries
 turn failures into ``xfailed`` (and passes into ``xpassed``, with a warning that the
 known deviation is gone), and a check that could not run because of an excused failure is
-excused with it. Nothing here reads files or prints.
+excused with it; under ``strict`` a ``noted`` check fails (before the xfails apply, so an
+entry can excuse it). Nothing here reads files or prints.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from posenc_spec.results import CheckResult
+from posenc_spec.results import STATUSES, CheckResult
 
 from .declaration import Declaration
 
@@ -75,7 +76,7 @@ class GateReport:
         raise KeyError(f"no check {name!r} in the report on {self.target}")
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(("passed", "failed", "skipped", "xfailed", "xpassed"), 0)
+        counts = dict.fromkeys(STATUSES, 0)
         for check in self.checks:
             counts[check.status] += 1
         return counts
@@ -89,11 +90,16 @@ def finish(declaration: Declaration, plan: list[str], by_id: dict, causes: dict,
     unmatched = xfails.unmatched_warning(plan)  # first: its one pass over the entries answers each match below
     for name in plan:
         check = by_id[name]
+        if check.status == "noted" and declaration.strict:
+            check = dataclasses.replace(check, status="failed", message=f"strict: {check.message}")
         entry = xfails.match(name) or (xfails.match(causes[name]) if name in causes else None)
         if entry is not None and check.status in ("failed", "skipped") and (check.status == "failed"
                                                                              or name in causes):
             reason = f" ({entry.reason})" if entry.reason else ""
             check = dataclasses.replace(check, status="xfailed", message=f"known deviation{reason}: {check.message}")
+        elif entry is not None and check.status == "noted" and xfails.match(name) is entry:
+            notes.append(f"{xfails.path}, line {entry.line}: {entry.pattern!r} names {name}, a note, not a failure "
+                         "(strict makes it one): the entry is needed only under strict")
         elif entry is not None and check.status == "passed" and xfails.match(name) is entry:
             check = dataclasses.replace(check, status="xpassed")
             notes.append(f"{xfails.path}, line {entry.line}: {entry.pattern!r} passed at {name}: the known deviation "

@@ -58,6 +58,15 @@ def integer(name: str, value, *, minimum: int = 1, maximum: int = MAX_INT) -> in
     return parsed
 
 
+def boolean(name: str, value) -> bool:
+    """True or False; the command line's text ``true`` / ``false`` too."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in ("true", "false"):
+        return value == "true"
+    fail(name, "true or false", value)
+
+
 def choice(name: str, value, choices):
     for option in choices:
         if value == option or (isinstance(value, str) and isinstance(option, int) and value == str(option)):

@@ -107,6 +107,8 @@ def target_annotations(target: dict, root, limit: int = MAX_LINES_PER_TARGET) ->
         elsewhere = f" (defined at {target['location']['file']}, line {target['location']['line']})"
     found = [("notice", "posenc-spec hint", f"{name}{elsewhere}: {hint['text']}") for hint in target.get("hints", ())]
     for check in target["checks"]:
+        if check["status"] == "noted":
+            found.append(("notice", f"posenc-spec note {check['id']}", f"{name}{elsewhere}: {check['reason']}"))
         if check["status"] != "failed":
             continue
         if target["status"] == "error" and check["id"] == "import":

@@ -10,7 +10,7 @@ from ..against import regression_rule
 
 MAX_FAILURE_LINES = 12
 REGRESSION = "regression"
-TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS"}
+TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS", "noted": "note "}
 
 
 def run_header(count: int, config: str | None, jobs: int, shard=(1, 1)) -> str:
@@ -98,7 +98,8 @@ def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
     lines += [f"  {line}" for line in extra_lines]
     counts = report.counts()
     tally = f"{len(report.checks)} checks, {counts['failed']} failed"
-    tally += "".join(f", {counts[status]} {status}" for status in ("skipped", "xfailed", "xpassed") if counts[status])
+    tally += "".join(f", {counts[status]} {status}" for status in ("noted", "skipped", "xfailed", "xpassed")
+                     if counts[status])
     verdict = {"conforms": "conforms", "does-not-conform": "does not conform",
                "error": "cannot be imported"}[report.status]
     lines.append(f"  {tally}: {verdict}")
