@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from posenc_spec import registry
 
 from .errors import UsageError
-from .values import choice, fail
+from .values import MAX_INT, choice, fail, integer, number
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
@@ -132,6 +132,10 @@ def _arguments(value, api: str, key: str, name) -> tuple:
             fail(name(key), "keyword argument names", argument)
         if not isinstance(item, (bool, int, float, str)):
             fail(f"{name(key)}.{argument}", "a number, true or false, a word, or a size such as \"{head_dim}\"", item)
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            number(f"{name(key)}.{argument}", item)  # finite, within a float64, not subnormal
+            if isinstance(item, int):
+                integer(f"{name(key)}.{argument}", item, minimum=-MAX_INT - 1)
         match = _PLACEHOLDER.match(item) if isinstance(item, str) else None
         if match is not None and match.group(1) not in known:
             fail(f"{name(key)}.{argument}", f"one of {', '.join('{' + size + '}' for size in known)} for the {api} API",

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import difflib
 import math
+import sys
 
 from .errors import UsageError
 
 MAX_INT = 2**63 - 1
+# The smallest normal float64: a non-zero number below it is subnormal, held with fewer
+# significant bits than any table is judged at, and its reciprocal overflows.
+SMALLEST_NORMAL = sys.float_info.min
 
 
 def fail(name, problem, value):
@@ -31,8 +35,11 @@ def number(name: str, value, *, minimum=None, above=None, maximum=None, nonzero=
                 parsed = float(value)
             except ValueError:
                 fail(name, "a number", value)
-    if isinstance(parsed, bool) or not isinstance(parsed, (int, float)) or not math.isfinite(parsed):
+    if isinstance(parsed, bool) or not isinstance(parsed, (int, float)) or not _finite_float(parsed):
         fail(name, "a finite number", value)
+    if parsed != 0 and abs(parsed) < SMALLEST_NORMAL:
+        fail(name, f"{'' if nonzero else '0 or '}a number of magnitude at least {SMALLEST_NORMAL:.4g} (a subnormal "
+                   "one loses precision)", value)
     if above is not None and not parsed > above:
         fail(name, f"a number greater than {above:g}", value)
     if minimum is not None and parsed < minimum:
@@ -42,6 +49,14 @@ def number(name: str, value, *, minimum=None, above=None, maximum=None, nonzero=
     if nonzero and parsed == 0:
         fail(name, "a non-zero number", value)
     return parsed
+
+
+def _finite_float(number) -> bool:
+    """Whether ``number`` is finite as a float (an int of 400 digits is not)."""
+    try:
+        return math.isfinite(float(number))
+    except OverflowError:
+        return False
 
 
 def integer(name: str, value, *, minimum: int = 1, maximum: int = MAX_INT) -> int:

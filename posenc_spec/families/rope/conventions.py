@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -82,8 +83,17 @@ def _is_number(value) -> bool:
 
 
 def check_positive_number(name: str, value) -> float:
-    if not _is_number(value) or not math.isfinite(value) or value <= 0:
+    """A finite float64 above 0 and not subnormal (its reciprocal, a frequency divided by
+    it, would overflow)."""
+    try:
+        finite = _is_number(value) and math.isfinite(float(value))
+    except OverflowError:
+        finite = False
+    if not finite or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if value < sys.float_info.min:
+        raise ValueError(f"{name} must be at least {sys.float_info.min:.4g} (a subnormal number loses precision), "
+                         f"got {value!r}")
     return float(value)
 
 

@@ -29,6 +29,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from posenc_spec.families.rope.config import RopeConfigError, parse_rope_param, read_config
 from posenc_spec.families.rope.conventions import (
     ATTENTION_FACTOR_PLACEMENTS,
@@ -36,6 +38,7 @@ from posenc_spec.families.rope.conventions import (
     ROTARY_FEATURES,
     RopeConvention,
 )
+from posenc_spec.families.rope.grid import LONGEST
 from posenc_spec.families.rope.oracle import LAYOUTS as ROPE_LAYOUTS
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.values import choice, integer, number
@@ -106,7 +109,7 @@ def _rope_parameters(name, value) -> dict:
     raise UsageError(f"{name} must be a table of that type's parameters, got {value!r}")
 
 
-def head_dim(name: str, value) -> int:
+def valid_head_dim(name: str, value) -> int:
     """A head size as ``name`` (a key or flag) gives it: an even integer from 2 to :data:`MAX_HEAD_DIM`."""
     size = integer(name, value, minimum=2, maximum=MAX_HEAD_DIM)
     if size % 2:
@@ -117,10 +120,7 @@ def head_dim(name: str, value) -> int:
 def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeSpec:
     """The :class:`RopeSpec` of the RoPE keys in ``keys``; ``name(key)`` names a key in
     messages, ``where`` prefixes the others."""
-    head_dim = integer(name("head_dim"), keys["head_dim"], minimum=2, maximum=MAX_HEAD_DIM) \
-        if "head_dim" in keys else None
-    if head_dim is not None and head_dim % 2:
-        raise UsageError(f"{name('head_dim')} must be even, got {head_dim}")
+    head_dim = valid_head_dim(name("head_dim"), keys["head_dim"]) if "head_dim" in keys else None
     layout = choice(name("rope_layout"), keys["rope_layout"], ROPE_LAYOUTS) if "rope_layout" in keys else None
     config_path = layer_type = None
     overrides = _overrides(keys, name, max_positions)
@@ -130,7 +130,8 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
             if head_dim is not None:
                 overrides["head_dim"] = head_dim
             model = read_config(config_path, layer_type, overrides)
-            convention, head_dim = model.convention, head_dim or model.head_dim
+            convention = model.convention
+            head_dim = head_dim or valid_head_dim(f"{name('rope_config')}: head_dim", model.head_dim)
             layout = layout or model.layout
         else:
             if "layer_type" in keys:
@@ -138,7 +139,7 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
             convention = _convention(overrides)
         head_dims = (head_dim,) if head_dim else GRID_HEAD_DIMS
         for size in head_dims:
-            convention.frequencies(size)  # refuses an odd head, an odd or zero rotary size, short lists
+            _refuse_infinite_angles(convention, size, max_positions, where)
     except UsageError:
         raise
     except RopeConfigError as error:
@@ -158,6 +159,20 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
 SIGNATURE_LAYOUTS = {"q-k-cos-sin": ("bhsd", "bshd"), "xq-xk-freqs-cis": ("bhsd", "bshd"), "x-offset": ("bhsd",)}
 # The rotary signatures whose calls carry the convention's own cos/sin or freqs_cis.
 WITH_ROTATION = ("q-k-cos-sin", "xq-xk-freqs-cis")
+
+
+def _refuse_infinite_angles(convention, head_dim: int, max_positions, where: str) -> None:
+    """A UsageError where the declared convention's angles at the grid's farthest position
+    (or its frequencies, or its attention factor) are not finite float64s: no table can be
+    judged against them. :meth:`~.conventions.RopeConvention.frequencies` itself refuses an
+    odd head, an odd or zero rotary size and short factor lists."""
+    farthest = max(LONGEST, max_positions or 0)
+    frequencies, factor = convention.frequencies(head_dim, farthest)
+    with np.errstate(over="ignore", invalid="ignore"):
+        angles = farthest * np.asarray(frequencies, dtype=np.float64)
+    if not (np.isfinite(angles).all() and np.isfinite(factor)):
+        raise UsageError(f"{where}the rotary convention {convention.describe()} gives angles or an attention factor that are not finite at head_dim {head_dim}, position "
+                         f"{farthest}: no table can be judged against it")
 
 
 def declare(keys: dict, context) -> RopeSpec:

@@ -16,6 +16,8 @@ crop's offset, is a change of ``a`` or ``b``.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -107,17 +109,25 @@ def _member_slips(conv: Sincos2d) -> list[Slip]:
     return made + _position_members(conv)
 
 
+def _twice(scale: float) -> bool:
+    """Whether a scale applied twice is still a normal float64 (a member the slips can hold)."""
+    return math.isfinite(scale * scale) and abs(scale * scale) >= sys.float_info.min
+
+
 def _position_members(conv: Sincos2d) -> list[Slip]:
     made = []
     if conv.position in ("relative", "crop") and conv.interpolation_scale != 1:
         scale = conv.interpolation_scale
-        made += [Slip(("scale-twice",), f"the interpolation scale {scale:g} applied twice",
-                      conv.replace(interpolation_scale=scale * scale)),
-                 Slip(("scale-dropped",), f"the interpolation scale {scale:g} left out",
-                      conv.replace(interpolation_scale=1.0))]
+        if _twice(scale):
+            made.append(Slip(("scale-twice",), f"the interpolation scale {scale:g} applied twice",
+                             conv.replace(interpolation_scale=scale * scale)))
+        made.append(Slip(("scale-dropped",), f"the interpolation scale {scale:g} left out",
+                         conv.replace(interpolation_scale=1.0)))
     if conv.position in ("index", "normalized") and conv.scale != 1:
-        made += [Slip(("scale-twice",), f"the scale {conv.scale:g} applied twice", conv.replace(scale=conv.scale ** 2)),
-                 Slip(("scale-dropped",), f"the scale {conv.scale:g} left out", conv.replace(scale=1.0))]
+        if _twice(conv.scale):
+            made.append(Slip(("scale-twice",), f"the scale {conv.scale:g} applied twice",
+                             conv.replace(scale=conv.scale * conv.scale)))
+        made.append(Slip(("scale-dropped",), f"the scale {conv.scale:g} left out", conv.replace(scale=1.0)))
     if conv.position in ("index", "normalized"):
         made += [Slip(("positions-offset",), f"positions offset by {step:+g}", conv.replace(offset=conv.offset + step))
                  for step in (1.0, -1.0, 0.5, -0.5)]

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.values import choice, fail, integer, number
 
@@ -158,6 +160,18 @@ class Sincos2dSpec:
         return {"in_channels": self.in_channels, "patch_size": self.patch_size, "call_dtype": self.call_dtype}
 
 
+def _refuse_infinite_positions(convention: Sincos2d, name) -> None:
+    """A UsageError where the declared positions of the longest axis the grid may call
+    (:data:`~.conventions.MAX_GRID`, the angles' largest factor: every frequency is at most 1)
+    are not finite float64s: no table can be judged against them."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        farthest = convention.positions(MAX_GRID)
+    if not np.isfinite(farthest).all():
+        raise UsageError(f"{name('position_transform')} {convention.position}: the declared positions of a "
+                         f"{MAX_GRID}-token axis are not finite ({', '.join(map(repr, farthest[-2:].tolist()))}); "
+                         "no table can be judged against them")
+
+
 def declare(keys: dict, context) -> Sincos2dSpec:
     """The :class:`Sincos2dSpec` of ``keys`` (see the module docstring)."""
     name = context.name
@@ -184,4 +198,5 @@ def declare(keys: dict, context) -> Sincos2dSpec:
         convention = get_convention(preset, **fields)
     except (ValueError, TypeError) as error:  # what _fields leaves: the conventions' own checks
         raise UsageError(f"{name('grid_convention')} {preset}: {error}") from None
+    _refuse_infinite_positions(convention, name)
     return Sincos2dSpec(convention, preset, in_channels, patch_size, call_dtype)
