@@ -82,8 +82,14 @@ class _Identification:
 
     def __init__(self, call, flags: dict):
         from posenc_spec.families.rope.identify import CallShape
-        from posenc_spec.families.rope.spec import CACHE_CALLS, CACHE_FORMS, CACHE_LAYOUTS, ROPE_LAYOUTS, X_LAYOUTS
-        from posenc_spec.families.rope.spec import valid_head_dim
+        from posenc_spec.families.rope.spec import (
+            CACHE_CALLS,
+            CACHE_FORMS,
+            CACHE_LAYOUTS,
+            ROPE_LAYOUTS,
+            X_LAYOUTS,
+            valid_head_dim,
+        )
 
         if "t_max" in flags:
             raise UsageError(f"--t-max is read by --api timesteps, not by --api {call.api}")

@@ -171,8 +171,9 @@ def _refuse_infinite_angles(convention, head_dim: int, max_positions, where: str
     with np.errstate(over="ignore", invalid="ignore"):
         angles = farthest * np.asarray(frequencies, dtype=np.float64)
     if not (np.isfinite(angles).all() and np.isfinite(factor)):
-        raise UsageError(f"{where}the rotary convention {convention.describe()} gives angles or an attention factor that are not finite at head_dim {head_dim}, position "
-                         f"{farthest}: no table can be judged against it")
+        raise UsageError(f"{where}the rotary convention {convention.describe()} gives angles or an attention "
+                         f"factor that are not finite at head_dim {head_dim}, position {farthest}: no table can be "
+                         "judged against it")
 
 
 def declare(keys: dict, context) -> RopeSpec:

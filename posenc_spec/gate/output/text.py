@@ -10,7 +10,8 @@ from ..against import regression_rule
 
 MAX_FAILURE_LINES = 12
 REGRESSION = "regression"
-TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS", "noted": "note "}
+TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS",
+        "noted": "note "}
 
 
 def run_header(count: int, config: str | None, jobs: int, shard=(1, 1)) -> str:
