@@ -98,6 +98,10 @@ class Calls:
             by_kind[kind].append(outcome)
         return by_kind["grid"] + by_kind["sequence"], by_kind["replayed"]
 
+    def in_grid(self, index: int) -> bool:
+        """Whether request ``index`` is a call of the grid (not a sequence's, not a replayed one)."""
+        return self._order()[index][0] == "grid"
+
     def probe_at(self, index: int):
         """The probe of request ``index`` (None for a replayed call)."""
         kind, position = self._order()[index]
@@ -171,20 +175,31 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
 STOPPED = "--fail-fast stopped this target at its first failed check"
 
 
-def first_failure(declaration: Declaration, calls: Calls):
-    """For ``--fail-fast``: a ``stop_after`` for :meth:`~posenc_spec.gate.runner.Slot.run`
-    that judges each probe's outcome as it arrives and, once a check has failed (one the
-    xfails do not name; ``global-state`` fails with the first call that breaks it), gives
-    the reason to make no more calls. Sequences played before the grid stop nothing: the
-    grid's calls say the first failure, as they do when the sequences come after it (a
-    formula slip fails both, and is the grid's to name). The report is still judged afresh
-    from the outcomes: this only decides when to stop."""
-    results = judge.Results()
-    family = declaration.family.judge(declaration, results, keep_table=False)
-    ahead = {probe.check_id for probe in calls.sequences} if calls.sequences_first else set()
+class FailFast:
+    """For ``--fail-fast``: the ``stop_after`` of :meth:`~posenc_spec.gate.runner.Slot.run`.
 
-    def stop_after(index: int, outcome) -> str | None:
-        probe = calls.probe_at(index)
+    It judges each probe's outcome as it arrives and, once a check has failed (one the xfails
+    do not name; ``global-state`` fails with the first call that breaks it), gives the reason
+    to make no more calls but those it :meth:`keeps`: the grid's own calls, which the hint
+    reads, so that a run under ``--fail-fast`` names the same slip as a full run (a hint read
+    from fewer calls can name a slip the rest rule out). The determinism repeats, the
+    sequences and a snapshot's replayed calls after it are not made. Sequences played before
+    the grid stop nothing: the grid's calls say the first failure, as they do when the
+    sequences come after it (a formula slip fails both, and is the grid's to name). The report
+    is still judged afresh from the outcomes: this only decides which calls are made."""
+
+    def __init__(self, declaration: Declaration, calls: Calls):
+        self.declaration, self.calls = declaration, calls
+        self.results = judge.Results()
+        self.family = declaration.family.judge(declaration, self.results, keep_table=False)
+        self.ahead = {probe.check_id for probe in calls.sequences} if calls.sequences_first else set()
+
+    def keeps(self, index: int) -> bool:
+        """Whether request ``index`` is made after the stop: a call of the grid, not a repeat."""
+        return self.calls.in_grid(index) and self.calls.probe_at(index).role != "repeat"
+
+    def __call__(self, index: int, outcome) -> str | None:
+        declaration, probe = self.declaration, self.calls.probe_at(index)
         if probe is None:
             return None
         if outcome.ran and judge.breaks_global_state(outcome) and declaration.xfails.match("global-state") is None:
@@ -194,13 +209,16 @@ def first_failure(declaration: Declaration, calls: Calls):
         if probe.role == "repeat":
             return None
         with np.errstate(all="ignore"):
-            family.judge(probe, outcome)
-        failed = next((name for name, result in results.by_id.items()
-                       if result.status == "failed" and name not in ahead and declaration.xfails.match(name) is None),
-                      None)
+            self.family.judge(probe, outcome)
+        failed = next((name for name, result in self.results.by_id.items()
+                       if result.status == "failed" and name not in self.ahead
+                       and declaration.xfails.match(name) is None), None)
         return None if failed is None else f"{STOPPED}, {failed}"
 
-    return stop_after
+
+def first_failure(declaration: Declaration, calls: Calls) -> FailFast:
+    """The ``stop_after`` of a ``--fail-fast`` turn (:class:`FailFast`)."""
+    return FailFast(declaration, calls)
 
 
 def _turns(declarations: list[Declaration]):

@@ -228,7 +228,8 @@ class Slot:
         """Import ``target`` in a fresh sealed child and make every call of ``requests``;
         ``search_path`` goes first on the child's import path. ``stop_after(index, outcome)``,
         when given, may return a reason to make no more calls after this one: the rest are
-        not run, with that reason, and the child is killed at once. ``how`` says how to call
+        not run, with that reason, and the child is killed at once; where it has a
+        ``keeps(index)``, the calls it keeps are still made (the rest are not run). ``how`` says how to call
         the target when it is not in the API's own form
         (:meth:`~posenc_spec.gate.declaration.Declaration.how`). A helper process that
         dies or stops during the turn fails the call it happened in (the calls after it are
@@ -333,27 +334,33 @@ class _Turn:
             return turn
         pending = list(enumerate(self.requests))
         self.deaths, self.stop, answered = 0, None, []
+        self.stopped = None  # the reason stop_after gave, while calls it keeps are still made
         try:
             while pending:
                 if self.child is not None and not self.stop:
-                    self.child.send_ahead(pending)
+                    self.child.send_ahead([item for item in pending if self._wanted(item[0])])
                 call_id, request = pending.pop(0)
-                if self.stop:
-                    turn.outcomes.append(Outcome("not-run", self.stop))
+                if self.stop or not self._wanted(call_id):
+                    turn.outcomes.append(Outcome("not-run", self.stop or self.stopped))
                     continue
                 outcome, restart = self._receive(request, call_id)
+                if self.stopped and not self._keeps(call_id):  # sent ahead before the stop: its reply is not judged
+                    outcome = Outcome("not-run", self.stopped)
                 turn.outcomes.append(outcome)
                 answered.append(len(turn.outcomes) - 1)
                 if outcome.status == "died":
                     answered = []  # the replies of the next child are the ones to vouch for
-                    self._after_death(bool(pending))
+                    self._after_death(any(self._wanted(index) for index, _ in pending))
                 elif restart:
                     self.stop = f"not run: {restart}"
-                if not self.stop and self.stop_after is not None and (reason := self.stop_after(call_id, outcome)):
-                    # The calls sent ahead are still being answered: no end-of-turn sync can
-                    # follow them. The target has failed already; no frame of its own can change that.
-                    self.stop = f"not run: {reason}"
-                    self._finish()
+                if not (self.stop or self.stopped) and self.stop_after is not None and (
+                        reason := self.stop_after(call_id, outcome)):
+                    self.stopped = f"not run: {reason}"
+                    if not any(self._keeps(index) for index, _ in pending):
+                        # The calls sent ahead are still being answered: no end-of-turn sync can
+                        # follow them. The target has failed already; no frame of its own can change that.
+                        self.stop = self.stopped
+                        self._finish()
             if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
                 for index in answered:  # every reply this child gave is suspect
                     turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
@@ -363,6 +370,16 @@ class _Turn:
         if self.helper_failure is not None:
             blame_helper_failure(turn, self.helper_failure)
         return turn
+
+    def _keeps(self, call_id: int) -> bool:
+        """Whether a call is made after ``stop_after`` stopped the turn (its ``keeps``)."""
+        keeps = getattr(self.stop_after, "keeps", None)
+        return keeps is not None and keeps(call_id)
+
+    def _wanted(self, call_id: int) -> bool:
+        """Whether a call is still to be made and judged: any before a stop, then those kept,
+        and those sent ahead before it (their replies are read, so that the channel stays in step)."""
+        return not self.stopped or self._keeps(call_id) or (self.child is not None and call_id in self.child.tokens)
 
     def _after_death(self, more: bool) -> None:
         """Start another child for the calls left, up to ``MAX_DEATHS`` deaths."""

@@ -236,11 +236,7 @@ def _attention(spec, api: str, calls: list[Call]) -> list[Variant]:
     held = next((value for call in calls if call.failed and (value := _held_factor(spec, api, call)) is not None), None)
     found = []
     if held is not None and math.isfinite(held) and held > 0 and not math.isclose(held, declared, rel_tol=_SAME):
-        def rescaled(call):
-            return spec, call.probe, _with_outcome(call, [np.asarray(array) * (declared / held)
-                                                          for array in call.outcome.arrays])
-
-        found.append(Variant((_attention_change(conv, held, declared),), rescaled, ("attention",)))
+        found.append(_attention_variant(spec, held, declared))
     if api == "rope-cache" and spec.cache_form == "cos-sin" and declared != 1:
         def sin_too(call):
             arrays = call.outcome.arrays
@@ -250,20 +246,43 @@ def _attention(spec, api: str, calls: list[Call]) -> list[Variant]:
         found.append(Variant((Change("attention-factor-cos-only", f"the attention factor applied to cos only: sin "
                                                                   f"lacks the factor {declared:.6g}"),),
                              sin_too, ("cos only",)))
-    return found
+    return [variant for variant in found if variant is not None]
 
 
-def _attention_change(conv, held: float, declared: float) -> Change:
-    if math.isclose(held, 1.0, rel_tol=_SAME):
-        return Change("attention-factor-missing", f"the attention factor missing: the cache holds 1 where A = "
-                                                  f"{declared:.6g} is declared",
-                      (("attention_factor", "separate"),))
+def _attention_variant(spec, held: float, declared: float) -> Variant | None:
+    """The cache (or ``x``) scaled by ``held`` where ``declared`` belongs. Where a key declares
+    it (the factor's placement, a yarn or longrope ``attention_factor``), the variant is the
+    declaration with that key changed, judged as the gate judges it, so that the advice, applied,
+    conforms; otherwise the calls rescaled to ``declared``, a slip no key declares."""
+    conv = spec.convention
+    if math.isclose(held, 1.0, rel_tol=_SAME) and conv.attention_factor_placement == "in-cache":
+        return _convention(spec, Change("attention-factor-missing", f"the attention factor missing: the cache holds 1 "
+                                                                    f"where A = {declared:.6g} is declared",
+                                        (("attention_factor", "separate"),)),
+                           ("attention",), attention_factor_placement="separate")
+    if conv.attention_factor_placement == "separate" and math.isclose(held, conv.attention_factor(), rel_tol=1e-4):
+        return _convention(spec, Change("attention-factor", f"the attention factor A = {held:.6g} multiplies the "
+                                                            f"cache where it is declared separate (applied elsewhere)",
+                                        (("attention_factor", "in-cache"),)),
+                           ("attention",), attention_factor_placement="in-cache")
     if math.isclose(held, declared * declared, rel_tol=1e-4):
-        return Change("attention-factor-twice", f"the attention factor applied twice: A = {held:.6g} = "
-                                                f"{declared:.6g} x {declared:.6g} where {declared:.6g} is declared")
-    declare = (("rope_parameters", {"attention_factor": number(held)}),) \
-        if conv.rope_type in ("yarn", "longrope") else ()
-    return Change("attention-factor", f"the attention factor is {held:.6g} where {declared:.6g} is declared", declare)
+        change = Change("attention-factor-twice", f"the attention factor applied twice: A = {held:.6g} = "
+                                                  f"{declared:.6g} x {declared:.6g} where {declared:.6g} is declared")
+    elif conv.rope_type in ("yarn", "longrope"):
+        placement = (("attention_factor", "in-cache"),) if conv.attention_factor_placement != "in-cache" else ()
+        params = {**conv.params_dict(), "attention_factor": held}
+        return _convention(spec, Change("attention-factor", f"the attention factor is {held:.6g} where {declared:.6g} "
+                                                            "is declared",
+                                        (*placement, ("rope_parameters", {"attention_factor": number(held)}))),
+                           ("attention",), params=params, attention_factor_placement="in-cache")
+    else:
+        change = Change("attention-factor", f"the attention factor is {held:.6g} where {declared:.6g} is declared")
+
+    def rescaled(call):
+        return spec, call.probe, _with_outcome(call, [np.asarray(array) * (declared / held)
+                                                      for array in call.outcome.arrays])
+
+    return Variant((change,), rescaled, ("attention",))
 
 
 # -- what the frequencies say ---------------------------------------------------------------
@@ -377,6 +396,8 @@ def _differences(declared, found, head_dims) -> tuple[Change, ...]:
     if found.rope_type == declared.rope_type:
         for name in sorted(set(found.params_dict()) | set(declared.params_dict())):
             mine, theirs = found.param(name), declared.param(name)
+            if mine is None and name == "attention_factor":  # the type's own A, stated as the value it computes
+                mine = float(number(found.attention_factor()))
             if mine != theirs and not isinstance(mine, tuple):
                 changes.append(Change("scaling-factor", f"{name} {listed(mine)} where {listed(theirs)} is declared",
                                       (("rope_parameters", {name: mine}),) if mine is not None else ()))
