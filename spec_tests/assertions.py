@@ -72,6 +72,46 @@ def assert_fail_fast_agrees(fast: dict, declarations: dict) -> None:
         assert not only_fast, f"{name}: failed under --fail-fast only: {sorted(only_fast)}"
 
 
+def hint_texts(report) -> list[str]:
+    """What a report's hints say, in order."""
+    return [hint.text() for hint in report.hints]
+
+
+def assert_same_hints(reports: dict, declarations: dict, fail_fast: bool) -> None:
+    """The hints of ``reports`` (name -> report) against a run of ``declarations`` (name ->
+    declaration) with or without ``--fail-fast``: the same hints, word for word, for each."""
+    other = check_named(declarations, fail_fast=fail_fast)
+    mode = "--fail-fast" if fail_fast else "a full run"
+    differ = [f"{name}: {hint_texts(reports[name]) or 'no hint'}, under {mode} {hint_texts(other[name]) or 'no hint'}"
+              for name in declarations if hint_texts(reports[name]) != hint_texts(other[name])]
+    assert not differ, "hints that depend on the run mode:\n" + "\n".join(differ)
+
+
+def advised(table: dict, hints) -> dict:
+    """A ``[[targets]]`` table with the keys of a report's hints applied, as a user pastes them
+    (the hints of one report are one explanation; a ``rope_parameters`` table's keys join
+    those declared, as ``--rope-param`` does)."""
+    table = dict(table)
+    for key, value in (pair for hint in hints for pair in hint.declare):
+        merged = isinstance(value, dict) and isinstance(table.get(key), dict)
+        table[key] = {**table[key], **value} if merged else value
+    return table
+
+
+def assert_advice_conforms(reports: dict, tables: dict) -> int:
+    """Each report (name -> report) whose hints name keys: its entry's ``[[targets]]`` table
+    (name -> table) with them applied conforms. Returns how many were replayed."""
+    from posenc_spec.gate.declaration import declare
+
+    replays = {name: declare(advised(tables[name], report.hints)) for name, report in reports.items()
+               if any(hint.declare for hint in report.hints)}
+    judged = check_named(replays) if replays else {}
+    untrue = [f"{reports[name].target}: {'; '.join(hint_texts(reports[name]))} -> {failure_summary(judged[name])}"
+              for name in replays if not judged[name].conforms]
+    assert not untrue, "hints whose advice, applied, does not conform:\n" + "\n".join(untrue)
+    return len(replays)
+
+
 def failure_summary(report, limit: int = 3) -> str:
     """The first ``limit`` failed checks of a gate report, ``name: message`` each, and how
     many more there are: what an assertion on a verdict shows when it fails."""
@@ -88,6 +128,8 @@ def assert_hint(report, expected: str, planted: str) -> None:
 
     named = [slip for hint in report.hints for slip in hint.slips]
     said = "; ".join(hint.text() for hint in report.hints) or "no hint"
+    unsaid = [slip for hint in report.hints for slip in hint.slips if slip not in hint.text()]
+    assert not unsaid, f"{report.target}: the text of a hint does not name {unsaid}: {said}"
     if expected in SLIPS:
         assert expected in named, f"{report.target} ({planted}): expected a hint naming {expected}, got: {said}"
     else:

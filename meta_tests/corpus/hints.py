@@ -1,6 +1,6 @@
 """The hint each wrong corpus entry must get: the slip planted in it (an id of
 :data:`posenc_spec.gate.identify.hint.SLIPS`), or the reason why the calls the gate makes
-under ``--fail-fast`` cannot show it, where the hint must stay silent (a false hint is a false
+in every run mode cannot show it, where the hint must stay silent (a false hint is a false
 alarm). Every wrong entry is listed: a new entry says here what its hint is.
 """
 
@@ -75,7 +75,7 @@ SINUSOIDAL: dict[str, str] = {
     "timesteps_normalised": "scale",
     "scale_applied_twice": "scale-twice",
     "timesteps_truncated": NOISE,  # timesteps truncated to integers
-    "epsilon_in_denominator": "base",  # at the one width --fail-fast leaves, the epsilon is a base of 9999.7
+    "epsilon_in_denominator": NOT_A_MEMBER,  # the epsilon is another base at each width: no one base fits the grid
     "leaves_default_dtype_float64": NOT_VALUES,  # global-state
     "cache_keyed_by_length": NOT_VALUES,  # call
     "scales_timesteps_in_place": NOT_VALUES,
@@ -103,7 +103,7 @@ ROPE: dict[str, str] = {
     "partial_rotary_factor_dropped": "partial-rotary-ignored",
     "apply_ignores_position_ids": "positions-ignored",
     "proportional_exponent_over_rotated_size": "exponent-over-rotary-dim",
-    "dynamic_ntk_built_once": "theta",  # the calls made show one fixed base, dynamic's at one length
+    "dynamic_ntk_built_once": NOT_A_MEMBER,  # one fixed base: no theta under the declared dynamic type fits the grid
     "dynamic_base_not_scaled_back": NOT_VALUES,  # history
     "dynamic_cache_extended_row_by_row": NOT_A_MEMBER,  # rows of several bases
     "dynamic_ntk_below_trained_length": NOT_VALUES,  # finite: NaN

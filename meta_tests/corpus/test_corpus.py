@@ -13,7 +13,14 @@ import pytest
 
 from meta_tests.corpus import CORRECT, ENTRIES, WRONG
 from meta_tests.corpus.hints import SINUSOIDAL as HINTS
-from spec_tests.assertions import assert_fail_fast_agrees, assert_hint, check_named, failure_summary
+from spec_tests.assertions import (
+    assert_advice_conforms,
+    assert_fail_fast_agrees,
+    assert_hint,
+    assert_same_hints,
+    check_named,
+    failure_summary,
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +32,21 @@ def test_fail_fast_gives_the_full_runs_verdicts(reports):
     """A sample of wrong and correct entries, run in full: the same verdicts, and every check
     the fail-fast run failed fails in the full run too."""
     assert_fail_fast_agrees(reports, {entry.id: entry.declaration() for entry in [*WRONG[::20], *CORRECT[::10]]})
+
+
+def test_hints_are_those_of_a_full_run(reports):
+    """Every wrong entry run in full names the slips this run named, word for word: a hint
+    does not depend on the run mode."""
+    assert_same_hints({entry.id: reports[entry.id] for entry in WRONG}, {entry.id: entry.declaration() for entry in WRONG}, fail_fast=False)
+
+
+def test_each_hints_advice_applied_conforms(reports):
+    """Every hint that names keys, pasted into its entry's declaration, makes the entry
+    conform: a hint is true or absent (and some hints here name keys)."""
+    wrong = WRONG
+    replayed = assert_advice_conforms({entry.id: reports[entry.id] for entry in wrong},
+                                      {entry.id: entry.config_table() for entry in wrong})
+    assert replayed > 0, "no hint of the corpus names keys: nothing was replayed"
 
 
 @pytest.mark.parametrize("entry", WRONG, ids=[entry.id for entry in WRONG])

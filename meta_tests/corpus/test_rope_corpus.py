@@ -21,7 +21,13 @@ from posenc_spec.families.rope import grid, oracle
 from posenc_spec.families.rope.judge import RopeJudge
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.judge import Results
-from spec_tests.assertions import assert_fail_fast_agrees, assert_hint, check_named
+from spec_tests.assertions import (
+    assert_advice_conforms,
+    assert_fail_fast_agrees,
+    assert_hint,
+    assert_same_hints,
+    check_named,
+)
 from spec_tests.assertions import failure_summary as _summary
 
 DYNAMIC_2X = {"factor": 2.0, "original_max_position_embeddings": 4096}
@@ -43,6 +49,21 @@ def test_fail_fast_gives_the_full_runs_verdicts(reports):
     """A sample of wrong and correct entries, run in full: the same verdicts, and every check
     the fail-fast run failed fails in the full run too."""
     assert_fail_fast_agrees(reports, _declarations([*ROPE_WRONG[::12], *ROPE_CORRECT[::8]]))
+
+
+def test_hints_are_those_of_a_full_run(reports):
+    """Every wrong entry run in full names the slips this run named, word for word: a hint
+    does not depend on the run mode."""
+    assert_same_hints({entry.id: reports[entry.id] for entry in ROPE_WRONG}, _declarations(ROPE_WRONG), fail_fast=False)
+
+
+def test_each_hints_advice_applied_conforms(reports):
+    """Every hint that names keys, pasted into its entry's declaration, makes the entry
+    conform: a hint is true or absent (and some hints here name keys)."""
+    wrong = ROPE_WRONG
+    replayed = assert_advice_conforms({entry.id: reports[entry.id] for entry in wrong},
+                                      {entry.id: entry.config_table() for entry in wrong})
+    assert replayed > 0, "no hint of the corpus names keys: nothing was replayed"
 
 
 @pytest.mark.parametrize("entry", ROPE_WRONG, ids=[entry.id for entry in ROPE_WRONG])

@@ -9,7 +9,7 @@ a survivor or a false alarm is named in the test id.
 import pytest
 
 from meta_tests.corpus.sincos2d_registry import BUG_CLASSES, CORRECT, ENTRIES, WRONG
-from spec_tests.assertions import assert_hint, check_named
+from spec_tests.assertions import assert_advice_conforms, assert_hint, assert_same_hints, check_named
 from spec_tests.assertions import failure_summary as _summary
 
 MIN_WRONG, MIN_CORRECT = 25, 10
@@ -68,6 +68,21 @@ HINTS = {
 @pytest.fixture(scope="module")
 def reports():
     return check_named({entry.id: entry.declaration() for entry in ENTRIES})
+
+
+def test_hints_are_those_of_fail_fast(reports):
+    """Every wrong entry run under --fail-fast names the slips this run named, word for word: a hint
+    does not depend on the run mode."""
+    assert_same_hints({entry.id: reports[entry.id] for entry in WRONG}, {entry.id: entry.declaration() for entry in WRONG}, fail_fast=True)
+
+
+def test_each_hints_advice_applied_conforms(reports):
+    """Every hint that names keys, pasted into its entry's declaration, makes the entry
+    conform: a hint is true or absent (and some hints here name keys)."""
+    wrong = WRONG
+    replayed = assert_advice_conforms({entry.id: reports[entry.id] for entry in wrong},
+                                      {entry.id: entry.config_table() for entry in wrong})
+    assert replayed > 0, "no hint of the corpus names keys: nothing was replayed"
 
 
 def test_the_corpus_is_large_enough_and_every_wrong_entry_has_its_hint():

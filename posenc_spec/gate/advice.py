@@ -63,10 +63,12 @@ def hints(declaration, probes, outcomes, report) -> list:
     kept = [(probe, outcome) for probe, outcome in zip(probes, outcomes, strict=True)
             if getattr(probe, "slot", None) not in excused]
     try:
-        return declaration.family.hints(declaration, [probe for probe, _ in kept], [outcome for _, outcome in kept],
-                                        report)
+        found = declaration.family.hints(declaration, [probe for probe, _ in kept], [outcome for _, outcome in kept],
+                                         report)
+        handed = declaration.family.handed_keys(declaration)
     except Exception:  # a hint is advice: whatever a target returned, the verdict stands without it
         return []
+    return [hint.without_advice() if handed & {key for key, _ in hint.declare} else hint for hint in found]
 
 
 def identify_command(declaration) -> str:

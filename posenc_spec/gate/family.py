@@ -195,6 +195,13 @@ class Family:
         """The slip the run's values show, when a check of the values failed."""
         return []
 
+    def handed_keys(self, declaration: Declaration) -> set[str]:
+        """The declaration keys whose values the gate hands the target (a size ``init`` or
+        ``kwargs`` names, an argument the family's calls pass): a hint never advises one, since
+        declaring another value changes what the target computes along with what it is judged
+        against. Families whose calls pass declared values add those."""
+        return declaration.calling.sizes_handed()
+
     def likely_fix(self, reason: str, api: str) -> str:
         """The likely fix when every call failed with ``reason`` (empty: none known)."""
         return ""

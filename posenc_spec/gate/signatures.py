@@ -67,6 +67,12 @@ class Calling:
         return {"signature": self.signature, "init": init, "method": self.method,
                 **({"kwargs": dict(self.kwargs)} if self.kwargs else {})}
 
+    def sizes_handed(self) -> set[str]:
+        """The sizes ``init`` and ``kwargs`` hand the target (``"{rope_theta}"`` hands the declared rope_theta)."""
+        pairs = (*(self.init if isinstance(self.init, tuple) else ()), *self.kwargs)
+        return {match.group(1) for _, value in pairs
+                if isinstance(value, str) and (match := _PLACEHOLDER.match(value)) is not None}
+
     def declared_keys(self) -> dict:
         """The keys that declare this way of calling, those that differ from the API's own call
         (what ``identify``'s answer is written with)."""

@@ -189,10 +189,8 @@ def _sizes_and_type(spec) -> list[Variant]:
                                                                         "declared", (("partial_rotary_factor", 1.0),)),
                                  ("partial",), partial_rotary_factor=1.0, rotary_dim=None))
     if conv.rope_type != "default":
-        found.append(_convention(spec, Change("scaling-type-dropped", f"the scaling type {conv.rope_type} not "
-                                                                      f"applied: the frequencies are plain RoPE's at "
-                                                                      f"theta {conv.theta:g}",
-                                              (("rope_type", "default"),)), ("dropped",),
+        found.append(_convention(spec, _type_dropped(conv, f"the frequencies are plain RoPE's at theta "
+                                                           f"{conv.theta:g}"), ("dropped",),
                                  rope_type="default", params=()))
     factor = conv.param("factor")
     if factor is not None and factor != 1:
@@ -385,8 +383,7 @@ def _differences(declared, found, head_dims) -> tuple[Change, ...]:
     changes = []
     if found.rope_type != declared.rope_type:
         if found.rope_type == "default":
-            changes.append(Change("scaling-type-dropped", f"the scaling type {declared.rope_type} not applied: plain "
-                                                          f"RoPE's frequencies", (("rope_type", "default"),)))
+            changes.append(_type_dropped(declared, "plain RoPE's frequencies"))
         else:
             changes.append(Change("scaling-factor", f"the frequencies are {found.rope_type}'s where "
                                                     f"{declared.rope_type} is declared",
@@ -402,6 +399,16 @@ def _differences(declared, found, head_dims) -> tuple[Change, ...]:
                 changes.append(Change("scaling-factor", f"{name} {listed(mine)} where {listed(theirs)} is declared",
                                       (("rope_parameters", {name: mine}),) if mine is not None else ()))
     return tuple(changes)
+
+
+def _type_dropped(declared, what: str) -> Change:
+    """The scaling type not applied. ``rope_type = "default"`` declares it only where no
+    ``rope_parameters`` are declared (plain RoPE takes none: pasted beside them it is refused)."""
+    if declared.params:
+        return Change("scaling-type-dropped", f"the scaling type {declared.rope_type} not applied: {what} (if that "
+                                              f"is intended, declare rope_type \"default\" and no rope_parameters)")
+    return Change("scaling-type-dropped", f"the scaling type {declared.rope_type} not applied: {what}",
+                  (("rope_type", "default"),))
 
 
 def _simplified(variant: Variant, spec, api: str, calls: list[Call]) -> Variant:

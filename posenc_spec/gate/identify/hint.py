@@ -45,10 +45,16 @@ class Hint:
         return toml_text.assignments(dict(self.declare)) if self.declare else ""
 
     def text(self) -> str:
-        """The message and, when a key declares it, the flags and keys to paste if it was meant."""
+        """The message, when a key declares it the flags and keys to paste if it was meant, and
+        the slips' ids (those the JSON's ``slips`` lists and docs/checks.md explains)."""
+        named = f"slip{'s' if len(self.slips) > 1 else ''}: {', '.join(self.slips)}"
         if not self.declare:
-            return self.message
-        return f"{self.message}; if that is intended, declare {self.flags} ({self.keys})"
+            return f"{self.message} ({named})"
+        return f"{self.message}; if that is intended, declare {self.flags} ({self.keys}) ({named})"
+
+    def without_advice(self) -> Hint:
+        """The same diagnosis with no keys to declare (where declaring them cannot make the target conform)."""
+        return Hint(self.slips, self.message)
 
     def as_dict(self) -> dict:
         return {"slips": list(self.slips), "text": self.text(), "flags": self.flags or None,
