@@ -36,7 +36,9 @@ SINUSOIDAL: dict[str, str] = {
     "integer_exponent_division": NOT_A_MEMBER,  # every frequency 1
     "floor_divided_angle": NOT_A_MEMBER,
     "precedence_power": NOT_A_MEMBER,
-    "precedence_half_dim_minus_one": "precedence-half-dim-minus-one",
+    # From width 20 on, log(base) / half_dim - 1 is negative: frequencies that grow, a base below 1 that no
+    # member has, so no variant fits the whole grid (the narrow widths alone showed the slip).
+    "precedence_half_dim_minus_one": NOT_A_MEMBER,
     "positions_from_one": "positions-offset",
     "fairseq_starts_at_padding_idx": "positions-offset",
     "fairseq_without_offset": "positions-offset",

@@ -37,12 +37,14 @@ def test_fail_fast_gives_the_full_runs_verdicts(reports):
 def test_hints_are_those_of_a_full_run(reports):
     """Every wrong entry run in full names the slips this run named, word for word: a hint
     does not depend on the run mode."""
-    assert_same_hints({entry.id: reports[entry.id] for entry in WRONG}, {entry.id: entry.declaration() for entry in WRONG}, fail_fast=False)
+    assert_same_hints({entry.id: reports[entry.id] for entry in WRONG},
+                      {entry.id: entry.declaration() for entry in WRONG}, fail_fast=False)
 
 
 def test_each_hints_advice_applied_conforms(reports):
-    """Every hint that names keys, pasted into its entry's declaration, makes the entry
-    conform: a hint is true or absent (and some hints here name keys)."""
+    """Every hint that names keys, pasted into its entry's declaration, makes every call the
+    hint reads conform and fails nothing new: a hint is true or absent (and some hints here
+    name keys)."""
     wrong = WRONG
     replayed = assert_advice_conforms({entry.id: reports[entry.id] for entry in wrong},
                                       {entry.id: entry.config_table() for entry in wrong})

@@ -58,8 +58,9 @@ def test_hints_are_those_of_a_full_run(reports):
 
 
 def test_each_hints_advice_applied_conforms(reports):
-    """Every hint that names keys, pasted into its entry's declaration, makes the entry
-    conform: a hint is true or absent (and some hints here name keys)."""
+    """Every hint that names keys, pasted into its entry's declaration, makes every call the
+    hint reads conform and fails nothing new: a hint is true or absent (and some hints here
+    name keys)."""
     wrong = ROPE_WRONG
     replayed = assert_advice_conforms({entry.id: reports[entry.id] for entry in wrong},
                                       {entry.id: entry.config_table() for entry in wrong})

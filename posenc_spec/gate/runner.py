@@ -344,23 +344,16 @@ class _Turn:
                     turn.outcomes.append(Outcome("not-run", self.stop or self.stopped))
                     continue
                 outcome, restart = self._receive(request, call_id)
-                if self.stopped and not self._keeps(call_id):  # sent ahead before the stop: its reply is not judged
-                    outcome = Outcome("not-run", self.stopped)
-                turn.outcomes.append(outcome)
+                unjudged = self.stopped and not self._keeps(call_id)  # sent ahead before the stop
+                turn.outcomes.append(Outcome("not-run", self.stopped) if unjudged else outcome)
                 answered.append(len(turn.outcomes) - 1)
                 if outcome.status == "died":
                     answered = []  # the replies of the next child are the ones to vouch for
                     self._after_death(any(self._wanted(index) for index, _ in pending))
                 elif restart:
                     self.stop = f"not run: {restart}"
-                if not (self.stop or self.stopped) and self.stop_after is not None and (
-                        reason := self.stop_after(call_id, outcome)):
-                    self.stopped = f"not run: {reason}"
-                    if not any(self._keeps(index) for index, _ in pending):
-                        # The calls sent ahead are still being answered: no end-of-turn sync can
-                        # follow them. The target has failed already; no frame of its own can change that.
-                        self.stop = self.stopped
-                        self._finish()
+                if not unjudged:
+                    self._maybe_stop(call_id, outcome, pending)
             if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
                 for index in answered:  # every reply this child gave is suspect
                     turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
@@ -370,6 +363,20 @@ class _Turn:
         if self.helper_failure is not None:
             blame_helper_failure(turn, self.helper_failure)
         return turn
+
+    def _maybe_stop(self, call_id: int, outcome: Outcome, pending: list) -> None:
+        """Ask ``stop_after`` about a call's outcome; a reason stops the calls it does not keep."""
+        if self.stop or self.stopped or self.stop_after is None:
+            return
+        reason = self.stop_after(call_id, outcome)
+        if not reason:
+            return
+        self.stopped = f"not run: {reason}"
+        if not any(self._keeps(index) for index, _ in pending):
+            # The calls sent ahead are still being answered: no end-of-turn sync can
+            # follow them. The target has failed already; no frame of its own can change that.
+            self.stop = self.stopped
+            self._finish()
 
     def _keeps(self, call_id: int) -> bool:
         """Whether a call is made after ``stop_after`` stopped the turn (its ``keeps``)."""

@@ -39,9 +39,9 @@ def test_a_note_fails_nothing_and_is_said():
     """A report whose only finding is a note conforms, and its text names the note and counts it."""
     report = _report()
     assert report.conforms and report.counts()["noted"] == 1
-    text = "\n".join(summary_lines(report))
-    assert f"note  int-min[int32]: {NOTE}" in text
-    assert text.rstrip().endswith("3 checks, 0 failed, 1 noted: conforms")
+    lines = summary_lines(report)
+    assert f"  note  int-min[int32]: {NOTE}" in lines, lines
+    assert lines[1] == "  3 checks, 0 failed, 1 noted: conforms", lines
 
 
 def test_strict_makes_a_note_a_failure():

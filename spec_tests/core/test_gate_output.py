@@ -20,8 +20,9 @@ from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal.conventions import PRESETS
 from posenc_spec.figures.gate_plots import MAX_FOLDER_NAME, figure_folder, figure_folders, write_figures
 from posenc_spec.gate.errors import UsageError
+from posenc_spec.gate.identify.hint import Hint
 from posenc_spec.gate.output import destination, json_report
-from posenc_spec.gate.output.text import MAX_FAILURE_LINES, summary_lines
+from posenc_spec.gate.output.text import MAX_FAILURE_LINES, MAX_HINTED_LINES, summary_lines
 from posenc_spec.gate.report import KeptTable
 from posenc_spec.results import CheckResult, Worst
 from spec_tests.figure_compare import FIGURE_NAMES, assert_png
@@ -149,20 +150,56 @@ def test_merge_recomputes_the_run_status_from_the_checks():
     assert merged["status"] == "does-not-conform"
 
 
-def test_summary_lists_failures_counts_the_rest_and_marks_statuses():
-    """Failures first (at most MAX_FAILURE_LINES), the checks that could not run as a count,
-    xfailed checks tagged, warnings and the verdict last."""
-    checks = [CheckResult(f"formula[{i}x8]", "failed", f"wrong {i}") for i in range(20)]
+def _worst(ratio: float) -> Worst:
+    return Worst(index=(0, 0), shape=(8, 8), actual=ratio, expected=0.0, error=ratio, tolerance=1.0)
+
+
+def test_summary_says_the_verdict_first_then_one_line_per_failing_kind():
+    """The verdict under the header, then one line per failing check kind (how many of its
+    calls failed, the worst of them), the checks that could not run as a count, the warnings;
+    -v lists every check, xfailed ones tagged."""
+    checks = [CheckResult(f"formula[{i}x8]", "failed", f"{i}x8 under vaswani: wrong {i}", _worst(i + 1))
+              for i in range(20)]
     checks += [CheckResult("odd[7]", "xfailed", "known deviation: ceil"),
                CheckResult("range[50x8]", "skipped", "not run: the call for 50x8 did not return a table")]
     report = gate_report(checks, warnings=["draws from torch's global random number generator"])
     lines = summary_lines(report)
-    assert lines[0] == "pkg.mod:fn  [table API, vaswani, odd=skip]"
-    assert sum(line.startswith("  FAIL ") for line in lines) == MAX_FAILURE_LINES
+    assert lines[:2] == ["pkg.mod:fn  [table API, vaswani, odd=skip]",
+                         "  22 checks, 20 failed, 1 skipped, 1 xfailed: does not conform"], lines
+    assert [line for line in lines if line.startswith("  FAIL ")] == [
+        "  FAIL  formula, 20 of 20 calls; worst formula[19x8]: wrong 19"], lines
     assert "  (1 more checks could not run because of the failures above)" in lines
     assert "  warning: draws from torch's global random number generator" in lines
-    assert lines[-1] == "  22 checks, 20 failed, 1 skipped, 1 xfailed: does not conform"
-    assert any(line.startswith("  xfail odd[7]") for line in summary_lines(report, verbose=True))
+    verbose = summary_lines(report, verbose=True)
+    assert sum(line.startswith("  FAIL  formula[") for line in verbose) == 20
+    assert any(line.startswith("  xfail odd[7]") for line in verbose), verbose
+
+
+def test_summary_lists_at_most_a_screenful_of_kinds():
+    """More failing kinds than MAX_FAILURE_LINES (MAX_HINTED_LINES where a hint names the
+    slip): the rest are one line naming them."""
+    checks = [CheckResult(f"kind{i}[50x8]", "failed", f"wrong {i}") for i in range(MAX_FAILURE_LINES + 2)]
+    lines = summary_lines(gate_report(checks))
+    assert sum(line.startswith("  FAIL ") for line in lines) == MAX_FAILURE_LINES, lines
+    assert f"  ... and 2 checks of 2 more kinds (kind{MAX_FAILURE_LINES}, kind{MAX_FAILURE_LINES + 1}; -v lists " \
+           "every check)" in lines, lines
+    hinted = gate_report(checks)
+    hinted.hints = [Hint(("base",), "base 1000 where 10000 is declared", (("base", 1000),))]
+    lines = summary_lines(hinted)
+    assert lines[2].startswith("  hint: base 1000 where 10000 is declared") and lines[2].endswith("(slip: base)")
+    assert sum(line.startswith("  FAIL ") for line in lines) == MAX_HINTED_LINES, lines
+
+
+def test_import_side_effects_are_one_short_line_unless_verbose():
+    """The side effects of the libraries a target imported: one line naming the first modules
+    (the whole warning with -v)."""
+    effects = ("import side effects, kept as in your program, while the target was imported: importing "
+               "torch._dynamo changed environment variables (A); importing transformers changed import hooks "
+               "(5 -> 6 entries); importing tqdm changed threads; importing regex changed the locale")
+    report = gate_report([CheckResult("formula[50x8]", "passed", "ok")], warnings=[effects])
+    assert summary_lines(report)[-1] == ("  note: importing torch._dynamo, transformers, tqdm and 1 more changed "
+                                         "process state, kept as in your program (-v lists it)")
+    assert summary_lines(report, verbose=True)[-1] == f"  warning: {effects}"
 
 
 def test_emit_escapes_what_the_stream_cannot_print(tmp_path):

@@ -29,6 +29,7 @@ returns them in that order of preference, the caller judges each with the gate's
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -208,7 +209,9 @@ def _dynamic(build, theta, theta_raw, ladder, shape):
     if above == below + 1:
         l0_options.append((below, 0))
     if len(moved) >= 2:
-        slope, intercept = np.polyfit([m[0] for m in moved], [m[1] for m in moved], 1)
+        with warnings.catch_warnings():  # a poorly conditioned fit only proposes candidates: judging decides
+            warnings.simplefilter("ignore", np.exceptions.RankWarning)
+            slope, intercept = np.polyfit([m[0] for m in moved], [m[1] for m in moved], 1)
         if slope > 0:
             l0_options += [(float(round(value)), raw) for value, raw in rounded((1 - intercept) / slope, (1, 2, 3, 4))]
     longest, q = moved[-1]

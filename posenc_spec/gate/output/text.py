@@ -1,14 +1,19 @@
-"""What ``posenc-spec check`` prints for a person: a header, then per target the failures,
-what could not run, the warnings and the verdict."""
+"""What ``posenc-spec check`` prints for a person: a header, then per target the verdict, the
+hint, one line per failing check kind, what could not run and the warnings."""
 
 from __future__ import annotations
+
+import collections
+import dataclasses
+import re
 
 from posenc_spec import __version__
 
 from ..advice import common_reason, reason_of
 from ..against import regression_rule
 
-MAX_FAILURE_LINES = 12
+MAX_FAILURE_LINES = 6  # check kinds listed without -v
+MAX_HINTED_LINES = 3  # where a hint names the slip (the lines are its evidence)
 REGRESSION = "regression"
 TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS",
         "noted": "note "}
@@ -64,44 +69,99 @@ def _is_not_run(check) -> bool:
     return check.status == "skipped" and check.message.startswith("not run: ")
 
 
-def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
-    """One target: the header, the first ``MAX_FAILURE_LINES`` failures (every check with
-    ``verbose``), the rest as counts, the warnings, ``extra_lines`` and the verdict."""
-    lines = [target_header(report)] + [f"  {line}" for line in report.advice]
-    shared = common_reason(report)
-    not_run = unlisted = 0
-    for check in report.checks:
-        if check.name == REGRESSION:  # always said, with what changed
-            lines.append(f"  {TAGS[check.status]} {check.name}: {check.message}")
-            lines += detail_lines(check)
-            continue
-        if check.status == "passed" and not verbose:
-            continue
-        if not verbose and _is_not_run(check):
-            not_run += 1
-            continue
-        if not verbose and check.status == "skipped":
-            continue
-        if not verbose and shared and reason_of(check).startswith(shared):  # said once, above
-            continue
-        if not verbose and len(lines) > MAX_FAILURE_LINES:
-            unlisted += 1
-            continue
-        lines.append(f"  {TAGS[check.status]} {check.name}: {check.message}")
-    if unlisted:
-        lines.append(f"  ... {unlisted} more failed checks (-v lists every check, --json FILE records them)")
-    if not_run:
-        lines.append(f"  ({not_run} more checks could not run because of the failures above)")
-    lines += [f"  warning: {warning}" for warning in report.warnings]
-    if report.nearest is not None:
-        lines.append(f"  nearest: {report.nearest['message']}")
-    lines += [f"  hint: {hint.text()}" for hint in report.hints]
-    lines += [f"  {line}" for line in extra_lines]
+def _kind(name: str) -> str:
+    """A check id without its slot: ``formula`` of ``formula[50x8]``."""
+    return name.split("[", 1)[0]
+
+
+def _ratio(check) -> float:
+    return check.worst.ratio if check.worst is not None else 0.0
+
+
+def _kind_line(checks: list, planned: int, declared: str) -> str:
+    """One line for the checks of one kind and status: the worst of them, and how many there are
+    (``declared``, the convention the header already names, is not repeated)."""
+    worst = max(checks, key=_ratio)
+    message = worst.message.replace(f" under {declared}", "") if declared else worst.message
+    if len(checks) == 1:
+        return f"  {TAGS[worst.status]} {worst.name}: {message}"
+    reason = message if worst.status in ("xfailed", "xpassed") else reason_of(dataclasses.replace(worst,
+                                                                                                  message=message))
+    return f"  {TAGS[worst.status]} {_kind(worst.name)}, {len(checks)} of {planned} calls; worst {worst.name}: {reason}"
+
+
+_IMPORTED = re.compile(r"importing (\S+) changed")
+_SIDE_EFFECTS = "import side effects, kept as in your program"
+
+
+def _warning_line(warning: str, verbose: bool) -> str:
+    """A warning; the side effects of imported libraries in one short line, unless ``verbose``."""
+    if verbose or not warning.startswith(_SIDE_EFFECTS):
+        return f"  warning: {warning}"
+    modules = list(dict.fromkeys(_IMPORTED.findall(warning)))
+    named = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3 else "")
+    return f"  note: importing {named or 'its libraries'} changed process state, kept as in your program (-v lists it)"
+
+
+def _tally(report) -> str:
     counts = report.counts()
     tally = f"{len(report.checks)} checks, {counts['failed']} failed"
     tally += "".join(f", {counts[status]} {status}" for status in ("noted", "skipped", "xfailed", "xpassed")
                      if counts[status])
     verdict = {"conforms": "conforms", "does-not-conform": "does not conform",
                "error": "cannot be imported"}[report.status]
-    lines.append(f"  {tally}: {verdict}")
+    return f"  {tally}: {verdict}"
+
+
+def _every_check(report) -> list[str]:
+    """``-v``: every check, one line each (a regression check with what changed)."""
+    lines = []
+    for check in report.checks:
+        lines.append(f"  {TAGS[check.status]} {check.name}: {check.message}")
+        if check.name == REGRESSION:
+            lines += detail_lines(check)
+    return lines
+
+
+def _by_kind(report) -> list[str]:
+    """One line per check kind and status that is not a pass (the worst of each), the
+    checks that could not run as a count; at most ``MAX_FAILURE_LINES`` lines."""
+    shared = common_reason(report)
+    planned = collections.Counter(_kind(check.name) for check in report.checks)
+    groups, not_run = {}, 0
+    for check in report.checks:
+        if check.name == REGRESSION:
+            continue
+        if _is_not_run(check):
+            not_run += 1
+        elif check.status not in ("passed", "skipped") and not (shared and reason_of(check).startswith(shared)):
+            groups.setdefault((check.status, _kind(check.name)), []).append(check)
+    declared = report.declaration.spec.describe() if report.declaration.formula else ""
+    lines = [_kind_line(checks, planned[kind], declared) for (_, kind), checks in groups.items()]
+    limit = MAX_HINTED_LINES if report.hints else MAX_FAILURE_LINES
+    if len(lines) > limit:
+        rest = list(groups.values())[limit:]
+        more = ", ".join(_kind(checks[0].name) for checks in rest)
+        lines = lines[:limit] + [f"  ... and {sum(map(len, rest))} checks of {len(rest)} more kinds "
+                                             f"({more}; -v lists every check)"]
+    regression = [check for check in report.checks if check.name == REGRESSION]
+    for check in regression:  # always said, with what changed
+        lines += [f"  {TAGS[check.status]} {check.name}: {check.message}", *detail_lines(check)]
+    if not_run:
+        lines.append(f"  ({not_run} more checks could not run because of the failures above)")
+    return lines
+
+
+def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
+    """One target: the header, the verdict, the hints (the nearest member where no hint names
+    the slip), a cause every call shares, then one line per failing check kind with its worst
+    call (every check with ``verbose``), the warnings and ``extra_lines``."""
+    lines = [target_header(report), _tally(report)]
+    lines += [f"  hint: {hint.text()}" for hint in report.hints]
+    if report.nearest is not None and not report.hints:
+        lines.append(f"  nearest: {report.nearest['message']}")
+    lines += [f"  {line}" for line in report.advice]
+    lines += _every_check(report) if verbose else _by_kind(report)
+    lines += [_warning_line(warning, verbose) for warning in report.warnings]
+    lines += [f"  {line}" for line in extra_lines]
     return lines

@@ -120,7 +120,7 @@ def test_every_report_gives_the_same_hint():
     """The text summary, the JSON report (valid under the shipped schema), the JUnit failure and
     its suite's properties, and a GitHub notice all carry the hint's text, flags and keys."""
     text = HINT.text()
-    assert text.endswith('declare --layout concat (layout = "concat")'), text
+    assert text.endswith('declare --layout concat (layout = "concat") (slip: layout)'), text
     assert f"  hint: {text}" in summary_lines(_hinted_report())
     data = report_json([_hinted_report()])
     jsonschema.validate(data, json_report.schema())
