@@ -14,7 +14,7 @@ import pytest
 from meta_tests.hostile import report_json
 from meta_tests.reports import gate_report
 from posenc_spec.gate.output import json_report
-from posenc_spec.gate.output.annotations import MAX_LINES_PER_TARGET, github_annotations
+from posenc_spec.gate.output.annotations import MAX_PER_STEP, github_annotations
 from posenc_spec.gate.output.junit import junit_xml
 from posenc_spec.results import CheckResult, Worst
 from posenc_spec.text import TERMINAL_CONTROLS
@@ -226,19 +226,39 @@ def test_annotations_locations_relative_outside_or_null(tmp_path):
 
 
 def test_annotations_are_capped_per_target(tmp_path):
-    """A target with 25 failures gives MAX_LINES_PER_TARGET lines and one that counts the rest;
-    the next target still gets its own."""
-    many = gate_report([CheckResult(f"formula[{i}x8]", "failed", "wrong") for i in range(25)], target="pkg.many:fn")
+    """A target with failures of 25 kinds gives MAX_LINES_PER_TARGET lines and one that counts
+    the rest; the next target still gets its own."""
+    many = gate_report([CheckResult(f"kind{i}[50x8]", "failed", "wrong") for i in range(25)], target="pkg.many:fn")
     one = gate_report([CheckResult("determinism", "failed", "differs")], target="pkg.one:fn")
-    lines = github_annotations(report_json([many, one]), root=tmp_path)
-    assert len(lines) == MAX_LINES_PER_TARGET + 2, lines
-    level, properties, message = _parse_command(lines[MAX_LINES_PER_TARGET])
-    hidden = 25 - MAX_LINES_PER_TARGET
-    assert level == "error" and message.startswith(f"pkg.many:fn: {hidden} more annotations not shown (25 failed")
+    lines = github_annotations(report_json([many, one]), root=tmp_path, limit=5)
+    assert len(lines) == 5 + 2, lines
+    level, properties, message = _parse_command(lines[5])
+    assert level == "error" and message.startswith("pkg.many:fn: 20 more annotations not shown (25 failed")
     assert _parse_command(lines[-1])[2] == "pkg.one:fn: differs"
-    assert len(github_annotations(report_json([many]), root=tmp_path, limit=3)) == 4
     with pytest.raises(ValueError, match="limit must be a positive integer, got 0"):
         github_annotations(report_json([many]), limit=0)
+
+
+def test_annotations_say_each_check_kind_once_with_its_worst_call(tmp_path):
+    """20 failed formula checks: one ::error titled by the kind, with how many failed and the worst call."""
+    report = gate_report([CheckResult(f"formula[{i}x8]", "failed", f"{i}x8: wrong",
+                                      Worst((0, 0), (8, 8), float(i), 0.0, float(i), 1.0)) for i in range(1, 21)])
+    (line,) = github_annotations(report_json([report]), root=tmp_path)
+    level, properties, message = _parse_command(line)
+    assert level == "error" and properties["title"] == "posenc-spec formula", properties
+    assert message == "pkg.mod:fn: 20 of 20 calls failed; worst formula[20x8]: 20x8: wrong", message
+
+
+def test_annotations_stay_within_githubs_ten_per_step(tmp_path):
+    """Six failing targets of three kinds each: at most MAX_PER_STEP errors, every target's
+    first kind among them, and a last one that says how many more there are."""
+    reports = [gate_report([CheckResult(f"{kind}[50x8]", "failed", "wrong") for kind in ("a", "b", "c")],
+                           target=f"pkg.t{number}:fn") for number in range(6)]
+    parsed = [_parse_command(line) for line in github_annotations(report_json(reports), root=tmp_path)]
+    assert len(parsed) == MAX_PER_STEP and all(level == "error" for level, _, _ in parsed), parsed
+    shown = [message for _, _, message in parsed[:-1]]
+    assert all(f"pkg.t{number}:fn: wrong" in shown for number in range(6)), shown
+    assert parsed[-1][2].startswith(f"{6 * 3 - (MAX_PER_STEP - 1)} more error annotations of 6 targets not shown")
 
 
 ROOT = Path(__file__).resolve().parents[2]
