@@ -10,6 +10,7 @@ prints a summary, and writes the versioned JSON report (``--json``), JUnit XML
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import os
 import sys
@@ -183,7 +184,7 @@ def _figures(reports, folder):
 
 def run_merge(args) -> int:
     from posenc_spec.gate.errors import UsageError
-    from posenc_spec.gate.output import json_report
+    from posenc_spec.gate.output import destination, json_report
 
     with contextlib.ExitStack() as held:
         try:
@@ -192,4 +193,20 @@ def run_merge(args) -> int:
             data = json_report.merge([json_report.read_report(path) for path in args.reports], args.reports)
         except UsageError as problem:
             return error("merge", problem)
-        return write_outputs("merge", data, outputs, annotate, sys.stderr if args.json == "-" else sys.stdout)
+        out = sys.stderr if args.json == "-" else sys.stdout
+        status = write_outputs("merge", data, outputs, annotate, out)
+        destination.emit(_merged(data, len(args.reports)), out)
+        return status
+
+
+def _merged(data: dict, shards: int) -> str:
+    """What ``merge`` joined, in words, and why its exit status is what it is."""
+    from posenc_spec.gate.output.json_report import EXIT_STATUS
+
+    counts = collections.Counter(target["status"] for target in data["targets"])
+    words = {"conforms": "conform", "does-not-conform": "do not conform", "error": "cannot be imported"}
+    parts = [f"{counts[status]} {words[status]}" for status in words if counts[status]]
+    why = {0: "every target conforms", 1: "a target does not conform", 2: "a target cannot be imported"}
+    status = EXIT_STATUS[data["status"]]
+    return (f"merged {shards} reports: {len(data['targets'])} targets, {', '.join(parts) or 'none'}; exit status "
+            f"{status} ({why.get(status, data['status'])})")

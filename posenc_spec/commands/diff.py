@@ -56,12 +56,19 @@ def _run(args, held) -> int:
     differences = numeric_differences(old.meta["environment"], new.meta["environment"])
     lines = [f"  recorded in different numeric environments: {'; '.join(differences)}"] if differences else []
     destination.emit(lines + [f"  {diff.describe()}" for diff in failing], out)
-    verdict = "within" if not failing else "beyond"
-    destination.emit(f"{args.old} -> {args.new}: {len(diffs) - len(failing)} of {len(diffs)} calls within {max_ulp} "
-                     f"ULP ({verdict})", out)
+    destination.emit(f"{args.old} -> {args.new}: {_verdict(len(diffs), len(failing), max_ulp)}", out)
     if args.json is not None:
         data = {"old": args.old, "new": args.new, "max_ulp": max_ulp, "passed": not failing,
                 "calls": [diff.as_dict() for diff in diffs]}
         if not write_output("diff", json_out, json_report.to_text(data)):
             return OUTPUT_STATUS
     return 1 if failing else 0
+
+
+def _verdict(calls: int, failing: int, max_ulp: int) -> str:
+    """What the comparison found, in words, and why the exit status is what it is."""
+    if not failing:
+        same = "give identical outputs, bit for bit" if max_ulp == 0 else f"within {max_ulp} ULP of each other"
+        return f"all {calls} calls {same}"
+    allowed = "differ (bit for bit was asked" if max_ulp == 0 else f"differ by more than {max_ulp} ULP (--max-ulp"
+    return f"{failing} of {calls} calls {allowed}); exit status 1"

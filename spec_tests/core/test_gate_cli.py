@@ -204,7 +204,7 @@ def _without_timings(text: str) -> str:
 
 def test_shards_merged_and_jobs_equal_the_serial_run(tmp_path, capsys):
     """-j 2 gives the serial run's report byte for byte apart from timings; two shards,
-    merged, give it too, and merge's exit status is the whole run's."""
+    merged, give it too, and merge's exit status is the whole run's, said in words."""
     config = tmp_path / "gate.toml"
     config.write_text(f'max_positions = 64\n[[targets]]\ntarget = "{HERE}:zero_padded_vaswani"\n'
                       f'[[targets]]\ntarget = "{TORCH_REFERENCE}"\n[[targets]]\ntarget = "{HERE}:random_table"\n'
@@ -221,6 +221,9 @@ def test_shards_merged_and_jobs_equal_the_serial_run(tmp_path, capsys):
     merged = tmp_path / "merged.json"
     status = main(["merge", str(tmp_path / "shard2.json"), str(tmp_path / "shard1.json"), "--json", str(merged)])
     assert status == 1 and _without_timings(merged.read_text()) == runs["serial"][1]
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.startswith("merged 2 reports: 4 targets, ") and said.endswith(
+        "do not conform; exit status 1 (a target does not conform)"), said
     assert main(["merge", str(tmp_path / "shard1.json"), "--json", str(merged)]) == 2
     assert "shard(s) 2/2 missing" in capsys.readouterr().err
 

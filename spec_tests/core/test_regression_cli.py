@@ -7,6 +7,7 @@ changing the torch CPU capability the check sees)."""
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 
 import numpy as np
@@ -218,15 +219,21 @@ def test_bad_snapshots_are_usage_errors(snapshot, tmp_path, capsys, damage):
 
 
 def test_diff_of_two_snapshots(snapshot, tmp_path, monkeypatch, capsys):
-    """diff calls nothing: the same file is within 0 ULP; a changed run is beyond, with JSON."""
+    """diff calls nothing: the same file is identical, bit for bit; a changed run is not, and
+    the last line says how many calls differ and why the exit status is 1; with JSON."""
     assert main(["diff", str(snapshot), str(snapshot)]) == 0
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.endswith("calls give identical outputs, bit for bit"), said
     monkeypatch.setenv(CHANGE, "milli")
     changed = tmp_path / "changed.npz"
     assert main(["snapshot", f"{__file__}:drifting", "--out", str(changed), *SMALL]) == 0
     assert main(["snapshot", f"{__file__}:drifting", "--out", str(changed), *SMALL]) == 2  # exists
     report = tmp_path / "diff.json"
+    capsys.readouterr()
     assert main(["diff", str(snapshot), str(changed), "--json", str(report)]) == 1
     assert json.loads(report.read_text())["passed"] is False
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert re.search(r": \d+ of \d+ calls differ \(bit for bit was asked\); exit status 1$", said), said
     capsys.readouterr()
 
 
