@@ -181,9 +181,15 @@ def judge_regression(declaration, snapshot: Snapshot, outcomes: list[Outcome], r
     the tolerance rule uses."""
     rule = regression_rule(declaration, snapshot)
     bounds = _Bounds(declaration, probes) if rule.kind == "tolerance" else None
-    diffs = []
+    # An exact rule under a declared convention still measures a change in the convention's
+    # units, so that a change within rounding says so (near zero a ULP is tiny: millions of
+    # them can be far inside the bound); the verdict stays exact.
+    measured = _Bounds(declaration, probes) if rule.kind != "tolerance" and declaration.formula else None
+    diffs, ratios = [], []
     try:
         for call, _, diff in replay_diffs(snapshot, requests, outcomes, rule.max_ulp):
+            if measured is not None and not diff.passed:
+                ratios.append(measured.judge(call, outcomes[len(diffs)], diff).bound_ratio)
             diffs.append(diff if bounds is None else bounds.judge(call, outcomes[len(diffs)], diff))
     except SnapshotError as error:
         return failed(CHECK_ID, str(error)), [*diffs, None], []
@@ -194,6 +200,7 @@ def judge_regression(declaration, snapshot: Snapshot, outcomes: list[Outcome], r
     if bounds is not None and bounds.unbounded:
         summary += f" ({bounds.unbounded} bit for bit: not on the convention's grid)"
     detail = f"; worst: {shown.describe()}" if shown is not None else ""
+    detail += _in_convention_units(ratios) if failing else ""
     warnings = []
     if rule.differences and (rule.kind != "exact" or not failing):
         warnings.append(f"regression: the snapshot was recorded in another numeric environment "
@@ -202,6 +209,21 @@ def judge_regression(declaration, snapshot: Snapshot, outcomes: list[Outcome], r
         advice = f"; {rule.advice()}" if rule.kind == "exact" and rule.differences else ""
         return failed(CHECK_ID, summary + detail + advice), diffs, warnings
     return passed(CHECK_ID, summary + detail), diffs, warnings
+
+
+def _in_convention_units(ratios: list) -> str:
+    """A failing exact comparison in the declared convention's units (empty where a call had no bound)."""
+    known = [ratio for ratio in ratios if ratio is not None]  # None: raised, another shape, or off the grid
+    if not known:
+        return ""
+    worst = max(known)
+    if worst > 1.0:
+        return f"; in the declared convention's units the largest change is {worst:.3g} times an element's bound"
+    if len(known) < len(ratios):
+        return (f"; in the declared convention's units the values that moved stay within rounding ({worst:.3g} of "
+                "an element's bound at most); the other changes are named above")
+    return (f"; in the declared convention's units the largest change is {worst:.3g} of an element's bound: "
+            "within rounding (record the snapshot again to accept it, or give --max-ulp N)")
 
 
 class _Bounds:

@@ -243,3 +243,14 @@ def test_a_learned_table_no_convention_describes(tmp_path, capsys):
     assert main(["snapshot", f"{__file__}:learned", "--out", str(path), *SMALL]) == 0
     assert main(["check", f"{__file__}:learned", "--against", str(path), "-j", "1"]) == 0
     assert "2 checks, 0 failed: conforms" in capsys.readouterr().out
+
+
+def test_a_change_is_measured_in_the_declared_conventions_units(snapshot, monkeypatch, capsys):
+    """Bit for bit under a declared convention: one ULP still fails, and the message says it is
+    within rounding in the convention's units; 1e-3 at one element is said to be beyond it."""
+    assert _check(monkeypatch, snapshot, "one-ulp", "--convention", "vaswani", *SMALL) == 1
+    printed = capsys.readouterr().out
+    assert "of an element's bound: within rounding (record the snapshot again" in printed, printed
+    assert _check(monkeypatch, snapshot, "milli", "--convention", "vaswani", *SMALL) == 1
+    printed = capsys.readouterr().out
+    assert "times an element's bound" in printed and "within rounding" not in printed, printed
