@@ -142,8 +142,9 @@ def _by_kind(report) -> list[str]:
     if len(lines) > limit:
         rest = list(groups.values())[limit:]
         more = ", ".join(_kind(checks[0].name) for checks in rest)
-        lines = lines[:limit] + [f"  ... and {sum(map(len, rest))} checks of {len(rest)} more kinds "
-                                             f"({more}; -v lists every check)"]
+        hidden = sum(map(len, rest))
+        lines = lines[:limit] + [f"  ... and {hidden} check{'s' * (hidden != 1)} of {len(rest)} more "
+                                 f"kind{'s' * (len(rest) != 1)} ({more}; -v lists every check)"]
     regression = [check for check in report.checks if check.name == REGRESSION]
     for check in regression:  # always said, with what changed
         lines += [f"  {TAGS[check.status]} {check.name}: {check.message}", *detail_lines(check)]
