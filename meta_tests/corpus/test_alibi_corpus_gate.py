@@ -140,7 +140,7 @@ def test_correct_alibi_conforms(entry, reports):
 @pytest.mark.parametrize("real", REAL, ids=[real[0] for real in REAL])
 def test_real_code_conforms_or_fails_with_its_known_deviation(real, reports):
     """Each real implementation, declared as its users would, conforms to its own convention;
-    declared with the convention it departs from, it fails at its known deviation (Falcon's
+    declared with the convention it departs from, it fails its known deviation (Falcon's
     bfloat16 product at key 257; labml's keys counted from 1)."""
     real_id, module, _keys, deviation = real
     if importlib.util.find_spec(module) is None:
@@ -149,4 +149,4 @@ def test_real_code_conforms_or_fails_with_its_known_deviation(real, reports):
     if deviation is None:
         assert report.conforms, f"{real_id}: {_summary(report)}"
     else:
-        assert [check.name for check in report.failures()][:1] == [deviation], f"{real_id}: {_summary(report)}"
+        assert deviation in [check.name for check in report.failures()], f"{real_id}: {_summary(report)}"

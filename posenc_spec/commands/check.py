@@ -195,7 +195,8 @@ def run_merge(args) -> int:
             return error("merge", problem)
         out = sys.stderr if args.json == "-" else sys.stdout
         status = write_outputs("merge", data, outputs, annotate, out)
-        destination.emit(_merged(data, len(args.reports)), out)
+        if args.json != "-":  # there, standard output is the report, standard error only the annotations
+            destination.emit(_merged(data, len(args.reports)), out)
         return status
 
 

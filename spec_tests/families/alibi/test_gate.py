@@ -45,8 +45,8 @@ def test_command_line_exit_statuses(impl, capsys):
     assert main(["check", "--api", "alibi-bias", "--signature", "heads-length-max", "--alibi-convention", "mpt",
                  "--alibi-bias-max", "16", "--attention-heads", str(HEADS), "impl:mpt_bias"]) == 1
     out = capsys.readouterr().out
-    assert "conforms" in out and "FAIL  formula[L=7]: h=12:1x7 under mpt (alibi_bias_max=16)" not in out
-    assert re.search(r"FAIL  formula\[L=7\]: h=12:1x7 under alibi_bias_max=16\.0 bias_form=key-last", out), out
+    assert "conforms" in out and "under mpt (alibi_bias_max=16)" not in out
+    assert re.search(r"FAIL  formula, \d+ of \d+ calls; worst formula\[L=\d+\]: h=12:1x\d+ ", out), out
     assert "hint: the slopes are those of alibi_bias_max 8, not 16; if that is intended, declare " \
            "--alibi-bias-max 8" in out, out
 
