@@ -176,8 +176,8 @@ def judge_sequence_call(probe, outcome: Outcome, convention, required=None) -> C
     if outcome.status == "raised" and probe.input_dtype is not None and probe.input_dtype not in (required or ()):
         takes = " and ".join(sorted(required or ()))
         return noted(probe.check_id, f"{probe.note}: {outcome.message}; the grid requires {takes} timesteps, "
-                                     f"not {probe.input_dtype}: a target may refuse {probe.input_dtype} (a note, "
-                                     "not a failure), and is judged in the dtypes it takes")
+                                     f"not {probe.input_dtype}: a target may refuse {probe.input_dtype}, and the "
+                                     "sequence judges it in the dtypes it takes")
     result = _formula_verdict(probe.check_id, probe, outcome, convention)
     return dataclasses.replace(result, message=f"{probe.note}: {result.message}")
 

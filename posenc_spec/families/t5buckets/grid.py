@@ -191,7 +191,7 @@ def unreachable(dtype: str) -> str:
     target did there."""
     bits = np.iinfo(dtype).bits - 1
     return (f"-2**{bits} is no difference of two {dtype} positions (those span -(2**{bits} - 1) .. 2**{bits} - 1): "
-            "a note, not a failure")
+            "no caller passes it")
 
 
 def probes_for(convention: BucketConvention, signature: str = "static", query_offset: str = "start",
