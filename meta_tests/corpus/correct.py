@@ -205,10 +205,9 @@ def lucidrains_sinusoidal_pos_emb(timesteps, dim):
     return torch.cat((emb.sin(), emb.cos()), dim=-1)
 
 
-@correct(idiom="Ho et al.'s DDPM get_timestep_embedding ported to NumPy: the timesteps read with .numpy() (a "
-               "bfloat16 tensor has no NumPy dtype: the call raises TypeError, and the grid asks for none), "
-               "exp(-log(10000) / (half_dim - 1) * i) in float32, [sin | cos], an odd width zero-padded "
-               "(d = 2 raises ZeroDivisionError)",
+@correct(idiom="Ho et al.'s DDPM get_timestep_embedding ported to NumPy: timesteps read with .numpy() (bfloat16, "
+               "which the grid never asks for, has no NumPy dtype: TypeError), exp(-log(10000) / (half_dim - 1) * i) "
+               "in float32, [sin | cos], an odd width zero-padded (d = 2: ZeroDivisionError)",
          convention="tensor2tensor", api="timesteps", odd="zero-pad",
          seen="hojonathanho/diffusion diffusion_tf/nn.py get_timestep_embedding (TensorFlow), read through NumPy")
 def ddpm_numpy_timestep_embedding(timesteps, dim):
