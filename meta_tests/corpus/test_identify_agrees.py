@@ -1,8 +1,8 @@
 """``identify`` agrees with ``check`` in every family, on corpus entries correct and wrong.
 
 For each entry of a small sample per family (the correct entries ``check`` notes something
-for, and a stride of the rest; identify runs ``check``'s whole grid, so the sample is
-what keeps this cheap), ``identify`` is asked as a user asks it (the entry's keys that say how
+for, and a few of the rest spread over each corpus: identify runs ``check``'s whole grid, so
+the sample is what keeps this cheap), ``identify`` is asked as a user asks it (the entry's keys that say how
 the target is called, as flags) and ``check`` judges the entry under its own declaration:
 
 - where ``check`` accepts the entry (notes or none), ``identify`` answers a member, never
@@ -26,11 +26,15 @@ from spec_tests.assertions import check_named, failure_summary
 CALL_KEYS = ("target", "api", "t_max", "max_positions", "timeout")
 # A sincos2d entry identify can call: no keys of how it is called beyond fn(height, width, dim).
 _PLAIN_SINCOS2D_KEYS = {*CALL_KEYS, *(set(registry.names_of_api("sincos2d").keys) - set(SINCOS2D_CALL_KEYS))}
-STRIDE = 9  # one entry in STRIDE of each kind: every family's sample holds correct and wrong entries
+PER_KIND = 3  # entries of each kind, spread evenly over the corpus's order
+
+
+def _spread(entries) -> list:
+    return list(entries[::max(1, len(entries) // PER_KIND)])[:PER_KIND]
 
 
 def _sample(correct, wrong, noted=()) -> list:
-    picked = [entry for entry in correct if entry.id in noted] + list(correct[::STRIDE]) + list(wrong[::STRIDE])
+    picked = [entry for entry in correct if entry.id in noted] + _spread(correct) + _spread(wrong)
     return list({entry.id: entry for entry in picked}.values())
 
 
