@@ -61,7 +61,11 @@ the ``diagonal`` property asks exactly that, where the bound alone would not. A 
 ``up_to_row_constant`` accepts any form ``m (d + c_i)`` whose per-row constant is within the
 key span (the key-only forms: ``m q`` or ``m (q - k_last)``; labml's ``m (q + 1)``): its
 elements are bounded by the same terms with ``|d|`` and ``|k| + |q|`` replaced by
-``S = |q| + max |k| + 1``.
+``S = |q| + max |k| + 1`` (:func:`row_constant_tolerance`). The same bound holds wherever a
+check accepts a row constant whatever the declaration (``equivalent``): a zero of the
+oracle (``d = 0``) is then no zero of the computation, which rounds ``m (d + c)``, a number
+as large as ``m S``; a bound of 0 there would fail a correct shifted bias by one rounding
+(labml's ``m (k + 1)`` at key 0 is ``m`` rounded, 2**-53 relative from the oracle's slope).
 
 Float16 and bfloat16 outputs are rounded from float32 arithmetic by correct code; arithmetic
 in them is declared (``bias_dtype``) or wrong: a bfloat16 slope is off by up to 2**-9
@@ -128,10 +132,13 @@ def _rounded(values: np.ndarray, u: float) -> np.ndarray:
 
 
 def bias_bound(num_heads, positions: Positions, convention: str | AlibiConvention, out_dtype,
-               slope_u=None, compute_u=None) -> np.ndarray:
+               slope_u=None, compute_u=None, row_constant=None) -> np.ndarray:
     """``t_bias`` alone for every element of the ``(heads, rows, keys)`` bias (unit roundoffs
-    ``slope_u`` and ``compute_u`` override the convention's dtypes: float64 for the oracle)."""
+    ``slope_u`` and ``compute_u`` override the convention's dtypes: float64 for the oracle;
+    ``row_constant`` whether a constant per row within the key span is accepted, default
+    the convention's ``up_to_row_constant``)."""
     conv = get_convention(convention)
+    row_constant = conv.up_to_row_constant if row_constant is None else row_constant
     u_s = unit_roundoff(slope_dtype(conv)) if slope_u is None else slope_u
     u_c = unit_roundoff(compute_dtype(conv)) if compute_u is None else compute_u
     u_o = unit_roundoff(out_dtype)
@@ -141,7 +148,7 @@ def bias_bound(num_heads, positions: Positions, convention: str | AlibiConventio
     # The key form's arithmetic holds no query position (d = k).
     q = np.zeros(positions.queries.size) if conv.bias_form == "key" else positions.queries.astype(np.float64)
     k = positions.keys.astype(np.float64)
-    if conv.up_to_row_constant:
+    if row_constant:
         span = np.broadcast_to(np.abs(q)[:, None] + np.abs(k).max(initial=0.0) + 1.0, positions.shape)
         size, sides, rho = span, span, _rounded(span, u_c)
     else:
@@ -153,10 +160,10 @@ def bias_bound(num_heads, positions: Positions, convention: str | AlibiConventio
     return m * per_unit
 
 
-def oracle_bound(num_heads, positions: Positions, convention: str | AlibiConvention) -> np.ndarray:
+def oracle_bound(num_heads, positions: Positions, convention: str | AlibiConvention, row_constant=None) -> np.ndarray:
     """The float64 oracle's own error: the same terms with every dtype float64."""
     u = unit_roundoff("float64")
-    return bias_bound(num_heads, positions, convention, "float64", slope_u=u, compute_u=u)
+    return bias_bound(num_heads, positions, convention, "float64", slope_u=u, compute_u=u, row_constant=row_constant)
 
 
 def bias_tolerance(num_heads, positions: Positions, convention: str | AlibiConvention = "paper",
@@ -165,3 +172,13 @@ def bias_tolerance(num_heads, positions: Positions, convention: str | AlibiConve
     dtype_name(out_dtype)  # refuses a dtype without a tolerance, naming it
     return (bias_bound(num_heads, positions, convention, out_dtype)
             + oracle_bound(num_heads, positions, convention))
+
+
+def row_constant_tolerance(num_heads, positions: Positions, convention: str | AlibiConvention = "paper",
+                           out_dtype=DEFAULT_DTYPE) -> np.ndarray:
+    """The bound of a bias computed as ``m (d + c)`` with any constant ``c`` per row within the
+    key span (the span ``S`` above), plus the oracle's own: what a check that accepts a row
+    constant allows, whatever the declaration. Never 0 for a biased head: ``S >= 1``."""
+    dtype_name(out_dtype)
+    return (bias_bound(num_heads, positions, convention, out_dtype, row_constant=True)
+            + oracle_bound(num_heads, positions, convention, row_constant=True))
