@@ -60,7 +60,7 @@ class Alibi(Family):
     def judge(self, declaration, results, keep_table):
         from .judge import AlibiJudge
 
-        return AlibiJudge(declaration.spec.convention, results)
+        return AlibiJudge(declaration.spec.convention, results, declaration.max_positions)
 
     def nearest(self, declaration, judged) -> dict | None:
         from .hints import nearest
