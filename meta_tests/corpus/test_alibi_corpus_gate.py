@@ -47,6 +47,8 @@ WRONG = {
     "bias_max_hard_coded": ("formula[L=7]", "alibi-bias-max"),
     "PartialSlopesOfAllHeads": ("formula[8x8]", "alibi-partial-heads"),
     "PartialUnbiasedHeadsFirst": ("formula[8x8]", "alibi-partial-heads"),
+    "slopes_from_float16_buffer": ("formula[h=1-128]", "alibi-float16-slopes"),
+    "BiasFromFloat16Slopes": ("formula[8x8]", "alibi-float16-slopes"),
 }
 
 BLOOM, FALCON, MPT = (f"transformers.models.{name}.modeling_{name}" for name in ("bloom", "falcon", "mpt"))

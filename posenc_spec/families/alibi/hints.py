@@ -120,9 +120,21 @@ def _slopes_of_every_head(values: np.ndarray, conv: AlibiConvention) -> np.ndarr
     return values * scale.reshape((heads,) + (1,) * (values.ndim - 1))
 
 
+def _float16_slopes(values: np.ndarray, conv: AlibiConvention) -> np.ndarray:
+    """Each head rescaled from its slope rounded to float16 to the exact one: values that fit the
+    declaration after it were formed from float16 slopes (a float16 buffer)."""
+    heads = values.shape[0]
+    exact = oracle.slopes(heads, conv)
+    rounded = exact.astype(np.float16).astype(np.float64)
+    scale = np.divide(exact, rounded, out=np.ones(heads), where=rounded != 0)
+    return values * scale.reshape((heads,) + (1,) * (values.ndim - 1))
+
+
 def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
     """The slips a declaration of ``conv`` may hide, most specific first."""
-    made = []
+    made = [Variant(("alibi-float16-slopes",), "the slopes are rounded to float16 (kept in a float16 buffer): each is "
+                    "off by up to 2**-11 of itself, and so is every bias it makes, far past a float32 bias's bound at "
+                    "long distances; keep the slopes in float32", transform=_float16_slopes, declare=False)]
     if conv.alibi_heads is not None:
         made += [Variant(("alibi-partial-heads",), "the ALiBi heads take the slopes of every head, where those of "
                          "alibi_heads heads belong", transform=_slopes_of_every_head, declare=False),

@@ -26,6 +26,7 @@ from . import oracle, properties
 from .conventions import AlibiConvention, get_convention
 from .grid import AlibiCall, AlibiProbe, chosen_size, probes
 from .signatures import Unreadable, read
+from .tolerance import longest_distance
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
 _RANK = {"passed": 1, "skipped": 0, "noted": 2, "failed": 3}
@@ -124,8 +125,9 @@ class AlibiJudge:
         if bad.any():
             return [finite, skipped("formula", f"h={heads}: NaN or Inf slopes"),
                     skipped("head-ratio", f"h={heads}: NaN or Inf slopes")]
-        return [finite, _named(properties.check_slopes(values, heads, self.conv, dtype), heads),
-                _named(properties.check_head_ratio(values, heads, self.conv, dtype), heads)]
+        distance = longest_distance(self.max_positions)
+        return [finite, _named(properties.check_slopes(values, heads, self.conv, dtype, distance=distance), heads),
+                _named(properties.check_head_ratio(values, heads, self.conv, distance=distance), heads)]
 
     def _bias(self, probe: AlibiProbe, values, dtype: str) -> list[CheckResult]:
         call = probe.call

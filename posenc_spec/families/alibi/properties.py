@@ -23,7 +23,7 @@ from posenc_spec.tolerance import compare, dtype_name
 
 from . import oracle
 from .conventions import AlibiConvention, get_convention
-from .tolerance import bias_tolerance, row_constant_tolerance, slope_tolerance
+from .tolerance import DEFAULT_DISTANCE, bias_tolerance, row_constant_tolerance, slope_tolerance
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,19 +95,21 @@ def _judged_result(name, measured, exact, bound, what, judged=None) -> CheckResu
 
 
 def check_slopes(values, num_heads, convention: str | AlibiConvention = "paper", out_dtype="float32",
-                 name="slopes") -> CheckResult:
-    """Every slope within its bound ``m (delta_s + u_o)`` of the exact one (0 for a head
-    without a bias)."""
+                 name="slopes", distance: int = DEFAULT_DISTANCE) -> CheckResult:
+    """Every slope within its bound of the exact one (0 for a head without a bias): the bound
+    of the float32 bias it makes at ``distance``, over the distance
+    (:func:`~.tolerance.slope_tolerance`), whatever ``out_dtype`` it came in."""
     conv = get_convention(convention)
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     if values.size != num_heads:
         return _result(name, False, f"{values.size} slopes for {num_heads} heads")
-    return _judged_result(name, values, oracle.slopes(num_heads, conv), slope_tolerance(num_heads, conv, out_dtype),
-                          f"{num_heads} slopes under {conv.name()}, {dtype_name(out_dtype)}")
+    return _judged_result(name, values, oracle.slopes(num_heads, conv), slope_tolerance(num_heads, conv, distance),
+                          f"{num_heads} slopes under {conv.name()}, {dtype_name(out_dtype)}, judged by the float32 "
+                          f"bias they make at distance {distance}")
 
 
-def check_head_ratio(values, num_heads, convention: str | AlibiConvention = "paper", out_dtype="float32",
-                     name="head-ratio") -> CheckResult:
+def check_head_ratio(values, num_heads, convention: str | AlibiConvention = "paper", name="head-ratio",
+                     distance: int = DEFAULT_DISTANCE) -> CheckResult:
     """Consecutive biased heads' slopes stand in the rule's ratios (``2 ** (-B/n)`` for a power
     of two; ``2 ** (-B/P)`` within each half of the paper's interleave, and the first extra
     slope ``2 ** (-B/2P)``): a table with the right slopes in the wrong heads (reversed,
@@ -119,7 +121,7 @@ def check_head_ratio(values, num_heads, convention: str | AlibiConvention = "pap
     if count < 2:
         return skipped(name, f"{count} biased head: no ratio")
     exact = oracle.slopes(num_heads, conv)[:count]
-    relative = slope_tolerance(num_heads, conv, out_dtype)[:count] / exact
+    relative = slope_tolerance(num_heads, conv, distance)[:count] / exact
     with np.errstate(divide="ignore", invalid="ignore"):
         measured = values[1:] / values[:-1]
     expected = exact[1:] / exact[:-1]

@@ -33,8 +33,17 @@ not a power of two: an idiom may build them from either ratio, and the finer one
 the larger). A slope returned by itself in ``u_o`` is within ``m (delta_s + u_o)``. It grows
 with the power: BLOOM-176B's 112 heads take powers up to 128 of ``2 ** (-1/16)``, so float32 slopes
 are legitimately several ULPs off (transformers' are up to 7.1 ULP off, on head 104, the 81st
-power, where the bound is 173 ``u_32`` with the store's: ratio 0.043; the largest ratio of
-the 112 is 0.059).
+power, where the bound is 176 ``u_32`` with the bias's terms below: ratio 0.042; the largest
+ratio of the 112 is 0.058).
+
+A slope is worth the biases it makes: a slope returned by itself (``alibi-slopes``) is judged
+by the bias it gives at the longest distance ``D`` a model uses (``max_positions - 1`` when
+declared, else the grid's longest, 8192), formed and stored in float32 (or the declared
+``bias_dtype``): its error times ``D`` must be within that bias's bound at ``d = D``
+(:func:`slope_tolerance`), whatever dtype it is returned in. Per unit of distance that is
+``m (delta_s + 3 u_c + u_o)`` below 2**24 (the terms B1 to B4 at ``q = D``, ``k = 0``), so a
+float32 slope passes and a slope rounded to float16 (``2**-11`` relative: 500 times float32's
+terms) moves the bias far past it; only a slope float16 holds exactly (``2 ** -h``) passes.
 
 Biases
 ------
@@ -90,6 +99,7 @@ from .conventions import AlibiConvention, get_convention
 from .oracle import Positions, distances, slopes
 
 DEFAULT_DTYPE = "float32"
+DEFAULT_DISTANCE = 8192  # the grid's longest distance (its decoding step at 8192, L=8193)
 _NARROW = ("float16", "bfloat16")
 
 
@@ -117,12 +127,20 @@ def slope_error(num_heads, convention: str | AlibiConvention = "paper", dtype=No
     return slope_coefficients(num_heads, conv) * unit_roundoff(dtype or slope_dtype(conv))
 
 
-def slope_tolerance(num_heads, convention: str | AlibiConvention = "paper", out_dtype=DEFAULT_DTYPE) -> np.ndarray:
-    """The bound on each slope returned by itself in ``out_dtype``, plus the oracle's own
-    (``u_64 m``: the oracle's slopes are correctly rounded)."""
-    conv = get_convention(convention)
-    m = slopes(num_heads, conv)
-    return m * (slope_error(num_heads, conv) + unit_roundoff(out_dtype) + unit_roundoff("float64"))
+def longest_distance(max_positions: int | None) -> int:
+    """The longest distance a model uses: ``max_positions - 1`` when declared, else :data:`DEFAULT_DISTANCE`."""
+    return DEFAULT_DISTANCE if max_positions is None else max(max_positions - 1, 1)
+
+
+def slope_tolerance(num_heads, convention: str | AlibiConvention = "paper",
+                    distance: int = DEFAULT_DISTANCE) -> np.ndarray:
+    """The bound on each slope returned by itself: the bound of the causal bias it makes at
+    ``distance`` (query ``distance``, key 0), stored in float32, plus the oracle's own, over
+    ``distance``. The slope's own dtype does not widen it: a slope is worth the bias it makes."""
+    conv = get_convention(convention).replace(bias_form="causal", bias_region="causal", key_positions="index",
+                                              up_to_row_constant=False)
+    farthest = Positions(np.array([distance], dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool))
+    return bias_tolerance(num_heads, farthest, conv, DEFAULT_DTYPE)[:, 0, 0] / distance
 
 
 def _rounded(values: np.ndarray, u: float) -> np.ndarray:
