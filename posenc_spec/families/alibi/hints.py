@@ -8,10 +8,11 @@ computes). A key-only variant matches a call that returned a row per query only 
 every row is the same row of keys at the keys its query attends: the gate reads one row
 of a key-only form, and a table whose rows differ there does not compute it.
 A variant is another convention (the geometric rule, another ``alibi_bias_max``, a
-bfloat16 or float16 bias, the queries first, another form, the padding kept in the
-positions) or the same convention with the values rearranged (the heads reversed, the
-sign flipped, the unbiased heads first). Two slips no variant states are read off the
-values directly: decoding steps that return zeros while the prefill carries a bias, and,
+bfloat16 or float16 bias, the queries first, the padding kept in the positions, a constant
+per row, another form) or the same convention with the values rearranged (the slopes
+rounded to float16, the heads reversed, the sign flipped, the unbiased heads first). Two
+slips no variant states are read off the values directly: decoding steps that return zeros
+while the prefill carries a bias, and,
 last, slopes of another rule (each head's slope measured from its steps between keys,
 when the bias is linear with it).
 """
@@ -164,6 +165,11 @@ def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
                      "gives)", (("query_positions", "first"),)),
              Variant(("alibi-form",), "the bias is the declared one with its sign flipped",
                      transform=lambda values, _: -values, declare=False)]
+    # Before a row constant: left padding shifts a row by one constant, which a run stopped at its
+    # first failure (a left-padded mask, before the mask with a hole) cannot tell from padding.
+    if conv.key_positions == "mask-cumsum":
+        made.append(Variant(("alibi-padding",), "the key positions count the padded keys: the attention mask's "
+                            "padding is not taken out of them", (("key_positions", "index"),)))
     if conv.bias_form != "symmetric" and not conv.up_to_row_constant:
         made.append(Variant(("alibi-form",), "the bias is the declared one plus a constant per query row (the same "
                             "attention after softmax, not the declared bias)", (("up_to_row_constant", True),)))
@@ -177,9 +183,6 @@ def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
             elif conv.bias_region == "full":
                 changes.append(("bias_region", "causal"))
             made.append(Variant(("alibi-form",), f"the bias has the {form} form", tuple(changes)))
-    if conv.key_positions == "mask-cumsum":
-        made.append(Variant(("alibi-padding",), "the key positions count the padded keys: the attention mask's "
-                            "padding is not taken out of them", (("key_positions", "index"),)))
     return made
 
 
