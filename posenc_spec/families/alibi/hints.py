@@ -12,9 +12,8 @@ bfloat16 or float16 bias, the queries first, the padding kept in the positions, 
 per row, another form) or the same convention with the values rearranged (the slopes
 rounded to float16, the heads reversed, the sign flipped, the unbiased heads first). Two
 slips no variant states are read off the values directly: decoding steps that return zeros
-while the prefill carries a bias, and,
-last, slopes of another rule (each head's slope measured from its steps between keys,
-when the bias is linear with it).
+while the prefill carries a bias, and, last, slopes of another rule (each head's slope
+measured from its steps between keys, when the bias is linear with it).
 """
 
 from __future__ import annotations
