@@ -1,12 +1,11 @@
 """The template: a clean process that forks sealed children for the gate.
 
-The gate starts one template with ``python -c`` (see :func:`command`), or, for a target that
-is a Python object, forks one from the calling process (:mod:`posenc_spec.gate.callables`,
-through :func:`announce_and_loop`); it imports the modules the user preloads, NumPy, torch
-(with the modules it imports lazily where a call would pay for them) and this package, and
-runs nothing else, so forking it costs milliseconds and every child starts from the same
-clean state. Requests arrive on its control socket, with the child's own socket passed along
-(SCM_RIGHTS)::
+The gate starts one template with ``python -c`` (see :func:`command`), or, for a target
+that is a Python object, forks one from the calling process
+(:mod:`posenc_spec.gate.callables`, through :func:`announce_and_loop`); it imports the
+modules the user preloads, NumPy, torch and this package, and runs nothing else, so forking
+it costs milliseconds and every child starts from the same clean state. Requests arrive on its control socket, with the
+child's own socket passed along (SCM_RIGHTS)::
 
     {"op": "spawn", "init": {...}}          fork a sealed child serving the passed socket
     {"op": "template", "init": {...}, "subreaper": true}
@@ -143,23 +142,6 @@ def _preload(names) -> str | None:
     return None
 
 
-# Modules torch imports on the first use of a setting the gate restores after every call:
-# torch.use_deterministic_algorithms imports its compiler's configuration (about 800 modules,
-# seconds of CPU), in a target's call and in the gate's restoring the flag after it. Imported
-# here once, no call is charged for them.
-TORCH_LAZY_MODULES = ("torch._inductor.config",)
-
-
-def _import_torch_lazy_modules() -> None:
-    import importlib
-
-    for name in TORCH_LAZY_MODULES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # no torch, or a torch without that module: a call imports what it needs
-            pass
-
-
 def main() -> None:
     import socket
 
@@ -170,9 +152,8 @@ def main() -> None:
 
 def announce_and_loop(sock, preload) -> None:
     """A root template's life once its process is sealed (here, or forked from a caller by
-    :mod:`posenc_spec.gate.callables`): import the ``preload`` modules, NumPy, torch and the
-    modules torch would import lazily during a call (``TORCH_LAZY_MODULES``), announce itself
-    on ``sock`` and serve until the socket closes; it never returns."""
+    :mod:`posenc_spec.gate.callables`): import the ``preload`` modules, NumPy and torch,
+    announce itself on ``sock`` and serve until the socket closes; it never returns."""
     from .limits import not_dumpable
     from .protocol import send
 
@@ -187,7 +168,6 @@ def announce_and_loop(sock, preload) -> None:
         import torch  # noqa: F401
     except ImportError:
         pass
-    _import_torch_lazy_modules()
     from . import convert, serve, state  # noqa: F401
 
     state.warm_up()
