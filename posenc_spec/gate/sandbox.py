@@ -92,8 +92,7 @@ class Limits:
     space in each of its processes, and resident in all of them together), ``processes``
     tasks (processes and threads) beyond its first, ``timeout`` seconds of its own time
     (:class:`OwnTime`) per import and per call (CPU time is capped at the timeout times the
-    number of calls), and files of at
-    most ``file_size`` bytes."""
+    number of calls), and files of at most ``file_size`` bytes."""
 
     memory: int
     processes: int
