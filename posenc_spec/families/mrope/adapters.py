@@ -1,0 +1,87 @@
+"""Multi-axis rotary targets as their authors wrote them (runs in the sealed child; ``init``,
+``method`` and ``kwargs``: :mod:`posenc_spec.gate.child.adapters`).
+
+Every request carries the canonical arguments of :mod:`.grid`: ``position_ids`` ``(axes, L)``
+int64, ``head_dim``, the grid ``t, h, w`` and its ``crop`` ``(3, 2)``. Signatures::
+
+    positions       fn(position_ids, head_dim)                          the family's own form
+    x-position-ids  obj(x, position_ids[:, None, :])                    transformers' Qwen2-VL, Qwen2.5-VL,
+                    x: zeros (1, L, head_dim) float32                    Qwen3-VL, GLM-4V rotary embeddings
+    ids             obj(ids), ids = position_ids.T as float32 (L, axes)   diffusers' FluxPosEmbed
+    get-1d          fn(head_dim, position_ids[0])                        diffusers' get_1d_rotary_pos_embed
+    grid-2d         fn(head_dim, ((top, left), (bottom, right)), (h, w)) diffusers' get_2d_rotary_pos_embed
+    grid-3d         fn(head_dim, ((top, left), (bottom, right)), (h, w), t)
+                                                                        diffusers' get_3d_rotary_pos_embed
+    hidden-states   obj(hidden_states), zeros (1, 1, t pt, h ph, w pw)   diffusers' HunyuanVideo and Wan
+                    float32, (pt, ph, pw) the declared patch_size         rotary modules
+
+``init`` and ``kwargs`` may name ``"{head_dim}"``, ``"{axes_dim}"`` (the features of each axis, a
+list), ``"{theta}"`` (the first axis's base) and ``"{patch_size}"``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc_spec.gate.child.adapters import quiet
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def _number(value: float):
+    """A crop end as real code passes it: an int where it is whole."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _crops(crop) -> tuple:
+    """``crops_coords``: ``((top, left), (bottom, right))`` from the (t, h, w) rows of ``crop``."""
+    values = np.asarray(crop)
+    return ((_number(values[1, 0]), _number(values[2, 0])), (_number(values[1, 1]), _number(values[2, 1])))
+
+
+def adapt(target, how: dict, maker):
+    """The canonical call of ``target`` as ``how`` declares it."""
+    signature = how.get("signature") or "canonical"
+    # A list size ("{axes_dim}") arrives as a JSON list; the core's Maker keys its objects by
+    # their arguments, so it is handed over as a tuple (FluxPosEmbed and HunyuanVideo index it).
+    maker.sizes = {name: tuple(value) if isinstance(value, list) else value for name, value in maker.sizes.items()}
+    patch = tuple(how.get("patch_size") or (1, 1, 1))
+
+    def call(head_dim):
+        return maker(head_dim=head_dim)
+
+    def positions(position_ids, head_dim, t, h, w, crop):
+        with quiet(maker):
+            return call(head_dim)(position_ids, head_dim)
+
+    def x_position_ids(position_ids, head_dim, t, h, w, crop):
+        x = torch.zeros(1, position_ids.shape[1], head_dim)
+        with torch.no_grad():
+            return call(head_dim)(x, position_ids[:, None, :])
+
+    def ids(position_ids, head_dim, t, h, w, crop):
+        with torch.no_grad():
+            return call(head_dim)(position_ids.T.to(torch.float32).contiguous())
+
+    def get_1d(position_ids, head_dim, t, h, w, crop):
+        with quiet(maker):
+            return call(head_dim)(head_dim, position_ids[0])
+
+    def grid_2d(position_ids, head_dim, t, h, w, crop):
+        with quiet(maker):
+            return call(head_dim)(head_dim, _crops(crop), (h, w))
+
+    def grid_3d(position_ids, head_dim, t, h, w, crop):
+        with quiet(maker):
+            return call(head_dim)(head_dim, _crops(crop), (h, w), t)
+
+    def hidden_states(position_ids, head_dim, t, h, w, crop):
+        states = torch.zeros(1, 1, t * patch[0], h * patch[1], w * patch[2])
+        with torch.no_grad():
+            return call(head_dim)(states)
+
+    return {"canonical": positions, "positions": positions, "x-position-ids": x_position_ids, "ids": ids,
+            "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d, "hidden-states": hidden_states}[signature]

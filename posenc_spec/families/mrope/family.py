@@ -1,0 +1,48 @@
+"""What the gate's core asks of the multi-axis rotary family (:class:`~posenc_spec.gate.family.Family`)."""
+
+from __future__ import annotations
+
+from posenc_spec.gate.family import Family
+
+from . import grid
+from .keys import NAMES
+from .spec import declare
+
+
+class Mrope(Family):
+    names = NAMES
+    value_checks = ("formula", "norm", "identity", "relative")
+
+    def declare(self, keys, context):
+        return declare(keys, context)
+
+    def probes(self, declaration) -> list:
+        spec = declaration.spec
+        return grid.probes_for(spec.convention, spec.signature, spec.head_dim, declaration.max_positions)
+
+    def plan_ids(self, calls) -> list[str]:
+        return grid.plan_ids(calls)
+
+    def judge(self, declaration, results, keep_table):
+        from .judge import MropeJudge
+
+        return MropeJudge(declaration.spec.convention, results)
+
+    def nearest(self, declaration, judged):
+        from .slips import nearest
+
+        return nearest(declaration.spec, judged.caches)
+
+    def hints(self, declaration, probes, outcomes, report) -> list:
+        from .slips import hints
+
+        return hints(declaration.spec, probes, outcomes)
+
+    def likely_fix(self, reason: str, api: str) -> str:
+        if "positional argument" in reason:
+            return ("declare the target's signature (x-position-ids, ids, get-1d, grid-2d, grid-3d or hidden-states) "
+                    "and bind its other arguments with kwargs")
+        return ""
+
+
+FAMILY = Mrope()

@@ -1,0 +1,57 @@
+"""The names a multi-axis rotary declaration is made of (imports nothing: ``--help`` and the
+pytest plugin read it without NumPy). What each key accepts: :mod:`.spec`."""
+
+from posenc_spec.gate.family import FamilyKeys
+
+API = "mrope-cache"
+PRESET_NAMES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4v", "flux", "hunyuan-video", "wan", "cogvideox",
+                "hunyuan-dit", "qwen2-vl-vision", "rope-1d")
+SIGNATURES = ("positions", "x-position-ids", "ids", "get-1d", "grid-2d", "grid-3d", "hidden-states")
+
+# The slips a hint names (posenc_spec.gate.identify.hint), in docs/families/mrope.md's words.
+SLIPS = {
+    "mrope-sections": "the frequency slots split among the axes by other sections (swapped, or summed wrongly)",
+    "mrope-axis-order": "the axes in another order (their positions feed each other's slots)",
+    "mrope-interleaved": "contiguous and interleaved sections mixed up",
+    "mrope-frequencies": "shared and per-axis frequencies mixed up (one RoPE over the head, or one per axis)",
+    "mrope-theta": "another theta (per axis, or for the whole head)",
+    "mrope-layout": "rotate-half and interleaved pairs mixed up",
+    "mrope-crop": "a crop's positions made otherwise than start + i (stop - start) / n",
+}
+
+NAMES = FamilyKeys(
+    name="mrope",
+    noun="a multi-axis rotary embedding",
+    apis=(API,),
+    keys=("mrope_preset", "mrope_axes", "mrope_section", "axes_dim", "mrope_interleaved", "axes_frequencies",
+          "axes_theta", "mrope_layout", "attention_head_dim", "patch_size", "mrope_config"),
+    signatures={API: SIGNATURES},
+    sizes={API: ("head_dim", "axes_dim", "theta", "patch_size", "max_positions")},
+    number_keys=("attention_head_dim",),
+    config_key="mrope_config",
+    help={
+        "mrope_preset": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default qwen2-vl)"),
+        "mrope_axes": ("AXES", "the axes in the target's order, such as t,h,w or w,h (t, h, w, p for text)"),
+        "mrope_section": ("N,N,N", "frequency pairs (slots) per axis, transformers' mrope_section"),
+        "axes_dim": ("N,N,N", "features per axis, diffusers' axes_dim (twice mrope_section)"),
+        "mrope_interleaved": ("true|false", "Qwen3-VL's interleaved slots (slot j to axis j % 3) or contiguous ones"),
+        "axes_frequencies": ("shared|per-axis", "one RoPE over the head (Qwen) or one per axis (diffusers)"),
+        "axes_theta": ("B[,B...]", "the base, or one per axis"),
+        "mrope_layout": ("half|interleaved", "a slot's features (j, j + R/2) or (2j, 2j + 1)"),
+        "attention_head_dim": ("N", "the head size the calls use (default: the preset's; rescales wan, cogvideox, "
+                                    "hunyuan-dit, qwen2-vl-vision, rope-1d)"),
+        "patch_size": ("T,H,W", "hidden-states signature: the patch of the video the module divides (default 1,1,1)"),
+        "mrope_config": ("FILE", "a transformers config.json: its rope_parameters (rope_theta, mrope_section, "
+                                 "mrope_interleaved) and head size, and the object --init config builds"),
+    },
+    group="multi-axis rotary embeddings (--api mrope-cache)",
+    title="Rotary embeddings on several axes (M-RoPE of Qwen2/2.5/3-VL and GLM-4V; FLUX, HunyuanVideo, Wan, "
+          "CogVideoX)",
+    page="docs/families/mrope.md",
+    check_ids="Multi-axis rotary embeddings (S a slot: text:64, grid:TxHxW, crop:TxHxW, mixed, long): call, finite, "
+              "formula, norm and identity at [S]; relative[axis=A] for each axis A. See "
+              "posenc_spec.families.mrope.grid.",
+    identify_keys=(),
+    adapters=True,
+    slips=SLIPS,
+)
