@@ -13,13 +13,15 @@ int64, ``head_dim``, the grid ``t, h, w`` and its ``crop`` ``(3, 2)``. Signature
     grid-3d         fn(head_dim, ((top, left), (bottom, right)), (h, w), t)
                                                                         diffusers' get_3d_rotary_pos_embed
     hidden-states   obj(hidden_states), zeros (1, 1, t pt, h ph, w pw)   diffusers' HunyuanVideo and Wan
-                    float32, (pt, ph, pw) the declared patch_size         rotary modules
+                    float32, (pt, ph, pw) the declared mrope_patch        rotary modules
 
 ``init`` and ``kwargs`` may name ``"{head_dim}"``, ``"{axes_dim}"`` (the features of each axis, a
 list), ``"{theta}"`` (the first axis's base) and ``"{patch_size}"``.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -42,13 +44,29 @@ def _crops(crop) -> tuple:
     return ((_number(values[1, 0]), _number(values[2, 0])), (_number(values[1, 1]), _number(values[2, 1])))
 
 
+def _input_ids(types, maker):
+    """Token ids for ``types``: the config's image and video token ids where it has them (and its
+    vision start token before each vision run), 0 for text, for code that reads ids, not types."""
+    config = maker._config() if maker.config_path else None
+    ids = torch.zeros_like(types)
+    for kind, name in ((1, "image_token_id"), (2, "video_token_id")):
+        value = getattr(config, name, None)
+        if value is not None:
+            ids[types == kind] = value
+    start = getattr(config, "vision_start_token_id", None)
+    if start is not None:
+        before = torch.nonzero((types[0, 1:] != 0) & (types[0, :-1] == 0)).flatten()
+        ids[0, before] = start
+    return ids
+
+
 def adapt(target, how: dict, maker):
     """The canonical call of ``target`` as ``how`` declares it."""
     signature = how.get("signature") or "canonical"
     # A list size ("{axes_dim}") arrives as a JSON list; the core's Maker keys its objects by
     # their arguments, so it is handed over as a tuple (FluxPosEmbed and HunyuanVideo index it).
     maker.sizes = {name: tuple(value) if isinstance(value, list) else value for name, value in maker.sizes.items()}
-    patch = tuple(how.get("patch_size") or (1, 1, 1))
+    patch = tuple(how.get("mrope_patch") or (1, 1, 1))
 
     def call(head_dim):
         return maker(head_dim=head_dim)
@@ -83,5 +101,22 @@ def adapt(target, how: dict, maker):
         with torch.no_grad():
             return call(head_dim)(states)
 
+    def sequence(token_types, grids):
+        with quiet(maker):
+            return call(None)(token_types, grids)
+
+    def get_rope_index(token_types, grids):
+        types = token_types[None]
+        runs = [kind for kind, _ in itertools.groupby(token_types.tolist()) if kind]
+        images = grids[[k for k, kind in enumerate(runs) if kind == 1]]
+        videos = grids[[k for k, kind in enumerate(runs) if kind == 2]]
+        with torch.no_grad():
+            result = call(None)(input_ids=_input_ids(types, maker), mm_token_type_ids=types,
+                                image_grid_thw=images if len(images) else None,
+                                video_grid_thw=videos if len(videos) else None)
+        return result[0][:, 0] if isinstance(result, tuple) else result[:, 0]
+
+    if how.get("api") == "mrope-positions":
+        return {"canonical": sequence, "sequence": sequence, "get-rope-index": get_rope_index}[signature]
     return {"canonical": positions, "positions": positions, "x-position-ids": x_position_ids, "ids": ids,
             "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d, "hidden-states": hidden_states}[signature]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from posenc_spec.gate.family import Family
 
 from . import grid
-from .keys import NAMES
+from .keys import NAMES, POSITIONS_API
 from .spec import declare
 
 
@@ -18,24 +18,33 @@ class Mrope(Family):
 
     def probes(self, declaration) -> list:
         spec = declaration.spec
+        if declaration.api == POSITIONS_API:
+            return grid.sequence_probes(spec.spatial_merge_size)
         return grid.probes_for(spec.convention, spec.signature, spec.head_dim, declaration.max_positions)
 
     def plan_ids(self, calls) -> list[str]:
         return grid.plan_ids(calls)
 
     def judge(self, declaration, results, keep_table):
-        from .judge import MropeJudge
+        from .judge import MropeJudge, PositionsJudge
 
-        return MropeJudge(declaration.spec.convention, results)
+        spec = declaration.spec
+        if declaration.api == POSITIONS_API:
+            return PositionsJudge(spec.spatial_merge_size, spec.temporal_interval, results)
+        return MropeJudge(spec.convention, results)
 
     def nearest(self, declaration, judged):
         from .slips import nearest
 
+        if declaration.api == POSITIONS_API:
+            return None
         return nearest(declaration.spec, judged.caches)
 
     def hints(self, declaration, probes, outcomes, report) -> list:
         from .slips import hints
 
+        if declaration.api == POSITIONS_API:
+            return []
         return hints(declaration.spec, probes, outcomes)
 
     def likely_fix(self, reason: str, api: str) -> str:

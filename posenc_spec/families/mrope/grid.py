@@ -172,3 +172,60 @@ def plan_ids(probes) -> list[str]:
     for probe in probes:
         ids += [check_id for check_id in probe.check_ids() if check_id not in ids]
     return [*ids, "aliasing", "global-state"]
+
+
+# -- the mrope-positions API: position ids of a text and vision sequence -------------------------
+
+# Each sequence: runs of (token type, text length or a (t, h, w) grid of merged patches).
+SEQUENCES = {
+    "text:8": ((0, 8),),
+    "image:1x1x1": ((0, 2), (1, (1, 1, 1)), (0, 3)),
+    "image:1x4x6": ((0, 2), (1, (1, 4, 6)), (0, 3)),
+    "image:1x5x3": ((0, 1), (1, (1, 5, 3)), (0, 2)),
+    "image:1x1x7": ((0, 1), (1, (1, 1, 7)), (0, 2)),
+    "video:2x1x1": ((0, 1), (2, (2, 1, 1)), (0, 2)),
+    "video:4x2x3": ((0, 2), (2, (4, 2, 3)), (0, 2)),
+    "image-video": ((0, 1), (1, (1, 3, 2)), (0, 2), (2, (3, 2, 2)), (0, 1)),
+    "two-images": ((0, 1), (1, (1, 2, 2)), (0, 1), (1, (1, 3, 3)), (0, 2)),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class PositionsProbe:
+    """One call of a position-ids target: ``token_types`` ``(L,)`` (0 text, 1 image, 2 video) and
+    ``grids`` ``(runs, 3)``, each vision run's ``(t, h, w)`` in patches before the ``m x m`` merge."""
+
+    slot: str
+    role: str
+    token_types: np.ndarray
+    grids: np.ndarray
+    check_id: str | None = None
+    repeats: str | None = None
+    rng: str = "a"
+
+    def check_ids(self) -> list[str]:
+        return [f"call[{self.slot}]", f"formula[{self.slot}]"] if self.role == "table" else [self.check_id]
+
+    def request(self, label: str | None = None) -> CallRequest:
+        args = (ArrayArg(self.token_types, "int64", "torch", "mm_token_type_ids"),
+                ArrayArg(self.grids, "int64", "torch", "grid_thw"))
+        return CallRequest(label or self.slot, args, (3 * self.token_types.size,), allow_integer=True, rng=self.rng)
+
+
+def sequence_probes(spatial_merge_size: int) -> list[PositionsProbe]:
+    """Every position-ids call, the determinism repeat last."""
+    probes = []
+    for slot, runs in SEQUENCES.items():
+        types, grids = [], []
+        for kind, what in runs:
+            if kind == 0:
+                types += [0] * what
+                continue
+            t, h, w = what
+            types += [kind] * (t * h * w)
+            grids.append((t, h * spatial_merge_size, w * spatial_merge_size))
+        probes.append(PositionsProbe(slot, "table", np.array(types, dtype=np.int64),
+                                     np.array(grids, dtype=np.int64).reshape(-1, 3)))
+    first = probes[0]
+    probes.append(PositionsProbe(first.slot, "repeat", first.token_types, first.grids, "determinism", first.slot, "b"))
+    return probes

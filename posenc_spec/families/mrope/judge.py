@@ -155,3 +155,46 @@ def judge(target, how: dict, convention: MropeConvention, head_dim: int, max_pos
         if probe.role != "repeat":
             judged.judge(probe, outcome_of(function, probe.request()))
     return list(results.by_id.values())
+
+
+class PositionsJudge:
+    """Checks of one position-ids target (``mrope-positions``): each call's ids exactly the
+    reference's (:func:`.oracle.sequence_positions`)."""
+
+    def __init__(self, spatial_merge_size: int, temporal_interval: float, results: Results):
+        self.merge, self.interval, self.results = spatial_merge_size, temporal_interval, results
+
+    def kept_table(self):
+        return None
+
+    def judge(self, probe, outcome: Outcome) -> bool:
+        from . import oracle
+
+        call_id, formula_id = probe.check_ids()
+        status = call_status(outcome)
+        length = probe.token_types.size
+        if status is None and (len(outcome.arrays) != 1 or outcome.dtype not in ("int32", "int64")
+                               or np.asarray(outcome.table).size != 3 * length):
+            status = (f"returned {len(outcome.arrays)} array(s) of {', '.join(outcome.dtypes)} where one integer "
+                      f"array of 3 x {length} position ids belongs")
+        if status:
+            first = (skipped(call_id, f"{probe.slot}: {outcome.message}") if outcome.status == "not-run"
+                     else failed(call_id, f"{probe.slot}: {status}"))
+            self.results.add(first)
+            self.results.not_run([formula_id], call_id, f"the call for {probe.slot} returned nothing to check")
+            return False
+        self.results.add(passed(call_id, f"{probe.slot}: returned {outcome.message or outcome.dtype}"))
+        got = np.asarray(outcome.table, dtype=np.int64).reshape(3, length)
+        want = oracle.sequence_positions(probe.token_types, probe.grids, self.merge, self.interval)
+        off = np.flatnonzero((got != want).any(axis=0))
+        if off.size:
+            token = int(off[0])
+            kinds = ("text", "image", "video")
+            self.results.add(failed(formula_id, f"{probe.slot}: {off.size} of {length} tokens off; the first, token "
+                                                f"{token} ({kinds[probe.token_types[token]]}), has (t, h, w) = "
+                                                f"{tuple(int(v) for v in got[:, token])} where "
+                                                f"{tuple(int(v) for v in want[:, token])} belongs"))
+        else:
+            self.results.add(passed(formula_id, f"{probe.slot}: all {length} tokens' (t, h, w) as the reference "
+                                                f"lays them"))
+        return True

@@ -4,6 +4,7 @@ pytest plugin read it without NumPy). What each key accepts: :mod:`.spec`."""
 from posenc_spec.gate.family import FamilyKeys
 
 API = "mrope-cache"
+POSITIONS_API = "mrope-positions"
 PRESET_NAMES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4v", "flux", "hunyuan-video", "wan", "cogvideox",
                 "hunyuan-dit", "qwen2-vl-vision", "rope-1d")
 SIGNATURES = ("positions", "x-position-ids", "ids", "get-1d", "grid-2d", "grid-3d", "hidden-states")
@@ -22,12 +23,13 @@ SLIPS = {
 NAMES = FamilyKeys(
     name="mrope",
     noun="a multi-axis rotary embedding",
-    apis=(API,),
+    apis=(API, POSITIONS_API),
     keys=("mrope_preset", "mrope_axes", "mrope_section", "axes_dim", "mrope_interleaved", "axes_frequencies",
-          "axes_theta", "mrope_layout", "attention_head_dim", "patch_size", "mrope_config"),
-    signatures={API: SIGNATURES},
-    sizes={API: ("head_dim", "axes_dim", "theta", "patch_size", "max_positions")},
-    number_keys=("attention_head_dim",),
+          "axes_theta", "mrope_layout", "attention_head_dim", "mrope_patch", "mrope_config",
+          "spatial_merge_size", "temporal_interval"),
+    signatures={API: SIGNATURES, POSITIONS_API: ("sequence", "get-rope-index")},
+    sizes={API: ("head_dim", "axes_dim", "theta", "patch_size", "max_positions"), POSITIONS_API: ("max_positions",)},
+    number_keys=("attention_head_dim", "spatial_merge_size", "temporal_interval"),
     config_key="mrope_config",
     help={
         "mrope_preset": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default qwen2-vl)"),
@@ -40,16 +42,21 @@ NAMES = FamilyKeys(
         "mrope_layout": ("half|interleaved", "a slot's features (j, j + R/2) or (2j, 2j + 1)"),
         "attention_head_dim": ("N", "the head size the calls use (default: the preset's; rescales wan, cogvideox, "
                                     "hunyuan-dit, qwen2-vl-vision, rope-1d)"),
-        "patch_size": ("T,H,W", "hidden-states signature: the patch of the video the module divides (default 1,1,1)"),
+        "mrope_patch": ("T,H,W", "hidden-states signature: the patch of the video the module divides (default 1,1,1)"),
         "mrope_config": ("FILE", "a transformers config.json: its rope_parameters (rope_theta, mrope_section, "
-                                 "mrope_interleaved) and head size, and the object --init config builds"),
+                                 "mrope_interleaved), head size, spatial_merge_size and tokens_per_second, and the "
+                                 "object --init config builds"),
+        "spatial_merge_size": ("M", "mrope-positions: the m x m patches merged into one token (default 2)"),
+        "temporal_interval": ("S", "mrope-positions: a video's temporal position step per temporal patch (default 1; "
+                                   "Qwen2.5-VL: tokens_per_second x seconds per grid)"),
     },
-    group="multi-axis rotary embeddings (--api mrope-cache)",
+    group="multi-axis rotary embeddings (--api mrope-cache | mrope-positions)",
     title="Rotary embeddings on several axes (M-RoPE of Qwen2/2.5/3-VL and GLM-4V; FLUX, HunyuanVideo, Wan, "
           "CogVideoX)",
     page="docs/families/mrope.md",
     check_ids="Multi-axis rotary embeddings (S a slot: text:64, grid:TxHxW, crop:TxHxW, mixed, long): call, finite, "
-              "formula, norm and identity at [S]; relative[axis=A] for each axis A. See "
+              "formula, norm and identity at [S]; relative[axis=A] for each axis A; position ids (S text:8, image:TxHxW, "
+              "video:TxHxW, image-video, two-images): call and formula at [S]. See "
               "posenc_spec.families.mrope.grid.",
     identify_keys=(),
     adapters=True,

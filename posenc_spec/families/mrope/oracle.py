@@ -83,3 +83,41 @@ def compact_of(cos_full: np.ndarray, sin_full: np.ndarray, convention: MropeConv
     and at its second (``((cos_a, sin_a), (cos_b, sin_b))``): both must be the slot's."""
     a, b = convention.columns()
     return (cos_full[:, a], sin_full[:, a]), (cos_full[:, b], sin_full[:, b])
+
+
+# -- the position ids of a text and vision sequence (the mrope-positions API) --------------------
+
+TEXT, IMAGE, VIDEO = 0, 1, 2
+
+
+def groups(token_types) -> list[tuple[int, int, int]]:
+    """``(type, start, end)`` of each run of one token type."""
+    types = np.asarray(token_types, dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(types)) + 1
+    starts, ends = np.concatenate([[0], breaks]), np.concatenate([breaks, [types.size]])
+    return [(int(types[start]), int(start), int(end)) for start, end in zip(starts, ends, strict=True)
+            if end > start]
+
+
+def sequence_positions(token_types, grids, spatial_merge_size: int = 2, temporal_interval: float = 1.0) -> np.ndarray:
+    """The ``(3, L)`` int64 position ids (t, h, w) of a sequence, as Qwen2-VL's reference lays them
+    (see :mod:`.conventions`): text tokens count on from the position after everything before
+    them; the ``k``-th vision run is ``grids[k]`` ``(t, h, w)`` patches merged ``m x m``, its
+    tokens at ``start + (floor(i_t s), i_h, i_w)`` (``s`` the temporal interval of a video, 1
+    for an image); the text after it starts at the largest of those positions plus 1."""
+    position, made, vision = 0, [], iter(np.asarray(grids, dtype=np.int64).reshape(-1, 3))
+    for kind, start, end in groups(token_types):
+        if kind == TEXT:
+            made.append(np.broadcast_to(position + np.arange(end - start), (3, end - start)))
+            position += end - start
+            continue
+        t, h, w = (int(value) for value in next(vision))
+        h, w = h // spatial_merge_size, w // spatial_merge_size
+        if t * h * w != end - start:
+            raise ValueError(f"a vision run of {end - start} tokens where its grid makes {t} x {h} x {w}")
+        step = temporal_interval if kind == VIDEO else 1.0
+        mesh = np.meshgrid(np.floor(np.arange(t) * step).astype(np.int64), np.arange(h), np.arange(w), indexing="ij")
+        block = position + np.stack([axis.reshape(-1) for axis in mesh])
+        made.append(block)
+        position = int(block.max()) + 1
+    return np.concatenate(made, axis=1).astype(np.int64) if made else np.zeros((3, 0), dtype=np.int64)

@@ -13,7 +13,7 @@ Keys (every one also a ``--`` flag)::
     mrope_layout        half | interleaved
     attention_head_dim  the head size of the calls (default the preset's: 2 x its slots; a preset whose
                         split follows the head size is rescaled)
-    patch_size          (t, h, w) patch of the hidden-states signature (default 1, 1, 1)
+    mrope_patch         (t, h, w) patch of the hidden-states signature (default 1, 1, 1)
     mrope_config        a transformers config.json: rope_parameters (or rope_scaling) rope_theta,
                         mrope_section, mrope_interleaved, and head_dim (or hidden_size /
                         num_attention_heads), its text_config's where it has one; the object
@@ -30,10 +30,11 @@ from pathlib import Path
 
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.user_files import read_json
-from posenc_spec.gate.values import choice, fail, integer
+from posenc_spec.gate.values import choice, fail, integer, number
 
 from .conventions import DEFAULT_PRESET, FREQUENCIES, LAYOUTS, PRESETS, MropeConvention, at_head_dim
 from .grid import GRID_SIGNATURES
+from .keys import POSITIONS_API
 
 MAX_CONFIG_BYTES = 1 << 22
 MAX_HEAD_DIM = 4096
@@ -51,14 +52,17 @@ class MropeSpec:
     signature: str = "positions"
     patch_size: tuple[int, int, int] = (1, 1, 1)
     config: str | None = None
+    spatial_merge_size: int = 2
+    temporal_interval: float = 1.0
 
     def describe(self) -> str:
         said = self.preset if self.convention == at_head_dim(self.preset, self.head_dim) else self.convention.name()
         return f"{said}, head {self.head_dim}"
 
     def as_dict(self) -> dict:
-        return {**self.convention.as_dict(), "attention_head_dim": self.head_dim, "patch_size": list(self.patch_size),
-                "mrope_config": self.config}
+        return {**self.convention.as_dict(), "attention_head_dim": self.head_dim, "mrope_patch": list(self.patch_size),
+                "mrope_config": self.config, "spatial_merge_size": self.spatial_merge_size,
+                "temporal_interval": self.temporal_interval}
 
     def header_parts(self) -> list[str]:
         return [self.describe()]
@@ -68,7 +72,7 @@ class MropeSpec:
                 "theta": self.convention.theta[0], "patch_size": list(self.patch_size)}
 
     def child_options(self) -> dict:
-        return {"patch_size": list(self.patch_size), "config": self.config}
+        return {"mrope_patch": list(self.patch_size), "config": self.config}
 
 
 def _numbers(name: str, value, kind=int) -> tuple:
@@ -112,7 +116,8 @@ def config_fields(path: str, name: str) -> dict:
         raise UsageError(f"{name}: {problem}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{name}: {path} holds no JSON object")
-    data = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    if isinstance(data.get("text_config"), dict):
+        data = {**data["text_config"], "vision_config": data.get("vision_config")}
     rope = data.get("rope_parameters") or data.get("rope_scaling") or {}
     fields = {}
     theta = rope.get("rope_theta", data.get("rope_theta"))
@@ -121,6 +126,10 @@ def config_fields(path: str, name: str) -> dict:
     for key in ("mrope_section", "mrope_interleaved"):
         if key in rope:
             fields[key] = rope[key]
+    vision = data.get("vision_config") if isinstance(data.get("vision_config"), dict) else {}
+    for key, spelled in (("spatial_merge_size", "spatial_merge_size"), ("temporal_interval", "tokens_per_second")):
+        if spelled in vision:
+            fields[key] = vision[spelled]
     head_dim = data.get("head_dim")
     if head_dim is None and data.get("hidden_size") and data.get("num_attention_heads"):
         head_dim = data["hidden_size"] // data["num_attention_heads"]
@@ -133,14 +142,16 @@ def declare(keys: dict, context) -> MropeSpec:
     """The :class:`MropeSpec` of ``keys``; each bad value a one-line :class:`UsageError` naming its key."""
     name, signature = context.name, context.calling.signature
     preset = choice(name("mrope_preset"), keys.get("mrope_preset", DEFAULT_PRESET), tuple(PRESETS))
-    config = None
+    config, config_keys = None, set()
     if "mrope_config" in keys:
         value = keys["mrope_config"]
         if not isinstance(value, str) or not value:
             fail(name("mrope_config"), "the path of a transformers config.json", value)
         config = str(Path(value) if Path(value).is_absolute() or context.base_dir is None
                      else Path(context.base_dir) / value)
-        keys = {**config_fields(config, name("mrope_config")), **keys}
+        from_config = config_fields(config, name("mrope_config"))
+        config_keys = set(from_config) - set(keys)
+        keys = {**from_config, **keys}
     head_dim = PRESETS[preset].rotary_dim
     if "attention_head_dim" in keys:
         head_dim = integer(name("attention_head_dim"), keys["attention_head_dim"], minimum=2, maximum=MAX_HEAD_DIM)
@@ -148,15 +159,22 @@ def declare(keys: dict, context) -> MropeSpec:
     if convention.rotary_dim > head_dim:
         raise UsageError(f"{name('attention_head_dim')}: the sections rotate {convention.rotary_dim} features, more "
                          f"than the head's {head_dim}")
-    _check_signature(signature, convention, name)
-    patch = _numbers(name("patch_size"), keys["patch_size"]) if "patch_size" in keys else (1, 1, 1)
+    if context.api != POSITIONS_API:
+        _check_signature(signature, convention, name)
+    patch = _numbers(name("mrope_patch"), keys["mrope_patch"]) if "mrope_patch" in keys else (1, 1, 1)
     if len(patch) != 3:
-        fail(name("patch_size"), "three patch sizes, t, h and w", list(patch))
-    if "patch_size" in keys and signature != "hidden-states":
-        raise UsageError(f"{name('patch_size')} is read by the hidden-states signature, not by {signature}")
+        fail(name("mrope_patch"), "three patch sizes, t, h and w", list(patch))
+    if "mrope_patch" in keys and signature != "hidden-states":
+        raise UsageError(f"{name('mrope_patch')} is read by the hidden-states signature, not by {signature}")
     if context.calling.init == "config" and config is None:
         raise UsageError(f"{name('init')}: \"config\" builds from {name('mrope_config')}, and none is given")
-    return MropeSpec(convention, preset, head_dim, signature, patch, config)
+    merge = integer(name("spatial_merge_size"), keys.get("spatial_merge_size", 2), minimum=1, maximum=64)
+    interval = number(name("temporal_interval"), keys.get("temporal_interval", 1.0), above=0, maximum=1e6)
+    if context.api != POSITIONS_API and any(key in keys for key in ("spatial_merge_size", "temporal_interval")
+                                            if key not in config_keys):
+        raise UsageError(f"{name('spatial_merge_size')} and {name('temporal_interval')} declare the "
+                         f"{POSITIONS_API} API's position ids")
+    return MropeSpec(convention, preset, head_dim, signature, patch, config, merge, float(interval))
 
 
 def _convention(keys: dict, name, base: MropeConvention) -> MropeConvention:
