@@ -53,5 +53,10 @@ class Mrope(Family):
                     "and bind its other arguments with kwargs")
         return ""
 
+    def identify_request(self, flags, call):
+        from .identify import Identification
+
+        return Identification(call, flags)
+
 
 FAMILY = Mrope()

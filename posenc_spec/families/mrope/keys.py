@@ -58,7 +58,7 @@ NAMES = FamilyKeys(
               "formula, norm and identity at [S]; relative[axis=A] for each axis A; position ids (S text:8, image:TxHxW, "
               "video:TxHxW, image-video, two-images): call and formula at [S]. See "
               "posenc_spec.families.mrope.grid.",
-    identify_keys=(),
+    identify_keys=("signature", "init", "method", "kwargs", "attention_head_dim", "mrope_patch", "mrope_config"),
     adapters=True,
     slips=SLIPS,
 )

@@ -40,6 +40,8 @@ MAX_CONFIG_BYTES = 1 << 22
 MAX_HEAD_DIM = 4096
 # The signatures that take a grid of three axes, and those that take two.
 THREE_AXES = ("grid-3d", "hidden-states")
+# How many axes each signature's positions have, where it says.
+SIGNATURE_AXES = {"grid-3d": 3, "hidden-states": 3, "grid-2d": 2, "get-1d": 1}
 
 
 @dataclass(frozen=True)
