@@ -32,7 +32,7 @@ def candidates(spec) -> list[tuple[str, MropeConvention]]:
     found: list[tuple[str, MropeConvention]] = [(spec.preset, spec.convention)]
     for name in PRESETS:
         preset = at_head_dim(name, spec.head_dim)
-        for member in (preset, *(variant.convention for variant in slips.variants(preset))):
+        for member in (preset, *(variant.convention for variant in slips.variants(preset) if variant.rows is None)):
             if (len(member.axes) == len(spec.convention.axes) and member.rotary_dim == spec.convention.rotary_dim
                     and all(member != seen for _, seen in found)):
                 found.append((name, member))

@@ -7,7 +7,8 @@ The run's readable caches (every table call but the crop's) are judged again und
 slip                   variant
 =====================  =====================================================================
 ``mrope-sections``     the same axes owning the sections in another order (swapped)
-``mrope-axis-order``   the axes in another order, each keeping its share of slots
+``mrope-axis-order``   the positions' rows read in another order (for a grid: the axes declared
+                       in another order, each keeping its share of slots)
 ``mrope-interleaved``  interleaved slots for contiguous ones, or the other way
 ``mrope-frequencies``  per-axis frequencies for shared ones, or the other way
 ``mrope-layout``       rotate-half pairs for interleaved ones, or the other way
@@ -30,6 +31,7 @@ from posenc_spec.gate.identify.hint import Hint
 
 from . import properties
 from .conventions import MropeConvention
+from .grid import GRID_SIGNATURES
 from .tolerance import crop_position_error
 
 COMMON_THETAS = (10000.0, 1e6, 5e6, 500000.0, 256.0, 100.0)
@@ -37,9 +39,18 @@ COMMON_THETAS = (10000.0, 1e6, 5e6, 500000.0, 256.0, 100.0)
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
+    """A variant: ``convention`` read with the positions' rows in the order ``rows`` (None: as
+    handed over); ``keys`` the declaration keys that state it, where one can."""
+
     slip: str
     convention: MropeConvention
-    keys: tuple  # the declaration keys that state it
+    keys: tuple
+    rows: tuple | None = None
+
+    def fits(self, caches) -> bool:
+        return all(properties.check_formula(cache, probe.positions if self.rows is None else
+                                            probe.positions[list(self.rows)], self.convention).passed
+                   for probe, cache in caches)
 
 
 def _replaced(declared: MropeConvention, **fields) -> MropeConvention | None:
@@ -56,15 +67,15 @@ def variants(declared: MropeConvention) -> list[Variant]:
 
     def add(slip, keys, **fields):
         made = _replaced(declared, **fields)
-        if made is not None and all(made != seen.convention for seen in found):
+        if made is not None and all(made != seen.convention or seen.rows for seen in found):
             found.append(Variant(slip, made, keys))
 
     for order in itertools.permutations(range(len(declared.axes))):
         sections = tuple(declared.sections[k] for k in order)
         add("mrope-sections", (("mrope_section", list(sections)),), sections=sections)
-        axes = tuple(declared.axes[k] for k in order)
-        add("mrope-axis-order", (("mrope_axes", list(axes)), ("mrope_section", list(sections))), axes=axes,
-            sections=sections)
+        if list(order) != sorted(order):
+            axes = tuple(declared.axes[k] for k in order)
+            found.append(Variant("mrope-axis-order", declared, (("mrope_axes", list(axes)),), tuple(order)))
     add("mrope-interleaved", (("mrope_interleaved", not declared.interleaved),), interleaved=not declared.interleaved)
     other = "per-axis" if declared.frequencies == "shared" else "shared"
     add("mrope-frequencies", (("axes_frequencies", other),), frequencies=other)
@@ -76,7 +87,7 @@ def variants(declared: MropeConvention) -> list[Variant]:
 
 
 def _fits(convention: MropeConvention, caches) -> bool:
-    return all(properties.check_formula(cache, probe.positions, convention).passed for probe, cache in caches)
+    return Variant("", convention, ()).fits(caches)
 
 
 def _grid_caches(caches) -> list:
@@ -86,7 +97,7 @@ def _grid_caches(caches) -> list:
 def nearest(spec, caches) -> dict | None:
     """The one variant every cache fits, as ``{"name", "message", ...}`` (None: none, or several)."""
     found = _explaining(spec.convention, _grid_caches(caches))
-    if len(found) != 1:
+    if len(found) != 1 or found[0].rows is not None:
         return None
     member = found[0].convention
     return {"name": member.name(), "message": f"the caches are those of {member.name()}", **member.as_dict()}
@@ -95,7 +106,7 @@ def nearest(spec, caches) -> dict | None:
 def _explaining(declared: MropeConvention, caches) -> list[Variant]:
     if not caches or _fits(declared, caches):
         return []
-    return [variant for variant in variants(declared) if _fits(variant.convention, caches)]
+    return [variant for variant in variants(declared) if variant.fits(caches)]
 
 
 def hints(spec, probes, outcomes) -> list[Hint]:
@@ -122,5 +133,12 @@ def hints(spec, probes, outcomes) -> list[Hint]:
     if len(found) != 1:
         return []
     variant = found[0]
+    if variant.rows is not None:
+        fed = ", ".join(f"{declared.axes[row]} into {axis}'s slots" for axis, row in
+                        zip(declared.axes, variant.rows, strict=True) if declared.axes[row] != axis)
+        if spec.signature in GRID_SIGNATURES:
+            return [Hint((variant.slip,), f"the grid's axes feed other axes' slots ({fed})", variant.keys)]
+        return [Hint((variant.slip,), f"the rows of the positions are read in another order than the declared "
+                                      f"{', '.join(declared.axes)}: {fed}")]
     return [Hint((variant.slip,), f"the caches are {variant.convention.name()}'s, not the declared "
                                   f"{declared.name()}'s", variant.keys)]
