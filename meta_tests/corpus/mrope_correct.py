@@ -52,14 +52,15 @@ def qwen3_vl_interleaved(position_ids, head_dim):
     return angles.cos(), angles.sin()
 
 
-@mrope_correct("GLM-4V's M-RoPE (8/12/12 sections, theta 10000) with einsum and a gather of the axes",
+@mrope_correct("GLM-4V's M-RoPE (8/12/12 sections, theta 10000, interleaved pairs) with einsum and a gather of the "
+               "axes",
                mrope_preset="glm-4v")
 def glm4v_einsum(position_ids, head_dim):
     inv_freq = _shared_inverse_frequencies(2 * 32, 10000.0)
     owner = torch.repeat_interleave(torch.arange(3), torch.tensor([8, 12, 12]))
     chosen = position_ids.float()[owner]  # (32, L)
     angles = torch.einsum("sl,s->ls", chosen, inv_freq)
-    return torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    return angles.cos().repeat_interleave(2, -1), angles.sin().repeat_interleave(2, -1)
 
 
 class Qwen2VLStyleRotary(torch.nn.Module):

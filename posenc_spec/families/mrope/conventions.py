@@ -26,7 +26,8 @@ by that axis's position times the slot's frequency. Every real form is this map 
 ``layout``
     Where a slot's two features are: ``half`` (``j`` and ``j + P``, transformers'
     ``rotate_half``; Qwen2-VL's vision tower) or ``interleaved`` (``2 j`` and ``2 j + 1``,
-    diffusers' ``repeat_interleave_real=True`` and ``use_real_unbind_dim=-1``).
+    diffusers' ``repeat_interleave_real=True`` and ``use_real_unbind_dim=-1``; GLM-4V's
+    ``repeat_interleave`` and ``rotate_half_llm``).
 
 Positions of a grid (``t x h x w`` tokens, row-major: ``t`` slowest, ``w`` fastest): along
 each axis ``start + i (stop - start) / n`` for ``i < n``, ``start = 0`` and ``stop = n`` unless a
@@ -159,8 +160,8 @@ def cogvideox_sections(head_dim: int) -> tuple[int, int, int]:
     return (head_dim // 4 // 2, head_dim // 8 * 3 // 2, head_dim // 8 * 3 // 2)
 
 
-def _qwen(sections, theta, interleaved=False) -> MropeConvention:
-    return MropeConvention(("t", "h", "w"), sections, "shared", interleaved, (theta,), "half")
+def _qwen(sections, theta, interleaved=False, layout="half") -> MropeConvention:
+    return MropeConvention(("t", "h", "w"), sections, "shared", interleaved, (theta,), layout)
 
 
 def _axis_wise(axes, sections, theta=10000.0, layout="interleaved") -> MropeConvention:
@@ -173,7 +174,7 @@ PRESETS = {
     "qwen2-vl": _qwen((16, 24, 24), 1e6),
     "qwen2.5-vl": _qwen((16, 24, 24), 1e6),
     "qwen3-vl": _qwen((24, 20, 20), 5e6, interleaved=True),
-    "glm-4v": _qwen((8, 12, 12), 10000.0),
+    "glm-4v": _qwen((8, 12, 12), 10000.0, layout="interleaved"),
     "flux": _axis_wise(("t", "h", "w"), (8, 28, 28)),
     "hunyuan-video": _axis_wise(("t", "h", "w"), (8, 28, 28), theta=256.0),
     "wan": _axis_wise(("t", "h", "w"), wan_sections(128)),

@@ -41,10 +41,10 @@ class Mrope(Family):
         return nearest(declaration.spec, judged.caches)
 
     def hints(self, declaration, probes, outcomes, report) -> list:
-        from .slips import hints
+        from .slips import hints, position_hints
 
         if declaration.api == POSITIONS_API:
-            return []
+            return position_hints(declaration.spec, probes, outcomes)
         return hints(declaration.spec, probes, outcomes)
 
     def likely_fix(self, reason: str, api: str) -> str:

@@ -18,6 +18,9 @@ SLIPS = {
     "mrope-theta": "another theta (per axis, or for the whole head)",
     "mrope-layout": "rotate-half and interleaved pairs mixed up",
     "mrope-crop": "a crop's positions made otherwise than start + i (stop - start) / n",
+    "mrope-text-after-vision": "the text after an image or a video started elsewhere than after its largest "
+                               "position",
+    "mrope-temporal-step": "a video's temporal step truncated to an integer before it multiplies the frame index",
 }
 
 NAMES = FamilyKeys(

@@ -99,12 +99,25 @@ def groups(token_types) -> list[tuple[int, int, int]]:
             if end > start]
 
 
-def sequence_positions(token_types, grids, spatial_merge_size: int = 2, temporal_interval: float = 1.0) -> np.ndarray:
+# Where the text after a vision run starts, from the run's start, its merged grid and its largest
+# position: the reference's rule, and the slips the hints try (:mod:`.slips`).
+ADVANCES = {
+    "after-largest": lambda start, t, h, w, top: top + 1,
+    "spatial-extent": lambda start, t, h, w, top: start + max(h, w),
+    "at-largest": lambda start, t, h, w, top: top,
+    "skip-one": lambda start, t, h, w, top: top + 2,
+}
+
+
+def sequence_positions(token_types, grids, spatial_merge_size: int = 2, temporal_interval: float = 1.0,
+                       advance: str = "after-largest", truncated_step: bool = False) -> np.ndarray:
     """The ``(3, L)`` int64 position ids (t, h, w) of a sequence, as Qwen2-VL's reference lays them
     (see :mod:`.conventions`): text tokens count on from the position after everything before
     them; the ``k``-th vision run is ``grids[k]`` ``(t, h, w)`` patches merged ``m x m``, its
     tokens at ``start + (floor(i_t s), i_h, i_w)`` (``s`` the temporal interval of a video, 1
-    for an image); the text after it starts at the largest of those positions plus 1."""
+    for an image); the text after it starts at the largest of those positions plus 1.
+    ``advance`` (:data:`ADVANCES`) and ``truncated_step`` (``s`` truncated to an integer first)
+    give the slips the hints name."""
     position, made, vision = 0, [], iter(np.asarray(grids, dtype=np.int64).reshape(-1, 3))
     for kind, start, end in groups(token_types):
         if kind == TEXT:
@@ -115,9 +128,9 @@ def sequence_positions(token_types, grids, spatial_merge_size: int = 2, temporal
         h, w = h // spatial_merge_size, w // spatial_merge_size
         if t * h * w != end - start:
             raise ValueError(f"a vision run of {end - start} tokens where its grid makes {t} x {h} x {w}")
-        step = temporal_interval if kind == VIDEO else 1.0
+        step = (float(int(temporal_interval)) if truncated_step else temporal_interval) if kind == VIDEO else 1.0
         mesh = np.meshgrid(np.floor(np.arange(t) * step).astype(np.int64), np.arange(h), np.arange(w), indexing="ij")
         block = position + np.stack([axis.reshape(-1) for axis in mesh])
         made.append(block)
-        position = int(block.max()) + 1
+        position = int(ADVANCES[advance](position, t, h, w, int(block.max())))
     return np.concatenate(made, axis=1).astype(np.int64) if made else np.zeros((3, 0), dtype=np.int64)

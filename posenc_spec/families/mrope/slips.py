@@ -17,7 +17,11 @@ slip                   variant
 
 A hint is named when exactly one variant fits every cache within the bounds: then its keys,
 declared, make the target conform. ``mrope-crop``: every grid fits the declared convention
-and only the cropped one does not.
+and only the cropped one does not. ``sin-cos-swapped`` and ``positions-offset`` (the rope family's):
+the caches fit with cos and sin exchanged, or at every position shifted by one.
+
+Position ids (``mrope-positions``): ``mrope-text-after-vision`` and ``mrope-temporal-step`` when
+exactly one rule of :data:`POSITION_SLIPS` gives every sequence's ids.
 """
 
 from __future__ import annotations
@@ -109,6 +113,52 @@ def _explaining(declared: MropeConvention, caches) -> list[Variant]:
     return [variant for variant in variants(declared) if variant.fits(caches)]
 
 
+def _swapped(caches) -> list:
+    return [(probe, properties.Cache(cache.sin, cache.cos, cache.dtype, cache.complex)) for probe, cache in caches]
+
+
+def _shifted(caches, by: int) -> list:
+    return [(dataclasses.replace(probe, positions=probe.positions + by), cache) for probe, cache in caches]
+
+
+def _plain_slips(declared: MropeConvention, caches) -> list[Hint]:
+    """sin and cos swapped, or every position shifted by one: the rope family's slips."""
+    if _fits(declared, _swapped(caches)):
+        return [Hint(("sin-cos-swapped",), "cos and sin are returned in the other order")]
+    for by in (1, -1):
+        if _fits(declared, _shifted(caches, by)):
+            return [Hint(("positions-offset",), f"every position is taken {by:+d}: the caches are those of the "
+                                                f"positions {'after' if by > 0 else 'before'} the ones handed over")]
+    return []
+
+
+POSITION_SLIPS = (
+    ({"advance": "spatial-extent"}, "mrope-text-after-vision",
+     "the text after a vision run starts after the run's larger spatial side (start + max(h, w)), not after its "
+     "largest position: with several frames its temporal positions run past it"),
+    ({"advance": "at-largest"}, "mrope-text-after-vision",
+     "the text after a vision run starts at the run's largest position, not one after it"),
+    ({"advance": "skip-one"}, "mrope-text-after-vision",
+     "the text after a vision run starts two after the run's largest position, not one"),
+    ({"truncated_step": True}, "mrope-temporal-step",
+     "a video's temporal step is truncated to an integer before it multiplies the frame index"),
+)
+
+
+def position_hints(spec, probes, outcomes) -> list[Hint]:
+    """The slip a position-ids target's ids show (:data:`POSITION_SLIPS`): the one rule every
+    returned sequence fits."""
+    from . import oracle
+
+    seen = [(probe, np.asarray(outcome.table, dtype=np.int64).reshape(3, -1)) for probe, outcome in
+            zip(probes, outcomes, strict=True) if probe.role == "table" and outcome.ok and
+            np.asarray(outcome.table).size == 3 * probe.token_types.size]
+    found = [(slip, said) for rule, slip, said in POSITION_SLIPS if seen and all(
+        np.array_equal(ids, oracle.sequence_positions(probe.token_types, probe.grids, spec.spatial_merge_size,
+                                                      spec.temporal_interval, **rule)) for probe, ids in seen)]
+    return [Hint((found[0][0],), found[0][1])] if len(found) == 1 else []
+
+
 def hints(spec, probes, outcomes) -> list[Hint]:
     """The slip the run's caches show (see the module docstring); empty when none explains them."""
     from .judge import read
@@ -130,6 +180,8 @@ def hints(spec, probes, outcomes) -> list[Hint]:
                                           "stop, n, endpoint=False))")]
         return []
     found = _explaining(declared, grids)
+    if not found and grids:
+        return _plain_slips(declared, grids)
     if len(found) != 1:
         return []
     variant = found[0]
