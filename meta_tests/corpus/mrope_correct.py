@@ -152,7 +152,8 @@ class WanStyleTable(torch.nn.Module):
         grids = np.meshgrid(np.arange(frames), np.arange(height), np.arange(width), indexing="ij")
         angles = np.concatenate([table[grid.reshape(-1)] for table, grid in zip(self.tables, grids, strict=True)],
                                 axis=1)
-        return (np.repeat(np.cos(angles), 2, axis=1)[None, :, None], np.repeat(np.sin(angles), 2, axis=1)[None, :, None])
+        cos, sin = np.repeat(np.cos(angles), 2, axis=1), np.repeat(np.sin(angles), 2, axis=1)
+        return cos[None, :, None], sin[None, :, None]
 
 
 mrope_correct("a Wan-style module: per-axis tables of 1024 positions sliced by the patch grid, (1, L, 1, D)",

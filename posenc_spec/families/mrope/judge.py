@@ -16,6 +16,7 @@ import numpy as np
 from posenc_spec.gate.calls import ArrayArg, Outcome
 from posenc_spec.gate.judge import Results, call_status, failed, passed
 from posenc_spec.results import CheckResult, skipped
+from posenc_spec.tolerance import unit_roundoff
 
 from . import properties
 from .conventions import MropeConvention
@@ -50,9 +51,8 @@ def read(outcome: Outcome, probe: MropeProbe, convention: MropeConvention) -> tu
         return None, (f"returned cos and sin of shapes {shapes[0]} and {shapes[1]} where {length} tokens x {width} "
                       f"features belong (the rotated size {width} = 2 x {pairs} slots)")
     cos, sin = (np.asarray(array, dtype=np.float64).reshape(length, width) for array in arrays)
-    wider = "float64" if "float64" in dtypes else next(d for d in REAL[::-1] if d in dtypes)
-    narrowest = next(dtype for dtype in REAL if dtype in dtypes)
-    return Cache(cos, sin, narrowest if narrowest != wider else wider), None
+    # The bound of the coarser of the two stored dtypes (each array is judged in its own precision or finer).
+    return Cache(cos, sin, max(dtypes, key=unit_roundoff)), None
 
 
 class MropeJudge:

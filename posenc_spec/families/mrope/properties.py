@@ -53,7 +53,8 @@ def _feature(convention: MropeConvention, column: int, complex_form: bool) -> st
     else:
         a, b = convention.columns()
         slot = int(np.flatnonzero((a == column) | (b == column))[0])
-    return f"{'slot' if complex_form else f'feature {column}, slot'} {slot} (axis {convention.axes[convention.slot_axes()[slot]]})"
+    axis = convention.axes[convention.slot_axes()[slot]]
+    return f"{'slot' if complex_form else f'feature {column}, slot'} {slot} (axis {axis})"
 
 
 def _expected(cache: Cache, positions, convention: MropeConvention, position_error=None):
@@ -125,7 +126,7 @@ def check_identity(cache: Cache, positions, convention: MropeConvention, name="i
                                            f"{convention.axes[convention.slot_axes()[slot]]}) has cos "
                                            f"{cos[origin[row], slot]:.9g}, sin {sin[origin[row], slot]:.9g} where 1 "
                                            f"and 0 belong")
-    return CheckResult(name, "passed", f"cos 1 and sin 0 at every slot of the token at the origin")
+    return CheckResult(name, "passed", "cos 1 and sin 0 at every slot of the token at the origin")
 
 
 def check_relative(first: Cache, second: Cache, positions, shifted, axis: int, convention: MropeConvention,
@@ -137,7 +138,8 @@ def check_relative(first: Cache, second: Cache, positions, shifted, axis: int, c
     cos, sin = first.compact(convention)
     cos2, sin2 = second.compact(convention)
     if cos.shape != cos2.shape:
-        return CheckResult(name, "failed", f"the shifted call returned {cos2.shape[0]} tokens, the first {cos.shape[0]}")
+        return CheckResult(name, "failed", f"the shifted call returned {cos2.shape[0]} tokens, the first "
+                                           f"{cos.shape[0]}")
     turn = shift * oracle.frequencies(convention) * (convention.slot_axes() == axis)
     want_cos = cos * np.cos(turn) - sin * np.sin(turn)
     want_sin = sin * np.cos(turn) + cos * np.sin(turn)

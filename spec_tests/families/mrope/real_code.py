@@ -82,7 +82,8 @@ TARGETS = (
     RealTarget("HunyuanVideoRotaryPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_hunyuan_video:HunyuanVideoRotaryPosEmbed",
         "mrope_preset": "hunyuan-video", "signature": "hidden-states",
-        "init": {"patch_size": 2, "patch_size_t": 1, "rope_dim": "{axes_dim}", "theta": 256}, "mrope_patch": [1, 2, 2]}),
+        "init": {"patch_size": 2, "patch_size_t": 1, "rope_dim": "{axes_dim}", "theta": 256},
+        "mrope_patch": [1, 2, 2]}),
     RealTarget("WanRotaryPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_wan:WanRotaryPosEmbed", "mrope_preset": "wan",
         "signature": "hidden-states", "init": {"attention_head_dim": "{head_dim}", "patch_size": "{patch_size}",
