@@ -39,7 +39,7 @@ NAMES = FamilyKeys(
         "mrope_axes": ("AXES", "the axes in the target's order, such as t,h,w or w,h (t, h, w, p for text)"),
         "mrope_section": ("N,N,N", "frequency pairs (slots) per axis, transformers' mrope_section"),
         "axes_dim": ("N,N,N", "features per axis, diffusers' axes_dim (twice mrope_section)"),
-        "mrope_interleaved": ("true|false", "Qwen3-VL's interleaved slots (slot j to axis j % 3) or contiguous ones"),
+        "mrope_interleaved": ("true|false", "Qwen3-VL's interleaved slots (slot j to axis j mod 3) or contiguous ones"),
         "axes_frequencies": ("shared|per-axis", "one RoPE over the head (Qwen) or one per axis (diffusers)"),
         "axes_theta": ("B[,B...]", "the base, or one per axis"),
         "mrope_layout": ("half|interleaved", "a slot's features (j, j + R/2) or (2j, 2j + 1)"),
