@@ -127,7 +127,9 @@ def _position_probes(convention: MropeConvention, head_dim: int, cap: int | None
     if convention.axes != ("p",):
         probes += [MropeProbe("grid:" + "x".join(map(str, grid)), "table", grid_positions(convention.axes, grid),
                               head_dim, grid) for grid in _grids(convention) if max(grid) <= top]
-        probes.append(MropeProbe("mixed", "table", _mixed(convention), head_dim))
+        mixed = _mixed(convention)
+        if mixed.max() <= top:
+            probes.append(MropeProbe("mixed", "table", mixed, head_dim))
     probes.append(MropeProbe("long", "table", _long(convention, top), head_dim))
     shift = RELATIVE_SHIFT if cap is None else min(RELATIVE_SHIFT, cap - TEXT_LENGTH)
     if shift > 0:

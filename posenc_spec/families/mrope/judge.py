@@ -133,7 +133,7 @@ def outcome_of(function, request) -> Outcome:
     except Exception as error:  # the target's own failure is a verdict
         return Outcome("raised", f"raised {type(error).__name__}: {error}", exception=type(error).__name__)
     try:
-        _, items = to_arrays(result, True, 2)
+        _, items = to_arrays(result, request.allow_complex, request.max_items, request.allow_integer)
     except (BadResult, ValueError) as error:
         return Outcome("bad", str(error))
     arrays = [bfloat16_values(array) if dtype == "bfloat16" else np.asarray(array) for array, dtype, _ in items]
