@@ -53,6 +53,11 @@ class Mrope(Family):
                     "and bind its other arguments with kwargs")
         return ""
 
+    def plot(self, declaration, sizes, options):
+        from .plot import plot
+
+        return plot(declaration, sizes, options)
+
     def identify_request(self, flags, call):
         from .identify import Identification
 
