@@ -74,3 +74,21 @@ def test_apply_rotates_each_slot_pair_and_keeps_norms():
     a, b = convention.columns()
     assert np.allclose(rotated[0], x[0])
     assert np.allclose(rotated[:, a] ** 2 + rotated[:, b] ** 2, x[:, a] ** 2 + x[:, b] ** 2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_storage_is_bounded_but_half_precision_angles_are_not(dtype):
+    """A float32 cache stored in float16 or bfloat16 meets the bound of that output dtype; the same
+    angles formed in that dtype (positions and frequencies rounded first) do not."""
+    convention = PRESETS["qwen2-vl"]
+    positions = _positions(convention, 64, 4096)
+    half = getattr(torch, dtype)
+    cos, _ = _float32_cache(positions, convention)
+    stored = torch.from_numpy(cos).to(half).double().numpy()
+    exact, _ = oracle.compact(positions, convention)
+    bound = cache_tolerance(positions, convention, dtype)
+    assert_within(stored, exact, bound, f"float32 cos stored in {dtype}")
+    e = torch.tensor(convention.slot_exponents(), dtype=torch.float32)
+    inv_freq = (1.0 / torch.tensor(convention.slot_theta(), dtype=torch.float32) ** e).to(half)
+    angles = torch.tensor(positions, dtype=half)[convention.slot_axes()].T * inv_freq
+    assert (np.abs(angles.float().cos().double().numpy() - exact) > bound).any()
