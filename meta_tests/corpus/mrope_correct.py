@@ -232,3 +232,19 @@ def qwen2_vl_position_ids(token_types, grids, merge=2):
         index += t * (h // merge) * (w // merge)
         position = top + 1
     return torch.tensor(rows, dtype=torch.int64)
+
+
+@mrope_correct("q and k rotated from the position ids: Qwen2-VL's cache and rotate_half in one function",
+               api="mrope-apply", signature="x-positions", mrope_preset="qwen2-vl")
+def qwen2_vl_apply(x, position_ids):
+    cos, sin = qwen2_vl_sections(position_ids, x.shape[-1])
+    rotated = torch.cat([-x[..., x.shape[-1] // 2:], x[..., :x.shape[-1] // 2]], dim=-1)
+    return (x.float() * cos + rotated.float() * sin).to(x.dtype)
+
+
+@mrope_correct("FLUX's apply in complex arithmetic: view_as_complex of interleaved pairs times freqs_cis",
+               api="mrope-apply", signature="x-positions", mrope_preset="flux")
+def flux_apply_complex(x, position_ids):
+    freqs_cis = flux_complex(position_ids, x.shape[-1])
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * freqs_cis).flatten(-2).to(x.dtype)

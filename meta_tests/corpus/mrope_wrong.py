@@ -317,3 +317,25 @@ def merge_forgotten_in_advance(token_types, grids):
              signature="sequence", temporal_interval=0.5)
 def temporal_step_truncated(token_types, grids):
     return _position_ids(token_types, grids, interval=0.5, truncate_interval=True)
+
+
+# -- applies ------------------------------------------------------------------------------------
+
+
+@mrope_wrong("transformers' rotate_half applied with FLUX's interleaved cos and sin", "diffusers apply_rotary_emb "
+             "use_real_unbind_dim mixed up", ("layout",), api="mrope-apply", signature="x-cos-sin",
+             mrope_preset="flux")
+def apply_rotate_half_on_interleaved(x, freqs):
+    cos, sin = freqs
+    rotated = torch.cat([-x[..., x.shape[-1] // 2:], x[..., :x.shape[-1] // 2]], dim=-1)
+    return (x.float() * cos + rotated.float() * sin).to(x.dtype)
+
+
+@mrope_wrong("the rotation's sign flipped: x cos - rotate_half(x) sin", _QWEN2, ("layout",), api="mrope-apply",
+             signature="q-k-cos-sin", mrope_preset="qwen2-vl")
+def apply_sign_flipped(q, k, cos, sin):
+    def rotate_half(x):
+        return torch.cat([-x[..., x.shape[-1] // 2:], x[..., :x.shape[-1] // 2]], dim=-1)
+
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return q * cos - rotate_half(q) * sin, k * cos - rotate_half(k) * sin

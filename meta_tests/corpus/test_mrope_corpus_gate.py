@@ -44,12 +44,14 @@ EXPECTED = {
     "text_after_image_overlaps": ("formula[image:1x1x1]", "mrope-text-after-vision"),
     "merge_forgotten_in_advance": ("formula[image:1x4x6]", NOT_A_SLIP),
     "temporal_step_truncated": ("formula[video:4x2x3]", "mrope-temporal-step"),
+    "apply_rotate_half_on_interleaved": ("formula[long:float32]", NOT_A_SLIP),
+    "apply_sign_flipped": ("formula[text:64:float32]", NOT_A_SLIP),
 }
 
 
 @pytest.fixture(scope="module")
 def reports():
-    return check_named({entry.id: entry.declaration() for entry in MROPE_ENTRIES}, jobs=None)
+    return check_named({entry.id: entry.declaration() for entry in MROPE_ENTRIES})
 
 
 @pytest.mark.parametrize("entry", MROPE_WRONG, ids=[entry.id for entry in MROPE_WRONG])

@@ -15,6 +15,13 @@ int64, ``head_dim``, the grid ``t, h, w`` and its ``crop`` ``(3, 2)``. Signature
     hidden-states   obj(hidden_states), zeros (1, 1, t pt, h ph, w pw)   diffusers' HunyuanVideo and Wan
                     float32, (pt, ph, pw) the declared mrope_patch        rotary modules
 
+Apply signatures (``mrope-apply``; ``x`` ``(1, 2, L, head_dim)``, q its head 0, k its head 1)::
+
+    x-positions     fn(x, position_ids) -> x rotated                    the family's own form
+    q-k-cos-sin     fn(q, k, cos[None], sin[None]) -> (q', k')            transformers' apply_rotary_pos_emb
+                    (cos, sin: the declared cache in x's dtype)           (Qwen2/2.5/3-VL; GLM-4V's own)
+    x-cos-sin       fn(x, (cos, sin)) -> x rotated                       diffusers' apply_rotary_emb
+
 ``init`` and ``kwargs`` may name ``"{head_dim}"``, ``"{axes_dim}"`` (the features of each axis, a
 list), ``"{theta}"`` (the first axis's base) and ``"{patch_size}"``.
 """
@@ -25,7 +32,7 @@ import itertools
 
 import numpy as np
 
-from posenc_spec.gate.child.adapters import quiet
+from posenc_spec.gate.child.adapters import join, pair, quiet
 
 try:
     import torch
@@ -116,6 +123,22 @@ def adapt(target, how: dict, maker):
                                 video_grid_thw=videos if len(videos) else None)
         return result[0][:, 0] if isinstance(result, tuple) else result[:, 0]
 
+    def x_positions(x, position_ids, *handed):
+        with quiet(maker):
+            return call(int(x.shape[-1]))(x, position_ids)
+
+    def q_k_cos_sin(x, position_ids, cos, sin):
+        with quiet(maker):
+            rotated = call(int(x.shape[-1]))(x.narrow(1, 0, 1), x.narrow(1, 1, 1), cos[None], sin[None])
+        return join(*pair(rotated), 1)
+
+    def x_cos_sin(x, position_ids, cos, sin):
+        with quiet(maker):
+            return call(int(x.shape[-1]))(x, (cos, sin))
+
+    if how.get("api") == "mrope-apply":
+        return {"canonical": x_positions, "x-positions": x_positions, "q-k-cos-sin": q_k_cos_sin,
+                "x-cos-sin": x_cos_sin}[signature]
     if how.get("api") == "mrope-positions":
         return {"canonical": sequence, "sequence": sequence, "get-rope-index": get_rope_index}[signature]
     return {"canonical": positions, "positions": positions, "x-position-ids": x_position_ids, "ids": ids,

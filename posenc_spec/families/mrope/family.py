@@ -5,7 +5,8 @@ from __future__ import annotations
 from posenc_spec.gate.family import Family
 
 from . import grid
-from .keys import NAMES, POSITIONS_API
+from .keys import API as CACHE_API
+from .keys import APPLY_API, NAMES, POSITIONS_API
 from .spec import declare
 
 
@@ -20,23 +21,27 @@ class Mrope(Family):
         spec = declaration.spec
         if declaration.api == POSITIONS_API:
             return grid.sequence_probes(spec.spatial_merge_size)
+        if declaration.api == APPLY_API:
+            return grid.apply_probes(spec.convention, spec.signature, spec.head_dim, declaration.max_positions)
         return grid.probes_for(spec.convention, spec.signature, spec.head_dim, declaration.max_positions)
 
     def plan_ids(self, calls) -> list[str]:
         return grid.plan_ids(calls)
 
     def judge(self, declaration, results, keep_table):
-        from .judge import MropeJudge, PositionsJudge
+        from .judge import ApplyJudge, MropeJudge, PositionsJudge
 
         spec = declaration.spec
         if declaration.api == POSITIONS_API:
             return PositionsJudge(spec.spatial_merge_size, spec.temporal_interval, results)
+        if declaration.api == APPLY_API:
+            return ApplyJudge(spec.convention, spec.signature, results)
         return MropeJudge(spec.convention, results)
 
     def nearest(self, declaration, judged):
         from .slips import nearest
 
-        if declaration.api == POSITIONS_API:
+        if declaration.api != CACHE_API:
             return None
         return nearest(declaration.spec, judged.caches)
 
@@ -45,6 +50,8 @@ class Mrope(Family):
 
         if declaration.api == POSITIONS_API:
             return position_hints(declaration.spec, probes, outcomes)
+        if declaration.api == APPLY_API:
+            return []
         return hints(declaration.spec, probes, outcomes)
 
     def likely_fix(self, reason: str, api: str) -> str:

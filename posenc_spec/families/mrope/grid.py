@@ -231,3 +231,72 @@ def sequence_probes(spatial_merge_size: int) -> list[PositionsProbe]:
     first = probes[0]
     probes.append(PositionsProbe(first.slot, "repeat", first.token_types, first.grids, "determinism", first.slot, "b"))
     return probes
+
+
+# -- the mrope-apply API: q and k rotated -------------------------------------------------------
+
+X_DTYPES = ("float32", "bfloat16", "float16")
+X_SEED = 314159
+APPLY_SIGNATURES_WITH_CACHE = ("q-k-cos-sin", "x-cos-sin")
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyProbe:
+    """One apply call: ``x`` ``(1, 2, L, head_dim)`` (q is head 0, k head 1), exact in ``x_dtype``,
+    rotated at ``positions`` ``(len(axes), L)``; ``inputs`` the cos and sin ``(L, R)`` in x's dtype,
+    for a signature that takes them."""
+
+    slot: str
+    role: str
+    positions: np.ndarray
+    x: np.ndarray
+    x_dtype: str
+    inputs: tuple = ()
+    check_id: str | None = None
+    repeats: str | None = None
+    rng: str = "a"
+    rotary_dim: int = 0
+
+    def check_ids(self) -> list[str]:
+        if self.role != "table":
+            return [self.check_id]
+        names = ["call", "finite", "formula", "norm"]
+        if (self.positions == 0).all(axis=0).any():
+            names.append("identity")
+        if self.rotary_dim < self.x.shape[-1]:
+            names.append("passthrough")
+        return [f"{name}[{self.slot}]" for name in names]
+
+    def request(self, label: str | None = None) -> CallRequest:
+        args = (ArrayArg(self.x, self.x_dtype, "torch", "x"),
+                ArrayArg(self.positions.astype(np.int64), "int64", "torch", "position_ids"), *self.inputs)
+        return CallRequest(label or self.slot, args, (self.x.size,), max_items=2, rng=self.rng)
+
+
+def apply_probes(convention: MropeConvention, signature: str, head_dim: int, max_positions=None) -> list:
+    """The apply calls: text, one grid, the mixed sequence (float32 x) and the long positions in each
+    x dtype; the cos and sin of the declared convention handed over where the signature takes them."""
+    from posenc_spec.gate.calls import held_in
+
+    from . import oracle
+
+    chosen = {probe.slot: probe for probe in _position_probes(convention, head_dim, max_positions)
+              if probe.role == "table"}
+    calls = [(slot, "float32") for slot in ("text:64", "grid:1x6x10", "mixed") if slot in chosen]
+    calls += [("long", dtype) for dtype in X_DTYPES]
+    probes = []
+    for index, (slot, dtype) in enumerate(calls):
+        positions = chosen[slot].positions
+        x = held_in(np.random.default_rng(X_SEED + index).standard_normal((1, 2, positions.shape[1], head_dim)),
+                    dtype)
+        inputs = ()
+        if signature in APPLY_SIGNATURES_WITH_CACHE:
+            cos, sin = oracle.cache(positions, convention)
+            inputs = tuple(ArrayArg(held_in(part, dtype), dtype, "torch", name)
+                           for name, part in (("cos", cos), ("sin", sin)))
+        probes.append(ApplyProbe(f"{slot}:{dtype}", "table", positions, x, dtype, inputs,
+                                 rotary_dim=convention.rotary_dim))
+    first = probes[0]
+    probes.append(ApplyProbe(first.slot, "repeat", first.positions, first.x, first.x_dtype, first.inputs,
+                             "determinism", first.slot, "b", convention.rotary_dim))
+    return probes

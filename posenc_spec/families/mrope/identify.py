@@ -23,7 +23,8 @@ from posenc_spec.gate.identify import answer_each
 from . import grid, properties, slips
 from .conventions import PRESETS, MropeConvention, at_head_dim
 from .judge import read
-from .keys import POSITIONS_API
+from .keys import API as CACHE_API
+from .keys import APPLY_API, POSITIONS_API
 
 
 def candidates(spec) -> list[tuple[str, MropeConvention]]:
@@ -72,16 +73,20 @@ def member_of(fields: dict) -> MropeConvention:
 def identify_target(declaration, options=None) -> dict:
     """The answer for ``declaration``'s target (see the module docstring)."""
     spec = declaration.spec
-    if declaration.api == POSITIONS_API:
+    if declaration.api == APPLY_API:
+        probes = grid.apply_probes(spec.convention, spec.signature, spec.head_dim, declaration.max_positions)
+    elif declaration.api == POSITIONS_API:
         probes = grid.sequence_probes(spec.spatial_merge_size)
     else:
         probes = grid.probes_for(spec.convention, spec.signature, spec.head_dim, declaration.max_positions)
     requests = [probe.request() for probe in probes]
 
     def answer_of(target, outcomes):
-        if declaration.api == POSITIONS_API:
+        if declaration.api != CACHE_API:
+            what = ("position ids follow one rule" if declaration.api == POSITIONS_API else
+                    "an apply is judged under its declared cache (identify the cache: --api mrope-cache)")
             return {"target": target, "name": "none", "convention": None, "max_error_ratio": math.inf,
-                    "nearest": None, "message": "none: position ids follow one rule; check says where they differ"}
+                    "nearest": None, "message": f"none: {what}; check says where they differ"}
         return _answer(target, spec, list(zip(probes, outcomes, strict=True)))
 
     def declaration_of(target, result):

@@ -198,3 +198,53 @@ class PositionsJudge:
             self.results.add(passed(formula_id, f"{probe.slot}: all {length} tokens' (t, h, w) as the reference "
                                                 f"lays them"))
         return True
+
+
+class ApplyJudge:
+    """Checks of one apply target (``mrope-apply``): each call's rotated x against the exact rotation."""
+
+    def __init__(self, convention: MropeConvention, signature: str, results: Results):
+        self.conv, self.signature, self.results = convention, signature, results
+
+    def kept_table(self):
+        return None
+
+    def judge(self, probe, outcome: Outcome) -> bool:
+        from .grid import APPLY_SIGNATURES_WITH_CACHE
+        from .tolerance import apply_tolerance
+
+        ids = probe.check_ids()
+        status = call_status(outcome)
+        if status is None and (len(outcome.arrays) != 1 or outcome.dtype not in REAL
+                               or np.asarray(outcome.table).size != probe.x.size):
+            shapes = ", ".join(str(np.asarray(array).shape) for array in outcome.arrays)
+            status = f"returned {len(outcome.arrays)} array(s) ({shapes}) where x rotated, {probe.x.shape}, belongs"
+        if status:
+            first = (skipped(ids[0], f"{probe.slot}: {outcome.message}") if outcome.status == "not-run"
+                     else failed(ids[0], f"{probe.slot}: {status}"))
+            self.results.add(first)
+            self.results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")
+            return False
+        self.results.add(passed(ids[0], f"{probe.slot}: returned {outcome.message or outcome.dtype}"))
+        x = probe.x[0].astype(np.float64)
+        got = np.asarray(outcome.table, dtype=np.float64).reshape(x.shape)
+        handed = None
+        if self.signature in APPLY_SIGNATURES_WITH_CACHE:  # the exact cos and sin rounded to x's dtype
+            handed = np.full((probe.positions.shape[1], self.conv.pairs),
+                             unit_roundoff(probe.x_dtype) + 2 * unit_roundoff("float64"))
+        dtype = max((outcome.dtype, probe.x_dtype), key=unit_roundoff)
+        applied = properties.Applied(got, x, probe.positions,
+                                     apply_tolerance(x, probe.positions, self.conv, probe.x_dtype, dtype, handed),
+                                     dtype)
+        finite = np.isfinite(got).all()
+        made = {"finite": passed("finite", f"all {got.size} values finite") if finite else
+                failed("finite", f"{int((~np.isfinite(got)).sum())} NaN or Inf values"),
+                "formula": properties.check_apply_formula, "norm": properties.check_apply_norm,
+                "identity": properties.check_apply_identity, "passthrough": properties.check_apply_passthrough}
+        for check_id in ids[1:]:
+            name = check_id.partition("[")[0]
+            check = made[name]
+            result = check if isinstance(check, CheckResult) else (
+                check(applied, self.conv) if finite else skipped(name, "not judged: NaN or Inf values"))
+            self.results.add(CheckResult(check_id, result.status, f"{probe.slot}: {result.message}", result.worst))
+        return True

@@ -5,6 +5,7 @@ from posenc_spec.gate.family import FamilyKeys
 
 API = "mrope-cache"
 POSITIONS_API = "mrope-positions"
+APPLY_API = "mrope-apply"
 PRESET_NAMES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4v", "flux", "hunyuan-video", "wan", "cogvideox",
                 "hunyuan-dit", "qwen2-vl-vision", "rope-1d")
 SIGNATURES = ("positions", "x-position-ids", "ids", "get-1d", "grid-2d", "grid-3d", "hidden-states")
@@ -26,12 +27,14 @@ SLIPS = {
 NAMES = FamilyKeys(
     name="mrope",
     noun="a multi-axis rotary embedding",
-    apis=(API, POSITIONS_API),
+    apis=(API, POSITIONS_API, APPLY_API),
     keys=("mrope_preset", "mrope_axes", "mrope_section", "axes_dim", "mrope_interleaved", "axes_frequencies",
           "axes_theta", "mrope_layout", "attention_head_dim", "mrope_patch", "mrope_config",
           "spatial_merge_size", "temporal_interval"),
-    signatures={API: SIGNATURES, POSITIONS_API: ("sequence", "get-rope-index")},
-    sizes={API: ("head_dim", "axes_dim", "theta", "patch_size", "max_positions"), POSITIONS_API: ("max_positions",)},
+    signatures={API: SIGNATURES, POSITIONS_API: ("sequence", "get-rope-index"),
+                APPLY_API: ("x-positions", "q-k-cos-sin", "x-cos-sin")},
+    sizes={API: ("head_dim", "axes_dim", "theta", "patch_size", "max_positions"), POSITIONS_API: ("max_positions",),
+           APPLY_API: ("head_dim", "axes_dim", "theta", "max_positions")},
     number_keys=("attention_head_dim", "spatial_merge_size", "temporal_interval"),
     config_key="mrope_config",
     help={
@@ -53,13 +56,15 @@ NAMES = FamilyKeys(
         "temporal_interval": ("S", "mrope-positions: a video's temporal position step per temporal patch (default 1; "
                                    "Qwen2.5-VL: tokens_per_second x seconds per grid)"),
     },
-    group="multi-axis rotary embeddings (--api mrope-cache | mrope-positions)",
+    group="multi-axis rotary embeddings (--api mrope-cache | mrope-positions | mrope-apply)",
     title="Rotary embeddings on several axes (M-RoPE of Qwen2/2.5/3-VL and GLM-4V; FLUX, HunyuanVideo, Wan, "
           "CogVideoX)",
     page="docs/families/mrope.md",
     check_ids="Multi-axis rotary embeddings (S a slot: text:64, grid:TxHxW, crop:TxHxW, mixed, long): call, finite, "
               "formula, norm and identity at [S]; relative[axis=A] for each axis A; position ids (S text:8, "
-              "image:TxHxW, video:TxHxW, image-video, two-images): call and formula at [S]. See "
+              "image:TxHxW, video:TxHxW, image-video, two-images): call and formula at [S]; q and k rotated (S text:64, "
+              "grid:1x6x10, mixed, long, each :T the dtype of x): call, finite, formula, norm, identity and "
+              "passthrough at [S]. See "
               "posenc_spec.families.mrope.grid.",
     identify_keys=("signature", "init", "method", "kwargs", "attention_head_dim", "mrope_patch", "mrope_config"),
     adapters=True,

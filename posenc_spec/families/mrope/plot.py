@@ -21,7 +21,7 @@ from posenc_spec.gate.family import Drawing, NothingToDraw
 
 from . import grid, oracle
 from .judge import read
-from .keys import POSITIONS_API
+from .keys import API as CACHE_API
 from .tolerance import cache_tolerance, crop_position_error
 
 WIDTH, HEIGHT, DPI = 8.0, 5.0, 100
@@ -93,8 +93,9 @@ def plot(declaration, sizes: dict, options) -> Drawing:
     """The pictures of the module docstring."""
     from posenc_spec.gate.runner import run_target
 
-    if declaration.api == POSITIONS_API:
-        raise NothingToDraw(declaration.name, "position ids have no cache to draw; check says where they differ")
+    if declaration.api != CACHE_API:
+        raise NothingToDraw(declaration.name, f"the {declaration.api} API has no cache to draw; check says where "
+                                              f"its values differ")
     if any(value is not None for value in sizes.values()):
         raise UsageError("plot of an mrope-cache target takes no --num-positions or --dim: it draws the grid's calls")
     spec = declaration.spec

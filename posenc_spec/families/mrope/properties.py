@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from posenc_spec.results import CheckResult, Worst
-from posenc_spec.tolerance import compare
+from posenc_spec.tolerance import compare, unit_roundoff
 
 from . import oracle
 from .conventions import MropeConvention
@@ -155,3 +155,82 @@ def check_relative(first: Cache, second: Cache, positions, shifted, axis: int, c
     return CheckResult(name, "failed", f"{what}: slot {slot} (axis {moved}) {kind} at token {token}: "
                                        f"{result.worst_actual:.9g} where {result.worst_expected:.9g} belongs "
                                        f"(bound {result.worst_tolerance:.3g})")
+
+
+# -- a rotated x (the mrope-apply API) ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A call's rotated ``x`` and what it is judged against: ``got`` and ``x`` ``(heads, L, D)``
+    float64, ``positions`` ``(len(axes), L)``, ``bound`` per element (:func:`.tolerance.apply_tolerance`)."""
+
+    got: np.ndarray
+    x: np.ndarray
+    positions: np.ndarray
+    bound: np.ndarray
+    dtype: str
+
+
+def _element(applied: Applied, convention: MropeConvention, index) -> str:
+    head, token, feature = index
+    rotated = feature < convention.rotary_dim
+    slot = (f", {_feature(convention, feature, False)}" if rotated else ", a feature beyond the rotated ones")
+    return f"head {head}, token {token} ({_token(applied.positions, convention, token)}){slot}"
+
+
+def check_apply_formula(applied: Applied, convention: MropeConvention, name="formula") -> CheckResult:
+    """Every element of the rotated x within its bound of the exact rotation."""
+    expected = oracle.apply(applied.x, applied.positions, convention)
+    result = compare(applied.got, expected, applied.bound)
+    said = (f"{_element(applied, convention, result.worst_index)}: {result.worst_actual:.9g} where "
+            f"{result.worst_expected:.9g} belongs (bound {result.worst_tolerance:.3g})")
+    record = Worst(result.worst_index, result.shape, result.worst_actual, result.worst_expected,
+                   result.worst_error, result.worst_tolerance)
+    if result.ok:
+        return CheckResult(name, "passed", f"{applied.got.size} values within their bounds; closest {said}", record)
+    return CheckResult(name, "failed", f"{result.num_failing} of {applied.got.size} values off; worst {said}", record)
+
+
+def check_apply_norm(applied: Applied, convention: MropeConvention, name="norm") -> CheckResult:
+    """Each rotated pair keeps its length: ``|x'_a|^2 + |x'_b|^2 = |x_a|^2 + |x_b|^2``."""
+    a, b = convention.columns()
+    got = applied.got[..., a] ** 2 + applied.got[..., b] ** 2
+    want = applied.x[..., a] ** 2 + applied.x[..., b] ** 2
+    scale = np.abs(applied.x[..., a]) + np.abs(applied.x[..., b])
+    bound = 2 * scale * np.maximum(applied.bound[..., a], applied.bound[..., b]) + 3 * unit_roundoff(applied.dtype) \
+        * want + np.maximum(applied.bound[..., a], applied.bound[..., b]) ** 2 * 2
+    result = compare(got, want, bound)
+    head, token, slot = result.worst_index
+    said = f"head {head}, token {token}, slot {slot}: {result.worst_actual:.9g} where {result.worst_expected:.9g}"
+    if result.ok:
+        return CheckResult(name, "passed", f"every rotated pair keeps its length; furthest {said}")
+    return CheckResult(name, "failed", f"{result.num_failing} rotated pairs change length (a scale, or cos and sin of "
+                                       f"two angles); worst {said}")
+
+
+def check_apply_identity(applied: Applied, convention: MropeConvention, name="identity") -> CheckResult:
+    """Tokens at the origin of every axis come back as they went in (within their bounds)."""
+    origin = np.flatnonzero((applied.positions == 0).all(axis=0))
+    if origin.size == 0:
+        return CheckResult(name, "skipped", "no token at the origin of every axis in this call")
+    result = compare(applied.got[:, origin], applied.x[:, origin], applied.bound[:, origin])
+    if result.ok:
+        return CheckResult(name, "passed", f"the {origin.size} token(s) at the origin unchanged")
+    head, row, feature = result.worst_index
+    return CheckResult(name, "failed", f"token {int(origin[row])} at the origin, head {head}, feature {feature}: "
+                                       f"{result.worst_actual:.9g} where x's {result.worst_expected:.9g} belongs")
+
+
+def check_apply_passthrough(applied: Applied, convention: MropeConvention, name="passthrough") -> CheckResult:
+    """The features beyond the rotated ``R`` come back unchanged (within the store's rounding)."""
+    rest = slice(convention.rotary_dim, None)
+    if applied.x.shape[-1] == convention.rotary_dim:
+        return CheckResult(name, "skipped", "every feature is rotated")
+    result = compare(applied.got[..., rest], applied.x[..., rest], applied.bound[..., rest])
+    if result.ok:
+        return CheckResult(name, "passed", f"the {applied.x.shape[-1] - convention.rotary_dim} features beyond the "
+                                           f"rotated {convention.rotary_dim} unchanged")
+    head, token, feature = result.worst_index
+    return CheckResult(name, "failed", f"head {head}, token {token}, feature {convention.rotary_dim + feature} "
+                                       f"(not rotated): {result.worst_actual:.9g} where {result.worst_expected:.9g}")

@@ -34,7 +34,7 @@ from posenc_spec.gate.values import choice, fail, integer, number
 
 from .conventions import DEFAULT_PRESET, FREQUENCIES, LAYOUTS, PRESETS, MropeConvention, at_head_dim
 from .grid import GRID_SIGNATURES
-from .keys import POSITIONS_API
+from .keys import API, POSITIONS_API
 
 MAX_CONFIG_BYTES = 1 << 22
 MAX_HEAD_DIM = 4096
@@ -161,7 +161,7 @@ def declare(keys: dict, context) -> MropeSpec:
     if convention.rotary_dim > head_dim:
         raise UsageError(f"{name('attention_head_dim')}: the sections rotate {convention.rotary_dim} features, more "
                          f"than the head's {head_dim}")
-    if context.api != POSITIONS_API:
+    if context.api == API:
         _check_signature(signature, convention, name)
     patch = _numbers(name("mrope_patch"), keys["mrope_patch"]) if "mrope_patch" in keys else (1, 1, 1)
     if len(patch) != 3:

@@ -26,6 +26,17 @@ radians.
 
 ``norm`` compares ``cos**2 + sin**2`` with 1: ``2 t + 3 u_o`` (each square's error ``2 t``
 first order, the sum and the two products).
+
+Applied to ``x`` (``mrope-apply``) as transformers and diffusers apply it, cos and sin in x's
+dtype ``u_x`` (``t`` the cache bound at ``u_o = u_x``; where the gate hands the exact cos and sin
+over, rounded to x's dtype, ``t = u_x``), ``x cos + rotate(x) sin`` in ``u_x`` or finer, stored
+in ``u_o``: each output of a slot's pair ``(a, b)`` is off by
+
+    t_apply = (|x_a| + |x_b|) (t + (2 u_x + u_o) (1 + t))
+
+(the rope family's ``rope_apply_bound``: two products and a sum, then the store), a feature
+beyond ``R`` by ``u_o |x|``; plus the float64 oracle's own. ``norm`` of a pair compares
+``|x'_a|^2 + |x'_b|^2`` with ``|x_a|^2 + |x_b|^2``: ``2 (|x_a| + |x_b|) t_apply + 3 u (...)``.
 """
 
 from __future__ import annotations
@@ -84,3 +95,18 @@ def cache_tolerance(positions, convention: MropeConvention, out_dtype, angle_dty
 def norm_tolerance(cache_bound: np.ndarray, out_dtype) -> np.ndarray:
     """The bound on ``cos**2 + sin**2 - 1`` of a slot whose cos and sin are each within ``cache_bound``."""
     return 2 * cache_bound + 3 * unit_roundoff(out_dtype)
+
+
+def apply_tolerance(x, positions, convention: MropeConvention, x_dtype, out_dtype, cache_bound=None) -> np.ndarray:
+    """``t_apply`` for each element of ``x`` rotated (``(..., L, D)``, the exact inputs), plus the
+    float64 oracle's own; ``cache_bound`` the ``(L, P)`` bound of the cos and sin used (None: the
+    bound of a cache computed in float32 and stored in x's dtype)."""
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    u_x, u_o, u64 = unit_roundoff(x_dtype), unit_roundoff(out_dtype), unit_roundoff(FLOAT64)
+    t = cache_tolerance(positions, convention, x_dtype) if cache_bound is None else cache_bound
+    own = cache_tolerance(positions, convention, FLOAT64, FLOAT64)
+    a, b = convention.columns()
+    bound = (u_o + u64) * x
+    pair = x[..., a] + x[..., b]
+    bound[..., a] = bound[..., b] = pair * (t + (2 * u_x + u_o) * (1 + t)) + pair * (own + 3 * u64 * (1 + own))
+    return bound

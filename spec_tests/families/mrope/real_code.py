@@ -44,7 +44,7 @@ class RealTarget:
     fails: tuple[str, ...] = ()
 
     def declaration_keys(self) -> dict:
-        return {"api": "mrope-cache", **self.keys}
+        return {"api": "mrope-cache", **self.keys}  # the keys' own api, where they give one, wins
 
 
 def _config(name: str) -> str:
@@ -94,6 +94,21 @@ TARGETS = (
     RealTarget("get_2d_rotary_pos_embed", "diffusers", {
         "target": f"{_DIFFUSERS}.embeddings:get_2d_rotary_pos_embed", "mrope_preset": "hunyuan-dit",
         "attention_head_dim": 88, "signature": "grid-2d"}, ("formula[crop:1x4x6]",)),
+    RealTarget("qwen2_vl apply_rotary_pos_emb", "transformers", {
+        "target": f"{_TRANSFORMERS}.qwen2_vl.modeling_qwen2_vl:apply_rotary_pos_emb", "api": "mrope-apply",
+        "mrope_preset": "qwen2-vl", "signature": "q-k-cos-sin"}),
+    RealTarget("qwen3_vl apply_rotary_pos_emb", "transformers", {
+        "target": f"{_TRANSFORMERS}.qwen3_vl.modeling_qwen3_vl:apply_rotary_pos_emb", "api": "mrope-apply",
+        "mrope_preset": "qwen3-vl", "signature": "q-k-cos-sin"}),
+    RealTarget("glm4v apply_rotary_pos_emb", "transformers", {
+        "target": f"{_TRANSFORMERS}.glm4v.modeling_glm4v:apply_rotary_pos_emb", "api": "mrope-apply",
+        "mrope_preset": "glm-4v", "attention_head_dim": 128, "signature": "q-k-cos-sin"}),
+    RealTarget("apply_rotary_emb (unbind -1)", "diffusers", {
+        "target": f"{_DIFFUSERS}.embeddings:apply_rotary_emb", "api": "mrope-apply", "mrope_preset": "flux",
+        "signature": "x-cos-sin"}),
+    RealTarget("apply_rotary_emb (unbind -2)", "diffusers", {
+        "target": f"{_DIFFUSERS}.embeddings:apply_rotary_emb", "api": "mrope-apply", "mrope_preset": "flux",
+        "mrope_layout": "half", "signature": "x-cos-sin", "kwargs": {"use_real_unbind_dim": -2}}),
     RealTarget("get_1d_rotary_pos_embed", "diffusers", {
         "target": f"{_DIFFUSERS}.embeddings:get_1d_rotary_pos_embed", "mrope_preset": "rope-1d",
         "attention_head_dim": 64, "signature": "get-1d", "kwargs": {"use_real": True}}),

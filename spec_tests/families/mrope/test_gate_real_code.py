@@ -1,7 +1,7 @@
 """Real code through the gate, declared as users declare it (:mod:`.real_code`): transformers'
-M-RoPE of Qwen2-VL, Qwen2.5-VL, Qwen3-VL and GLM-4V and its ``get_rope_index``, diffusers'
-FLUX, HunyuanVideo and Wan rotary modules and ``get_1d/2d/3d_rotary_pos_embed``; each fails
-exactly the checks its deviations show and passes every other."""
+M-RoPE of Qwen2-VL, Qwen2.5-VL, Qwen3-VL and GLM-4V, its ``get_rope_index`` and its applies,
+diffusers' FLUX, HunyuanVideo and Wan rotary modules, ``get_1d/2d/3d_rotary_pos_embed`` and
+``apply_rotary_emb``; each fails exactly the checks its deviations show and passes every other."""
 
 from __future__ import annotations
 
@@ -16,9 +16,15 @@ from .real_code import TARGETS
 pytest.importorskip("diffusers")
 
 
+# Imported once into the gate's template, so that each target's child starts with them (as --preload does).
+PRELOAD = ("transformers.models.qwen2_vl.modeling_qwen2_vl", "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
+           "transformers.models.qwen3_vl.modeling_qwen3_vl", "transformers.models.glm4v.modeling_glm4v",
+           "diffusers.models.embeddings")
+
+
 @pytest.fixture(scope="module")
 def reports():
-    return check_named({target.id: declare(target.declaration_keys()) for target in TARGETS}, jobs=None)
+    return check_named({target.id: declare(target.declaration_keys()) for target in TARGETS}, preload=PRELOAD)
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.id)
