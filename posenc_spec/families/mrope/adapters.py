@@ -67,50 +67,49 @@ def _input_ids(types, maker):
     return ids
 
 
-def adapt(target, how: dict, maker):
-    """The canonical call of ``target`` as ``how`` declares it."""
-    signature = how.get("signature") or "canonical"
-    # A list size ("{axes_dim}") arrives as a JSON list; the core's Maker keys its objects by
-    # their arguments, so it is handed over as a tuple (FluxPosEmbed and HunyuanVideo index it).
-    maker.sizes = {name: tuple(value) if isinstance(value, list) else value for name, value in maker.sizes.items()}
-    patch = tuple(how.get("mrope_patch") or (1, 1, 1))
-
-    def call(head_dim):
-        return maker(head_dim=head_dim)
+def _cache_calls(maker, patch) -> dict:
+    """The ``mrope-cache`` signatures' calls (see the module docstring)."""
 
     def positions(position_ids, head_dim, t, h, w, crop):
         with quiet(maker):
-            return call(head_dim)(position_ids, head_dim)
+            return maker(head_dim=head_dim)(position_ids, head_dim)
 
     def x_position_ids(position_ids, head_dim, t, h, w, crop):
         x = torch.zeros(1, position_ids.shape[1], head_dim)
         with torch.no_grad():
-            return call(head_dim)(x, position_ids[:, None, :])
+            return maker(head_dim=head_dim)(x, position_ids[:, None, :])
 
     def ids(position_ids, head_dim, t, h, w, crop):
         with torch.no_grad():
-            return call(head_dim)(position_ids.T.to(torch.float32).contiguous())
+            return maker(head_dim=head_dim)(position_ids.T.to(torch.float32).contiguous())
 
     def get_1d(position_ids, head_dim, t, h, w, crop):
         with quiet(maker):
-            return call(head_dim)(head_dim, position_ids[0])
+            return maker(head_dim=head_dim)(head_dim, position_ids[0])
 
     def grid_2d(position_ids, head_dim, t, h, w, crop):
         with quiet(maker):
-            return call(head_dim)(head_dim, _crops(crop), (h, w))
+            return maker(head_dim=head_dim)(head_dim, _crops(crop), (h, w))
 
     def grid_3d(position_ids, head_dim, t, h, w, crop):
         with quiet(maker):
-            return call(head_dim)(head_dim, _crops(crop), (h, w), t)
+            return maker(head_dim=head_dim)(head_dim, _crops(crop), (h, w), t)
 
     def hidden_states(position_ids, head_dim, t, h, w, crop):
         states = torch.zeros(1, 1, t * patch[0], h * patch[1], w * patch[2])
         with torch.no_grad():
-            return call(head_dim)(states)
+            return maker(head_dim=head_dim)(states)
+
+    return {"canonical": positions, "positions": positions, "x-position-ids": x_position_ids, "ids": ids,
+            "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d, "hidden-states": hidden_states}
+
+
+def _position_calls(maker) -> dict:
+    """The ``mrope-positions`` signatures' calls."""
 
     def sequence(token_types, grids):
         with quiet(maker):
-            return call(None)(token_types, grids)
+            return maker()(token_types, grids)
 
     def get_rope_index(token_types, grids):
         types = token_types[None]
@@ -118,28 +117,43 @@ def adapt(target, how: dict, maker):
         images = grids[[k for k, kind in enumerate(runs) if kind == 1]]
         videos = grids[[k for k, kind in enumerate(runs) if kind == 2]]
         with torch.no_grad():
-            result = call(None)(input_ids=_input_ids(types, maker), mm_token_type_ids=types,
-                                image_grid_thw=images if len(images) else None,
-                                video_grid_thw=videos if len(videos) else None)
+            result = maker()(input_ids=_input_ids(types, maker), mm_token_type_ids=types,
+                             image_grid_thw=images if len(images) else None,
+                             video_grid_thw=videos if len(videos) else None)
         return result[0][:, 0] if isinstance(result, tuple) else result[:, 0]
+
+    return {"canonical": sequence, "sequence": sequence, "get-rope-index": get_rope_index}
+
+
+def _apply_calls(maker) -> dict:
+    """The ``mrope-apply`` signatures' calls."""
 
     def x_positions(x, position_ids, *handed):
         with quiet(maker):
-            return call(int(x.shape[-1]))(x, position_ids)
+            return maker(head_dim=int(x.shape[-1]))(x, position_ids)
 
     def q_k_cos_sin(x, position_ids, cos, sin):
         with quiet(maker):
-            rotated = call(int(x.shape[-1]))(x.narrow(1, 0, 1), x.narrow(1, 1, 1), cos[None], sin[None])
+            rotated = maker(head_dim=int(x.shape[-1]))(x.narrow(1, 0, 1), x.narrow(1, 1, 1), cos[None], sin[None])
         return join(*pair(rotated), 1)
 
     def x_cos_sin(x, position_ids, cos, sin):
         with quiet(maker):
-            return call(int(x.shape[-1]))(x, (cos, sin))
+            return maker(head_dim=int(x.shape[-1]))(x, (cos, sin))
 
-    if how.get("api") == "mrope-apply":
-        return {"canonical": x_positions, "x-positions": x_positions, "q-k-cos-sin": q_k_cos_sin,
-                "x-cos-sin": x_cos_sin}[signature]
-    if how.get("api") == "mrope-positions":
-        return {"canonical": sequence, "sequence": sequence, "get-rope-index": get_rope_index}[signature]
-    return {"canonical": positions, "positions": positions, "x-position-ids": x_position_ids, "ids": ids,
-            "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d, "hidden-states": hidden_states}[signature]
+    return {"canonical": x_positions, "x-positions": x_positions, "q-k-cos-sin": q_k_cos_sin, "x-cos-sin": x_cos_sin}
+
+
+def adapt(target, how: dict, maker):
+    """The canonical call of ``target`` as ``how`` declares it."""
+    # A list size ("{axes_dim}") arrives as a JSON list; the core's Maker keys its objects by
+    # their arguments, so it is handed over as a tuple (FluxPosEmbed and HunyuanVideo index it).
+    maker.sizes = {name: tuple(value) if isinstance(value, list) else value for name, value in maker.sizes.items()}
+    api = how.get("api")
+    if api == "mrope-apply":
+        calls = _apply_calls(maker)
+    elif api == "mrope-positions":
+        calls = _position_calls(maker)
+    else:
+        calls = _cache_calls(maker, tuple(how.get("mrope_patch") or (1, 1, 1)))
+    return calls[how.get("signature") or "canonical"]

@@ -62,9 +62,9 @@ NAMES = FamilyKeys(
     page="docs/families/mrope.md",
     check_ids="Multi-axis rotary embeddings (S a slot: text:64, grid:TxHxW, crop:TxHxW, mixed, long): call, finite, "
               "formula, norm and identity at [S]; relative[axis=A] for each axis A; position ids (S text:8, "
-              "image:TxHxW, video:TxHxW, image-video, two-images): call and formula at [S]; q and k rotated (S text:64, "
-              "grid:1x6x10, mixed, long, each :T the dtype of x): call, finite, formula, norm, identity and "
-              "passthrough at [S]. See "
+              "image:TxHxW, video:TxHxW, image-video, two-images): call and formula at [S]; q and k rotated (S "
+              "text:64, grid:1x6x10, mixed, long, each :T the dtype of x): call, finite, formula, norm, identity "
+              "and passthrough at [S]. See "
               "posenc_spec.families.mrope.grid.",
     identify_keys=("signature", "init", "method", "kwargs", "attention_head_dim", "mrope_patch", "mrope_config"),
     adapters=True,
