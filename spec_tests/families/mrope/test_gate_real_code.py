@@ -17,14 +17,16 @@ pytest.importorskip("diffusers")
 
 
 # Imported once into the gate's template, so that each target's child starts with them (as --preload does).
-TRANSFORMERS_PRELOAD = ("transformers.models.qwen2_vl.modeling_qwen2_vl", "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
-           "transformers.models.qwen3_vl.modeling_qwen3_vl", "transformers.models.glm4v.modeling_glm4v",
-           "diffusers.models.embeddings")
+TRANSFORMERS_PRELOAD = ("transformers.models.qwen2_vl.modeling_qwen2_vl",
+                        "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
+                        "transformers.models.qwen3_vl.modeling_qwen3_vl", "transformers.models.glm4v.modeling_glm4v",
+                        "diffusers.models.embeddings")
 
 
 @pytest.fixture(scope="module")
 def reports():
-    return check_named({target.id: declare(target.declaration_keys()) for target in TARGETS}, preload=TRANSFORMERS_PRELOAD)
+    declarations = {target.id: declare(target.declaration_keys()) for target in TARGETS}
+    return check_named(declarations, preload=TRANSFORMERS_PRELOAD)
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.id)
