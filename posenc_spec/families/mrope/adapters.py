@@ -8,6 +8,8 @@ int64, ``head_dim``, the grid ``t, h, w`` and its ``crop`` ``(3, 2)``. Signature
     x-position-ids  obj(x, position_ids[:, None, :])                    transformers' Qwen2-VL, Qwen2.5-VL,
                     x: zeros (1, L, head_dim) float32                    Qwen3-VL, GLM-4V rotary embeddings
     ids             obj(ids), ids = position_ids.T as float32 (L, axes)   diffusers' FluxPosEmbed
+    x-ids           obj(x, position_ids.T) (int64, (L, axes)), x zeros    transformers' Qwen2VLVisionRotaryEmbedding
+                    (1, L, head_dim) float32                             (rope type axial)
     get-1d          fn(head_dim, position_ids[0])                        diffusers' get_1d_rotary_pos_embed
     grid-2d         fn(head_dim, ((top, left), (bottom, right)), (h, w)) diffusers' get_2d_rotary_pos_embed
     grid-3d         fn(head_dim, ((top, left), (bottom, right)), (h, w), t)
@@ -83,6 +85,11 @@ def _cache_calls(maker, patch) -> dict:
         with torch.no_grad():
             return maker(head_dim=head_dim)(position_ids.T.to(torch.float32).contiguous())
 
+    def x_ids(position_ids, head_dim, t, h, w, crop):
+        x = torch.zeros(1, position_ids.shape[1], head_dim)
+        with torch.no_grad():
+            return maker(head_dim=head_dim)(x, position_ids.T.contiguous())
+
     def get_1d(position_ids, head_dim, t, h, w, crop):
         with quiet(maker):
             return maker(head_dim=head_dim)(head_dim, position_ids[0])
@@ -101,6 +108,7 @@ def _cache_calls(maker, patch) -> dict:
             return maker(head_dim=head_dim)(states)
 
     return {"canonical": positions, "positions": positions, "x-position-ids": x_position_ids, "ids": ids,
+            "x-ids": x_ids,
             "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d, "hidden-states": hidden_states}
 
 

@@ -15,7 +15,7 @@ by that axis's position times the slot's frequency. Every real form is this map 
     axis choosing only the position (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V). ``per-axis``: each
     axis a RoPE of its own size, ``f = theta_k ** (-2 m / (2 n_k))`` for its ``m``-th slot of
     ``n_k`` (diffusers' FLUX, HunyuanVideo, Wan, CogVideoX, ``get_2d/3d_rotary_pos_embed``,
-    Qwen2-VL's vision tower, Pixtral / EVA 2-D RoPE).
+    Qwen2-VL's vision tower).
 ``interleaved``
     Which slots an axis owns. False (contiguous): the first ``sections[0]`` slots the first
     axis, then the next axis. True (Qwen3-VL's interleaved M-RoPE): slot ``j`` with

@@ -8,7 +8,7 @@ POSITIONS_API = "mrope-positions"
 APPLY_API = "mrope-apply"
 PRESET_NAMES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4v", "flux", "hunyuan-video", "wan", "cogvideox",
                 "hunyuan-dit", "qwen2-vl-vision", "rope-1d")
-SIGNATURES = ("positions", "x-position-ids", "ids", "get-1d", "grid-2d", "grid-3d", "hidden-states")
+SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "get-1d", "grid-2d", "grid-3d", "hidden-states")
 
 # The slips a hint names (posenc_spec.gate.identify.hint), in docs/families/mrope.md's words.
 SLIPS = {

@@ -76,6 +76,10 @@ TARGETS = (
         "target": f"{_TRANSFORMERS}.qwen2_5_vl.modeling_qwen2_5_vl:Qwen2_5_VLModel", "api": "mrope-positions",
         "signature": "get-rope-index", "init": "config", "method": "get_rope_index",
         "mrope_config": _config("qwen2_5_vl.json")}, _VIDEO_TEXT),
+    RealTarget("Qwen2VLVisionRotaryEmbedding", "transformers", {
+        "target": f"{_TRANSFORMERS}.qwen2_vl.modeling_qwen2_vl:Qwen2VLVisionRotaryEmbedding",
+        "mrope_preset": "qwen2-vl-vision", "attention_head_dim": 40, "signature": "x-ids", "init": "config",
+        "mrope_config": _config("qwen2_vl_vision.json")}),
     RealTarget("FluxPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_flux:FluxPosEmbed", "mrope_preset": "flux",
         "signature": "ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}}),
