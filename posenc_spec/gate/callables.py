@@ -40,7 +40,8 @@ import warnings
 
 from posenc_spec.text import one_line
 
-from .sandbox import PreloadError, SandboxError, Template
+from .preimport import import_gate_modules
+from .sandbox import PreloadError, SandboxError, Template, run_folder
 
 _numbers = itertools.count(1)
 _lock = threading.Lock()
@@ -127,6 +128,8 @@ def caller_template(preload: tuple[str, ...] = ()):
     """A :class:`CallerTemplate` for one run, started and ready (a ``preload`` module that
     cannot be imported is a :class:`~posenc_spec.gate.sandbox.PreloadError`), closed after it."""
     _import_what_templates_hold()
+    import_gate_modules()  # no module is read after the target ran (see .preimport)
+    run_folder()  # made here, so that its removal at exit follows the fork's
     template = CallerTemplate.fork(tuple(preload))
     try:
         try:

@@ -81,7 +81,7 @@ def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
 
 
 def loop(sock, subreaper: bool) -> None:
-    from . import limits
+    from . import confinement, limits
     from .protocol import ChannelError, Reader, send
     from .serve import import_target
 
@@ -89,6 +89,7 @@ def loop(sock, subreaper: bool) -> None:
         limits.become_subreaper()
     reader = Reader(sock)
     statuses: dict[int, int] = {}
+    forked: set[int] = set()  # whose private folders this template removes
     while True:
         try:
             request, _, fds = reader.read(None, 0, with_fds=True)
@@ -101,6 +102,7 @@ def loop(sock, subreaper: bool) -> None:
                 reply["pid"] = _fork(fds[0], _serve_child, request["init"])
             else:
                 reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
+            forked.add(reply["pid"])
         elif op == "import":
             function, message, changes, effects, failures = import_target(request["target"], module_only=True)
             gc.freeze()
@@ -116,6 +118,8 @@ def loop(sock, subreaper: bool) -> None:
             limits.sweep()
             statuses.update(limits.reap())
             reply["status"] = statuses.pop(pid, None)
+            confinement.remove_private_folder(pid)
+            forked.discard(pid)
         else:
             for fd in fds:
                 os.close(fd)
@@ -125,6 +129,8 @@ def loop(sock, subreaper: bool) -> None:
         except OSError:
             break
     limits.sweep()
+    for pid in forked:
+        confinement.remove_private_folder(pid)
     os._exit(0)
 
 
