@@ -31,9 +31,10 @@ NOT_THE_GATES = ("posenc_spec.gate.child", "posenc_spec.__main__", "posenc_spec.
 # child-side code is imported by mistake (torch): a module that stands on one is skipped.
 HEAVY = ("torch", "matplotlib", "transformers")
 # Imported on first use by the outputs (JUnit XML: xml.etree and its parser; the package's
-# metadata: email.parser) and by the judging of masked values (numpy.ma).
+# metadata: email.parser), by the judging of masked values (numpy.ma) and by the probes a family draws
+# at random (numpy.random).
 LIBRARY_MODULES = ("xml.etree.ElementTree", "xml.parsers.expat", "pyexpat", "email.parser", "email.feedparser",
-                   "numpy.ma", "json", "zlib", "hashlib", "importlib.metadata")
+                   "numpy.ma", "numpy.random", "json", "zlib", "hashlib", "importlib.metadata")
 
 _done: set[str] = set()
 _lock = threading.Lock()
