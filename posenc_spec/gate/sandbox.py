@@ -286,6 +286,14 @@ def revive_root(dead: Template) -> Template:
     return root
 
 
+def guard_descendants() -> None:
+    """Make this process (the command line's gate) a subreaper that kills every descendant
+    left at exit: what escapes the templates (a daemon started after killing its template)
+    is re-parented here instead of to init, and killed after the root templates closed."""
+    if os_limits.become_subreaper():
+        atexit.register(os_limits.sweep)  # registered first: runs after the templates' close
+
+
 def check_preload(preload: tuple[str, ...]) -> None:
     """Start the root template for ``preload`` now (nothing to do without one):
     :class:`PreloadError` before any target runs when a module cannot be imported."""

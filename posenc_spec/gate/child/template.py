@@ -16,10 +16,11 @@ child's own socket passed along (SCM_RIGHTS)::
     {"op": "finish", "pid": P}             kill child P's process group, reap it, and kill
                                             every other descendant
 each answered with ``{"ok": ..., ...}``. A sealed child leads its own session and process
-group, dies with its template, and inherits no descriptor but its socket. A template
-forked with ``subreaper`` (every template but the first) receives every orphaned
-descendant (Linux), so nothing a target starts outlives the target's turn. When the
-control socket closes, the template kills everything below it and exits.
+group, dies with its template, and inherits no descriptor but its socket. Every template
+is a subreaper: it receives every orphaned descendant (Linux), so nothing a target starts
+outlives the target's turn (a slot template's) or the run (the root's, for what a killed
+slot template left). When the control socket closes, the template kills everything below
+it and exits.
 """
 
 from __future__ import annotations
@@ -182,4 +183,6 @@ def announce_and_loop(sock, preload) -> None:
     # The root template needs no child's exit status: the kernel collects each slot template
     # as it exits, where waiting for it would leave a zombie until the next request.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    loop(sock, subreaper=False)
+    # A subreaper too: what a target leaves running after killing its slot template comes
+    # here, not to init, and is killed when this template's socket closes.
+    loop(sock, subreaper=True)
