@@ -13,7 +13,11 @@ target is run, limited and judged as an import-path target is.
 What the target sees, forked from the caller: the caller's memory as it was at the fork
 (its globals, the notebook's variables, the objects its closure holds, torch's settings and
 modes as the caller left them: ``global-state`` compares each call with that state), never
-changed by what the target does, which stays in the child; none of the caller's threads (a
+changed by what the target does, which stays in the child (the caller's shared memory too:
+each sealed child replaces every writable shared mapping it inherited, a tensor moved to
+shared memory, a shared ``mmap``, the semaphore of a ``multiprocessing.Lock``, by a private
+copy before the target runs, :func:`~posenc_spec.gate.child.confinement.detach_shared_memory`;
+and, where the kernel confines it, it cannot signal the caller); none of the caller's threads (a
 fork copies only the thread that forks: a lock another thread held, say inside a library,
 stays held in the child); none of the caller's open files, sockets or standard streams (its
 standard streams are the null device, as in every child). The caller's own modules are
