@@ -78,6 +78,8 @@ def _package_modules() -> dict[str, tuple[Path, bool]]:
 
     def walk(path: list[str], prefix: str):
         for info in pkgutil.iter_modules(path, prefix):
+            if not isinstance(getattr(info.module_finder, "path", None), str):
+                continue  # not a folder of source files (a zip archive): nothing to read ahead there
             folder = Path(info.module_finder.path)
             if info.ispkg:
                 found[info.name] = (folder / info.name.rpartition(".")[2] / "__init__.py", True)
