@@ -1,6 +1,7 @@
-"""A target that starts a daemon which kills the target's slot template (its parent, the
-subreaper that would kill the daemon at the end of the turn) and keeps running, its process
-id written to ``$POSENC_HOSTILE_DAEMON``. See ``meta_tests/hostile/test_escape.py``.
+"""Targets that leave something behind after their turn: a daemon which kills the target's
+slot template (its parent, the subreaper that would kill the daemon at the end of the turn)
+and keeps running, its process id written to ``$POSENC_HOSTILE_DAEMON``; a file of shared
+memory. See ``meta_tests/hostile/test_escape.py``.
 """
 
 from __future__ import annotations
@@ -29,4 +30,11 @@ def kills_its_template_and_stays(num_positions, dim):
             time.sleep(DAEMON_SECONDS)
         os._exit(0)
     time.sleep(0.5)  # the daemon is on its way before the call returns
+    return vaswani(num_positions, dim)
+
+
+def leaves_shared_memory(num_positions, dim):
+    """Leaves a closed 1 MiB file under /dev/shm, named by ``$POSENC_HOSTILE_SHM``."""
+    with open(os.environ["POSENC_HOSTILE_SHM"], "wb") as memory:
+        memory.write(bytes(1 << 20))
     return vaswani(num_positions, dim)

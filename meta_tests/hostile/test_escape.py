@@ -1,13 +1,15 @@
-"""A daemon that kills its slot template before the turn ends (``meta_tests/hostile/escapes.py``)
-escapes the subreaper that would have killed it: the root template and the command line's
-gate are subreapers too, so it is re-parented to one of them and killed when the gate exits.
-Run as an ordinary user with the confinement off, where the kill goes through (confined, or
-as root, it is refused).
+"""What a target leaves behind (``meta_tests/hostile/escapes.py``) does not outlive the run.
+A daemon that kills its slot template before the turn ends escapes the subreaper that would
+have killed it: the root template and the command line's gate are subreapers too, so it is
+re-parented to one of them and killed when the gate exits (run as an ordinary user with the
+confinement off, where the kill goes through; confined, or as root, it is refused). A file
+of shared memory a target with a user of its own leaves is removed after its turn.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,3 +39,16 @@ def test_a_daemon_that_kills_its_template_does_not_outlive_the_gate(tmp_path):
     while alive(daemon) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(daemon), f"the daemon {daemon} outlived the gate"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a target has a user of its own only under root")
+def test_as_root_the_shared_memory_a_target_leaves_is_removed(tmp_path):
+    """A closed file under /dev/shm of the target's own user (memory no limit counts once it
+    is closed) is gone after the target's turn; the target conforms."""
+    leftover = Path("/dev/shm") / f"posenc-hostile-{os.getpid()}-{tmp_path.name}"
+    environment = {**os.environ, "POSENC_HOSTILE_SHM": str(leftover)}
+    done = subprocess.run([sys.executable, "-m", "posenc_spec", "check", target("escapes", "leaves_shared_memory"),
+                           "--max-positions", str(MAX_POSITIONS)], cwd=WORKTREE, env=environment,
+                          capture_output=True, text=True, timeout=RUN_LIMIT)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert not leftover.exists()

@@ -32,6 +32,8 @@ import shutil
 import stat
 import sys
 
+from .limits import CHILD_UID_BASE
+
 IS_LINUX = sys.platform.startswith("linux")
 # The system call numbers are the same on every Linux architecture (added after the
 # numbering was unified).
@@ -110,6 +112,33 @@ def remove_private_folder(pid: int) -> None:
     own files it may have made unreadable: their modes are put right first)."""
     if FOLDER or BASE:
         remove_tree(private_folder(pid))
+
+
+def remove_left_behind(pid: int) -> None:
+    """Remove what the finished process ``pid`` (forked from this one) left behind: its
+    private folder and, where it had a user of its own (this process runs as root: see
+    :func:`.limits.drop_root`), every file of that user under ``/dev/shm``, memory that no
+    process holds any more and no limit counts. (As an ordinary user the files there are
+    the user's alike, and are left alone.)"""
+    remove_private_folder(pid)
+    if os.geteuid() != 0 or not IS_LINUX:
+        return
+    own_user = CHILD_UID_BASE + pid
+    try:
+        names = os.listdir(SHARED_MEMORY)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(SHARED_MEMORY, name)
+        try:
+            if os.lstat(path).st_uid != own_user:
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                remove_tree(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            continue
 
 
 def remove_tree(folder: str) -> None:

@@ -119,7 +119,7 @@ def loop(sock, subreaper: bool) -> None:
             limits.sweep()
             statuses.update(limits.reap())
             reply["status"] = statuses.pop(pid, None)
-            confinement.remove_private_folder(pid)
+            confinement.remove_left_behind(pid)
             forked.discard(pid)
         else:
             for fd in fds:
@@ -131,7 +131,7 @@ def loop(sock, subreaper: bool) -> None:
             break
     limits.sweep()
     for pid in forked:
-        confinement.remove_private_folder(pid)
+        confinement.remove_left_behind(pid)
     os._exit(0)
 
 
