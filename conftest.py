@@ -56,6 +56,7 @@ TRANSFORMERS_FILES = frozenset((
     "spec_tests/families/sinusoidal/test_gate_real_rng.py", "spec_tests/families/sinusoidal/test_gate_transformers.py",
     "spec_tests/core/test_gate_as_written.py", "spec_tests/families/rope/test_real_code.py",
     "spec_tests/families/rope/test_transformers_frequencies.py", "spec_tests/families/t5buckets/test_tolerance.py",
+    "spec_tests/families/mrope/test_real_code.py", "spec_tests/families/mrope/test_gate_real_code.py",
     *(f"spec_tests/pretrained/test_{name}.py" for name in (
         "architecture", "configs", "loading", "seed_claims", "figures", "minilm", "hub_weights")),
 ))

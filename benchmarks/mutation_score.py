@@ -126,9 +126,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the scores as JSON")
     parser.add_argument("--verbose", action="store_true", help="list the first failing check of every kill")
     parser.add_argument("--jobs", default=None, help="targets checked at once (default: the usable cores)")
+    parser.add_argument("--corpus", action="append", choices=[corpus.name for corpus in CORPORA], default=None,
+                        help="score only this corpus (repeatable; default: every corpus)")
     args = parser.parse_args(argv)
     perfect, data = True, {}
     for corpus in CORPORA:
+        if args.corpus and corpus.name not in args.corpus:
+            continue
         start = time.perf_counter()
         declarations = [declare(entry.config_table()) for entry in corpus.entries]
         reports = dict(zip((entry.id for entry in corpus.entries),

@@ -21,7 +21,7 @@ FamilyKeys = Family = Any
 # Where the families' packages are, and the families the gate checks, in the order the docs
 # and --help list them.
 PACKAGE = "posenc_spec.families"
-GATED = ("sinusoidal", "rope", "sincos2d", "t5buckets", "alibi")
+GATED = ("sinusoidal", "rope", "sincos2d", "t5buckets", "alibi", "mrope")
 
 
 @cache

@@ -184,3 +184,204 @@ class KeyLastOnScores(nn.Module):
 alibi_correct(idiom="a layer on the attention scores: MPT's row in float32, the sum rounded once to the scores' "
                     "dtype", seen="keras-team/keras-hub AlibiBias", signature="module-scores", init={},
               alibi_convention="mpt")(KeyLastOnScores)
+
+
+# -- a row of keys for every query, declared up to a constant per row ------------------------------
+# Attention adds a key-only row to every query's scores, and softmax cancels the constant by which
+# it differs from m (k - q) in each row. Code that returns such a row broadcast over the queries,
+# or the whole square with the causal mask folded in, is declared causal up to a row constant.
+
+
+def _bloom_get_alibi_slopes(num_heads: int, device=None) -> torch.Tensor:
+    """transformers 5.25.0, models/bloom/modeling_bloom.py, _get_alibi_slopes (verbatim)."""
+    closest_power_of_2 = 2 ** math.floor(math.log2(num_heads))
+    base = torch.full((), 2 ** (-(2 ** -(math.log2(closest_power_of_2) - 3))), device=device, dtype=torch.float32)
+    powers = torch.arange(1, 1 + closest_power_of_2, device=device, dtype=torch.int32)
+    slopes = torch.pow(base, powers)
+
+    if closest_power_of_2 != num_heads:
+        extra_base = torch.full(
+            (), 2 ** (-(2 ** -(math.log2(2 * closest_power_of_2) - 3))), device=device, dtype=torch.float32
+        )
+        num_remaining_heads = min(closest_power_of_2, num_heads - closest_power_of_2)
+        extra_powers = torch.arange(1, 1 + 2 * num_remaining_heads, 2, device=device, dtype=torch.int32)
+        slopes = torch.cat([slopes, torch.pow(extra_base, extra_powers)], dim=0)
+    return slopes
+
+
+def _bloom_build_alibi_tensor(attention_mask: torch.Tensor, num_heads: int, dtype: torch.dtype) -> torch.Tensor:
+    """transformers 5.25.0, models/bloom/modeling_bloom.py, build_alibi_tensor (verbatim, comments cut)."""
+    batch_size, seq_length = attention_mask.shape
+    slopes = _bloom_get_alibi_slopes(num_heads, attention_mask.device)
+    arange_tensor = ((attention_mask.cumsum(dim=-1) - 1) * attention_mask)[:, None, :]
+    alibi = slopes[..., None] * arange_tensor
+    return alibi.reshape(batch_size * num_heads, 1, seq_length).to(dtype)
+
+
+def _falcon_build_alibi_tensor(attention_mask: torch.Tensor, num_heads: int, dtype: torch.dtype) -> torch.Tensor:
+    """transformers 5.25.0, models/falcon/modeling_falcon.py, build_alibi_tensor (verbatim, comments cut)."""
+    batch_size, seq_length = attention_mask.shape
+    closest_power_of_2 = 2 ** math.floor(math.log2(num_heads))
+    base = torch.full(
+        (), 2 ** (-(2 ** -(math.log2(closest_power_of_2) - 3))), device=attention_mask.device, dtype=torch.float32
+    )
+    powers = torch.arange(1, 1 + closest_power_of_2, device=attention_mask.device, dtype=torch.int32)
+    slopes = torch.pow(base, powers)
+
+    if closest_power_of_2 != num_heads:
+        extra_base = torch.full(
+            (),
+            2 ** (-(2 ** -(math.log2(2 * closest_power_of_2) - 3))),
+            device=attention_mask.device,
+            dtype=torch.float32,
+        )
+        num_remaining_heads = min(closest_power_of_2, num_heads - closest_power_of_2)
+        extra_powers = torch.arange(1, 1 + 2 * num_remaining_heads, 2, device=attention_mask.device, dtype=torch.int32)
+        slopes = torch.cat([slopes, torch.pow(extra_base, extra_powers)], dim=0)
+
+    arange_tensor = ((attention_mask.cumsum(dim=-1) - 1) * attention_mask)[:, None, :]
+    alibi = slopes[..., None].bfloat16() * arange_tensor
+    return alibi.reshape(batch_size * num_heads, 1, seq_length).to(dtype)
+
+
+def _mpt_build_alibi_tensor(num_heads, sequence_length, alibi_bias_max=8, device=None):
+    """transformers 5.25.0, models/mpt/modeling_mpt.py, build_mpt_alibi_tensor (verbatim, docstring cut)."""
+    alibi = torch.arange(1 - sequence_length, 1, dtype=torch.int32, device=device).view(1, 1, 1, sequence_length)
+    num_heads_power_of_2 = 2 ** math.ceil(math.log2(num_heads))
+
+    base = torch.arange(1, num_heads_power_of_2 + 1, dtype=torch.int64, device=device).float()
+    base = base * (alibi_bias_max / num_heads_power_of_2)
+
+    slopes = 1.0 / torch.pow(2, base)
+    slopes = slopes.view(1, num_heads_power_of_2, 1, 1)
+
+    if num_heads_power_of_2 != num_heads:
+        slopes = torch.concat([slopes[:, 1::2, ...], slopes[:, ::2, ...]], dim=1)[:, :num_heads, ...]
+
+    alibi = alibi * slopes
+    return alibi.squeeze(0)
+
+
+@alibi_correct(idiom="BLOOM's build_alibi_tensor (a verbatim copy) over an all-ones mask: one row, m k, for every "
+                     "query", seen="huggingface/transformers modeling_bloom.build_alibi_tensor (5.25.0)",
+               signature="heads-length", up_to_row_constant=True)
+def bloom_row_for_every_query(num_heads, length):
+    return _bloom_build_alibi_tensor(torch.ones(1, length, dtype=torch.int64), num_heads, torch.float32)
+
+
+@alibi_correct(idiom="Falcon's build_alibi_tensor (a verbatim copy) over an all-ones mask: BLOOM's row formed in "
+                     "bfloat16, declared", seen="huggingface/transformers modeling_falcon.build_alibi_tensor (5.25.0)",
+               signature="heads-length", bias_dtype="bfloat16", up_to_row_constant=True)
+def falcon_row_for_every_query(num_heads, length):
+    return _falcon_build_alibi_tensor(torch.ones(1, length, dtype=torch.int64), num_heads, torch.float32)
+
+
+@alibi_correct(idiom="MPT's build_mpt_alibi_tensor (a verbatim copy): one row, m (k - k_last), for every query",
+               seen="huggingface/transformers modeling_mpt.build_mpt_alibi_tensor (5.25.0)",
+               signature="heads-length-max", up_to_row_constant=True)
+def mpt_row_for_every_query(num_heads, sequence_length, alibi_bias_max=8):
+    return _mpt_build_alibi_tensor(num_heads, sequence_length, alibi_bias_max)
+
+
+@alibi_correct(idiom="MPT's build_mpt_alibi_tensor (a verbatim copy) with alibi_bias_max = 16, as MPT-7B-StoryWriter "
+                     "and replit-code declare it", seen="huggingface/transformers modeling_mpt.build_mpt_alibi_tensor",
+               signature="heads-length-max", alibi_bias_max=16, up_to_row_constant=True)
+def mpt_row_for_every_query_bias_max_16(num_heads, sequence_length, alibi_bias_max=16):
+    return _mpt_build_alibi_tensor(num_heads, sequence_length, alibi_bias_max)
+
+
+def _llm_foundry_gen_slopes(n_heads, alibi_bias_max=8):
+    """llm-foundry's gen_slopes (llmfoundry/models/layers/attention.py), on the CPU."""
+    _n_heads = 2 ** math.ceil(math.log2(n_heads))
+    m = torch.arange(1, _n_heads + 1, dtype=torch.float32)
+    m = m.mul(alibi_bias_max / _n_heads)
+    slopes = 1.0 / torch.pow(2, m)
+    if _n_heads != n_heads:
+        slopes = torch.concat([slopes[1::2], slopes[::2]])[:n_heads]
+    return slopes.view(1, n_heads, 1, 1)
+
+
+@alibi_correct(idiom="llm-foundry's build_alibi_bias(full=False): gen_slopes times arange(1 - L, 1), one row for "
+                     "every query", seen="mosaicml/llm-foundry llmfoundry/models/layers/attention.py build_alibi_bias",
+               signature="heads-length-max", up_to_row_constant=True)
+def llm_foundry_build_alibi_bias(n_heads, seq_len, alibi_bias_max=8):
+    alibi_bias = torch.arange(1 - seq_len, 1, dtype=torch.int32).view(1, 1, 1, seq_len)
+    slopes = _llm_foundry_gen_slopes(n_heads, alibi_bias_max)
+    alibi_bias = alibi_bias * slopes
+    return alibi_bias.to(dtype=torch.float32)
+
+
+@alibi_correct(idiom="labml's get_alibi_biases declared causal up to a row constant: keys counted from 1 up to the "
+                     "query, the query's count after it", seen="labmlai annotated ALiBi (get_alibi_biases)",
+               signature="heads-mask", up_to_row_constant=True)
+def labml_rows_up_to_a_constant(n_heads, mask):
+    return labml_mask_cumsum(n_heads, mask)
+
+
+def _paper_get_slopes(n):
+    """The paper's fairseq get_slopes (ofirpress/attention_with_linear_biases, transformer.py)."""
+    def get_slopes_power_of_2(n):
+        start = (2 ** (-2 ** -(math.log2(n) - 3)))
+        ratio = start
+        return [start * ratio ** i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return get_slopes_power_of_2(n)
+    closest_power_of_2 = 2 ** math.floor(math.log2(n))
+    return get_slopes_power_of_2(closest_power_of_2) + _paper_get_slopes(2 * closest_power_of_2)[0::2][
+        :n - closest_power_of_2]
+
+
+@alibi_correct(idiom="the paper's training mask: slopes times arange(maxpos), one row for every query, added to the "
+                     "future mask (-inf above the diagonal)",
+               seen="ofirpress/attention_with_linear_biases fairseq/models/transformer.py (buffered_future_mask)",
+               signature="heads-length", up_to_row_constant=True)
+def paper_training_future_mask(num_heads, maxpos):
+    slopes = torch.Tensor(_paper_get_slopes(num_heads))
+    alibi = slopes.unsqueeze(1).unsqueeze(1) * torch.arange(maxpos).unsqueeze(0).unsqueeze(0).expand(num_heads, -1, -1)
+    alibi = alibi.view(num_heads, 1, maxpos)
+    future_mask = torch.triu(torch.zeros([maxpos, maxpos]).float().fill_(float("-inf")), 1)
+    return future_mask.unsqueeze(0) + alibi
+
+
+class KeyLastOnScoresRows(KeyLastOnScores):
+    """keras-hub's AlibiBias idiom, declared causal up to a row constant."""
+
+
+alibi_correct(idiom="a layer on the attention scores (keras-hub's AlibiBias): MPT's row added to every query's "
+                    "scores, declared causal up to a row constant", seen="keras-team/keras-hub AlibiBias",
+              signature="module-scores", init={}, up_to_row_constant=True)(KeyLastOnScoresRows)
+
+
+class BaichuanFutureMask(nn.Module):
+    """Baichuan-13B's ALiBi mask: the whole (heads, keys, keys) square, -inf above the diagonal, kept
+    and sliced; a decoding step takes the last query's row of it."""
+
+    def __init__(self, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.register_buffer("future_mask", self._gen_alibi_mask(n_head, 0), persistent=False)
+
+    @staticmethod
+    def _gen_alibi_mask(n_head, max_pos):
+        slopes = torch.Tensor(_paper_get_slopes(n_head))
+        alibi = slopes.unsqueeze(1).unsqueeze(1) * torch.arange(max_pos).unsqueeze(0).unsqueeze(0).expand(
+            n_head, -1, -1)
+        alibi = alibi.view(n_head, 1, max_pos)
+        alibi_mask = torch.triu(torch.zeros([max_pos, max_pos]).float().fill_(float("-inf")), 1)
+        return alibi_mask.unsqueeze(0) + alibi
+
+    def forward(self, i, j):
+        if self.future_mask.shape[-1] < j:
+            self.future_mask = self._gen_alibi_mask(self.n_head, j)
+        return self.future_mask[:self.n_head, j - i:j, :j]
+
+
+# 40 heads, Baichuan-13B's: the gate's decoding step at 8192 keys needs a 10.7 GB square, past the
+# per-target memory limit, and is noted. In this process no limit applies: the in-process judge
+# takes one head (a 268 MB square).
+alibi_correct(idiom="Baichuan-13B's _gen_alibi_mask: the whole (heads, keys, keys) square with the future mask "
+                    "folded in, sliced to the call's queries; no max_positions declared",
+              seen="baichuan-inc/Baichuan-13B-Base modeling_baichuan.py (_gen_alibi_mask, future_mask)",
+              signature="module-ij", init={"n_head": "{num_heads}"}, heads=(1,), attention_heads=40,
+              up_to_row_constant=True)(BaichuanFutureMask)

@@ -420,3 +420,36 @@ alibi_wrong(bug="partial ALiBi: the heads without a bias padded before the ALiBi
             classes=("partial",), seen="lucidrains/x-transformers#85 (the padding of bias and slopes over heads)",
             signature="module-ij", init={"heads": 4, "total_heads": "{num_heads}"}, heads=_FROM_FOUR,
             alibi_convention="bidirectional", **_PARTIAL)(PartialUnbiasedHeadsFirst)
+
+
+# -- slopes kept in float16 ----------------------------------------------------------------------
+
+
+@alibi_wrong(bug="the slopes kept in a float16 buffer (a model cast with .half() casts its registered buffers) and "
+                 "returned from it: each slope off by up to 2**-11 of itself, and every bias it makes at key 8192 "
+                 "with it",
+             classes=("precision",), seen="posenc-spec's ALiBi issue (slopes in a float16 buffer judged at float16 "
+                                          "rounding); torch.nn.Module.half() casts every floating buffer",
+             signature="heads")
+def slopes_from_float16_buffer(num_heads):
+    return torch.tensor(_paper_slopes(num_heads), dtype=torch.float32).half()
+
+
+class BiasFromFloat16Slopes(_SlopesModule):
+    """A causal bias module whose slopes buffer was cast to float16 with the model: the product is
+    formed in float32 from the rounded slopes."""
+
+    def __init__(self, heads):
+        super().__init__(heads)
+        self.half()  # the model cast to float16, its buffers with it
+
+    def forward(self, i, j):
+        q = torch.arange(j - i, j)[:, None]
+        return (torch.arange(j)[None, :] - q)[None].float() * self.slopes.float()
+
+
+alibi_wrong(bug="the slopes buffer cast to float16 with the model (.half()), the bias formed in float32 from it: "
+                "every bias off by up to 2**-11 of itself",
+            classes=("precision",), seen="posenc-spec's ALiBi issue (slopes in a float16 buffer); "
+                                         "torch.nn.Module.half() casts every floating buffer",
+            signature="module-ij", init={"heads": "{num_heads}"}, alibi_convention="paper")(BiasFromFloat16Slopes)

@@ -205,6 +205,23 @@ def lucidrains_sinusoidal_pos_emb(timesteps, dim):
     return torch.cat((emb.sin(), emb.cos()), dim=-1)
 
 
+@correct(idiom="Ho et al.'s DDPM get_timestep_embedding ported to NumPy: timesteps read with .numpy() (bfloat16, "
+               "which the grid never asks for, has no NumPy dtype: TypeError), exp(-log(10000) / (half_dim - 1) * i) "
+               "in float32, [sin | cos], an odd width zero-padded (d = 2: ZeroDivisionError)",
+         convention="tensor2tensor", api="timesteps", odd="zero-pad",
+         seen="hojonathanho/diffusion diffusion_tf/nn.py get_timestep_embedding (TensorFlow), read through NumPy")
+def ddpm_numpy_timestep_embedding(timesteps, dim):
+    assert timesteps.ndim == 1
+    half_dim = dim // 2
+    emb = math.log(10000) / (half_dim - 1)
+    emb = np.exp(np.arange(half_dim, dtype=np.float32) * -emb)
+    emb = timesteps.numpy().astype(np.float32)[:, None] * emb[None, :]
+    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=1)
+    if dim % 2 == 1:
+        emb = np.pad(emb, [[0, 0], [0, 1]])
+    return emb
+
+
 @correct(idiom="F5-TTS's SinusPositionEmbedding: t in [0, 1] times scale=1000 inside the argument",
          convention="tensor2tensor", api="timesteps", t_max=1.0, scale=1000.0,
          seen="the F5-TTS SinusPositionEmbedding quoted in huggingface/diffusers#11958")

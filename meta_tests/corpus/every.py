@@ -10,6 +10,7 @@ from __future__ import annotations
 def every_corpus() -> list[tuple[str, tuple, dict]]:
     from . import BUG_CLASSES, ENTRIES
     from .alibi_registry import ALIBI_BUG_CLASSES, ALIBI_ENTRIES
+    from .mrope_registry import MROPE_BUG_CLASSES, MROPE_ENTRIES
     from .rope_registry import ROPE_BUG_CLASSES, ROPE_ENTRIES
     from .sincos2d_registry import BUG_CLASSES as SINCOS2D_BUG_CLASSES
     from .sincos2d_registry import ENTRIES as SINCOS2D_ENTRIES
@@ -19,4 +20,5 @@ def every_corpus() -> list[tuple[str, tuple, dict]]:
     return [("sinusoidal", tuple(ENTRIES), BUG_CLASSES), ("rope", tuple(ROPE_ENTRIES), ROPE_BUG_CLASSES),
             ("stateful", tuple(STATEFUL_ENTRIES), STATEFUL_BUG_CLASSES),
             ("sincos2d", tuple(SINCOS2D_ENTRIES), SINCOS2D_BUG_CLASSES),
-            ("t5buckets", tuple(T5_ENTRIES), T5_BUG_CLASSES), ("alibi", tuple(ALIBI_ENTRIES), ALIBI_BUG_CLASSES)]
+            ("t5buckets", tuple(T5_ENTRIES), T5_BUG_CLASSES), ("alibi", tuple(ALIBI_ENTRIES), ALIBI_BUG_CLASSES),
+            ("mrope", tuple(MROPE_ENTRIES), MROPE_BUG_CLASSES)]

@@ -2,9 +2,11 @@
 
 None uses the project's oracle: each computes the buckets the way the code it imitates does
 (NumPy, plain Python floats or integers, torch's bucketize, a lookup table, T5X's epsilon,
-GluonNLP's sign, tables by broadcasting, a module holding its settings). Unlike the real code
-of ``spec_tests/families/t5buckets/``, each also gets ``-2**(b-1)`` right: it saturates or
-widens the distance before ``abs()`` can overflow.
+GluonNLP's sign, tables by broadcasting, a module holding its settings). Most also get
+``-2**(b-1)`` right (they saturate or widen the distance before ``abs()`` can overflow); the
+copies of transformers' code at the end do not, as the real code of
+``spec_tests/families/t5buckets/`` does not: no difference of two positions is ``-2**(b-1)``,
+and the gate notes what they return there without failing them.
 
 A catalogue, one function per idiom; it grows by appending, so it stays one file.
 """
@@ -235,3 +237,48 @@ class module_with_settings(torch.nn.Module):  # noqa: N801 -- registered by its 
             n = abs(r) if self.bidirectional else max(-r, 0)
             buckets.append(first + (n if n < self.max_exact else self.max_exact + bisect.bisect_right(self.starts, n)))
         return torch.tensor(buckets, dtype=torch.long).reshape(relative_position.shape)
+
+
+# -- transformers' function as copied across the ecosystem: abs() wraps at -2**(b-1) -------------
+
+
+def _transformers_bucket(relative_position, bidirectional, num_buckets, max_distance):
+    relative_buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+    else:
+        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)).to(torch.long)
+    relative_position_if_large = torch.min(relative_position_if_large,
+                                           torch.full_like(relative_position_if_large, num_buckets - 1))
+    return relative_buckets + torch.where(is_small, relative_position, relative_position_if_large)
+
+
+@t5_correct(idiom="transformers' T5Attention._relative_position_bucket as T5, mT5, LongT5, Switch, UDOP and their "
+                  "ports copy it: torch.abs, which returns -2**(b-1) unchanged (a negative bucket there)",
+            seen="huggingface/transformers models/t5/modeling_t5.py T5Attention._relative_position_bucket",
+            bucket_preset="t5-encoder")
+def transformers_copy_encoder(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    return _transformers_bucket(relative_position, bidirectional, num_buckets, max_distance)
+
+
+@t5_correct(idiom="the same copy for a decoder's self-attention: -min(r, 0), which leaves -2**(b-1) negative",
+            seen="huggingface/transformers models/t5/modeling_t5.py T5Attention._relative_position_bucket",
+            bucket_preset="t5-decoder")
+def transformers_copy_decoder(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    return _transformers_bucket(relative_position, bidirectional, num_buckets, max_distance)
+
+
+@t5_correct(idiom="the transformers copy behind a guard: a negative distance after abs() raises OverflowError",
+            bucket_preset="t5-encoder")
+def transformers_copy_guarded(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    distance = torch.abs(relative_position)
+    if bool((distance < 0).any()):
+        raise OverflowError("abs() of the relative positions overflowed: no bucket for a distance beyond the dtype")
+    return _transformers_bucket(relative_position, bidirectional, num_buckets, max_distance)

@@ -47,6 +47,8 @@ WRONG = {
     "bias_max_hard_coded": ("formula[L=7]", "alibi-bias-max"),
     "PartialSlopesOfAllHeads": ("formula[8x8]", "alibi-partial-heads"),
     "PartialUnbiasedHeadsFirst": ("formula[8x8]", "alibi-partial-heads"),
+    "slopes_from_float16_buffer": ("formula[h=1-128]", "alibi-float16-slopes"),
+    "BiasFromFloat16Slopes": ("formula[8x8]", "alibi-float16-slopes"),
 }
 
 BLOOM, FALCON, MPT = (f"transformers.models.{name}.modeling_{name}" for name in ("bloom", "falcon", "mpt"))
@@ -65,6 +67,11 @@ REAL = [
      "formula[L=2049:float32]"),
     ("mpt", "transformers", {"target": f"{MPT}:build_mpt_alibi_tensor", "api": "alibi-bias",
                              "signature": "heads-length-max", "alibi_convention": "mpt"}, None),
+    ("mpt-rows", "transformers", {"target": f"{MPT}:build_mpt_alibi_tensor", "api": "alibi-bias",
+                                  "signature": "heads-length-max", "up_to_row_constant": True}, None),
+    ("mpt-rows-16", "transformers", {"target": f"{MPT}:build_mpt_alibi_tensor", "api": "alibi-bias",
+                                     "signature": "heads-length-max", "up_to_row_constant": True,
+                                     "alibi_bias_max": 16}, None),
     ("x-transformers", "x_transformers", {"target": XT, "api": "alibi-bias", "signature": "module-ij",
                                           "init": {"heads": "{num_heads}"}, "alibi_convention": "bidirectional"},
      None),
@@ -75,6 +82,8 @@ REAL = [
     ("labml-slopes", "labml_nn", {"target": "labml_nn.transformers.alibi:get_slopes", "api": "alibi-slopes"}, None),
     ("labml", "labml_nn", {"target": "labml_nn.transformers.alibi:get_alibi_biases", "api": "alibi-bias",
                            "signature": "heads-mask", "alibi_convention": "labml"}, None),
+    ("labml-rows", "labml_nn", {"target": "labml_nn.transformers.alibi:get_alibi_biases", "api": "alibi-bias",
+                                "signature": "heads-mask", "up_to_row_constant": True}, None),
     ("labml-as-fairseq", "labml_nn", {"target": "labml_nn.transformers.alibi:get_alibi_biases", "api": "alibi-bias",
                                       "signature": "heads-mask", "alibi_convention": "fairseq"}, "formula[8x8]"),
 ]

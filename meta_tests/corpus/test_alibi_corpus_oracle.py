@@ -39,6 +39,8 @@ SMALLEST = {
     "bias_max_hard_coded": (1, "formula[L=7]"),
     "PartialSlopesOfAllHeads": (8, "formula[8x8]"),  # below 8 heads the first 4 slopes agree
     "PartialUnbiasedHeadsFirst": (5, "formula[8x8]"),  # at 4 heads every head is an ALiBi head
+    "slopes_from_float16_buffer": (9, "formula[h=9]"),  # up to 8 heads every slope is a power of two float16 holds
+    "BiasFromFloat16Slopes": (9, "formula[8x8]"),  # 2**-0.5 in float16
 }
 CORRECT_HEADS = (1, 12, 112)
 

@@ -1,11 +1,12 @@
 """The T5-bucket corpus against the family's oracle and band: every wrong entry is wrong
 somewhere on its declaration's grid, at the smallest input listed in :data:`SMALLEST`, and
-every correct entry passes every check of its grid, ``-2**(b-1)`` included.
+every correct entry fails no check of its grid (at ``-2**(b-1)``, which no caller passes, the
+copies of transformers' code are noted, never failed).
 
 Each entry is called as its declaration says (:func:`meta_tests.corpus.t5buckets_registry.call`,
 through the family's :mod:`~posenc_spec.families.t5buckets.calling`), in-process, and judged by
-:mod:`~posenc_spec.families.t5buckets.judge`. ``int-min[D]`` does not count for a wrong entry:
-every real implementation fails it too (``spec_tests/families/t5buckets/test_real_code.py``),
+:mod:`~posenc_spec.families.t5buckets.judge`. ``int-min[D]`` is never a failure: nearly every
+real implementation gets it wrong too (``spec_tests/families/t5buckets/test_real_code.py``),
 so a slip must show elsewhere.
 """
 
@@ -51,11 +52,17 @@ SMALLEST = {
 @functools.cache
 def _verdicts(entry) -> tuple[list[str], tuple | None]:
     """The failed check ids of ``entry``'s grid, and its smallest out-of-band input outside
-    ``int-min[D]``: ``(slot, relative position, bucket)``."""
+    ``int-min[D]``: ``(slot, relative position, bucket)``. A call that raises at
+    ``-2**(b-1)``, which no caller passes, is noted by the gate, not failed: skipped here."""
     convention = entry.convention()
     failed, smallest, first = [], None, {}
     for probe in entry.probes():
-        buckets = call(entry, probe)
+        try:
+            buckets = call(entry, probe)
+        except Exception:
+            if probe.role == "int-min":
+                continue
+            raise
         if probe.role == "repeat":
             failed += [result.name for result in [judge.judge_repeat(first[probe.slot], buckets)] if not result.passed]
             continue
@@ -87,7 +94,7 @@ def test_wrong_entry_is_wrong_at_its_smallest_input(entry):
 
 @pytest.mark.parametrize("entry", T5_CORRECT, ids=[entry.id for entry in T5_CORRECT])
 def test_correct_entry_passes_every_check(entry):
-    """A correct entry in another idiom passes every check of its grid."""
+    """A correct entry in another idiom fails no check of its grid."""
     failed, smallest = _verdicts(entry)
     assert failed == [] and smallest is None, f"false alarm: {entry.target} ({entry.description}) failed {failed}"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from meta_tests.guards import CLI_RUN_SECONDS
 from meta_tests.hostile import MAX_POSITIONS, assert_complete_entry, strict_json, target
 from posenc_spec.cli import main
 from posenc_spec.gate.declaration import declare
@@ -28,7 +29,7 @@ TIMEOUT = 5
 COMMON = ["--max-positions", str(MAX_POSITIONS), "--timeout", str(TIMEOUT), "-j", "1"]
 UMASK = 0o027
 # A guard against a hung command, not a measurement: every run here takes seconds.
-RUN_LIMIT = 120
+RUN_LIMIT = CLI_RUN_SECONDS  # a guard against a hung command (meta_tests/guards.py)
 # Options the gate refuses because the grid could not tell the declared convention from
 # its neighbours (they are found after the gate starts): the flag each error must name.
 VACUOUS = {

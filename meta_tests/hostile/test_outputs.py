@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from meta_tests.guards import CLI_RUN_SECONDS
 from meta_tests.hostile import MAX_POSITIONS, alive, assert_complete_entry, strict_json, target
 from meta_tests.reports import gate_report
 from posenc_spec.cli import main
@@ -40,7 +41,7 @@ from spec_tests.figure_compare import FIGURE_NAMES, assert_png
 WORKTREE = Path(__file__).resolve().parents[2]
 TIMEOUT = 5
 COMMON = ["--max-positions", str(MAX_POSITIONS), "--timeout", str(TIMEOUT), "-j", "1"]
-RUN_LIMIT = 120  # seconds: a guard against a hung command; every run here takes seconds
+RUN_LIMIT = CLI_RUN_SECONDS  # a guard against a hung command (meta_tests/guards.py)
 OUTPUT_STATUS = 3
 # A target whose name, as the user wrote it, breaks the line and carries workflow commands.
 EVIL_FOLDER = "evil\n::add-mask::posenc\n::error title=forged::x ##[error]y\x1b[31m"

@@ -90,7 +90,8 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cap every length of the grid (a model's longest sequence, its "
                              "max_position_embeddings: every position stays below it)")
     parser.add_argument("--timeout", metavar="SECONDS", default=None,
-                        help=f"seconds for the import and for each call (default {DEFAULT_TIMEOUT:g})")
+                        help=f"seconds of the target's own time (wall clock less its wait for a CPU) for the import "
+                             f"and for each call (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--strict", action="store_const", const=True, default=None,
                         help="fail on notes too: what a check finds only on inputs no use of the target produces "
                              "(strict = true in a file)")

@@ -24,7 +24,7 @@ def failed(name, message, worst=None) -> CheckResult:
 
 
 
-_RANK = {"passed": 0, "skipped": 1, "failed": 2}
+_RANK = {"passed": 0, "skipped": 1, "noted": 2, "failed": 3}
 
 
 class Results:

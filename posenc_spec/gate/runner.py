@@ -1,21 +1,21 @@
 """Run a target's calls in sealed children and turn every reply into an :class:`Outcome`.
 
-A :class:`Slot` is one lane of a run: a slot template (forked from the run's root
-template) and, while several targets of one module take their turns, a module template
-that imported that module once. :meth:`Slot.run` forks a sealed child for one target,
-imports it there, sends calls ahead of the replies within a byte budget (the child
-computes the next table while the gate reads this one) and reads the replies, each under
-the per-call timeout, through :mod:`posenc_spec.gate.wire`, which checks every reply
-against its request. A child that dies is replaced (the target is imported again) until
-the ``MAX_DEATHS``-th death; after a hang, a broken reply, a resource limit or a reason
-to stop (``--fail-fast``) the remaining calls are reported as not run. When the target's turn ends
-its child, and everything the child started, is killed.
+A :class:`Slot` is one lane of a run: a slot template (forked from the run's root template)
+and, while several targets of one module take their turns, a module template that imported
+that module once. :meth:`Slot.run` forks a sealed child for one target, imports it there,
+sends calls ahead of the replies within a byte budget (the child computes the next table
+while the gate reads this one) and reads the replies, each under the per-call timeout (of
+the child's own time: :class:`~posenc_spec.gate.sandbox.OwnTime`), through
+:mod:`posenc_spec.gate.wire`, which checks every reply against its request. A child that
+dies is replaced (the target is imported again) until the ``MAX_DEATHS``-th death; after a
+hang, a broken reply, a resource limit or a reason to stop (``--fail-fast``) the remaining
+calls are reported as not run. When the target's turn ends its child, and everything the
+child started, is killed.
 """
 
 from __future__ import annotations
 
 import secrets
-import time
 from dataclasses import dataclass, field
 
 from .calls import CallRequest, Outcome
@@ -23,6 +23,7 @@ from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, Payload
 from .loader import module_key
 from .sandbox import (
     Limits,
+    OwnTime,
     SandboxError,
     TargetLimitExceeded,
     Template,
@@ -87,7 +88,7 @@ class _Child:
         self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
         self.tokens: dict[int, str] = {}
 
-    def load(self, target: str, deadline: float, how: dict | None = None):
+    def load(self, target: str, deadline: OwnTime, how: dict | None = None):
         send(self.sock, {"op": "load", "target": target, "how": how})
         header, _, _ = self.reader.read(deadline, 0)
         where = header.get("where")
@@ -123,11 +124,11 @@ class _Child:
         except OSError:
             pass
 
-    def receive(self, request: CallRequest, call_id: int, deadline: float) -> Outcome:
+    def receive(self, request: CallRequest, call_id: int, deadline: OwnTime) -> Outcome:
         header, payloads, _ = self.reader.read(deadline, request.max_bytes)
         return read_outcome(header, payloads, request, call_id, self.tokens.get(call_id))
 
-    def in_sync(self, deadline: float) -> bool:
+    def in_sync(self, deadline: OwnTime) -> bool:
         """Whether the frame after the last reply answers a fresh sync request: a frame
         the target wrote into the channel itself shows up here, if not before."""
         token = secrets.token_hex(8)
@@ -194,12 +195,12 @@ class Slot:
             self._template.close()
             self._template = None
             module = self.template.fork_template(self.limits, 0, search_path)
-        deadline = time.monotonic() + self.limits.timeout
+        deadline = OwnTime(self.limits.timeout, module.pid)
         try:
-            reply = module.request({"op": "import", "target": target}, seconds=self.limits.timeout)
+            reply = module.request({"op": "import", "target": target}, deadline=deadline)
             imported = TargetRun(reply.get("ok") is True, text(reply.get("message", "")), ImportState.of(reply))
         except SandboxError:
-            late = time.monotonic() >= deadline
+            late = deadline.remaining() <= 0
             imported = TargetRun(False, f"importing {target} did not finish within the {self.limits.timeout:g} s "
                                         "timeout (killed)" if late else f"importing {target} killed the process")
         if not imported.imported:
@@ -294,9 +295,8 @@ class _Turn:
 
     def _start(self) -> tuple[bool, str, ImportState]:
         self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path)
-        deadline = time.monotonic() + self.limits.timeout
         try:
-            return self.child.load(self.target, deadline, self.how)
+            return self.child.load(self.target, OwnTime(self.limits.timeout, self.child.pid), self.how)
         except ChannelTimeout:
             self._finish()
             return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
@@ -354,7 +354,7 @@ class _Turn:
                     # follow them. The target has failed already; no frame of its own can change that.
                     self.stop = f"not run: {reason}"
                     self._finish()
-            if self.child is not None and not self.child.in_sync(time.monotonic() + self.limits.timeout):
+            if self.child is not None and not self.child.in_sync(OwnTime(self.limits.timeout, self.child.pid)):
                 for index in answered:  # every reply this child gave is suspect
                     turn.outcomes[index] = Outcome("malformed", "malformed reply: the channel held a frame the child "
                                                                 "did not send for its calls (a forged reply)")
@@ -383,7 +383,7 @@ class _Turn:
         """The call's outcome, and why the remaining calls cannot run (None: they can)."""
         what = f"the call for {request.label}"
         try:
-            outcome = self.child.receive(request, call_id, time.monotonic() + self.limits.timeout)
+            outcome = self.child.receive(request, call_id, OwnTime(self.limits.timeout, self.child.pid))
             if outcome.exception == "MemoryError" or "allocate memory" in outcome.message:
                 outcome.message += f" (the memory limit is {self.limits.memory / 2**30:.3g} GiB)"
             elif "File too large" in outcome.message:

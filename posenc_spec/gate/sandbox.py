@@ -38,8 +38,9 @@ from .child.template import command
 from .errors import UsageError
 from .preimport import import_gate_modules
 
-TEMPLATE_START_SECONDS = 300.0  # a cold `import torch` on a loaded CI runner takes tens of seconds
-TEMPLATE_REPLY_SECONDS = 30.0  # fork, kill and reap: milliseconds unless the machine is starved
+# Both are of the template's own time (OwnTime): a cold `import torch` takes seconds of it.
+TEMPLATE_START_SECONDS = 300.0
+TEMPLATE_REPLY_SECONDS = 30.0  # fork, kill and reap: milliseconds
 
 
 CONFINEMENT_SWITCH = "POSENC_SPEC_CONFINEMENT"  # "off": targets run unconfined (child.confinement)
@@ -86,13 +87,47 @@ class TargetLimitExceeded(Exception):
     """A target's processes together took more than its limits allow."""
 
 
+class OwnTime:
+    """A limit of ``seconds`` of process ``pid``'s own time, from now: the gate's deadline
+    for a reply of that process (a target's import or call, a template's answer).
+
+    Its own time is the wall-clock time less the time its main thread spent ready to run
+    but waiting for a CPU (Linux scheduler statistics): on a machine with more runnable
+    processes than cores each runs a fraction of the time, and a correct call that takes
+    one second alone takes five at a load of ten on two cores; that wait is the machine's,
+    not the target's. The wait of the gate's own thread counts the same way (a reply the
+    gate was too starved to read). A process that hangs still runs out of its time: asleep
+    or blocked its own time is the wall-clock time, and spinning it gets its share of a
+    CPU. Where the statistics cannot be read, own time is wall-clock time."""
+
+    def __init__(self, seconds: float, pid: int | None):
+        self.seconds, self.pid = seconds, pid
+        self.start = time.monotonic()
+        self._waited_before = self._waited()
+        self._end = self.start + seconds
+
+    def _waited(self) -> tuple[float, float]:
+        process = os_limits.waited_for_cpu(self.pid) if self.pid is not None and self.pid > 0 else 0.0
+        return process, os_limits.waited_for_cpu(None)
+
+    def remaining(self) -> float:
+        """Seconds of wall-clock time before the limit, if neither waits for a CPU from now on;
+        the statistics are read only once the time would otherwise be up."""
+        left = self._end - time.monotonic()
+        if left <= 0:
+            waited = max(after - before for before, after in zip(self._waited_before, self._waited(), strict=True))
+            self._end = self.start + self.seconds + max(0.0, waited)
+            left = self._end - time.monotonic()
+        return left
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one target may take: ``memory`` bytes beyond the imported libraries (of address
     space in each of its processes, and resident in all of them together), ``processes``
-    tasks (processes and threads) beyond its first, ``timeout`` seconds per import and per
-    call (CPU time is capped at the timeout times the number of calls), and files of at
-    most ``file_size`` bytes."""
+    tasks (processes and threads) beyond its first, ``timeout`` seconds of its own time
+    (:class:`OwnTime`) per import and per call (CPU time is capped at the timeout times the
+    number of calls), and files of at most ``file_size`` bytes."""
 
     memory: int
     processes: int
@@ -174,7 +209,7 @@ class Template:
         """Wait until the template has started; :class:`PreloadError` when it could not import
         a module it was asked to preload."""
         if self.pid is None:
-            reply = self._reply(time.monotonic() + TEMPLATE_START_SECONDS, "starting")
+            reply = self._reply(OwnTime(TEMPLATE_START_SECONDS, self._process_id()), "starting")
             if reply.get("ok") is False:
                 self.close()
                 message = reply.get("message") or "a --preload module could not be imported"
@@ -188,14 +223,16 @@ class Template:
             raise SandboxError(f"the gate's template process failed while {what}: {error}") from None
         return header
 
-    def request(self, header: dict, fds=(), seconds: float = TEMPLATE_REPLY_SECONDS) -> dict:
+    def request(self, header: dict, fds=(), deadline: OwnTime | None = None) -> dict:
+        """The template's answer to ``header``, within ``deadline`` (by default
+        ``TEMPLATE_REPLY_SECONDS`` of its own time from when the request is sent)."""
         with self._lock:
             self.ready()
             try:
                 send(self.sock, header, fds=fds)
             except OSError as error:
                 raise SandboxError(f"the gate's template process is gone ({error})") from None
-            return self._reply(time.monotonic() + seconds, header.get("op", "?"))
+            return self._reply(deadline or OwnTime(TEMPLATE_REPLY_SECONDS, self._process_id()), header.get("op", "?"))
 
     def _fork(self, header: dict) -> tuple[socket.socket, int]:
         parent_end, child_end = socket.socketpair()

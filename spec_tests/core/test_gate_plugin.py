@@ -168,3 +168,16 @@ def test_rotary_keys_have_plugin_options(pytester):
     assert status == 0 and _count(output, "passed") > 0, output
     status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:linear_inv_freq", *rope)
     assert status == 1 and "formula[d=" in output and "Traceback" not in output, output
+
+
+def test_a_note_passes_with_a_warning_and_fails_under_strict(pytester):
+    """transformers' T5 buckets: int-min[D] is a note (a passed item and a warning naming it), a failure under
+    --posenc-strict."""
+    target = ("--posenc-target", "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket",
+              "--posenc-api", "t5-buckets", "-k", "int-min")
+    status, output = _pytest_here(pytester, *target)
+    assert status == 0 and _count(output, "passed") == 4, output
+    assert "GateNote" in output and "no caller passes it" in output, output
+    status, output = _pytest_here(pytester, *target, "--posenc-strict")
+    assert status == 1 and _count(output, "failed") == 2, output
+    assert "strict: " in output, output

@@ -19,8 +19,10 @@ from posenc_spec import registry
 from posenc_spec.commands.check import check_epilog
 from posenc_spec.families.rope import sequences as rope_sequences
 from posenc_spec.families.rope.read import Unreadable, read_cache
+from posenc_spec.families.sinusoidal import grid as sinusoidal_grid
+from posenc_spec.families.sinusoidal import judge as sinusoidal_judge
 from posenc_spec.families.sinusoidal import sequences as table_sequences
-from posenc_spec.gate.calls import ArrayArg
+from posenc_spec.gate.calls import ArrayArg, Outcome
 from posenc_spec.gate.child.serve import _arguments
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import Calls, plan, probes, sequence_probes
@@ -126,6 +128,50 @@ def test_the_timestep_sequences_hold_their_dtypes_values():
             assert np.array_equal(values, probe.timesteps.astype(np.float16).astype(np.float64))
         if probe.input_dtype == "bfloat16":
             assert np.array_equal(probe.timesteps.view(np.uint32) & 0xFFFF, np.zeros(probe.length, np.uint32))
+
+
+@pytest.mark.parametrize("name", [name for name in PATTERNS if PATTERNS[name][0]["api"].startswith("rope")])
+def test_rotary_sequences_hand_x_only_in_the_dtypes_the_grid_requires(name):
+    """No rotary sequence asks for an x dtype the grid does not ask for: a sequence requires nothing the grid
+    does not."""
+    declaration = declare({"target": "m:f", **PATTERNS[name][0]})
+    grid_dtypes = {probe.x_dtype for probe in probes(declaration)}
+    assert {probe.x_dtype for probe in sequence_probes(declaration)} <= grid_dtypes
+
+
+def _dtype_order_call(input_dtype):
+    return next(probe for probe in table_sequences.timestep_sequences(1000.0) if probe.input_dtype == input_dtype
+                and probe.check_id.startswith("dtype-order["))
+
+
+@pytest.mark.parametrize("input_dtype", ["bfloat16", "float16"])
+def test_a_timesteps_target_refusing_half_precision_is_noted(input_dtype):
+    """A dtype-order call in a dtype the grid does not require that raises is a note naming the refusal and the
+    dtypes the grid requires."""
+    declaration = declare({"target": "m:f", "api": "timesteps"})
+    required = sinusoidal_grid.input_dtypes(probes(declaration))
+    refused = Outcome("raised", "raised TypeError: Got unsupported ScalarType BFloat16")
+    result = sinusoidal_judge.judge_sequence_call(_dtype_order_call(input_dtype), refused,
+                                                  declaration.spec.convention, required)
+    assert required == {"int64", "float32"}
+    assert result.status == "noted" and result.name == "dtype-order[64x32]", result
+    assert "raised TypeError: Got unsupported ScalarType BFloat16" in result.message
+    assert f"the grid requires float32 and int64 timesteps, not {input_dtype}" in result.message
+
+
+def test_a_timesteps_target_refusing_float32_or_erring_in_half_precision_fails():
+    """A raise on float32 timesteps (the grid's), and wrong values for bfloat16 timesteps it took, fail dtype-order."""
+    declaration = declare({"target": "m:f", "api": "timesteps"})
+    required = sinusoidal_grid.input_dtypes(probes(declaration))
+    float32_call = next(probe for probe in table_sequences.timestep_sequences(1000.0)
+                        if probe.check_id.startswith("dtype-order[") and probe.input_dtype is None)
+    raised = sinusoidal_judge.judge_sequence_call(float32_call, Outcome("raised", "raised TypeError"),
+                                                  declaration.spec.convention, required)
+    half = _dtype_order_call("bfloat16")
+    zeros = np.zeros((half.length, half.width), dtype=np.float32)
+    wrong = sinusoidal_judge.judge_sequence_call(half, Outcome("ok", "float32", [zeros], ["float32"]),
+                                                 declaration.spec.convention, required)
+    assert raised.status == "failed" and wrong.status == "failed", (raised, wrong)
 
 
 @pytest.mark.parametrize("keys, head, first", [({"api": "rope-apply", "head_dim": 64}, 64, True),

@@ -35,7 +35,7 @@ class Alibi(Family):
 
         from .judge import AlibiJudge, positions_of
         from .properties import expectation
-        from .tolerance import slope_tolerance
+        from .tolerance import longest_distance, slope_tolerance
 
         judged = AlibiJudge(declaration.spec.convention, Results())
 
@@ -45,7 +45,7 @@ class Alibi(Family):
                 return None
             call, conv = probe.call, declaration.spec.convention
             if probe.signature == "heads":
-                return [(values, slope_tolerance(call.num_heads, conv, dtype))]
+                return [(values, slope_tolerance(call.num_heads, conv, longest_distance(declaration.max_positions)))]
             exp = expectation(call.num_heads, positions_of(call, conv), conv, dtype)
             return [(values, exp.tolerance)]
 
@@ -60,7 +60,7 @@ class Alibi(Family):
     def judge(self, declaration, results, keep_table):
         from .judge import AlibiJudge
 
-        return AlibiJudge(declaration.spec.convention, results)
+        return AlibiJudge(declaration.spec.convention, results, declaration.max_positions)
 
     def nearest(self, declaration, judged) -> dict | None:
         from .hints import nearest

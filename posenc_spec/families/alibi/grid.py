@@ -29,6 +29,14 @@ a ``(31, 257, 257)`` bias does, a ``(1, 2049, 2049)`` one does not; the long dis
 the forms with a row per query come from the decoding steps), and only where its keys fit
 under a declared ``max_positions``.
 
+Without a declared ``max_positions`` the long calls' lengths are the gate's choice, not a
+promise of the target. Correct code may build the whole ``(heads, keys, keys)`` square and
+slice its last row for a decoding step (Baichuan's mask, a cached full bias): 34 GB at
+128 heads and 8193 keys, past any per-target memory limit. Such a call that runs out of
+memory (:func:`chosen_size`: beyond the prefill's keys, its float32 square at least
+:data:`SQUARE_FLOOR` bytes) is a note, not a failure: the target is judged on the calls it
+could make, the shorter ones of the same head count among them.
+
 Check ids (``S`` a call's slot without its head count: ``L=7``, ``64x64``, ``p=31``,
 ``L=2049:float16``, ``mask-left:bfloat16``; each check of a slot judges it at every head
 count that makes the call, and its message names the head count of the worst call):
@@ -78,6 +86,9 @@ DTYPES = ("float32", "float16", "bfloat16")
 # The dtypes a request names by index (an int crosses to the child; a text does not).
 DTYPE_CODES = ("float32", "float16", "bfloat16", "float64")
 ELEMENT_BUDGET = 2**21
+# A call whose (heads, keys, keys) float32 square is smaller than this cannot run out of any
+# memory a target may be given (64 MiB, the smallest --max-memory): its memory failure is its own.
+SQUARE_FLOOR = 2**26
 ROW_SIGNATURES = ("heads-mask", "module-ij", "module-scores")  # called with (q_len, k_len)
 TAKES_DTYPE = ("mask-heads-dtype", "module-scores")
 
@@ -160,6 +171,14 @@ def deep_calls(signature: str, num_heads: int) -> list[AlibiCall]:
 def returned_shape(signature: str, call: AlibiCall) -> tuple[int, ...]:
     """The largest result the call may return: ``(H,)`` slopes, else ``(H, q_len, k_len)``."""
     return (call.num_heads,) if signature == "heads" else (call.num_heads, call.q_len, call.k_len)
+
+
+def chosen_size(call: AlibiCall, max_positions: int | None) -> bool:
+    """Whether ``call``'s length is the gate's choice and large enough that building its
+    ``(heads, keys, keys)`` square may exceed a target's memory: no ``max_positions``
+    declared, more keys than the prefill's, and a float32 square of at least
+    :data:`SQUARE_FLOOR` bytes."""
+    return max_positions is None and call.k_len > PREFILL + 1 and 4 * call.num_heads * call.k_len**2 >= SQUARE_FLOOR
 
 
 def _fits(signature: str, call: AlibiCall, convention: AlibiConvention, max_positions: int | None) -> bool:

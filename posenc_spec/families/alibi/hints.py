@@ -1,15 +1,19 @@
 """Which slip a failing ALiBi target's own values show, and which member of the family they are.
 
 Every call whose ``formula`` failed under the declaration is judged again under each
-*variant* below, in order; the first variant under which all of them pass is the slip
-(with the keys that declare it, when a declaration can state what the code computes).
+*variant* below, in order; the first variant under which every call of the run passes
+(the failing ones first, then the others: a hint is a variant the whole run matches) is
+the slip (with the keys that declare it, when a declaration can state what the code
+computes). A key-only variant matches a call that returned a row per query only when
+every row is the same row of keys at the keys its query attends: the gate reads one row
+of a key-only form, and a table whose rows differ there does not compute it.
 A variant is another convention (the geometric rule, another ``alibi_bias_max``, a
-bfloat16 or float16 bias, the queries first, another form, the padding kept in the
-positions) or the same convention with the values rearranged (the heads reversed, the
-sign flipped, the unbiased heads first). Two slips no variant states are read off the
-values directly: decoding steps that return zeros while the prefill carries a bias, and,
-last, slopes of another rule (each head's slope measured from its steps between keys,
-when the bias is linear with it).
+bfloat16 or float16 bias, the queries first, the padding kept in the positions, a constant
+per row, another form) or the same convention with the values rearranged (the slopes
+rounded to float16, the heads reversed, the sign flipped, the unbiased heads first). Two
+slips no variant states are read off the values directly: decoding steps that return zeros
+while the prefill carries a bias, and, last, slopes of another rule (each head's slope
+measured from its steps between keys, when the bias is linear with it).
 """
 
 from __future__ import annotations
@@ -73,13 +77,27 @@ def _formula(conv: AlibiConvention, reading: Reading, transform=None, declared=N
     return properties.check_formula(values, exp)
 
 
+def _one_row_for_every_query(reading: Reading) -> bool:
+    """Whether every row the call returned equals its last row at the keys the row's query
+    attends (the last ``q_len`` queries; a single row returned is one row for all)."""
+    call = reading.probe.call
+    if reading.probe.signature in ("heads", "mask-heads-dtype"):  # slopes, or one row by the signature
+        return True
+    rows = read(reading.raw, reading.probe.signature, call, AlibiConvention())
+    attends = np.arange(call.k_len)[None, :] <= np.arange(call.k_len - call.q_len, call.k_len)[:, None]
+    return bool(np.array_equal(np.where(attends[None], rows, 0.0), np.where(attends[None], rows[:, -1:, :], 0.0)))
+
+
 def fits(conv: AlibiConvention, reading: Reading, transform=None, declared=None) -> bool:
     """Whether ``reading`` passes ``formula`` under ``conv`` (after ``transform`` of its
-    values, which reads the ``declared`` convention)."""
+    values, which reads the ``declared`` convention); under a key-only ``conv`` that the
+    ``declared`` one is not, only when the call returned one row of keys for every query."""
     try:
-        return _formula(conv, reading, transform, declared).passed
+        if not _formula(conv, reading, transform, declared).passed:
+            return False
     except ValueError:  # the convention cannot read or position this call (a mask for a form with rows)
         return False
+    return not (conv.key_only and declared is not None and not declared.key_only) or _one_row_for_every_query(reading)
 
 
 def _reversed(values: np.ndarray, conv: AlibiConvention) -> np.ndarray:
@@ -102,9 +120,21 @@ def _slopes_of_every_head(values: np.ndarray, conv: AlibiConvention) -> np.ndarr
     return values * scale.reshape((heads,) + (1,) * (values.ndim - 1))
 
 
+def _float16_slopes(values: np.ndarray, conv: AlibiConvention) -> np.ndarray:
+    """Each head rescaled from its slope rounded to float16 to the exact one: values that fit the
+    declaration after it were formed from float16 slopes (a float16 buffer)."""
+    heads = values.shape[0]
+    exact = oracle.slopes(heads, conv)
+    rounded = exact.astype(np.float16).astype(np.float64)
+    scale = np.divide(exact, rounded, out=np.ones(heads), where=rounded != 0)
+    return values * scale.reshape((heads,) + (1,) * (values.ndim - 1))
+
+
 def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
     """The slips a declaration of ``conv`` may hide, most specific first."""
-    made = []
+    made = [Variant(("alibi-float16-slopes",), "the slopes are rounded to float16 (kept in a float16 buffer): each is "
+                    "off by up to 2**-11 of itself, and so is every bias it makes, far past a float32 bias's bound at "
+                    "long distances; keep the slopes in float32", transform=_float16_slopes, declare=False)]
     if conv.alibi_heads is not None:
         made += [Variant(("alibi-partial-heads",), "the ALiBi heads take the slopes of every head, where those of "
                          "alibi_heads heads belong", transform=_slopes_of_every_head, declare=False),
@@ -134,6 +164,11 @@ def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
                      "gives)", (("query_positions", "first"),)),
              Variant(("alibi-form",), "the bias is the declared one with its sign flipped",
                      transform=lambda values, _: -values, declare=False)]
+    # Before a row constant: left padding shifts a row by one constant, which a run stopped at its
+    # first failure (a left-padded mask, before the mask with a hole) cannot tell from padding.
+    if conv.key_positions == "mask-cumsum":
+        made.append(Variant(("alibi-padding",), "the key positions count the padded keys: the attention mask's "
+                            "padding is not taken out of them", (("key_positions", "index"),)))
     if conv.bias_form != "symmetric" and not conv.up_to_row_constant:
         made.append(Variant(("alibi-form",), "the bias is the declared one plus a constant per query row (the same "
                             "attention after softmax, not the declared bias)", (("up_to_row_constant", True),)))
@@ -147,9 +182,6 @@ def variants(conv: AlibiConvention, slopes_only: bool) -> list[Variant]:
             elif conv.bias_region == "full":
                 changes.append(("bias_region", "causal"))
             made.append(Variant(("alibi-form",), f"the bias has the {form} form", tuple(changes)))
-    if conv.key_positions == "mask-cumsum":
-        made.append(Variant(("alibi-padding",), "the key positions count the padded keys: the attention mask's "
-                            "padding is not taken out of them", (("key_positions", "index"),)))
     return made
 
 
@@ -174,13 +206,21 @@ def _under(variant: Variant, changed: AlibiConvention, reading: Reading) -> Alib
     return changed
 
 
-def _found(conv: AlibiConvention, failing: list[Reading], slopes_only: bool) -> Variant | None:
+def _found(conv: AlibiConvention, failing: list[Reading], passing: list[Reading], slopes_only: bool) -> Variant | None:
+    """The first variant every reading fits: the ``failing`` ones first (most variants stop
+    there), then the ``passing`` ones."""
     for variant in variants(conv, slopes_only):
         changed = variant.convention(conv)
         if changed is not None and all(fits(_under(variant, changed, reading), reading, variant.transform, conv)
-                                       for reading in failing):
+                                       for reading in [*failing, *passing]):
             return variant
     return None
+
+
+def _others(readings: list[Reading], failing: list[Reading]) -> list[Reading]:
+    """The readings not in ``failing`` (by identity: a reading holds arrays)."""
+    failed = {id(reading) for reading in failing}
+    return [reading for reading in readings if id(reading) not in failed]
 
 
 def _no_decode_bias(conv: AlibiConvention, failing: list[Reading]) -> bool:
@@ -237,7 +277,7 @@ def diagnose(conv: AlibiConvention, readings: list[Reading], slopes_only: bool) 
     if _no_decode_bias(conv, failing):
         return [Hint(("alibi-no-decode-bias",), "the decoding steps (one query after a prefill) return no bias at "
                                                 "all, where the prefill has one")]
-    variant = _found(conv, failing, slopes_only)
+    variant = _found(conv, failing, _others(readings, failing), slopes_only)
     if variant is not None:
         declare = tuple((key, value) for key, value in variant.changes if getattr(conv, key) != value) \
             if variant.declare else ()
@@ -257,7 +297,7 @@ def nearest(declaration, judged: AlibiJudge) -> dict | None:
     spec = declaration.spec
     readings = [Reading(probe, raw, dtype) for probe, raw, dtype in judged.tables.values() if probe.role == "table"]
     failing = [reading for reading in readings if not fits(spec.convention, reading)]
-    variant = _found(spec.convention, failing, spec.slopes_only) if failing else None
+    variant = _found(spec.convention, failing, _others(readings, failing), spec.slopes_only) if failing else None
     if variant is None or not variant.changes:
         return None
     found = variant.convention(spec.convention)

@@ -15,8 +15,11 @@ product shows. From those values, in order:
    then the compute dtype).
 
 The answer is then checked by ``check`` on its whole grid, so that what ``identify`` names,
-``check`` accepts; otherwise the answer is "none", with the fitted member as the nearest and
-the first check that fails.
+``check`` accepts: "check accepts it" only where no check fails (its notes, findings beyond
+what the declaration promises, are named and fail nothing); the member stands, with
+``check`` "does-not-conform", where only checks that say nothing about the convention fail
+(:data:`~posenc_spec.gate.identify.NOT_THE_CONVENTION`); otherwise the answer is "none", with
+the fitted member as the nearest and the first check that fails.
 """
 
 from __future__ import annotations
@@ -215,12 +218,19 @@ class Identification:
     def _checked(self, answer: dict, found: AlibiConvention, options) -> dict:
         """The answer after ``check`` judged it on its whole grid (see the module docstring)."""
         from posenc_spec.gate.engine import check_many
+        from posenc_spec.gate.identify import NOT_THE_CONVENTION
 
         report = check_many([self.answer_declaration(answer["convention"])], options)[0]
-        failed = [check for check in report.failures() if check.name not in ("global-state", "determinism")]
-        if not failed:
+        notes = [check.name for check in report.checks if check.status == "noted"]
+        noted = f" (notes, no failure: {', '.join(notes)})" if notes else ""
+        failed = [check for check in report.failures() if check.name not in NOT_THE_CONVENTION]
+        if not report.failures():
             return {**answer, "check": "conforms", "message": f"{answer['message']}; check accepts it on its whole "
-                                                              "grid"}
+                                                              f"grid{noted}"}
+        if not failed:
+            others = ", ".join(check.name for check in report.failures())
+            return {**answer, "check": "does-not-conform", "message": f"{answer['message']}; check also fails "
+                                                                      f"{others}, which no convention changes"}
         first = failed[0]
         worst = first.worst.ratio if first.worst is not None else math.inf
         nearest = {"name": answer["name"], "convention": answer["convention"], "max_error_ratio": worst}

@@ -2,10 +2,12 @@
 (:mod:`.signatures`), under every property of :mod:`.properties` its probe lists.
 
 A check id names a slot (``formula[64x64]``) that every head count's call of that slot
-shares: its verdict is the worst of them (a failure stands; of passing calls the one
-closest to its bound), and its message names the head count (``h=112:64x64``). A decoding
-step is judged against the prefill of the same head count and dtype, made on the same
-module just before.
+shares: its verdict is the worst of them (a failure stands, then a note; of passing calls
+the one closest to its bound), and its message names the head count (``h=112:64x64``). A
+decoding step is judged against the prefill of the same head count and dtype, made on the
+same module just before. A long call whose length the gate chose and that ran out of memory
+(:func:`~.grid.chosen_size`) is noted, its checks skipped: the length is no promise of
+the declaration.
 
 :class:`AlibiJudge` is the gate's (the engine hands it each probe and its outcome);
 :func:`judge` runs a target in this process, through the same adapters and the same
@@ -18,15 +20,16 @@ import numpy as np
 
 from posenc_spec.gate.calls import ArrayArg, Outcome
 from posenc_spec.gate.judge import Results, call_status, failed, passed
-from posenc_spec.results import CheckResult, skipped
+from posenc_spec.results import CheckResult, noted, skipped
 
 from . import oracle, properties
 from .conventions import AlibiConvention, get_convention
-from .grid import AlibiCall, AlibiProbe, probes
+from .grid import AlibiCall, AlibiProbe, chosen_size, probes
 from .signatures import Unreadable, read
+from .tolerance import longest_distance
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
-_RANK = {"passed": 1, "skipped": 0, "failed": 2}
+_RANK = {"passed": 1, "skipped": 0, "noted": 2, "failed": 3}
 _BIAS_CHECKS = {"finite": properties.check_finite, "formula": properties.check_formula,
                 "linear": properties.check_linear, "toeplitz": properties.check_toeplitz,
                 "diagonal": properties.check_diagonal, "equivalent": properties.check_equivalent,
@@ -35,8 +38,8 @@ _BIAS_CHECKS = {"finite": properties.check_finite, "formula": properties.check_f
 
 def merge(results: Results, result: CheckResult) -> None:
     """Add one call's verdict on a check id several calls share: a failure stands (the
-    first); a pass outranks a skip (one head has no ratio, 112 heads have); of passes the
-    one closest to its bound."""
+    first), then a note; a pass outranks a skip (one head has no ratio, 112 heads have);
+    of passes the one closest to its bound."""
     earlier = results.by_id.get(result.name)
     if earlier is None or _RANK[result.status] > _RANK[earlier.status]:
         results.add(result)
@@ -52,11 +55,21 @@ def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positio
     return oracle.call_positions(call.q_len, call.k_len, convention)
 
 
-class AlibiJudge:
-    """Checks of one ALiBi target, probe by probe (``results`` is the engine's)."""
+def out_of_memory(outcome: Outcome) -> bool:
+    """Whether a call failed for want of memory: a ``MemoryError`` (NumPy's subclass too),
+    an allocator's "can't allocate memory", or the gate's ``--max-memory`` limit."""
+    if outcome.status not in ("raised", "limit"):
+        return False
+    return (outcome.exception or "").endswith("MemoryError") or any(
+        words in outcome.message for words in ("allocate memory", "Unable to allocate", "--max-memory"))
 
-    def __init__(self, convention: AlibiConvention, results: Results):
-        self.conv, self.results = convention, results
+
+class AlibiJudge:
+    """Checks of one ALiBi target, probe by probe (``results`` is the engine's;
+    ``max_positions`` the declared one: the lengths a target promises)."""
+
+    def __init__(self, convention: AlibiConvention, results: Results, max_positions: int | None = None):
+        self.conv, self.results, self.max_positions = convention, results, max_positions
         self.prefills: dict[str, tuple] = {}  # a prefill's slot -> (table, expectation)
         self.tables: dict[str, tuple] = {}  # a probe's slot -> (probe, returned array, dtype): what nearest reads
 
@@ -87,6 +100,10 @@ class AlibiJudge:
         if problem:
             if outcome.status == "not-run":
                 merge(self.results, skipped(ids[0], f"{probe.slot}: {outcome.message}"))
+            elif out_of_memory(outcome) and chosen_size(probe.call, self.max_positions):
+                merge(self.results, noted(ids[0], f"{probe.slot}: {problem}; {probe.call.k_len} keys is a length "
+                                                  "the gate chose (no max_positions declared), judged at the shorter "
+                                                  "calls: declare max_positions to require a length"))
             else:
                 merge(self.results, failed(ids[0], f"{probe.slot}: {problem}"))
             for name in ids[1:]:
@@ -108,8 +125,9 @@ class AlibiJudge:
         if bad.any():
             return [finite, skipped("formula", f"h={heads}: NaN or Inf slopes"),
                     skipped("head-ratio", f"h={heads}: NaN or Inf slopes")]
-        return [finite, _named(properties.check_slopes(values, heads, self.conv, dtype), heads),
-                _named(properties.check_head_ratio(values, heads, self.conv, dtype), heads)]
+        distance = longest_distance(self.max_positions)
+        return [finite, _named(properties.check_slopes(values, heads, self.conv, dtype, distance=distance), heads),
+                _named(properties.check_head_ratio(values, heads, self.conv, distance=distance), heads)]
 
     def _bias(self, probe: AlibiProbe, values, dtype: str) -> list[CheckResult]:
         call = probe.call

@@ -25,6 +25,7 @@ SLIPS = {
     "alibi-queries-first": "ALiBi queries placed at the first positions, not the last",
     "alibi-padding": "the attention mask's padding not taken out of the ALiBi positions",
     "alibi-partial-heads": "partial ALiBi with the wrong heads or slopes",
+    "alibi-float16-slopes": "ALiBi slopes kept in float16 (a float16 buffer) and the bias formed from them",
 }
 
 _HELP = {

@@ -25,7 +25,7 @@ from . import oracle, properties
 from .grid import AlibiProbe, calls
 from .hints import Reading, measured_slopes
 from .judge import AlibiJudge, positions_of
-from .tolerance import slope_tolerance
+from .tolerance import longest_distance, slope_tolerance
 
 PLOT_HEADS = 12
 WIDTH, HEIGHT, DPI = 8.0, 5.0, 100
@@ -116,7 +116,7 @@ def plot(declaration, sizes: dict, options) -> Drawing:
     heads = spec.attention_heads or max(PLOT_HEADS, conv.alibi_heads or 1)
     readings = _run(declaration, _probes(spec, heads, declaration.max_positions), options)
     expected = oracle.slopes(heads, conv)
-    bound = slope_tolerance(heads, conv, "float32")
+    bound = slope_tolerance(heads, conv, longest_distance(declaration.max_positions))
     if spec.slopes_only:
         reading = readings[0]
         got = reading.values(conv)
@@ -124,7 +124,7 @@ def plot(declaration, sizes: dict, options) -> Drawing:
         worst = float(np.max(np.abs(got - expected) / bound))
         verdict = (f"every slope within its bound (max error/bound {worst:.3g})" if worst <= 1
                    else f"slopes out of bound: max error/bound {worst:.3g}")
-        figure = _slopes_figure(title, got, expected, slope_tolerance(heads, conv, reading.dtype), "returned")
+        figure = _slopes_figure(title, got, expected, bound, "returned")
         return Drawing(title, verdict, {"slopes": ("slopes.png", figure)})
     ratio, values, exp, reading = max(((*_ratio(reading, conv), reading) for reading in readings),
                                       key=lambda drawn: drawn[0])

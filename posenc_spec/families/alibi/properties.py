@@ -5,8 +5,11 @@ A bias table is ``(heads, rows, keys)`` as :mod:`.oracle` lays it out (one row f
 forms); :func:`expectation` holds what one call must give: the float64 oracle, each element's
 bound (:mod:`.tolerance`) and which elements are judged (the causal region, no padded key).
 Elements outside it may hold anything finite or not (a bias with the causal mask folded in
-holds ``-inf`` there). Each derived quantity's bound follows from the element bounds ``t`` by
-the first-order rule written beside its check.
+holds ``-inf`` there), and no check compares them: each check takes its expected value there
+as the measured one. Each derived quantity's bound follows from the element bounds ``t`` by
+the first-order rule written beside its check. Under ``up_to_row_constant`` every check
+judges the table up to one constant per head and row: what a row's constant changes, it
+fits first (:func:`_row_constants`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from posenc_spec.tolerance import compare, dtype_name
 
 from . import oracle
 from .conventions import AlibiConvention, get_convention
-from .tolerance import bias_tolerance, slope_tolerance
+from .tolerance import DEFAULT_DISTANCE, bias_tolerance, row_constant_tolerance, slope_tolerance
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,6 +37,7 @@ class BiasExpectation:
     table: np.ndarray  # (heads, rows, keys) float64
     tolerance: np.ndarray  # the same shape
     judged: np.ndarray  # (rows, keys) bool
+    shifted_tolerance: np.ndarray  # the same shape: the bound of m (d + c) for any row constant c in the key span
 
     @property
     def size(self) -> str:
@@ -50,8 +54,10 @@ def expectation(num_heads, positions: oracle.Positions, convention: str | AlibiC
     """The expectation of one call: ``positions`` from :func:`~.oracle.call_positions` or
     :func:`~.oracle.mask_positions`."""
     conv = get_convention(convention)
+    tolerance = bias_tolerance(num_heads, positions, conv, out_dtype)
+    shifted = tolerance if conv.up_to_row_constant else row_constant_tolerance(num_heads, positions, conv, out_dtype)
     return BiasExpectation(num_heads, positions, conv, dtype_name(out_dtype), oracle.bias(num_heads, positions, conv),
-                           bias_tolerance(num_heads, positions, conv, out_dtype), oracle.judged(conv, positions))
+                           tolerance, oracle.judged(conv, positions), shifted)
 
 
 def _result(name, passed, message, worst: Worst | None = None) -> CheckResult:
@@ -59,21 +65,25 @@ def _result(name, passed, message, worst: Worst | None = None) -> CheckResult:
 
 
 def _table(table, exp: BiasExpectation) -> np.ndarray:
-    """``table`` as float64 with the unjudged elements replaced by the expected ones (so that
-    they count as exact), after checking its shape."""
-    values = np.array(table, dtype=np.float64)
+    """``table`` as float64, after checking its shape."""
+    values = np.asarray(table, dtype=np.float64)
     if values.shape != exp.table.shape:
         raise ValueError(f"shape {values.shape} differs from the expected {exp.table.shape}")
-    values[:, ~exp.judged] = exp.table[:, ~exp.judged]
     return values
 
 
-def _judged_result(name, measured, exact, bound, what) -> CheckResult:
-    """Judge ``|measured - exact|`` against ``bound`` element by element."""
+def _judged_result(name, measured, exact, bound, what, judged=None) -> CheckResult:
+    """Judge ``|measured - exact|`` against ``bound`` element by element, only where ``judged``
+    (broadcast over the heads; None: everywhere): elsewhere both stand at 0, so no value
+    there (nor an expectation derived from one) is compared."""
     measured = np.asarray(measured, dtype=np.float64)
     if measured.size == 0:
         return skipped(name, f"{what}: nothing to measure")
-    result = compare(measured, np.broadcast_to(exact, measured.shape), np.broadcast_to(bound, measured.shape))
+    exact = np.broadcast_to(exact, measured.shape)
+    if judged is not None:
+        judged = np.broadcast_to(judged, measured.shape)
+        measured, exact = np.where(judged, measured, 0.0), np.where(judged, exact, 0.0)
+    result = compare(measured, exact, np.broadcast_to(bound, measured.shape))
     worst = comparison_worst(result)
     message = f"{what}: max error/bound {result.max_ratio:.3g}" + (
         "" if result.ok else f"; worst at {list(worst.index)}: got {worst.actual:.9g}, expected "
@@ -85,19 +95,21 @@ def _judged_result(name, measured, exact, bound, what) -> CheckResult:
 
 
 def check_slopes(values, num_heads, convention: str | AlibiConvention = "paper", out_dtype="float32",
-                 name="slopes") -> CheckResult:
-    """Every slope within its bound ``m (delta_s + u_o)`` of the exact one (0 for a head
-    without a bias)."""
+                 name="slopes", distance: int = DEFAULT_DISTANCE) -> CheckResult:
+    """Every slope within its bound of the exact one (0 for a head without a bias): the bound
+    of the float32 bias it makes at ``distance``, over the distance
+    (:func:`~.tolerance.slope_tolerance`), whatever ``out_dtype`` it came in."""
     conv = get_convention(convention)
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     if values.size != num_heads:
         return _result(name, False, f"{values.size} slopes for {num_heads} heads")
-    return _judged_result(name, values, oracle.slopes(num_heads, conv), slope_tolerance(num_heads, conv, out_dtype),
-                          f"{num_heads} slopes under {conv.name()}, {dtype_name(out_dtype)}")
+    return _judged_result(name, values, oracle.slopes(num_heads, conv), slope_tolerance(num_heads, conv, distance),
+                          f"{num_heads} slopes under {conv.name()}, {dtype_name(out_dtype)}, judged by the float32 "
+                          f"bias they make at distance {distance}")
 
 
-def check_head_ratio(values, num_heads, convention: str | AlibiConvention = "paper", out_dtype="float32",
-                     name="head-ratio") -> CheckResult:
+def check_head_ratio(values, num_heads, convention: str | AlibiConvention = "paper", name="head-ratio",
+                     distance: int = DEFAULT_DISTANCE) -> CheckResult:
     """Consecutive biased heads' slopes stand in the rule's ratios (``2 ** (-B/n)`` for a power
     of two; ``2 ** (-B/P)`` within each half of the paper's interleave, and the first extra
     slope ``2 ** (-B/2P)``): a table with the right slopes in the wrong heads (reversed,
@@ -109,7 +121,7 @@ def check_head_ratio(values, num_heads, convention: str | AlibiConvention = "pap
     if count < 2:
         return skipped(name, f"{count} biased head: no ratio")
     exact = oracle.slopes(num_heads, conv)[:count]
-    relative = slope_tolerance(num_heads, conv, out_dtype)[:count] / exact
+    relative = slope_tolerance(num_heads, conv, distance)[:count] / exact
     with np.errstate(divide="ignore", invalid="ignore"):
         measured = values[1:] / values[:-1]
     expected = exact[1:] / exact[:-1]
@@ -151,7 +163,7 @@ def check_formula(table, exp: BiasExpectation, name="formula") -> CheckResult:
         with np.errstate(invalid="ignore"):
             expected = expected + _row_constants(values - exp.table, exp.tolerance, exp.judged)
         what += ", up to a constant per row"
-    return _judged_result(name, values, expected, exp.tolerance, what)
+    return _judged_result(name, values, expected, exp.tolerance, what, exp.judged[None])
 
 
 def _causal_exact(exp: BiasExpectation) -> np.ndarray:
@@ -163,17 +175,16 @@ def _causal_exact(exp: BiasExpectation) -> np.ndarray:
 def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckResult:
     """The attention the bias gives is the paper's: at the keys each query may attend, the
     table minus ``m (k - q)`` is one constant per row (softmax cancels it). Within bounds:
-    some ``c`` has ``|table - m (k - q) - c| <= t`` at every such key of the row."""
-    values = np.asarray(table, dtype=np.float64)
-    if values.shape != exp.table.shape:
-        raise ValueError(f"shape {values.shape} differs from the expected {exp.table.shape}")
-    region = oracle.judged(exp.convention.replace(bias_region="causal"), exp.positions)
+    some ``c`` has ``|table - m (k - q) - c| <= t'`` at every such key of the row, ``t'`` the
+    bound of a computation of ``m (d + c)`` (the constant within the key span: the bound
+    :func:`~.tolerance.row_constant_tolerance` derives, never 0 where the target rounds)."""
+    values = _table(table, exp)
+    region = oracle.judged(exp.convention.replace(bias_region="causal"), exp.positions) & exp.judged
     causal = _causal_exact(exp)
     with np.errstate(invalid="ignore"):
-        expected = causal + _row_constants(values - causal, exp.tolerance, region)
-    values = np.where(region[None], values, expected)
-    return _judged_result(name, values, expected, exp.tolerance,
-                          f"{exp.size} against m (k - q) up to a constant per row")
+        expected = causal + _row_constants(values - causal, exp.shifted_tolerance, region)
+    return _judged_result(name, values, expected, exp.shifted_tolerance,
+                          f"{exp.size} against m (k - q) up to a constant per row", region[None])
 
 
 def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
@@ -190,17 +201,18 @@ def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
     every = steps.size == keys.size - 1  # the common case: slices, no copies of the whole table
     pick = slice(None) if every else steps
     pair = (exp.judged[:, :-1] & exp.judged[:, 1:])[:, pick]
-    measured = np.diff(values, axis=2)[:, :, pick]
+    with np.errstate(invalid="ignore"):  # unjudged neighbours may be infinite: their step is never compared
+        measured = np.diff(values, axis=2)[:, :, pick]
     expected = np.diff(exp.table, axis=2)[:, :, pick]
     bound = (exp.tolerance[:, :, :-1] + exp.tolerance[:, :, 1:])[:, :, pick]
-    measured = np.where(pair[None], measured, expected)
-    return _judged_result(name, measured, expected, bound, f"{exp.size}: steps between neighbouring keys")
+    return _judged_result(name, measured, expected, bound, f"{exp.size}: steps between neighbouring keys", pair[None])
 
 
 def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
     """The bias depends on ``k - q`` only: moving the query and the key one position on
-    leaves it unchanged (``b[r+1, c+1] = b[r, c]``), for the forms with a row per query.
-    Bound: the two elements' ``t`` summed."""
+    leaves it unchanged (``b[r+1, c+1] = b[r, c]``), for the forms with a row per query;
+    under ``up_to_row_constant``, changes it by one constant per row (the two rows'
+    constants differ). Bound: the two elements' ``t`` summed."""
     if exp.convention.key_only:
         return skipped(name, f"{exp.convention.bias_form} is one row of keys")
     values = _table(table, exp)
@@ -213,8 +225,12 @@ def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
     later = values[:, rows + 1][:, :, cols + 1]
     earlier = values[:, rows][:, :, cols]
     bound = exp.tolerance[:, rows][:, :, cols] + exp.tolerance[:, rows + 1][:, :, cols + 1]
-    later = np.where(both[None], later, earlier)
-    return _judged_result(name, later, earlier, bound, f"{exp.size}: b[r+1, c+1] against b[r, c]")
+    what = f"{exp.size}: b[r+1, c+1] against b[r, c]"
+    if exp.convention.up_to_row_constant:
+        with np.errstate(invalid="ignore"):
+            earlier = earlier + _row_constants(later - earlier, bound, both)
+        what += " up to a constant per row"
+    return _judged_result(name, later, earlier, bound, what, both[None])
 
 
 def check_diagonal(table, exp: BiasExpectation, name="diagonal") -> CheckResult:
@@ -230,13 +246,18 @@ def check_diagonal(table, exp: BiasExpectation, name="diagonal") -> CheckResult:
 
 
 def check_unbiased_heads(table, exp: BiasExpectation, name="unbiased-heads") -> CheckResult:
-    """Under partial ALiBi, the heads past ``alibi_heads`` add exactly nothing."""
+    """Under partial ALiBi, the heads past ``alibi_heads`` add exactly nothing (under
+    ``up_to_row_constant``, one constant per row: the same attention)."""
     count = exp.convention.biased_heads(exp.num_heads)
     if count == exp.num_heads:
         return skipped(name, "every head carries a bias")
-    values = np.asarray(table, dtype=np.float64)[count:]
-    values = np.where(exp.judged[None], values, 0.0)
-    return _judged_result(name, values, 0.0, 0.0, f"heads {count}..{exp.num_heads - 1} of {exp.size}")
+    values = _table(table, exp)[count:]
+    expected, what = np.zeros_like(values), f"heads {count}..{exp.num_heads - 1} of {exp.size}"
+    if exp.convention.up_to_row_constant:
+        with np.errstate(invalid="ignore"):
+            expected = expected + _row_constants(values, np.zeros_like(values), exp.judged)
+        what += " up to a constant per row"
+    return _judged_result(name, values, expected, 0.0, what, exp.judged[None])
 
 
 def check_decode(decode, prefill, decode_exp: BiasExpectation, prefill_exp: BiasExpectation,

@@ -33,8 +33,17 @@ not a power of two: an idiom may build them from either ratio, and the finer one
 the larger). A slope returned by itself in ``u_o`` is within ``m (delta_s + u_o)``. It grows
 with the power: BLOOM-176B's 112 heads take powers up to 128 of ``2 ** (-1/16)``, so float32 slopes
 are legitimately several ULPs off (transformers' are up to 7.1 ULP off, on head 104, the 81st
-power, where the bound is 173 ``u_32`` with the store's: ratio 0.043; the largest ratio of
-the 112 is 0.059).
+power, where the bound is 176 ``u_32`` with the bias's terms below: ratio 0.042; the largest
+ratio of the 112 is 0.058).
+
+A slope is worth the biases it makes: a slope returned by itself (``alibi-slopes``) is judged
+by the bias it gives at the longest distance ``D`` a model uses (``max_positions - 1`` when
+declared, else the grid's longest, 8192), formed and stored in float32 (or the declared
+``bias_dtype``): its error times ``D`` must be within that bias's bound at ``d = D``
+(:func:`slope_tolerance`), whatever dtype it is returned in. Per unit of distance that is
+``m (delta_s + 3 u_c + u_o)`` below 2**24 (the terms B1 to B4 at ``q = D``, ``k = 0``), so a
+float32 slope passes and a slope rounded to float16 (``2**-11`` relative: 500 times float32's
+terms) moves the bias far past it; only a slope float16 holds exactly (``2 ** -h``) passes.
 
 Biases
 ------
@@ -61,7 +70,11 @@ the ``diagonal`` property asks exactly that, where the bound alone would not. A 
 ``up_to_row_constant`` accepts any form ``m (d + c_i)`` whose per-row constant is within the
 key span (the key-only forms: ``m q`` or ``m (q - k_last)``; labml's ``m (q + 1)``): its
 elements are bounded by the same terms with ``|d|`` and ``|k| + |q|`` replaced by
-``S = |q| + max |k| + 1``.
+``S = |q| + max |k| + 1`` (:func:`row_constant_tolerance`). The same bound holds wherever a
+check accepts a row constant whatever the declaration (``equivalent``): a zero of the
+oracle (``d = 0``) is then no zero of the computation, which rounds ``m (d + c)``, a number
+as large as ``m S``; a bound of 0 there would fail a correct shifted bias by one rounding
+(labml's ``m (k + 1)`` at key 0 is ``m`` rounded, 2**-53 relative from the oracle's slope).
 
 Float16 and bfloat16 outputs are rounded from float32 arithmetic by correct code; arithmetic
 in them is declared (``bias_dtype``) or wrong: a bfloat16 slope is off by up to 2**-9
@@ -86,6 +99,7 @@ from .conventions import AlibiConvention, get_convention
 from .oracle import Positions, distances, slopes
 
 DEFAULT_DTYPE = "float32"
+DEFAULT_DISTANCE = 8192  # the grid's longest distance (its decoding step at 8192, L=8193)
 _NARROW = ("float16", "bfloat16")
 
 
@@ -113,12 +127,20 @@ def slope_error(num_heads, convention: str | AlibiConvention = "paper", dtype=No
     return slope_coefficients(num_heads, conv) * unit_roundoff(dtype or slope_dtype(conv))
 
 
-def slope_tolerance(num_heads, convention: str | AlibiConvention = "paper", out_dtype=DEFAULT_DTYPE) -> np.ndarray:
-    """The bound on each slope returned by itself in ``out_dtype``, plus the oracle's own
-    (``u_64 m``: the oracle's slopes are correctly rounded)."""
-    conv = get_convention(convention)
-    m = slopes(num_heads, conv)
-    return m * (slope_error(num_heads, conv) + unit_roundoff(out_dtype) + unit_roundoff("float64"))
+def longest_distance(max_positions: int | None) -> int:
+    """The longest distance a model uses: ``max_positions - 1`` when declared, else :data:`DEFAULT_DISTANCE`."""
+    return DEFAULT_DISTANCE if max_positions is None else max(max_positions - 1, 1)
+
+
+def slope_tolerance(num_heads, convention: str | AlibiConvention = "paper",
+                    distance: int = DEFAULT_DISTANCE) -> np.ndarray:
+    """The bound on each slope returned by itself: the bound of the causal bias it makes at
+    ``distance`` (query ``distance``, key 0), stored in float32, plus the oracle's own, over
+    ``distance``. The slope's own dtype does not widen it: a slope is worth the bias it makes."""
+    conv = get_convention(convention).replace(bias_form="causal", bias_region="causal", key_positions="index",
+                                              up_to_row_constant=False)
+    farthest = Positions(np.array([distance], dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool))
+    return bias_tolerance(num_heads, farthest, conv, DEFAULT_DTYPE)[:, 0, 0] / distance
 
 
 def _rounded(values: np.ndarray, u: float) -> np.ndarray:
@@ -128,10 +150,13 @@ def _rounded(values: np.ndarray, u: float) -> np.ndarray:
 
 
 def bias_bound(num_heads, positions: Positions, convention: str | AlibiConvention, out_dtype,
-               slope_u=None, compute_u=None) -> np.ndarray:
+               slope_u=None, compute_u=None, row_constant=None) -> np.ndarray:
     """``t_bias`` alone for every element of the ``(heads, rows, keys)`` bias (unit roundoffs
-    ``slope_u`` and ``compute_u`` override the convention's dtypes: float64 for the oracle)."""
+    ``slope_u`` and ``compute_u`` override the convention's dtypes: float64 for the oracle;
+    ``row_constant`` whether a constant per row within the key span is accepted, default
+    the convention's ``up_to_row_constant``)."""
     conv = get_convention(convention)
+    row_constant = conv.up_to_row_constant if row_constant is None else row_constant
     u_s = unit_roundoff(slope_dtype(conv)) if slope_u is None else slope_u
     u_c = unit_roundoff(compute_dtype(conv)) if compute_u is None else compute_u
     u_o = unit_roundoff(out_dtype)
@@ -141,7 +166,7 @@ def bias_bound(num_heads, positions: Positions, convention: str | AlibiConventio
     # The key form's arithmetic holds no query position (d = k).
     q = np.zeros(positions.queries.size) if conv.bias_form == "key" else positions.queries.astype(np.float64)
     k = positions.keys.astype(np.float64)
-    if conv.up_to_row_constant:
+    if row_constant:
         span = np.broadcast_to(np.abs(q)[:, None] + np.abs(k).max(initial=0.0) + 1.0, positions.shape)
         size, sides, rho = span, span, _rounded(span, u_c)
     else:
@@ -153,10 +178,10 @@ def bias_bound(num_heads, positions: Positions, convention: str | AlibiConventio
     return m * per_unit
 
 
-def oracle_bound(num_heads, positions: Positions, convention: str | AlibiConvention) -> np.ndarray:
+def oracle_bound(num_heads, positions: Positions, convention: str | AlibiConvention, row_constant=None) -> np.ndarray:
     """The float64 oracle's own error: the same terms with every dtype float64."""
     u = unit_roundoff("float64")
-    return bias_bound(num_heads, positions, convention, "float64", slope_u=u, compute_u=u)
+    return bias_bound(num_heads, positions, convention, "float64", slope_u=u, compute_u=u, row_constant=row_constant)
 
 
 def bias_tolerance(num_heads, positions: Positions, convention: str | AlibiConvention = "paper",
@@ -165,3 +190,13 @@ def bias_tolerance(num_heads, positions: Positions, convention: str | AlibiConve
     dtype_name(out_dtype)  # refuses a dtype without a tolerance, naming it
     return (bias_bound(num_heads, positions, convention, out_dtype)
             + oracle_bound(num_heads, positions, convention))
+
+
+def row_constant_tolerance(num_heads, positions: Positions, convention: str | AlibiConvention = "paper",
+                           out_dtype=DEFAULT_DTYPE) -> np.ndarray:
+    """The bound of a bias computed as ``m (d + c)`` with any constant ``c`` per row within the
+    key span (the span ``S`` above), plus the oracle's own: what a check that accepts a row
+    constant allows, whatever the declaration. Never 0 for a biased head: ``S >= 1``."""
+    dtype_name(out_dtype)
+    return (bias_bound(num_heads, positions, convention, out_dtype, row_constant=True)
+            + oracle_bound(num_heads, positions, convention, row_constant=True))

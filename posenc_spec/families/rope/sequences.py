@@ -20,6 +20,8 @@ each builds or grows whatever a cache held before it:
 ``dtype-order[d=D]`` (``x`` carries a dtype: rope-apply, an ``x-positions`` cache)
     positions ``0..23`` with bfloat16 ``x``, then float16, then float32, then ``0..11`` in
     float32: a cache built or grown by a half-precision call and read by a float32 one.
+    Every dtype it hands ``x`` in is one the grid requires (``grid.X_DTYPES``): a sequence
+    requires nothing the grid does not.
 ``decode[d=D]``
     a prefill of ``0..39``, then one-position decode steps at 40 and 41 (a ``length``
     cache: lengths 40, 41 and 42).
@@ -38,7 +40,8 @@ the ``q-k-cos-sin`` and ``x-input-pos`` signatures)
 ``view[d=D]`` (rope-apply)
     ``x`` handed over as a transposed, non-contiguous view in its declared layout (``bhsd``:
     ``(b, s, h, d)`` memory viewed as ``(b, h, s, d)``, as transformers hands ``q`` to
-    ``apply_rotary_pos_emb``).
+    ``apply_rotary_pos_emb``): the input real callers of that layout pass, so a call that
+    raises on it fails.
 
 Positions stay below ``--max-positions``; the sizes shrink with it, the ids do not. A
 ``rope-freqs`` target takes no positions: none of these applies to it.

@@ -170,6 +170,14 @@ class Probe:
         return CallRequest(label or self.slot, (first, self.width, *more), (self.length, self.width), rng=self.rng)
 
 
+def input_dtypes(probes) -> set[str]:
+    """The dtypes the grid hands timesteps in (int64 and float32; none for the table API):
+    what a timesteps target must take. A sequence's call in another dtype asks what the
+    target does with it, and a refusal is a note (:func:`.judge.judge_sequence_call`)."""
+    return {probe.input_dtype or probe.timesteps.dtype.name for probe in probes
+            if probe.timesteps is not None and probe.role != "sequence"}
+
+
 def adds_x(length: int, width: int) -> np.ndarray:
     """The seeded ``(length, width)`` float32 values the adds probe hands a module."""
     return np.random.default_rng(ADDS_SEED).standard_normal((length, width)).astype(np.float32)

@@ -19,7 +19,7 @@ from posenc_spec.families.sinusoidal.tolerance import addition_bound
 from posenc_spec.gate.calls import Outcome, shape_problem
 from posenc_spec.gate.judge import Results, failed, passed
 from posenc_spec.gate.report import KeptTable
-from posenc_spec.results import CheckResult, check_finite, skipped
+from posenc_spec.results import CheckResult, check_finite, noted, skipped
 
 # The grid's slots identify fits on, and those it is checked on afterwards.
 FIT_SLOTS = {"table": ("128x64", "50x8"), "timesteps": ("every-step-x128", "first-50x8")}
@@ -50,6 +50,7 @@ class SinusoidalJudge:
 
     def __init__(self, declaration, results, keep_table: bool):
         self.convention, self.results, self.keep_table = declaration.spec.convention, results, keep_table
+        self.required = grid.input_dtypes(probes(declaration))
         self.kept, self.worst_ratio, self.full = None, 0.0, {}
         self.tables: dict = {}  # slot -> (positions, table, dtype) of the slots advice.nearest reads
 
@@ -65,7 +66,7 @@ class SinusoidalJudge:
             self.results.add(judge_adds(probe, outcome, self.convention))
             return False
         if probe.role == "sequence":
-            self.results.merge(judge_sequence_call(probe, outcome, self.convention))
+            self.results.merge(judge_sequence_call(probe, outcome, self.convention, self.required))
             return False
         judge_table(probe, outcome, self.convention, self.results)
         if not outcome.ok or call_problem(probe, outcome):
@@ -167,9 +168,16 @@ def judge_adds(probe, outcome: Outcome, convention) -> CheckResult:
     return dataclasses.replace(result, message="what it adds to x: " + result.message)
 
 
-def judge_sequence_call(probe, outcome: Outcome, convention) -> CheckResult:
+def judge_sequence_call(probe, outcome: Outcome, convention, required=None) -> CheckResult:
     """One call of a sequence (:mod:`posenc_spec.families.sinusoidal.sequences`): its outcome, finite, then
-    the formula, said of the call (``probe.note``)."""
+    the formula, said of the call (``probe.note``). A call that raises on timesteps of a dtype
+    the grid does not require (``required``: :func:`.grid.input_dtypes`) is noted, not failed:
+    the target refuses that dtype, and the sequence's other calls judge it in those it takes."""
+    if outcome.status == "raised" and probe.input_dtype is not None and probe.input_dtype not in (required or ()):
+        takes = " and ".join(sorted(required or ()))
+        return noted(probe.check_id, f"{probe.note}: {outcome.message}; the grid requires {takes} timesteps, "
+                                     f"not {probe.input_dtype}: a target may refuse {probe.input_dtype}, and the "
+                                     "sequence judges it in the dtypes it takes")
     result = _formula_verdict(probe.check_id, probe, outcome, convention)
     return dataclasses.replace(result, message=f"{probe.note}: {result.message}")
 

@@ -17,7 +17,10 @@ a process of its own, at none of the cost of one.
 ``dtype-order[64x32]`` (timesteps API)
     64 timesteps as bfloat16, the same as float16, the same as float32 (not rounded), then
     the first 32 as float32: each expected at exactly the value it holds, so a bfloat16 or
-    float16 call that builds or fills a cache a later float32 call reads shows there.
+    float16 call that builds or fills a cache a later float32 call reads shows there. The
+    grid requires int64 and float32 timesteps only: a target that raises on the bfloat16 or
+    float16 call refuses a dtype nothing requires, which is a note, and the calls it takes
+    judge it (:func:`~posenc_spec.families.sinusoidal.judge.judge_sequence_call`).
 ``memo[48x32]`` (timesteps API)
     two calls of the same shape with other values (int64 steps where ``t_max`` has 48 of
     them, float32 draws otherwise).

@@ -51,9 +51,12 @@ The calls (``S`` names a slot)::
                          k - (q + 2M), shape (17, 4M + 1)
       extremes:D         the largest distances a dtype holds: +-(2**(b-1) - 1), +-(2**(b-1) - 2)
                          (and, int64: +-2**31, +-2**32, +-(2**53 + 1))
-      int-min:D          -2**(b-1) alone: no difference of two non-negative positions reaches it,
-                         and abs() returns it unchanged (negative): every implementation in the
-                         ecosystem gives a wrong bucket there; its own check, to be xfailed
+      int-min:D          -2**(b-1) alone: no difference of two non-negative positions a dtype
+                         holds reaches it (they span +-(2**(b-1) - 1)), and abs() returns it
+                         unchanged (negative): nearly every implementation in the ecosystem gives
+                         a wrong bucket there. What a target does there is a note, never a
+                         failure (:func:`unreachable`); the extremes above are differences a
+                         caller can pass (the largest position minus 0, and 0 minus it)
     table calls (table, bias): (q_len, k_len) of (1, 1), (5, 9), (9, 5), (1, L), (L, L) with
       L = min(max_distance + 2, TABLE_LIMIT); the square ones alone for a square-only target
 
@@ -69,7 +72,8 @@ Every call expects integers (int32 or int64: :class:`~posenc_spec.gate.calls.Cal
 Check ids: ``call[S]``, ``integer[S]``, ``range[S]``, ``formula[S]``, ``exact-small[S]``,
 ``halves[S]``, ``monotone[S]``, ``saturation[S]`` for each slot; ``relative-only[S]`` for a
 table; ``call[extremes:D]`` and ``formula[extremes:D]``; ``call[int-min:D]`` and
-``int-min[D]`` (the formula at that one input); ``determinism`` (the first slot again, bit
+``int-min[D]`` (the formula at that one input: noted, not failed, where the call raises,
+crashes or gives another bucket); ``determinism`` (the first slot again, bit
 for bit); ``aliasing`` and ``global-state`` (as for every family). The judge of each call is
 :mod:`.judge`.
 """
@@ -180,6 +184,14 @@ def extremes(dtype: str) -> np.ndarray:
     if dtype == "int64":
         values += [2**31, 2**32, 2**53 + 1]
     return np.array(sorted({sign * value for value in values for sign in (-1, 1)}), dtype=np.int64)
+
+
+def unreachable(dtype: str) -> str:
+    """Why ``-2**(b-1)`` of ``dtype`` is no input a caller passes, for the note that says what a
+    target did there."""
+    bits = np.iinfo(dtype).bits - 1
+    return (f"-2**{bits} is no difference of two {dtype} positions (those span -(2**{bits} - 1) .. 2**{bits} - 1): "
+            "no caller passes it")
 
 
 def probes_for(convention: BucketConvention, signature: str = "static", query_offset: str = "start",

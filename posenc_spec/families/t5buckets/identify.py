@@ -10,9 +10,10 @@ with the target's object built (or its function called) with the answer's settin
 what ``identify`` names, ``check`` accepts. Where no member fits, the answer is "none" with
 the hints (:func:`~.slips.diagnose`) as its message.
 
-``-2**(b-1)`` (``int-min[D]``) says nothing about the parameters: every copy of T5's code
-takes ``abs()`` of it and returns it unchanged. A target that does so is answered with its
-member and a note, and checked with ``int-min[*]`` expected to fail.
+``-2**(b-1)`` (``int-min[D]``) says nothing about the parameters: no caller passes it, and
+nearly every copy of T5's code takes ``abs()`` of it and returns it unchanged. ``check``
+notes what a target does there, never fails it, and the answer says those notes as
+``check`` gives them (:func:`posenc_spec.gate.identify.checked`).
 """
 
 from __future__ import annotations
@@ -20,24 +21,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
-
 from posenc_spec.gate.identify import answer_each
-from posenc_spec.gate.xfails import parse_xfails
 
-from . import grid, oracle, slips
+from . import grid, slips
 from .spec import with_convention
-
-INT_MIN_NOTE = "int-min[*]  # abs(-2**(b-1)) wraps in every copy of T5's code"
-
-
-def _int_min_buckets(calls) -> dict:
-    """``{dtype: bucket}`` the target returned at ``-2**(b-1)``, where it is not the exact one."""
-    wrong = {}
-    for probe, outcome in calls:
-        if probe.role == "int-min" and outcome.ok and outcome.table.size == 1:
-            wrong[probe.dtype] = int(outcome.table.reshape(-1)[0])
-    return wrong
 
 
 def _answer(target: str, declared, calls) -> dict:
@@ -53,12 +40,8 @@ def _answer(target: str, declared, calls) -> dict:
             "no member of the family, and no slip the hints know, gives these buckets"
         return {"target": target, "name": "none", "convention": None, "max_error_ratio": math.inf, "nearest": None,
                 "message": f"none: {said}"}
-    exact = {dtype: int(oracle.exact_bucket(np.iinfo(dtype).min, member)) for dtype in ("int32", "int64")}
-    wraps = {dtype: bucket for dtype, bucket in _int_min_buckets(calls).items() if bucket != exact[dtype]}
-    note = "".join(f"; at -2**{np.iinfo(dtype).bits - 1} ({dtype}) it returns {bucket}, not {exact[dtype]}"
-                   for dtype, bucket in wraps.items())
     return {"target": target, "name": member.name(), "convention": member.as_dict(), "max_error_ratio": 0.0,
-            "int_min_wraps": bool(wraps), "message": f"{member.name()} ({_settings(member)}){note}"}
+            "message": f"{member.name()} ({_settings(member)})"}
 
 
 def _settings(member) -> str:
@@ -79,8 +62,7 @@ def identify_target(declaration, options=None) -> dict:
 
     def declaration_of(target, result):
         member = slips.BucketConvention(**result["convention"])
-        xfails = parse_xfails(INT_MIN_NOTE, "identify") if result.get("int_min_wraps") else declaration.xfails
-        return dataclasses.replace(declaration, spec=with_convention(spec, member), xfails=xfails)
+        return dataclasses.replace(declaration, spec=with_convention(spec, member))
 
     return answer_each([declaration.target], requests, declaration.timeout, options, answer_of, declaration_of,
                        how=declaration.how())[0]

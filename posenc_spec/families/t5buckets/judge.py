@@ -4,6 +4,9 @@
 of that probe but ``call[S]``, whose verdict is the caller's (the call ran, or it raised);
 :func:`judge_repeat` gives ``determinism``. A result of the wrong shape fails every check
 of its slot with one message; nothing else is assumed about it.
+
+``-2**(b-1)`` (the ``int-min`` calls) is no input a caller can pass (:func:`.grid.unreachable`):
+a wrong bucket there, or a call that raises or crashes on it, is a note, never a failure.
 """
 
 from __future__ import annotations
@@ -12,11 +15,11 @@ import dataclasses
 
 import numpy as np
 
-from posenc_spec.results import CheckResult
+from posenc_spec.results import CheckResult, noted
 
 from . import properties
 from .conventions import BucketConvention
-from .grid import Probe
+from .grid import Probe, unreachable
 from .tolerance import DEFAULT_LOG_DTYPE
 
 _STRUCTURAL = {
@@ -31,6 +34,18 @@ def _named(result: CheckResult, check_id: str) -> CheckResult:
     return dataclasses.replace(result, name=check_id)
 
 
+# What a call on an input no caller passes may do and be noted, not failed: raise, or take its
+# process down (a reply that breaks the protocol, a limit or a hang are the gate's concern, and fail).
+NOTED_OUTCOMES = ("raised", "exit", "died")
+
+
+def _unreachable(result: CheckResult, probe: Probe) -> CheckResult:
+    """A verdict at ``-2**(b-1)``: a failure there is a note (see the module docstring)."""
+    if result.status != "failed":
+        return result
+    return noted(result.name, f"{result.message}; {unreachable(probe.dtype)}", result.worst)
+
+
 def judge_call(probe: Probe, buckets, convention: BucketConvention, log_dtype=DEFAULT_LOG_DTYPE) -> list[CheckResult]:
     """The verdicts of :meth:`Probe.check_ids` but ``call[S]`` (and ``determinism``)."""
     values = np.asarray(buckets)
@@ -40,9 +55,13 @@ def judge_call(probe: Probe, buckets, convention: BucketConvention, log_dtype=DE
         raise ValueError("a repeat call is judged by judge_repeat, not judge_call")
     if values.shape != relative.shape:
         message = f"returned shape {values.shape} where the relative positions have shape {relative.shape}"
-        return [CheckResult(check_id, "failed", message) for check_id in ids]
-    if probe.role in ("extremes", "int-min"):
+        verdicts = [CheckResult(check_id, "failed", message) for check_id in ids]
+        return [_unreachable(verdict, probe) for verdict in verdicts] if probe.role == "int-min" else verdicts
+    if probe.role == "extremes":
         return [_named(properties.check_formula(values, convention, relative, log_dtype), ids[-1])]
+    if probe.role == "int-min":
+        return [_unreachable(_named(properties.check_formula(values, convention, relative, log_dtype), ids[-1]),
+                             probe)]
     if values.dtype.kind not in "iu":
         integer = properties.check_integer(values)
         rest = f"not judged further: {integer.message}"
@@ -89,6 +108,8 @@ class BucketJudge:
         if not outcome.ok:
             if outcome.status == "not-run":
                 self.results.add(CheckResult(ids[0], "skipped", outcome.message))
+            elif probe.role == "int-min" and outcome.status in NOTED_OUTCOMES:
+                self.results.add(noted(ids[0], f"{probe.slot}: {outcome.message}; {unreachable(probe.dtype)}"))
             else:
                 self.results.add(CheckResult(ids[0], "failed", f"{probe.slot}: {outcome.message}"))
             self.results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")

@@ -70,7 +70,8 @@ NAMES = FamilyKeys(
     check_ids="T5 relative-position buckets (S a slot: int64, int32, int64:2d for a function of positions, QxK for "
               "a table or a bias; D int32 or int64): call, integer, range, formula, exact-small, halves, monotone and "
               "saturation at [S], relative-only at a table's [S]; call and formula at [extremes:D]; call[int-min:D] "
-              "and int-min[D], -2**(b-1), where every real implementation's abs() wraps; decode (a table or bias "
+              "and int-min[D], -2**(b-1), where nearly every real implementation's abs() wraps: no difference of two "
+              "positions, so noted, never failed; decode (a table or bias "
               "whose queries are the last keys: one query per step after a prefill, the module reused). See "
               "posenc_spec.families.t5buckets.grid.",
     identify_keys=("bidirectional", "num_buckets", "max_distance", *CALL_KEYS),

@@ -188,6 +188,18 @@ def process_state(pid: int) -> str | None:
         return None if IS_LINUX else "R"
 
 
+def waited_for_cpu(pid: int | None = None) -> float:
+    """Seconds thread ``pid`` (a process's main thread; None: the calling thread) has spent
+    ready to run but waiting for a CPU, from ``/proc/.../schedstat``; 0 where that cannot be
+    read (not Linux, a kernel without scheduler statistics, a process that is gone)."""
+    path = "/proc/thread-self/schedstat" if pid is None else f"/proc/{pid}/schedstat"
+    try:
+        with open(path, "rb") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _status(pid: int) -> dict[str, str]:
     """The fields of ``/proc/<pid>/status`` (empty when it cannot be read)."""
     try:

@@ -87,9 +87,19 @@ def send(sock: socket.socket, header: dict, payloads=(), fds=()) -> None:
             sock.sendall(view.cast("B"))
 
 
+def remaining(deadline) -> float | None:
+    """Seconds left before ``deadline``: a ``time.monotonic()`` moment, None (no end), or an
+    object whose ``remaining()`` says (the gate's :class:`~posenc_spec.gate.sandbox.OwnTime`)."""
+    if deadline is None:
+        return None
+    if isinstance(deadline, (int, float)):
+        return deadline - time.monotonic()
+    return deadline.remaining()
+
+
 class Reader:
-    """Reads messages from one socket, each under a deadline (``time.monotonic()`` seconds;
-    None waits for ever) and within a payload budget.
+    """Reads messages from one socket, each under a deadline (see :func:`remaining`; None
+    waits for ever) and within a payload budget.
 
     ``on_wait`` (optional) is called about every ``tick`` seconds while waiting; it may
     raise to abandon the read (the gate uses it to watch the child's process count).
@@ -103,10 +113,10 @@ class Reader:
 
     def _wait(self, deadline):
         while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            left = remaining(deadline)
+            if left is not None and left <= 0:
                 raise ChannelTimeout("no complete reply before the deadline")
-            step = self.tick if remaining is None else min(self.tick, remaining)
+            step = self.tick if left is None else min(self.tick, left)
             ready, _, _ = select.select([self.sock], [], [], step)
             if ready:
                 return

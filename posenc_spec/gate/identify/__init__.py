@@ -60,10 +60,13 @@ NOT_THE_CONVENTION = ("global-state", "determinism")
 
 def checked(result: dict, declaration, slot: Slot) -> dict:
     """``result`` after ``check`` judged the target under it on the whole grid (``slot``
-    makes the calls): unchanged with ``"check": "conforms"`` when every check passes;
+    makes the calls): unchanged with ``"check": "conforms"`` when no check fails, the notes
+    ``check`` gives (inputs no use produces) said after it and listed in ``"notes"``;
     "none", with the answer as the nearest and the first failing check (its worst element
     and the hints), when a check of the values fails; with a note when only a check that
-    says nothing about the convention (:data:`NOT_THE_CONVENTION`) fails."""
+    says nothing about the convention (:data:`NOT_THE_CONVENTION`) fails. ``check`` runs
+    under the declaration exactly as a user's ``check`` of the answer would, so that the
+    two agree: a note is never a "none", a failure never "check accepts it"."""
     from posenc_spec.gate.engine import Calls, judge_run  # the engine imports this package's users: only when checking
 
     calls = Calls.of(declaration)
@@ -71,10 +74,13 @@ def checked(result: dict, declaration, slot: Slot) -> dict:
     report = judge_run(declaration, calls, run)
     failed = report.failures()
     hints = [hint.text() for hint in report.hints]
+    notes = [check for check in report.checks if check.status == "noted"]
     result = {**result, "check": "conforms" if not failed else "does-not-conform",
-              "hints": [hint.as_dict() for hint in report.hints]}
+              "hints": [hint.as_dict() for hint in report.hints],
+              "notes": [{"id": check.name, "message": check.message} for check in notes]}
     if not failed:
-        return {**result, "message": f"{result['message']}; check accepts it on its whole grid"}
+        said = "".join(f"; note {check.name}: {check.message}" for check in notes)
+        return {**result, "message": f"{result['message']}; check accepts it on its whole grid{said}"}
     values = [check for check in failed if check.name not in NOT_THE_CONVENTION]
     first = (values or failed)[0]
     said = "; ".join([f"{first.name}: {first.message}", *(f"hint: {hint}" for hint in hints)])

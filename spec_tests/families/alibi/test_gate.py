@@ -117,3 +117,23 @@ def test_a_bias_key_for_the_slopes_api_names_the_api_that_reads_it(impl):
     """--api alibi-slopes judges slopes alone: a key of the bias is refused, naming alibi-bias."""
     with pytest.raises(UsageError, match="bias_form is read by --api alibi-bias, not by --api alibi-slopes"):
         declare({"target": "impl:paper_slopes", "api": "alibi-slopes", "bias_form": "causal"})
+
+
+def test_a_length_the_gate_chose_that_runs_out_of_memory_is_a_note(impl):
+    """Code that builds the whole (heads, keys, keys) square conforms with no max_positions: the
+    decoding step at 8192 keys the gate chose cannot be allocated under a 1 GiB limit and is
+    noted, the shorter calls judged; a max_positions that declares those keys makes it a failure."""
+    from posenc_spec.gate.options import run_options
+
+    keys = {"target": "impl:FullSquare", "api": "alibi-bias", "signature": "module-ij",
+            "init": {"heads": "{num_heads}"}, "attention_heads": HEADS}
+    options = run_options(jobs=1, max_memory="1GiB")
+    report = check_target(declare(keys), options)
+    statuses = {check.name: check.status for check in report.checks}
+    assert report.conforms, _failed(report)
+    assert (statuses["call[p=8192]"], statuses["formula[p=8192]"], statuses["formula[p=2048]"]) == (
+        "noted", "skipped", "passed"), statuses
+    note = next(check.message for check in report.checks if check.name == "call[p=8192]")
+    assert "8193 keys is a length the gate chose (no max_positions declared)" in note, note
+    declared = check_target(declare({**keys, "max_positions": 8193}), options)
+    assert _failed(declared) == ["call[p=8192]"], _failed(declared)

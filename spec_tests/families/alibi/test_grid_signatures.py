@@ -115,3 +115,28 @@ def test_the_oracle_itself_conforms_on_every_signature_shape():
         return oracle.bias(num_heads, oracle.call_positions(length, length, "mpt"), "mpt")
 
     assert not failures(judge(oracle_mpt, "heads-length", "mpt", 71))
+
+
+def _out_of_memory_verdict(slot, heads, max_positions=None):
+    """call[...]'s verdict when the call for ``slot`` at ``heads`` heads raised the allocator's error."""
+    from posenc_spec.families.alibi.judge import AlibiJudge
+    from posenc_spec.gate.calls import Outcome
+    from posenc_spec.gate.judge import Results
+
+    probe = next(probe for probe in grid.probes("module-ij", PRESETS["paper"], heads, max_positions)
+                 if probe.slot == f"h={heads}:{slot}")
+    results = Results()
+    message = "raised RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 bytes"
+    AlibiJudge(PRESETS["paper"], results, max_positions).judge(probe, Outcome("raised", message,
+                                                                              exception="RuntimeError"))
+    return results.by_id[f"call[{slot}]"].status
+
+
+def test_running_out_of_memory_is_a_note_only_at_a_long_length_the_gate_chose():
+    """Out of memory at the step the gate chose at 8192 keys (a 3.2 GB square at 12 heads) is noted;
+    at the 64x64 prefill, at one head's step at 2048 (a 16 MB square) or under a declared
+    max_positions it fails."""
+    assert _out_of_memory_verdict("p=8192", 12) == "noted"
+    assert _out_of_memory_verdict("64x64", 12) == "failed"
+    assert _out_of_memory_verdict("p=2048", 1) == "failed"
+    assert _out_of_memory_verdict("p=8192", 12, max_positions=8193) == "failed"

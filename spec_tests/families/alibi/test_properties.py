@@ -169,3 +169,68 @@ def test_shape_mismatch_is_an_error():
     exp, table = expect("paper")
     with pytest.raises(ValueError, match=r"shape \(12, 16, 15\) differs from the expected \(12, 16, 16\)"):
         properties.check_formula(table[:, :, :15], exp)
+
+
+ROWS = AlibiConvention(up_to_row_constant=True)  # the causal form, a row per query, up to a constant per row
+
+
+def one_key_row_for_every_query(heads=HEADS, length=16, shift=0):
+    """MPT's (shift 0) or BLOOM's (shift length - 1) float32 row, m (k - k_last + shift), broadcast over
+    every query as attention adds it: in each query's row, the causal bias plus a constant."""
+    row = oracle.slopes(heads)[:, None] * (np.arange(length) - (length - 1) + shift)[None, :]
+    return np.broadcast_to(row.astype(np.float32).astype(np.float64)[:, None, :], (heads, length, length))
+
+
+@pytest.mark.parametrize("shift", [0, 15])
+def test_every_check_accepts_a_row_constant_under_up_to_row_constant(shift):
+    """A key-only row broadcast over the queries (MPT's, BLOOM's) passes every check of the causal
+    form declared up to a row constant: the future keys, which hold another row's values, are
+    never compared."""
+    exp = properties.expectation(HEADS, oracle.call_positions(16, 16, ROWS), ROWS)
+    table = one_key_row_for_every_query(shift=shift)
+    for check in CHECKS:
+        assert check(table, exp).status in ("passed", "skipped"), check(table, exp).message
+    assert_status(properties.check_toeplitz(table, exp), "passed")
+
+
+def test_row_constants_leave_a_judged_error_visible():
+    """Up to a row constant, one judged element off by a thousandth still fails formula and
+    toeplitz, at its own index; the same change at a future key fails neither."""
+    exp = properties.expectation(HEADS, oracle.call_positions(16, 16, ROWS), ROWS)
+    table = one_key_row_for_every_query().copy()
+    table[3, 10, 4] += 1e-3
+    for check in (properties.check_formula, properties.check_toeplitz):
+        assert_status(check(table, exp), "failed")
+    assert properties.check_formula(table, exp).worst.index == (3, 10, 4)
+    table[3, 10, 4] -= 1e-3
+    table[3, 4, 10] = np.nan
+    for check in (properties.check_formula, properties.check_toeplitz, properties.check_linear,
+                  properties.check_equivalent):
+        assert_status(check(table, exp), "passed")
+
+
+def test_equivalent_bounds_a_shifted_bias_by_what_it_rounds():
+    """labml's m (k + 1) declared as the key form fails formula (one slope more in the row) but
+    gives the paper's attention: equivalent passes, its bound at key 0 (where the oracle holds 0)
+    is that of m rounded, not 0."""
+    conv = AlibiConvention(bias_form="key")
+    for heads in (1, 12, 112):
+        positions = oracle.call_positions(8, 8, conv)
+        exp = properties.expectation(heads, positions, conv)
+        slopes = oracle.slopes(heads)
+        labml = (slopes.astype(np.float32)[:, None] * np.arange(1, 9, dtype=np.float32)[None, :])[:, None, :]
+        assert_status(properties.check_formula(labml.astype(np.float64), exp), "failed")
+        assert_status(properties.check_equivalent(labml.astype(np.float64), exp), "passed")
+        assert (exp.shifted_tolerance[:, 0, 0] > 0).all()
+    assert_status(properties.check_equivalent(labml[:, :, ::-1].astype(np.float64), exp), "failed")
+
+
+def test_unbiased_heads_up_to_a_row_constant():
+    """Under partial ALiBi declared up to a row constant, an unbiased head holding one constant per
+    row passes; a head whose row changes along the keys fails."""
+    conv = AlibiConvention(alibi_heads=4, up_to_row_constant=True)
+    exp, table = expect(conv)
+    table[4:] += np.arange(16)[None, :, None]
+    assert_status(properties.check_unbiased_heads(table, exp), "passed")
+    table[4, 10, 2] += 0.5
+    assert_status(properties.check_unbiased_heads(table, exp), "failed")

@@ -52,9 +52,8 @@ def test_recorded_slopes_are_inside_the_bound(real):
     its bound, and its recorded ULP distance is the oracle's (BLOOM's 112 heads: 7.083)."""
     for heads, values in RECORDED[real.id]["slopes"].items():
         values = np.array([float.fromhex(value) for value in values])
-        dtype = "float64" if real.id == "x-transformers-slopes" else "float32"
         error = np.abs(values - oracle.slopes(int(heads)))
-        assert (error <= slope_tolerance(int(heads), "paper", dtype)).all(), (real.id, heads)
+        assert (error <= slope_tolerance(int(heads), "paper")).all(), (real.id, heads)
         assert max_ulp(values, int(heads)) == RECORDED[real.id]["max_ulp"][heads]
 
 

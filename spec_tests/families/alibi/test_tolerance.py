@@ -57,8 +57,8 @@ def reciprocal_of_power(n):
     return torch.cat([slopes[1::2], slopes[::2]])[:n] if power != n else slopes
 
 
-def slope_ratio(values, n, out_dtype="float32"):
-    return compare(np.asarray(values, np.float64), oracle.slopes(n), slope_tolerance(n, "paper", out_dtype)).max_ratio
+def slope_ratio(values, n):
+    return compare(np.asarray(values, np.float64), oracle.slopes(n), slope_tolerance(n, "paper")).max_ratio
 
 
 @pytest.mark.parametrize(("idiom", "limit"), [(pow_of_rounded_base, 0.2), (cumulative_product, 0.2),
@@ -149,3 +149,16 @@ def test_partial_heads_have_a_zero_bound():
     conv = AlibiConvention(alibi_heads=2)
     assert slope_tolerance(5, conv)[2:].tolist() == [0.0, 0.0, 0.0]
     assert not bias_tolerance(5, oracle.call_positions(4, 4), conv)[2:].any()
+
+
+def test_a_slope_is_judged_by_the_bias_it_makes():
+    """Slopes rounded to float16 are judged by the float32 bias they make at distance 8192, not at
+    float16 rounding: 2**-11 of a slope is hundreds of times that bias's bound (worst over 1 .. 128
+    heads), while float32 slopes stay far inside; the bound per unit of distance is the bias's
+    at the declared longest distance."""
+    worst16 = max(slope_ratio(oracle.slopes(n).astype(np.float16), n) for n in range(1, 129))
+    worst32 = max(slope_ratio(oracle.slopes(n).astype(np.float32), n) for n in range(1, 129))
+    assert worst16 > 100 and worst32 < 0.1, (worst16, worst32)
+    for distance in (8192, 2047):
+        farthest = bias_tolerance(12, oracle.call_positions(1, distance + 1))[:, 0, 0]
+        assert np.allclose(slope_tolerance(12, distance=distance) * distance, farthest, rtol=1e-12, atol=0)

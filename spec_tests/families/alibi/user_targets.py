@@ -31,6 +31,20 @@ class Bidirectional(torch.nn.Module):
         return -(torch.arange(j)[None, :] - q).abs()[None] * self.slopes
 
 
+class FullSquare(torch.nn.Module):
+    # Baichuan's idiom: the whole (heads, keys, keys) causal bias, -inf above the diagonal,
+    # sliced to the last i queries.
+
+    def __init__(self, heads):
+        super().__init__()
+        self.slopes = paper_slopes(heads)[:, None, None]
+
+    def forward(self, i, j):
+        future = torch.triu(torch.full((j, j), float("-inf")), 1)
+        positions = torch.arange(j, dtype=torch.float32)
+        return (self.slopes * (positions[None, :] - positions[:, None]) + future)[:, j - i:, :]
+
+
 def sign_flipped(num_heads, length):
     q = torch.arange(length)[:, None]
     return -(torch.arange(length)[None, :] - q)[None] * paper_slopes(num_heads)[:, None, None]

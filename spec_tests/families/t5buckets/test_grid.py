@@ -9,7 +9,10 @@ import torch
 
 from posenc_spec.families.t5buckets import calling, grid, judge, oracle
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
+from posenc_spec.families.t5buckets.spec import BucketSpec
+from posenc_spec.gate.calls import Outcome
 from posenc_spec.gate.child.convert import BadResult
+from posenc_spec.gate.judge import Results
 from spec_tests.families.t5buckets.assertions import assert_status
 
 ENCODER = PRESETS["t5-encoder"]
@@ -102,12 +105,53 @@ def test_float_buckets_fail_integer_and_are_not_judged_further():
     assert all(result.message.startswith("not judged further: buckets of dtype float32") for result in results[1:])
 
 
-def test_int_min_verdict_names_the_input():
-    """What every abs()-based implementation returns at -2**31, the input itself, fails ``int-min[int32]``."""
-    probe = next(probe for probe in grid.probes_for(ENCODER, "static") if probe.slot == "int-min:int32")
-    [result] = judge.judge_call(probe, np.array([-(2**31)], dtype=np.int64), ENCODER)
-    assert_status(result, "failed", "int-min", "relative position -2147483648 got -2147483648, expected 15")
+def _probe(slot):
+    return next(probe for probe in grid.probes_for(ENCODER, "static") if probe.slot == slot)
+
+
+def test_int_min_is_noted_with_the_input_the_bucket_and_why():
+    """What every abs()-based implementation returns at -2**31, the input itself, is a note of
+    ``int-min[int32]`` (no difference of two int32 positions is -2**31), never a failure."""
+    [result] = judge.judge_call(_probe("int-min:int32"), np.array([-(2**31)], dtype=np.int64), ENCODER)
+    assert_status(result, "noted", "int-min", "relative position -2147483648 got -2147483648, expected 15")
+    assert "-2**31 is no difference of two int32 positions" in result.message
     assert result.name == "int-min[int32]"
+
+
+def test_int_min_right_passes():
+    """The exact bucket at -2**63 passes ``int-min[int64]``."""
+    probe = _probe("int-min:int64")
+    [result] = judge.judge_call(probe, _exact(probe, ENCODER), ENCODER)
+    assert_status(result, "passed", "int-min")
+
+
+def test_extremes_a_caller_can_pass_still_fail():
+    """The largest distances a dtype holds are differences of two positions: a wrong bucket there fails."""
+    probe = _probe("extremes:int32")
+    wrong = _exact(probe, ENCODER)
+    wrong[0] = 0  # -(2**31 - 1): the farthest key before the query, in the query's own bucket
+    [result] = judge.judge_call(probe, wrong, ENCODER)
+    assert_status(result, "failed", "extremes", "relative position -2147483647 got 0, expected 15")
+
+
+@pytest.mark.parametrize(("status", "verdict"), [("raised", "noted"), ("died", "noted"), ("malformed", "failed")])
+def test_a_call_on_int_min_that_raises_or_crashes_is_noted(status, verdict):
+    """A call that raises or crashes on -2**31 alone is noted; a reply that breaks the protocol still fails."""
+    results = Results()
+    bucket_judge = judge.BucketJudge(BucketSpec(ENCODER), results)
+    bucket_judge.judge(_probe("int-min:int32"), Outcome(status, "raised OverflowError: abs() overflowed"))
+    assert_status(results.by_id["call[int-min:int32]"], verdict, "call", "int-min:int32")
+    assert results.by_id["int-min[int32]"].status == "skipped"
+    if verdict == "noted":
+        assert "-2**31 is no difference of two int32 positions" in results.by_id["call[int-min:int32]"].message
+
+
+def test_a_call_on_extremes_that_raises_fails():
+    """A call that raises on the largest distances a dtype holds fails: a caller can pass them."""
+    results = Results()
+    judge.BucketJudge(BucketSpec(ENCODER), results).judge(_probe("extremes:int64"),
+                                                          Outcome("raised", "raised OverflowError"))
+    assert_status(results.by_id["call[extremes:int64]"], "failed", "call")
 
 
 def test_determinism():

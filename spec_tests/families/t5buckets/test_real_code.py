@@ -101,11 +101,11 @@ def test_record_agrees_with_the_oracle(target, convention):
 @pytest.mark.parametrize(("target", "convention"), CASES, ids=IDS)
 def test_grid_verdicts_on_real_code(target, convention):
     """The family's whole grid on the installed code: every check passes but ``int-min[D]``,
-    which every positions target fails, and MPNet's encoder at 64 buckets, which fails
-    ``formula``, ``exact-small``, ``halves`` and ``saturation`` on its 130x130 table (its 1x1
-    table is r = 0, bucket 0 at any count)."""
+    which every positions target is noted for (never failed), and MPNet's encoder at 64
+    buckets, which fails ``formula``, ``exact-small``, ``halves`` and ``saturation`` on its
+    130x130 table (its 1x1 table is r = 0, bucket 0 at any count)."""
     _skip_unless_installed(target)
-    failed = []
+    failed, noted = [], []
     probes = grid.probes_for(convention, target.signature, target.query_offset, target.square_only)
     results = {}
     for probe in probes:
@@ -116,9 +116,10 @@ def test_grid_verdicts_on_real_code(target, convention):
             results[probe.slot] = buckets
             verdicts = judge.judge_call(probe, buckets, convention)
         failed += [result.name for result in verdicts if result.status == "failed"]
+        noted += [result.name for result in verdicts if result.status == "noted"]
     if (target.id, convention) == ("transformers.MPNetEncoder.compute_position_bias", MPNET_64):
         assert failed == [f"{name}[130x130]" for name in ("formula", "exact-small", "halves", "saturation")], failed
-    elif target.signature in ("static", "method"):
-        assert failed == ["int-min[int32]", "int-min[int64]"], f"{target.id} at {convention.name()}: {failed}"
     else:
         assert failed == [], f"{target.id} at {convention.name()}: {failed}"
+    positions = target.signature in ("static", "method")
+    assert noted == (["int-min[int32]", "int-min[int64]"] if positions else []), f"{target.id}: {noted}"

@@ -1,0 +1,83 @@
+"""The multi-axis rotary corpus through the real gate: every entry declared as a user declares it,
+checked in sealed children by one ``check_many`` run. Every wrong entry fails the check that shows
+its slip (:data:`EXPECTED`) and gets the hint that names it, or none where its caches are no slip
+the hints know; every correct entry conforms."""
+
+from __future__ import annotations
+
+import pytest
+
+from meta_tests.corpus.mrope_registry import MROPE_BUG_CLASSES, MROPE_CORRECT, MROPE_ENTRIES, MROPE_WRONG
+from spec_tests.assertions import assert_hint, check_named
+from spec_tests.assertions import failure_summary as _summary
+
+NOT_A_SLIP = "no slip the hints know: the failed checks' own messages say what is wrong"
+
+# Per wrong entry: a check that fails (one whose message shows the slip) and the hint.
+EXPECTED = {
+    "sections_swapped": ("formula[grid:1x6x10]", "mrope-sections"),
+    "section_not_doubled": ("formula[grid:1x6x10]", NOT_A_SLIP),
+    "WanSplitSwapped": ("formula[grid:1x6x10]", "mrope-sections"),
+    "cogvideox_shares_exchanged": ("formula[grid:1x6x10]", "mrope-sections"),
+    "axes_reversed": ("formula[grid:1x6x10]", "mrope-axis-order"),
+    "qwen3_offsets_exchanged": ("formula[grid:1x6x10]", "mrope-axis-order"),
+    "hunyuan_dit_rows_first": ("formula[grid:1x6x10]", "mrope-axis-order"),
+    "VideoGridXY": ("formula[grid:3x5x7]", NOT_A_SLIP),
+    "qwen3_contiguous": ("formula[grid:1x6x10]", "mrope-interleaved"),
+    "qwen3_interleave_range": ("formula[grid:1x6x10]", NOT_A_SLIP),
+    "theta_ten_thousand": ("formula[text:64]", "mrope-theta"),
+    "hunyuan_theta": ("formula[text:64]", "mrope-theta"),
+    "per_axis_for_shared": ("formula[text:64]", "mrope-frequencies"),
+    "shared_for_per_axis": ("formula[text:64]", "mrope-frequencies"),
+    "exponent_over_half_axis": ("formula[text:64]", NOT_A_SLIP),
+    "half_head_inv_freq": ("formula[text:64]", NOT_A_SLIP),
+    "flux_rotate_half": ("formula[text:64]", "mrope-layout"),
+    "qwen2_interleaved_pairs": ("formula[text:64]", "mrope-layout"),
+    "sin_cos_swapped": ("identity[text:64]", "sin-cos-swapped"),
+    "positions_from_one": ("identity[text:64]", "positions-offset"),
+    "flux_bfloat16_ids": ("formula[long]", NOT_A_SLIP),
+    "angles_in_float16": ("norm[text:64]", NOT_A_SLIP),
+    "crop_end_scaled": ("formula[crop:2x4x6]", "mrope-crop"),
+    "crop_ignored": ("formula[crop:2x4x6]", "mrope-crop"),
+    "text_after_spatial_extent": ("formula[video:2x1x1]", "mrope-text-after-vision"),
+    "text_after_image_skips_one": ("formula[image:1x1x1]", "mrope-text-after-vision"),
+    "text_after_image_overlaps": ("formula[image:1x1x1]", "mrope-text-after-vision"),
+    "merge_forgotten_in_advance": ("formula[image:1x4x6]", NOT_A_SLIP),
+    "temporal_step_truncated": ("formula[video:4x2x3]", "mrope-temporal-step"),
+    "apply_rotate_half_on_interleaved": ("formula[long:float32]", NOT_A_SLIP),
+    "apply_sign_flipped": ("formula[text:64:float32]", NOT_A_SLIP),
+}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return check_named({entry.id: entry.declaration() for entry in MROPE_ENTRIES})
+
+
+@pytest.mark.parametrize("entry", MROPE_WRONG, ids=[entry.id for entry in MROPE_WRONG])
+def test_wrong_implementation_fails_the_check_that_shows_it(entry, reports):
+    """A wrong entry imports, and fails the check whose values show its slip."""
+    failed = [check.name for check in reports[entry.id].failures()]
+    check_id, _ = EXPECTED[entry.id]
+    assert "import" not in failed and check_id in failed, (
+        f"{entry.target} ({entry.description}): expected {check_id} to fail; {_summary(reports[entry.id])}")
+
+
+@pytest.mark.parametrize("entry", MROPE_WRONG, ids=[entry.id for entry in MROPE_WRONG])
+def test_hint_names_the_planted_slip(entry, reports):
+    """The hint names the slip planted in the entry, or stays silent where no slip explains it."""
+    assert_hint(reports[entry.id], EXPECTED[entry.id][1], entry.description)
+
+
+@pytest.mark.parametrize("entry", MROPE_CORRECT, ids=[entry.id for entry in MROPE_CORRECT])
+def test_correct_implementation_conforms(entry, reports):
+    """A correct entry in another idiom conforms on the whole grid (no false alarm)."""
+    report = reports[entry.id]
+    assert report.conforms, f"false alarm: {entry.target} ({entry.description}): {_summary(report)}"
+
+
+def test_the_corpus_is_large_enough_and_every_wrong_entry_is_expected():
+    """At least 10 correct entries and 25 mutants, each mutant with its expected check and a known bug class."""
+    assert len(MROPE_CORRECT) >= 10 and len(MROPE_WRONG) >= 25
+    assert set(EXPECTED) == {entry.id for entry in MROPE_WRONG}
+    assert all(entry.bug_classes and set(entry.bug_classes) <= set(MROPE_BUG_CLASSES) for entry in MROPE_WRONG)

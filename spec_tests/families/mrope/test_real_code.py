@@ -1,0 +1,100 @@
+"""The installed transformers and diffusers code, called directly: its caches against the oracle
+within the derived bounds, and each real deviation at its smallest input (:data:`.real_code.DEVIATIONS`).
+A deviation test fails when the library changes the behaviour: a new fact to review."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from posenc_spec.families.mrope import oracle
+from posenc_spec.families.mrope.conventions import PRESETS, at_head_dim, grid_positions
+from posenc_spec.families.mrope.tolerance import cache_tolerance
+from spec_tests.assertions import assert_within
+
+from .real_code import DATA
+
+embeddings = pytest.importorskip("diffusers.models.embeddings")
+POSITIONS = np.random.default_rng(3).integers(0, 32768, size=(3, 40))
+
+
+def _assert_cache(cos, sin, positions, convention, what):
+    cos = np.asarray(cos, dtype=np.float64).reshape(-1, convention.rotary_dim)
+    sin = np.asarray(sin, dtype=np.float64).reshape(-1, convention.rotary_dim)
+    bound = oracle.expand(cache_tolerance(positions, convention, "float32"), convention)
+    exact_cos, exact_sin = oracle.cache(positions, convention)
+    assert_within(cos, exact_cos, bound, f"{what} cos")
+    assert_within(sin, exact_sin, bound, f"{what} sin")
+
+
+@pytest.mark.parametrize(("module", "name", "config", "preset"), [
+    ("qwen2_vl", "Qwen2VLRotaryEmbedding", "qwen2_vl_text", "qwen2-vl"),
+    ("qwen3_vl", "Qwen3VLTextRotaryEmbedding", "qwen3_vl_text", "qwen3-vl"),
+    ("glm4v", "Glm4vTextRotaryEmbedding", "glm4v_text", "glm-4v"),
+])
+def test_transformers_mrope_caches_are_the_presets(module, name, config, preset):
+    """Qwen2-VL's contiguous, Qwen3-VL's interleaved and GLM-4V's interleaved-pair M-RoPE, at positions up to 32767."""
+    from importlib import import_module
+
+    from transformers import AutoConfig
+
+    data = json.loads((DATA / f"{config}.json").read_text())
+    built = getattr(import_module(f"transformers.models.{module}.modeling_{module}"), name)(
+        AutoConfig.for_model(data.pop("model_type"), **data))
+    cos, sin = built(torch.zeros(1, POSITIONS.shape[1], 128), torch.from_numpy(POSITIONS)[:, None, :])
+    _assert_cache(cos, sin, POSITIONS, PRESETS[preset], name)
+
+
+def test_flux_pos_embed_is_the_flux_preset():
+    """FluxPosEmbed(10000, [16, 56, 56]) of (L, 3) ids: per-axis frequencies, interleaved pairs."""
+    from diffusers.models.transformers.transformer_flux import FluxPosEmbed
+
+    cos, sin = FluxPosEmbed(10000, [16, 56, 56])(torch.from_numpy(POSITIONS.T).float())
+    _assert_cache(cos, sin, POSITIONS, PRESETS["flux"], "FluxPosEmbed")
+
+
+def test_video_modules_are_their_presets_on_an_odd_grid():
+    """HunyuanVideo's and Wan's modules on a 3 x 5 x 7 patch grid, row-major t, h, w."""
+    from diffusers.models.transformers.transformer_hunyuan_video import HunyuanVideoRotaryPosEmbed
+    from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed
+
+    positions = grid_positions(("t", "h", "w"), (3, 5, 7))
+    states = torch.zeros(1, 1, 3, 10, 14)
+    _assert_cache(*HunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56], 256.0)(states), positions,
+                  PRESETS["hunyuan-video"], "HunyuanVideoRotaryPosEmbed")
+    _assert_cache(*WanRotaryPosEmbed(128, (1, 2, 2), 1024)(states), positions, PRESETS["wan"], "WanRotaryPosEmbed")
+
+
+def test_get_2d_rotary_pos_embed_turns_its_first_half_by_the_column():
+    """get_2d_rotary_pos_embed's first half follows w, though its comment says grid_h: axes (w, h)."""
+    cos, sin = embeddings.get_2d_rotary_pos_embed(16, ((0, 0), (3, 5)), (3, 5))
+    _assert_cache(cos, sin, grid_positions(("w", "h"), (1, 3, 5)), at_head_dim("hunyuan-dit", 16), "get_2d")
+
+
+def test_deviation_cropped_grid_smallest_input():
+    """diffusers' crop ((0, 1), (1, 3)) of a 1 x 2 grid puts the second column at w = 1.5 where 2 belongs."""
+    convention = at_head_dim("hunyuan-dit", 8)
+    cos, _ = embeddings.get_2d_rotary_pos_embed(8, ((0, 1), (1, 3)), (1, 2))
+    reference = grid_positions(("w", "h"), (1, 1, 2), {"h": (0, 1), "w": (1, 3)})
+    assert reference[0].tolist() == [1.0, 2.0]
+    made = np.array([[1.0, 1.5], [0.0, 0.0]])
+    assert np.allclose(cos.numpy(), oracle.cache(made, convention)[0], atol=1e-6)
+    assert not np.allclose(cos.numpy(), oracle.cache(reference, convention)[0], atol=1e-3)
+
+
+def test_deviation_text_after_a_video_smallest_input():
+    """Qwen2-VL's get_rope_index: text after a 2-frame video at (2, 2, 2), where the reference puts (3, 3, 3)."""
+    from transformers import AutoConfig
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLModel
+
+    data = json.loads((DATA / "qwen2_vl.json").read_text())
+    model = Qwen2VLModel(AutoConfig.for_model(data.pop("model_type"), **data))
+    types = torch.tensor([[0, 2, 2, 0, 0]])
+    grids = torch.tensor([[2, 2, 2]])
+    positions, _ = model.get_rope_index(torch.zeros_like(types), types, video_grid_thw=grids)
+    reference = oracle.sequence_positions(types[0].numpy(), grids.numpy(), 2)
+    assert reference[:, 3].tolist() == [3, 3, 3]
+    assert positions[:, 0, 3].tolist() == [2, 2, 2]
