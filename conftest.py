@@ -101,3 +101,12 @@ def pytest_xdist_make_scheduler(config, log):
             return sum(seconds.get(name, unknown) for name in files)
 
     return LongestFirstTransformersTogether(config, log)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _targets_may_write_the_tests_folders(tmp_path_factory):
+    """Confined targets write only beneath their own folder and the folders
+    ``POSENC_SPEC_WRITABLE`` names (posenc_spec/gate/child/confinement.py): here this session's
+    temporary folders, where the tests read the marks, process ids and files their targets
+    leave. The tests of the confinement itself name their own."""
+    os.environ.setdefault("POSENC_SPEC_WRITABLE", str(tmp_path_factory.getbasetemp()))

@@ -48,11 +48,14 @@ def main(argv: list[str] | None = None) -> int:
 def console_main() -> int:
     """``posenc-spec`` as a program of its own: as :func:`main`, in a process that no other
     process of the same user can trace or read through ``/proc`` (a target's code runs as
-    the same user when the gate is not root). The pytest plugin and the Python API leave the
-    process they run in as it is."""
+    the same user when the gate is not root), and that kills whatever is left below it at
+    exit (a subreaper: :func:`~posenc_spec.gate.sandbox.guard_descendants`). The pytest
+    plugin and the Python API leave the process they run in as it is."""
     from posenc_spec.gate.child.limits import not_dumpable
+    from posenc_spec.gate.sandbox import guard_descendants
 
     not_dumpable()
+    guard_descendants()
     return main()
 
 

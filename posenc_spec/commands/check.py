@@ -106,6 +106,7 @@ def _check(args, held: contextlib.ExitStack) -> int:
     from posenc_spec.gate.config import Front, select_declarations
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.output import destination, json_report, text
+    from posenc_spec.gate.preimport import import_drawing_modules
     from posenc_spec.gate.sandbox import check_preload
 
     try:
@@ -127,6 +128,8 @@ def _check(args, held: contextlib.ExitStack) -> int:
             if declaration.formula:
                 declaration.family.assert_checkable(declaration)
         check_preload(options.preload)
+        if plots is not None:  # matplotlib and all it reads, before any target runs
+            import_drawing_modules()
         out = sys.stderr if args.json == "-" else sys.stdout
         destination.emit(text.run_header(len(selected), config, options.jobs, options.shard), out)
         reports = check_many(selected, options, keep_table=plots is not None)

@@ -13,7 +13,11 @@ target is run, limited and judged as an import-path target is.
 What the target sees, forked from the caller: the caller's memory as it was at the fork
 (its globals, the notebook's variables, the objects its closure holds, torch's settings and
 modes as the caller left them: ``global-state`` compares each call with that state), never
-changed by what the target does, which stays in the child; none of the caller's threads (a
+changed by what the target does, which stays in the child (the caller's shared memory too:
+each sealed child replaces every writable shared mapping it inherited, a tensor moved to
+shared memory, a shared ``mmap``, the semaphore of a ``multiprocessing.Lock``, by a private
+copy before the target runs, :func:`~posenc_spec.gate.child.confinement.detach_shared_memory`;
+and, where the kernel confines it, it cannot signal the caller); none of the caller's threads (a
 fork copies only the thread that forks: a lock another thread held, say inside a library,
 stays held in the child); none of the caller's open files, sockets or standard streams (its
 standard streams are the null device, as in every child). The caller's own modules are
@@ -40,7 +44,8 @@ import warnings
 
 from posenc_spec.text import one_line
 
-from .sandbox import PreloadError, SandboxError, Template
+from .preimport import import_gate_modules
+from .sandbox import PreloadError, SandboxError, Template, run_folder
 
 _numbers = itertools.count(1)
 _lock = threading.Lock()
@@ -127,6 +132,8 @@ def caller_template(preload: tuple[str, ...] = ()):
     """A :class:`CallerTemplate` for one run, started and ready (a ``preload`` module that
     cannot be imported is a :class:`~posenc_spec.gate.sandbox.PreloadError`), closed after it."""
     _import_what_templates_hold()
+    import_gate_modules()  # no module is read after the target ran (see .preimport)
+    run_folder()  # made here, so that its removal at exit follows the fork's
     template = CallerTemplate.fork(tuple(preload))
     try:
         try:

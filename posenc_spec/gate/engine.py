@@ -7,8 +7,10 @@ each target a turn in a :class:`~posenc_spec.gate.runner.Slot` (``jobs`` slots t
 in parallel, targets of one module one after another so that a slot imports the module
 once) and judges its outcomes: the family judges the values, :mod:`posenc_spec.gate.judge`
 what every family shares (import, determinism, aliasing, global state); under ``fail_fast``
-(:func:`first_failure`) a target's calls stop at its first failed check. Reports come back
-in the declarations' order, the same for any number of jobs.
+(:func:`first_failure`) a target's calls stop at its first failed check. A target whose
+source files changed between the start of the run and its end fails ``import``
+(:mod:`posenc_spec.gate.sources`). Reports come back in the declarations' order, the same
+for any number of jobs.
 
 Example::
 
@@ -35,6 +37,7 @@ from .options import RunOptions
 from .report import GateReport, finish
 from .runner import Slot
 from .sandbox import Limits, root_template
+from .sources import SourceWatch
 
 
 def probes(declaration: Declaration) -> list:
@@ -314,10 +317,12 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
     for declaration in declarations:  # before anything starts: a usage error costs nothing
         declaration.family.assert_checkable(declaration)
     options = options or RunOptions()
+    sources = SourceWatch(declarations)  # read before any target runs: a target may rewrite another's
     with root_template(options.preload) if root is None else contextlib.nullcontext(root) as root:
         if declarations[0].formula:
             declarations[0].family.prepare(declarations[0])  # while the template imports torch
-        return _Lanes(root, declarations, options, keep_table).run()
+        reports = _Lanes(root, declarations, options, keep_table).run()
+    return sources.judge(reports)
 
 
 def check_target(declaration: Declaration, options: RunOptions | None = None) -> GateReport:

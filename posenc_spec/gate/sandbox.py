@@ -22,6 +22,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -31,13 +32,47 @@ from posenc_spec.text import one_line
 
 from . import options
 from .child import limits as os_limits
+from .child.confinement import remove_tree
 from .child.protocol import ChannelError, Reader, send
 from .child.template import command
 from .errors import UsageError
+from .preimport import import_gate_modules
 
 # Both are of the template's own time (OwnTime): a cold `import torch` takes seconds of it.
 TEMPLATE_START_SECONDS = 300.0
 TEMPLATE_REPLY_SECONDS = 30.0  # fork, kill and reap: milliseconds
+
+
+CONFINEMENT_SWITCH = "POSENC_SPEC_CONFINEMENT"  # "off": targets run unconfined (child.confinement)
+WRITABLE_FOLDERS = "POSENC_SPEC_WRITABLE"  # folders, os.pathsep apart, that confined targets may also write
+
+
+def confinement_wanted() -> bool:
+    """Whether target code runs confined (:mod:`posenc_spec.gate.child.confinement`): unless
+    ``POSENC_SPEC_CONFINEMENT=off``."""
+    return os.environ.get(CONFINEMENT_SWITCH, "").strip().lower() != "off"
+
+
+def writable_folders() -> list[str]:
+    """The folders ``POSENC_SPEC_WRITABLE`` names, absolute."""
+    return [os.path.abspath(path) for path in os.environ.get(WRITABLE_FOLDERS, "").split(os.pathsep) if path]
+
+
+_run_folder: tuple[int, str] | None = None
+_folder_lock = threading.Lock()
+
+
+def run_folder() -> str:
+    """This process's run folder, made on first use and removed at exit: each confined
+    process keeps its private folder beneath it (others may pass through it, not list it)."""
+    global _run_folder
+    with _folder_lock:
+        if _run_folder is None or _run_folder[0] != os.getpid() or not os.path.isdir(_run_folder[1]):
+            folder = tempfile.mkdtemp(prefix="posenc-spec-")
+            os.chmod(folder, 0o711)  # a target with a user of its own (as root) reaches its folder inside
+            atexit.register(remove_tree, folder)  # before the root templates' atexit: it runs after them
+            _run_folder = (os.getpid(), folder)
+        return _run_folder[1]
 
 
 class SandboxError(RuntimeError):
@@ -111,7 +146,8 @@ class Limits:
         which runs no target code and takes no limits. ``search_path`` goes first on its
         import path."""
         init = {"environ": dict(os.environ), "cwd": os.getcwd(),
-                "sys_path": [*search_path, os.getcwd(), *sys.path]}
+                "sys_path": [*search_path, os.getcwd(), *sys.path], "private": run_folder(),
+                "confine": confinement_wanted(), "writable": writable_folders()}
         if calls is not None:
             cpu = int(self.timeout * (calls + 2)) + 1
             init["limits"] = {"memory": self.memory, "cpu_seconds": cpu, "processes": self.processes,
@@ -252,13 +288,16 @@ def root_template(preload: tuple[str, ...] = ()):
     runs share it safely. ``preload`` is the user's own choice of trusted libraries (every
     child forks from what they left behind); one that cannot be imported is a
     :class:`PreloadError`, raised here, before any target runs. Every root stops, and takes
-    everything below it along, when this process exits."""
+    everything below it along, when this process exits. Every module the gate's process will
+    need is imported here, before any target runs (:mod:`.preimport`)."""
     preload = tuple(preload)
+    run_folder()
     with _root_lock:
         root = _roots.get(preload)
         if root is None or not root.alive():
             root = _roots[preload] = Template.start(preload)
             atexit.register(root.close)
+    import_gate_modules()  # while the root template imports torch
     if preload:
         try:
             root.ready()
@@ -282,6 +321,14 @@ def revive_root(dead: Template) -> Template:
             atexit.register(root.close)
     root.ready()
     return root
+
+
+def guard_descendants() -> None:
+    """Make this process (the command line's gate) a subreaper that kills every descendant
+    left at exit: what escapes the templates (a daemon started after killing its template)
+    is re-parented here instead of to init, and killed after the root templates closed."""
+    if os_limits.become_subreaper():
+        atexit.register(os_limits.sweep)  # registered first: runs after the templates' close
 
 
 def check_preload(preload: tuple[str, ...]) -> None:

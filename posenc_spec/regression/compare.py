@@ -5,7 +5,9 @@ outputs both times, each with the same dtype, shape and container, and every ele
 ``max_ulp`` of its old value (0 by default: bit for bit, except that the sign of a zero and
 the payload of a NaN do not count). Anything else fails, and says what changed: a shape
 or dtype (naming both), raising instead of returning (or the reverse, or another type),
-the number of outputs, or the largest distance with its index and both values.
+the number of outputs, or the largest distance with its index and both values. Distances
+are computed a block of elements at a time (:data:`CHUNK_ELEMENTS`), so that comparing
+outputs at the snapshot's cap takes little memory beyond the outputs themselves.
 
 Two recordings can only be compared when they are of the same calls: the same labels, each
 with bit-identical arguments. When they are not, :class:`SnapshotError` names the first
@@ -21,7 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .records import RecordedArray, RecordedCall, Snapshot, SnapshotError
-from .ulp import INFINITE_ULP, bfloat16_values, ulp_distance, ulp_histogram
+from .ulp import HISTOGRAM_BUCKETS, INFINITE_ULP, bfloat16_values, ulp_distance, ulp_histogram
+
+CHUNK_ELEMENTS = 1 << 20  # distances computed at a time: 8 MiB of uint64, not 8 bytes per element of the output
+HISTOGRAM_LABELS = tuple(label for label, _ in HISTOGRAM_BUCKETS)
 
 
 @dataclass(frozen=True)
@@ -201,16 +206,23 @@ def _compare_output(position: int, old: RecordedArray, new: RecordedArray, allow
         if before != after:
             return OutputDiff(position, False, problem=f"output {position} changed {what} from {before} to {after}",
                               max_ulp=math.inf)
-    distances = ulp_distance(old.values, new.values, old.dtype).reshape(-1)
-    histogram = ulp_histogram(distances)
-    num_changed = distances.size - histogram["0"]
+    size, histogram, worst, largest_distance = old.values.size, dict.fromkeys(HISTOGRAM_LABELS, 0), 0, None
+    old_flat, new_flat = old.values.reshape(-1), new.values.reshape(-1)
+    for start in range(0, size, CHUNK_ELEMENTS):  # a few MiB of distances at a time, whatever the size
+        distances = ulp_distance(old_flat[start:start + CHUNK_ELEMENTS], new_flat[start:start + CHUNK_ELEMENTS],
+                                 old.dtype)
+        for label, count in ulp_histogram(distances).items():
+            histogram[label] += count
+        index = int(np.argmax(distances))
+        if largest_distance is None or distances[index] > largest_distance:  # the first of the largest, as argmax
+            worst, largest_distance = start + index, distances[index]
+    num_changed = size - histogram["0"]
     if not num_changed:
-        return OutputDiff(position, True, size=distances.size, histogram=histogram)
-    worst = int(np.argmax(distances))
-    largest = math.inf if distances[worst] == INFINITE_ULP else int(distances[worst])
+        return OutputDiff(position, True, size=size, histogram=histogram)
+    largest = math.inf if largest_distance == INFINITE_ULP else int(largest_distance)
     return OutputDiff(position, largest <= allowed, None, largest,
                       tuple(int(i) for i in np.unravel_index(worst, old.values.shape)),
-                      _value(old, worst), _value(new, worst), num_changed, distances.size, histogram)
+                      _value(old, worst), _value(new, worst), num_changed, size, histogram)
 
 
 def _value(array: RecordedArray, flat_index: int):

@@ -52,7 +52,7 @@ import numpy as np
 
 from posenc_spec.text import describe_exception, one_line
 
-from . import adapters, attribution, limits, state
+from . import adapters, attribution, confinement, limits, state
 from .convert import BadResult, is_array, to_arrays
 from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
@@ -79,18 +79,41 @@ def setup(init: dict) -> None:
         # One thread: the gate judges one table while the child computes the next.
         torch.set_num_threads(1)
     if "limits" not in init:  # a slot template: it runs no target code
+        confinement.BASE = init.get("private")
         return
     global ISOLATION
-    if os.geteuid() == 0 and limits.IS_LINUX:
+    confinement.detach_shared_memory()  # a fork of the Python API's caller: the caller's stays the caller's
+    as_root = os.geteuid() == 0 and limits.IS_LINUX
+    own_user = limits.CHILD_UID_BASE + os.getpid()
+    folder = confinement.make_private_folder(own_user if as_root else None) if init.get("confine") else None
+    if as_root:
         try:
-            limits.drop_root(limits.CHILD_UID_BASE + os.getpid())
+            limits.drop_root(own_user)
         except OSError as error:  # a container without CAP_SETUID, say: the target runs as root
             ISOLATION = f"the target ran as root: it could not be given a user of its own ({one_line(str(error), 120)})"
+            as_root = False
         else:
             _keep_the_login_name()
+    if folder is not None:
+        _confine(folder, init.get("writable", ()), has_own_user=os.geteuid() >= limits.CHILD_UID_BASE)
     bounds = init["limits"]
     limits.apply_limits(bounds.get("memory"), bounds.get("cpu_seconds"), bounds.get("processes"),
                         bounds.get("file_size"))
+
+
+def _confine(folder: str, writable, has_own_user: bool) -> None:
+    """Confine this process to writing beneath ``folder`` (its temporary folder from here on)
+    and ``writable`` (:mod:`.confinement`); what is not confined is said in the report,
+    unless the process has a user of its own, which keeps most of it already."""
+    global ISOLATION
+    import tempfile
+
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = None  # asked again, it is TMPDIR
+    confinement.FOLDER = folder
+    missing = confinement.confine(folder, writable)
+    if missing and not has_own_user:
+        ISOLATION = "; ".join(filter(None, [ISOLATION, missing]))
 
 
 def _keep_the_login_name() -> None:

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import _signal
 import array
+import ctypes
+import ctypes.util
+import decimal
 import functools
+import gc
 import hashlib
 import locale
 import os
@@ -35,6 +39,23 @@ except ImportError:  # the table API needs no torch
     torch = None
 
 GENERATOR_SEEDS = {"a": 20240229, "b": 31415926}
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.setenv.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
+_LIBC.unsetenv.argtypes = [ctypes.c_char_p]
+
+
+def _libm():
+    """The C math library, where its rounding mode can be read and set (else None)."""
+    try:
+        library = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        library.fegetround.restype = ctypes.c_int
+        library.fesetround.argtypes = [ctypes.c_int]
+        return library
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBM = _libm()
 
 
 # -- the generators ----------------------------------------------------------------------
@@ -179,6 +200,70 @@ def _restore_environ(values):
     os.environ.update({os.fsdecode(name): os.fsdecode(value) for name, value in values.items()})
 
 
+def _c_environ() -> dict:
+    """The C library's environment (what child processes and C code read), name -> value."""
+    pointer = ctypes.POINTER(ctypes.c_char_p).in_dll(_LIBC, "environ")
+    items, index = {}, 0
+    while pointer[index] is not None:
+        name, _, value = pointer[index].partition(b"=")
+        items[name], index = value, index + 1
+    return items
+
+
+def _c_only_environ() -> dict:
+    """Where the C library's environment differs from ``os.environ`` (``os.putenv`` and
+    ``unsetenv``, C code's ``setenv``): name -> its value there, None where it is missing."""
+    python, c = dict(os.environb), _c_environ()
+    return {name: c.get(name) for name in {*python, *c} if c.get(name) != python.get(name)}
+
+
+def _restore_c_only_environ(value: dict) -> None:
+    for name in {*_c_only_environ(), *value}:
+        wanted = value[name] if name in value else os.environb.get(name)
+        if wanted is None:
+            _LIBC.unsetenv(name)
+        else:
+            _LIBC.setenv(name, wanted, 1)
+
+
+def _signal_mask() -> tuple:
+    return tuple(sorted(signal.Signals(number).name for number in signal.pthread_sigmask(signal.SIG_BLOCK, ())))
+
+
+def _restore_signal_mask(names) -> None:
+    signal.pthread_sigmask(signal.SIG_SETMASK, [signal.Signals[name] for name in names])
+
+
+def _restore_hooks(hooks) -> None:
+    sys.settrace(hooks[0])
+    sys.setprofile(hooks[1])
+
+
+def _restore_collector(value) -> None:
+    enabled, threshold = value
+    gc.set_threshold(*threshold)
+    (gc.enable if enabled else gc.disable)()
+
+
+_DECIMAL_SETTINGS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
+
+
+def _decimal_context() -> tuple:
+    """The settings of this thread's ``decimal`` context and the signals it traps (not its
+    flags: they record what was computed, as a result does)."""
+    context = decimal.getcontext()
+    return (*(getattr(context, name) for name in _DECIMAL_SETTINGS),
+            tuple(sorted(kind.__name__ for kind, trapped in context.traps.items() if trapped)))
+
+
+def _restore_decimal_context(value) -> None:
+    context = decimal.getcontext()
+    for name, setting in zip(_DECIMAL_SETTINGS, value, strict=False):
+        setattr(context, name, setting)
+    for kind in context.traps:
+        context.traps[kind] = kind.__name__ in value[-1]
+
+
 def _attribute(owner, name: str):
     """``(get, set)`` of an attribute."""
     return (lambda: getattr(owner, name)), (lambda value: setattr(owner, name, value))
@@ -231,6 +316,13 @@ def _python_entries() -> list[Entry]:
         Entry("NumPy error state", lambda: (np.geterr(), np.geterrcall()),
               lambda value: (np.seterr(**value[0]), np.seterrcall(value[1])), numeric=True),
         Entry("NumPy print options", np.get_printoptions, lambda value: np.set_printoptions(**value)),
+        Entry("C library environment", _c_only_environ, _restore_c_only_environ),
+        Entry("signal mask", _signal_mask, _restore_signal_mask),
+        Entry("trace and profile hooks", lambda: (sys.gettrace(), sys.getprofile()), _restore_hooks),
+        Entry("garbage collector", lambda: (gc.isenabled(), gc.get_threshold()), _restore_collector),
+        Entry("decimal context", _decimal_context, _restore_decimal_context),
+        *([Entry("floating-point rounding mode", _LIBM.fegetround, _LIBM.fesetround, numeric=True)]
+          if _LIBM is not None else []),
     ]
 
 

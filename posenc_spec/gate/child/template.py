@@ -16,10 +16,11 @@ child's own socket passed along (SCM_RIGHTS)::
     {"op": "finish", "pid": P}             kill child P's process group, reap it, and kill
                                             every other descendant
 each answered with ``{"ok": ..., ...}``. A sealed child leads its own session and process
-group, dies with its template, and inherits no descriptor but its socket. A template
-forked with ``subreaper`` (every template but the first) receives every orphaned
-descendant (Linux), so nothing a target starts outlives the target's turn. When the
-control socket closes, the template kills everything below it and exits.
+group, dies with its template, and inherits no descriptor but its socket. Every template
+is a subreaper: it receives every orphaned descendant (Linux), so nothing a target starts
+outlives the target's turn (a slot template's) or the run (the root's, for what a killed
+slot template left). When the control socket closes, the template kills everything below
+it and exits.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
 
 
 def loop(sock, subreaper: bool) -> None:
-    from . import limits
+    from . import confinement, limits
     from .protocol import ChannelError, Reader, send
     from .serve import import_target
 
@@ -89,6 +90,7 @@ def loop(sock, subreaper: bool) -> None:
         limits.become_subreaper()
     reader = Reader(sock)
     statuses: dict[int, int] = {}
+    forked: set[int] = set()  # whose private folders this template removes
     while True:
         try:
             request, _, fds = reader.read(None, 0, with_fds=True)
@@ -101,6 +103,7 @@ def loop(sock, subreaper: bool) -> None:
                 reply["pid"] = _fork(fds[0], _serve_child, request["init"])
             else:
                 reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
+            forked.add(reply["pid"])
         elif op == "import":
             function, message, changes, effects, failures = import_target(request["target"], module_only=True)
             gc.freeze()
@@ -116,6 +119,8 @@ def loop(sock, subreaper: bool) -> None:
             limits.sweep()
             statuses.update(limits.reap())
             reply["status"] = statuses.pop(pid, None)
+            confinement.remove_left_behind(pid)
+            forked.discard(pid)
         else:
             for fd in fds:
                 os.close(fd)
@@ -125,6 +130,8 @@ def loop(sock, subreaper: bool) -> None:
         except OSError:
             break
     limits.sweep()
+    for pid in forked:
+        confinement.remove_left_behind(pid)
     os._exit(0)
 
 
@@ -176,4 +183,6 @@ def announce_and_loop(sock, preload) -> None:
     # The root template needs no child's exit status: the kernel collects each slot template
     # as it exits, where waiting for it would leave a zombie until the next request.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    loop(sock, subreaper=False)
+    # A subreaper too: what a target leaves running after killing its slot template comes
+    # here, not to init, and is killed when this template's socket closes.
+    loop(sock, subreaper=True)
