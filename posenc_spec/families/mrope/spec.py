@@ -8,7 +8,7 @@ Keys (every one also a ``--`` flag)::
     mrope_section       pairs per axis (transformers' name)  } one of the two; both give
     axes_dim            features per axis (diffusers' name)  } the axes' shares of the head
     mrope_interleaved   true | false: Qwen3-VL's interleaved slots
-    axes_frequencies    shared | per-axis
+    axes_frequencies    shared | per-axis | strided
     axes_theta          one base, or one per axis
     mrope_layout        half | interleaved
     attention_head_dim  the head size of the calls (default the preset's: 2 x its slots; a preset whose

@@ -80,6 +80,10 @@ TARGETS = (
         "target": f"{_TRANSFORMERS}.qwen2_vl.modeling_qwen2_vl:Qwen2VLVisionRotaryEmbedding",
         "mrope_preset": "qwen2-vl-vision", "attention_head_dim": 40, "signature": "x-ids", "init": "config",
         "mrope_config": _config("qwen2_vl_vision.json")}),
+    RealTarget("PixtralVisionRotaryEmbedding", "transformers", {
+        "target": f"{_TRANSFORMERS}.pixtral.modeling_pixtral:PixtralVisionRotaryEmbedding",
+        "mrope_preset": "pixtral-vision", "signature": "x-ids", "init": "config",
+        "mrope_config": _config("pixtral_vision.json")}),
     RealTarget("FluxPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_flux:FluxPosEmbed", "mrope_preset": "flux",
         "signature": "ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}}),
@@ -104,6 +108,9 @@ TARGETS = (
     RealTarget("qwen3_vl apply_rotary_pos_emb", "transformers", {
         "target": f"{_TRANSFORMERS}.qwen3_vl.modeling_qwen3_vl:apply_rotary_pos_emb", "api": "mrope-apply",
         "mrope_preset": "qwen3-vl", "signature": "q-k-cos-sin"}),
+    RealTarget("pixtral apply_rotary_pos_emb", "transformers", {
+        "target": f"{_TRANSFORMERS}.pixtral.modeling_pixtral:apply_rotary_pos_emb", "api": "mrope-apply",
+        "mrope_preset": "pixtral-vision", "signature": "q-k-cos-sin"}),
     RealTarget("glm4v apply_rotary_pos_emb", "transformers", {
         "target": f"{_TRANSFORMERS}.glm4v.modeling_glm4v:apply_rotary_pos_emb", "api": "mrope-apply",
         "mrope_preset": "glm-4v", "attention_head_dim": 128, "signature": "q-k-cos-sin"}),

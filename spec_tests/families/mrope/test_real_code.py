@@ -48,6 +48,21 @@ def test_transformers_mrope_caches_are_the_presets(module, name, config, preset)
     _assert_cache(cos, sin, POSITIONS, PRESETS[preset], name)
 
 
+def test_pixtral_vision_rotary_deals_the_head_frequencies_to_h_and_w_in_turn():
+    """Pixtral's vision tower: one RoPE over the head, the even-indexed frequencies h's, the odd ones w's (strided)."""
+    from transformers import AutoConfig
+    from transformers.models.pixtral.modeling_pixtral import PixtralVisionRotaryEmbedding
+
+    data = json.loads((DATA / "pixtral_vision.json").read_text())
+    built = PixtralVisionRotaryEmbedding(AutoConfig.for_model(data.pop("model_type"), **data))
+    positions = POSITIONS[:2]
+    cos, sin = built(torch.zeros(1, positions.shape[1], 64), torch.from_numpy(positions.T.copy()))
+    convention = at_head_dim("pixtral-vision", 64)
+    _assert_cache(cos, sin, positions, convention, "PixtralVisionRotaryEmbedding")
+    qwen_vision = at_head_dim("qwen2-vl-vision", 64)
+    assert not np.allclose(cos.numpy(), oracle.cache(positions, qwen_vision)[0], atol=1e-2)
+
+
 def test_flux_pos_embed_is_the_flux_preset():
     """FluxPosEmbed(10000, [16, 56, 56]) of (L, 3) ids: per-axis frequencies, interleaved pairs."""
     from diffusers.models.transformers.transformer_flux import FluxPosEmbed
