@@ -16,6 +16,8 @@ int64, ``head_dim``, the grid ``t, h, w`` and its ``crop`` ``(3, 2)``. Signature
                                                                         diffusers' get_3d_rotary_pos_embed
     hidden-states   obj(hidden_states), zeros (1, 1, t pt, h ph, w pw)   diffusers' HunyuanVideo and Wan
                     float32, (pt, ph, pw) the declared mrope_patch        rotary modules
+    square-grid     Class(config at image_size = h patch_size)(x),      transformers' Llama4VisionRotaryEmbedding
+                    x zeros (1, h w + 1, head_dim) float32 (h = w)       (its patches and a class token)
 
 Apply signatures (``mrope-apply``; ``x`` ``(1, 2, L, head_dim)``, q its head 0, k its head 1)::
 
@@ -30,6 +32,7 @@ list), ``"{theta}"`` (the first axis's base) and ``"{patch_size}"``.
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -107,9 +110,16 @@ def _cache_calls(maker, patch) -> dict:
         with torch.no_grad():
             return maker(head_dim=head_dim)(states)
 
+    def square_grid(position_ids, head_dim, t, h, w, crop):
+        # The module makes the tokens of its config's image: one config per grid size.
+        config = copy.deepcopy(maker._config())
+        config.image_size = h * config.patch_size
+        with torch.no_grad():
+            return maker.target(config)(torch.zeros(1, h * w + 1, head_dim))
+
     return {"canonical": positions, "positions": positions, "x-position-ids": x_position_ids, "ids": ids,
-            "x-ids": x_ids,
-            "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d, "hidden-states": hidden_states}
+            "x-ids": x_ids, "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d, "hidden-states": hidden_states,
+            "square-grid": square_grid}
 
 
 def _position_calls(maker) -> dict:

@@ -197,6 +197,7 @@ PRESETS = {
     "qwen2-vl-vision": _axis_wise(("h", "w"), (10, 10), layout="half"),
     "rope-1d": _axis_wise(("p",), (32,)),
     "pixtral-vision": MropeConvention(("h", "w"), (16, 16), "strided", False, (10000.0,), "half"),
+    "llama4-vision": _axis_wise(("w", "h"), (16, 16)),
 }
 DEFAULT_PRESET = "qwen2-vl"
 # The presets whose split follows the head size, each as a function of it.
@@ -207,6 +208,7 @@ SECTION_RULES = {
     "qwen2-vl-vision": lambda d: (d // 4, d // 4),
     "rope-1d": lambda d: (d // 2,),
     "pixtral-vision": lambda d: (d // 4, d // 4),
+    "llama4-vision": lambda d: (d // 4, d // 4),
 }
 
 

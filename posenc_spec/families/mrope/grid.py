@@ -26,6 +26,10 @@ Calls of a target that takes a grid: the grids above (``t = 1`` alone for two ax
 ``(0, 3)`` and w ``(2, 7)``: positions ``start + i (stop - start) / n``, as CogVideoX's pipeline
 crops a base grid whenever the aspect ratios differ.
 
+A ``square-grid`` target (Llama 4's vision tower) makes its own tokens from an ``n x n`` grid:
+the grids 1x1x1, 1x2x2, 1x5x5 and 1x7x7, each of its ``n**2`` patches (row-major) at its indices
+plus 1, then a class token at the origin.
+
 Check ids: ``call[S]``, ``finite[S]``, ``formula[S]``, ``norm[S]`` and ``identity[S]`` (the slots with
 a token at the origin) for each slot; ``relative[axis=A]`` for each axis; ``determinism`` (the
 first slot again), ``aliasing`` and ``global-state``, as for every family.
@@ -52,7 +56,8 @@ RELATIVE_TOKENS = 16
 RELATIVE_SHIFT = 4096
 POSITION_SEED = 20260905
 POSITION_SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "get-1d")
-GRID_SIGNATURES = ("grid-2d", "grid-3d", "hidden-states")
+GRID_SIGNATURES = ("grid-2d", "grid-3d", "hidden-states", "square-grid")
+SQUARE_GRIDS = ((1, 1, 1), (1, 2, 2), (1, 5, 5), (1, 7, 7))
 CROP_SIGNATURES = ("grid-2d", "grid-3d")
 TABLE_CHECKS = ("call", "finite", "formula", "norm", "identity")
 
@@ -146,7 +151,16 @@ def _position_probes(convention: MropeConvention, head_dim: int, cap: int | None
     return probes
 
 
+def class_token_grid(axes: tuple[str, ...], grid: tuple[int, int, int]) -> np.ndarray:
+    """The positions of a ``square-grid`` call: the grid's patches at their indices plus 1, then a
+    class token at the origin."""
+    return np.concatenate([grid_positions(axes, grid, offset=1), np.zeros((len(axes), 1))], axis=1)
+
+
 def _grid_probes(convention: MropeConvention, head_dim: int, signature: str) -> list[MropeProbe]:
+    if signature == "square-grid":
+        return [MropeProbe("grid:" + "x".join(map(str, grid)), "table", class_token_grid(convention.axes, grid),
+                           head_dim, grid) for grid in SQUARE_GRIDS]
     grids = [grid for grid in _grids(convention) if signature != "grid-2d" or grid[0] == 1]
     probes = [MropeProbe("grid:" + "x".join(map(str, grid)), "table", grid_positions(convention.axes, grid),
                          head_dim, grid) for grid in grids]

@@ -84,6 +84,10 @@ TARGETS = (
         "target": f"{_TRANSFORMERS}.pixtral.modeling_pixtral:PixtralVisionRotaryEmbedding",
         "mrope_preset": "pixtral-vision", "signature": "x-ids", "init": "config",
         "mrope_config": _config("pixtral_vision.json")}),
+    RealTarget("Llama4VisionRotaryEmbedding", "transformers", {
+        "target": f"{_TRANSFORMERS}.llama4.modeling_llama4:Llama4VisionRotaryEmbedding",
+        "mrope_preset": "llama4-vision", "signature": "square-grid", "init": "config",
+        "mrope_config": _config("llama4_vision.json")}),
     RealTarget("FluxPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_flux:FluxPosEmbed", "mrope_preset": "flux",
         "signature": "ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}}),

@@ -12,6 +12,7 @@ import torch
 
 from posenc_spec.families.mrope import oracle
 from posenc_spec.families.mrope.conventions import PRESETS, at_head_dim, grid_positions
+from posenc_spec.families.mrope.grid import class_token_grid
 from posenc_spec.families.mrope.tolerance import cache_tolerance
 from spec_tests.assertions import assert_within
 
@@ -61,6 +62,24 @@ def test_pixtral_vision_rotary_deals_the_head_frequencies_to_h_and_w_in_turn():
     _assert_cache(cos, sin, positions, convention, "PixtralVisionRotaryEmbedding")
     qwen_vision = at_head_dim("qwen2-vl-vision", 64)
     assert not np.allclose(cos.numpy(), oracle.cache(positions, qwen_vision)[0], atol=1e-2)
+
+
+def test_llama4_vision_rotary_puts_the_patches_at_their_indices_plus_one_and_the_class_token_at_the_origin():
+    """Llama 4's vision tower on a 5 x 5 grid: per-axis w then h, patches at (1 + i_w, 1 + i_h), then a class token."""
+    from transformers import AutoConfig
+    from transformers.models.llama4.modeling_llama4 import Llama4VisionRotaryEmbedding
+
+    data = json.loads((DATA / "llama4_vision.json").read_text())
+    config = AutoConfig.for_model(data.pop("model_type"), **{**data, "image_size": 5 * data["patch_size"]})
+    freqs = Llama4VisionRotaryEmbedding(config)(torch.zeros(1, 26, 64)).reshape(26, -1).numpy()
+    convention = at_head_dim("llama4-vision", 64)
+    positions = class_token_grid(convention.axes, (1, 5, 5))
+    bound = cache_tolerance(positions, convention, "float32")
+    exact_cos, exact_sin = oracle.compact(positions, convention)
+    assert_within(freqs.real, exact_cos, bound, "Llama4VisionRotaryEmbedding cos")
+    assert_within(freqs.imag, exact_sin, bound, "Llama4VisionRotaryEmbedding sin")
+    from_zero = oracle.compact(grid_positions(convention.axes, (1, 5, 5)), convention)[0]
+    assert not np.allclose(freqs.real[:25], from_zero, atol=1e-2)
 
 
 def test_flux_pos_embed_is_the_flux_preset():
