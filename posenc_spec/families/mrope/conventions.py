@@ -174,6 +174,23 @@ def cogvideox_sections(head_dim: int) -> tuple[int, int, int]:
     return (head_dim // 4 // 2, head_dim // 8 * 3 // 2, head_dim // 8 * 3 // 2)
 
 
+def cosmos_sections(head_dim: int) -> tuple[int, int, int]:
+    """Cosmos' split of a head of ``head_dim``: ``h = w = d // 6 * 2`` features, ``t`` the rest (pairs)."""
+    spatial = head_dim // 6 * 2
+    return ((head_dim - 2 * spatial) // 2, spatial // 2, spatial // 2)
+
+
+# Cosmos' rope_scale (t, h, w) of its released transformers (diffusers' CosmosTransformer3DModel default).
+COSMOS_ROPE_SCALE = (2.0, 1.0, 1.0)
+
+
+def cosmos_theta(head_dim: int) -> tuple[float, ...]:
+    """Cosmos' base per axis: ``10000 s ** (n / (n - 1))`` for an axis of ``n`` slots scaled by ``s``
+    (its NTK factor ``rope_scale ** (dim / (dim - 2))``)."""
+    return tuple(10000.0 * scale ** (pairs / (pairs - 1)) if pairs > 1 else 10000.0
+                 for scale, pairs in zip(COSMOS_ROPE_SCALE, cosmos_sections(head_dim), strict=True))
+
+
 def _qwen(sections, theta, interleaved=False, layout="half") -> MropeConvention:
     return MropeConvention(("t", "h", "w"), sections, "shared", interleaved, (theta,), layout)
 
@@ -198,6 +215,7 @@ PRESETS = {
     "rope-1d": _axis_wise(("p",), (32,)),
     "pixtral-vision": MropeConvention(("h", "w"), (16, 16), "strided", False, (10000.0,), "half"),
     "llama4-vision": _axis_wise(("w", "h"), (16, 16)),
+    "cosmos": MropeConvention(("t", "h", "w"), cosmos_sections(128), "per-axis", False, cosmos_theta(128), "half"),
 }
 DEFAULT_PRESET = "qwen2-vl"
 # The presets whose split follows the head size, each as a function of it.
@@ -209,15 +227,20 @@ SECTION_RULES = {
     "rope-1d": lambda d: (d // 2,),
     "pixtral-vision": lambda d: (d // 4, d // 4),
     "llama4-vision": lambda d: (d // 4, d // 4),
+    "cosmos": cosmos_sections,
 }
+# The presets whose base per axis follows the head size.
+THETA_RULES = {"cosmos": cosmos_theta}
 
 
 def at_head_dim(preset: str, head_dim: int) -> MropeConvention:
     """``preset`` at a head of ``head_dim`` features (its own split rule; the others keep theirs)."""
-    convention = PRESETS[preset]
+    fields = {}
     if preset in SECTION_RULES:
-        return dataclasses.replace(convention, sections=SECTION_RULES[preset](head_dim))
-    return convention
+        fields["sections"] = SECTION_RULES[preset](head_dim)
+    if preset in THETA_RULES:
+        fields["theta"] = THETA_RULES[preset](head_dim)
+    return dataclasses.replace(PRESETS[preset], **fields) if fields else PRESETS[preset]
 
 
 def grid_positions(axes: tuple[str, ...], grid: tuple[int, int, int], crop=None, offset: int = 0) -> np.ndarray:

@@ -7,7 +7,7 @@ API = "mrope-cache"
 POSITIONS_API = "mrope-positions"
 APPLY_API = "mrope-apply"
 PRESET_NAMES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4v", "flux", "hunyuan-video", "wan", "cogvideox",
-                "hunyuan-dit", "qwen2-vl-vision", "rope-1d", "pixtral-vision", "llama4-vision")
+                "hunyuan-dit", "qwen2-vl-vision", "rope-1d", "pixtral-vision", "llama4-vision", "cosmos")
 SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "get-1d", "grid-2d", "grid-3d", "hidden-states",
               "square-grid")
 
@@ -49,7 +49,8 @@ NAMES = FamilyKeys(
         "axes_theta": ("B[,B...]", "the base, or one per axis"),
         "mrope_layout": ("half|interleaved", "a slot's features (j, j + R/2) or (2j, 2j + 1)"),
         "attention_head_dim": ("N", "the head size the calls use (default: the preset's; rescales wan, cogvideox, "
-                                    "hunyuan-dit, qwen2-vl-vision, rope-1d, pixtral-vision, llama4-vision)"),
+                                    "hunyuan-dit, qwen2-vl-vision, rope-1d, pixtral-vision, llama4-vision, "
+                                    "cosmos)"),
         "mrope_patch": ("T,H,W", "hidden-states signature: the patch of the video the module divides (default 1,1,1)"),
         "mrope_config": ("FILE", "a transformers config.json: its rope_parameters (rope_theta, mrope_section, "
                                  "mrope_interleaved), head size, spatial_merge_size and tokens_per_second, and the "

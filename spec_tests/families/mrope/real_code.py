@@ -100,6 +100,9 @@ TARGETS = (
         "target": f"{_DIFFUSERS}.transformers.transformer_wan:WanRotaryPosEmbed", "mrope_preset": "wan",
         "signature": "hidden-states", "init": {"attention_head_dim": "{head_dim}", "patch_size": "{patch_size}",
                                                "max_seq_len": 1024}, "mrope_patch": [1, 2, 2]}),
+    RealTarget("CosmosRotaryPosEmbed", "diffusers", {
+        "target": f"{_DIFFUSERS}.transformers.transformer_cosmos:CosmosRotaryPosEmbed", "mrope_preset": "cosmos",
+        "signature": "hidden-states", "init": {"hidden_size": "{head_dim}"}, "mrope_patch": [1, 2, 2]}),
     RealTarget("get_3d_rotary_pos_embed", "diffusers", {
         "target": f"{_DIFFUSERS}.embeddings:get_3d_rotary_pos_embed", "mrope_preset": "cogvideox",
         "attention_head_dim": 64, "signature": "grid-3d"}, ("formula[crop:2x4x6]",)),

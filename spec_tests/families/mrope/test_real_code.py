@@ -4,6 +4,7 @@ A deviation test fails when the library changes the behaviour: a new fact to rev
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -100,6 +101,18 @@ def test_video_modules_are_their_presets_on_an_odd_grid():
     _assert_cache(*HunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56], 256.0)(states), positions,
                   PRESETS["hunyuan-video"], "HunyuanVideoRotaryPosEmbed")
     _assert_cache(*WanRotaryPosEmbed(128, (1, 2, 2), 1024)(states), positions, PRESETS["wan"], "WanRotaryPosEmbed")
+
+
+def test_cosmos_rotary_scales_the_temporal_base_by_its_ntk_factor():
+    """Cosmos' module, head 64, on 3 x 5 x 7 patches: t's base 10000 x 2 ** (n_t / (n_t - 1)), h's and w's 10000."""
+    from diffusers.models.transformers.transformer_cosmos import CosmosRotaryPosEmbed
+
+    positions = grid_positions(("t", "h", "w"), (3, 5, 7))
+    cos, sin = CosmosRotaryPosEmbed(64)(torch.zeros(1, 1, 3, 10, 14))
+    convention = at_head_dim("cosmos", 64)
+    _assert_cache(cos, sin, positions, convention, "CosmosRotaryPosEmbed")
+    unscaled = dataclasses.replace(convention, theta=(10000.0,) * 3)
+    assert not np.allclose(cos.numpy(), oracle.cache(positions, unscaled)[0], atol=1e-2)
 
 
 def test_get_2d_rotary_pos_embed_turns_its_first_half_by_the_column():
