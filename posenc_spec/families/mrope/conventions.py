@@ -216,6 +216,7 @@ PRESETS = {
     "pixtral-vision": MropeConvention(("h", "w"), (16, 16), "strided", False, (10000.0,), "half"),
     "llama4-vision": _axis_wise(("w", "h"), (16, 16)),
     "cosmos": MropeConvention(("t", "h", "w"), cosmos_sections(128), "per-axis", False, cosmos_theta(128), "half"),
+    "lumina2": _axis_wise(("t", "h", "w"), (16, 16, 16)),
 }
 DEFAULT_PRESET = "qwen2-vl"
 # The presets whose split follows the head size, each as a function of it.

@@ -4,7 +4,8 @@ Every call hands over the same canonical arguments (:meth:`MropeProbe.request`):
 ``(len(axes), L)`` (int64; each row one axis, in the declared order), the head size, the grid
 ``t, h, w`` and its crop ``(3, 2)`` (``start, stop`` of t, h and w, float64). The signature
 (:mod:`.adapters`) takes what its real code takes: the positions (as transformers'
-``(3, batch, L)`` position ids, FLUX's ``(L, axes)`` ids, Qwen2-VL's vision tower's ``(L, 2)``, or
+``(3, batch, L)`` position ids, FLUX's ``(L, axes)`` ids, Lumina 2's ``(batch, L, axes)``, Qwen2-VL's
+vision tower's ``(L, 2)``, or
 ``get_1d_rotary_pos_embed``'s
 ``pos``) or the grid (``get_2d/3d_rotary_pos_embed``'s ``crops_coords`` and ``grid_size``, a
 video's ``hidden_states`` of that many patches).
@@ -55,7 +56,7 @@ LONG_TOKENS = 64
 RELATIVE_TOKENS = 16
 RELATIVE_SHIFT = 4096
 POSITION_SEED = 20260905
-POSITION_SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "get-1d")
+POSITION_SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "batch-ids", "get-1d")
 GRID_SIGNATURES = ("grid-2d", "grid-3d", "hidden-states", "square-grid")
 SQUARE_GRIDS = ((1, 1, 1), (1, 2, 2), (1, 5, 5), (1, 7, 7))
 CROP_SIGNATURES = ("grid-2d", "grid-3d")

@@ -7,9 +7,9 @@ API = "mrope-cache"
 POSITIONS_API = "mrope-positions"
 APPLY_API = "mrope-apply"
 PRESET_NAMES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4v", "flux", "hunyuan-video", "wan", "cogvideox",
-                "hunyuan-dit", "qwen2-vl-vision", "rope-1d", "pixtral-vision", "llama4-vision", "cosmos")
-SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "get-1d", "grid-2d", "grid-3d", "hidden-states",
-              "square-grid")
+                "hunyuan-dit", "qwen2-vl-vision", "rope-1d", "pixtral-vision", "llama4-vision", "cosmos", "lumina2")
+SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "batch-ids", "get-1d", "grid-2d", "grid-3d",
+              "hidden-states", "square-grid")
 
 # The slips a hint names (posenc_spec.gate.identify.hint), in docs/families/mrope.md's words.
 SLIPS = {

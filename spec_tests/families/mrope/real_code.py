@@ -91,6 +91,10 @@ TARGETS = (
     RealTarget("FluxPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_flux:FluxPosEmbed", "mrope_preset": "flux",
         "signature": "ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}}),
+    RealTarget("Lumina2RotaryPosEmbed._get_freqs_cis", "diffusers", {
+        "target": f"{_DIFFUSERS}.transformers.transformer_lumina2:Lumina2RotaryPosEmbed", "mrope_preset": "lumina2",
+        "signature": "batch-ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}, "method": "_get_freqs_cis",
+        "max_positions": 300}),
     RealTarget("HunyuanVideoRotaryPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_hunyuan_video:HunyuanVideoRotaryPosEmbed",
         "mrope_preset": "hunyuan-video", "signature": "hidden-states",
