@@ -115,6 +115,20 @@ def test_cosmos_rotary_scales_the_temporal_base_by_its_ntk_factor():
     assert not np.allclose(cos.numpy(), oracle.cache(positions, unscaled)[0], atol=1e-2)
 
 
+def test_lumina2_lookup_is_the_lumina2_preset():
+    """Lumina 2's table lookup of (1, L, 3) ids below its axes_lens: per-axis RoPE of get_1d_rotary_pos_embed."""
+    from diffusers.models.transformers.transformer_lumina2 import Lumina2RotaryPosEmbed
+
+    positions = POSITIONS % 300
+    freqs = Lumina2RotaryPosEmbed(10000, [32, 32, 32])._get_freqs_cis(torch.from_numpy(positions.T[None].copy()))
+    freqs = freqs.reshape(positions.shape[1], -1).numpy()
+    convention = PRESETS["lumina2"]
+    bound = cache_tolerance(positions, convention, "float64", "float64")  # freqs_dtype float64, complex128
+    exact_cos, exact_sin = oracle.compact(positions, convention)
+    assert_within(freqs.real, exact_cos, bound, "Lumina2RotaryPosEmbed cos")
+    assert_within(freqs.imag, exact_sin, bound, "Lumina2RotaryPosEmbed sin")
+
+
 def test_get_2d_rotary_pos_embed_turns_its_first_half_by_the_column():
     """get_2d_rotary_pos_embed's first half follows w, though its comment says grid_h: axes (w, h)."""
     cos, sin = embeddings.get_2d_rotary_pos_embed(16, ((0, 0), (3, 5)), (3, 5))
