@@ -4,10 +4,9 @@ Every call hands over the same canonical arguments (:meth:`MropeProbe.request`):
 ``(len(axes), L)`` (int64; each row one axis, in the declared order), the head size, the grid
 ``t, h, w`` and its crop ``(3, 2)`` (``start, stop`` of t, h and w, float64). The signature
 (:mod:`.adapters`) takes what its real code takes: the positions (as transformers'
-``(3, batch, L)`` position ids, FLUX's ``(L, axes)`` ids, Lumina 2's ``(batch, L, axes)``, Qwen2-VL's
-vision tower's ``(L, 2)``, or
-``get_1d_rotary_pos_embed``'s
-``pos``) or the grid (``get_2d/3d_rotary_pos_embed``'s ``crops_coords`` and ``grid_size``, a
+``(3, batch, L)`` position ids, FLUX's ``(L, axes)`` ids, Lumina 2's ``(batch, L, axes)``,
+Qwen2-VL's and Pixtral's vision towers' ``(L, 2)``, or ``get_1d_rotary_pos_embed``'s ``pos``) or
+the grid (``get_2d/3d_rotary_pos_embed``'s ``crops_coords`` and ``grid_size``, a
 video's ``hidden_states`` of that many patches).
 
 Calls of a target that takes positions (``S`` names the slot)::
