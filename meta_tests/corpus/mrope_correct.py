@@ -201,6 +201,30 @@ def qwen2_vl_vision(position_ids, head_dim):
     return emb.cos(), emb.sin()
 
 
+@mrope_correct("Pixtral's vision tower RoPE in NumPy float64: one inverse frequency over the head, the even-indexed "
+               "ones turned by h and the odd-indexed ones by w, each block contiguous, rotate-half",
+               mrope_preset="pixtral-vision")
+def pixtral_strided(position_ids, head_dim):
+    inv_freq = 10000.0 ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    rows, cols = position_ids.numpy().astype(np.float64)
+    angles = np.concatenate([np.outer(rows, inv_freq[0::2]), np.outer(cols, inv_freq[1::2])], axis=1)
+    return (torch.from_numpy(np.concatenate([np.cos(angles)] * 2, axis=1)),
+            torch.from_numpy(np.concatenate([np.sin(angles)] * 2, axis=1)))
+
+
+@mrope_correct("Cosmos' video RoPE as a function of positions: t's base scaled by its NTK factor rope_scale ** "
+               "(dim / (dim - 2)), cat([t, h, w] * 2)", mrope_preset="cosmos")
+def cosmos_ntk_bases(position_ids, head_dim):
+    spatial = head_dim // 6 * 2
+    dims = (head_dim - 2 * spatial, spatial, spatial)
+    angles = []
+    for positions, dim, scale in zip(position_ids.double(), dims, (2.0, 1.0, 1.0), strict=True):
+        base = 10000.0 * scale ** (dim / (dim - 2))
+        angles.append(torch.outer(positions, base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)))
+    emb = torch.cat(angles * 2, dim=1)
+    return emb.cos().float(), emb.sin().float()
+
+
 @mrope_correct("diffusers-style get_1d_rotary_pos_embed: one axis, interleaved cos and sin",
                signature="get-1d", mrope_preset="rope-1d", attention_head_dim=64)
 def one_axis(dim, positions):

@@ -196,6 +196,27 @@ def half_head_inv_freq(position_ids, head_dim):
     return _half(torch.cat([part[i % 3] for i, part in enumerate(freqs.split([16, 24, 24], dim=-1))], dim=-1))
 
 
+@mrope_wrong("Pixtral's inverse frequencies split in two halves, h the first quarter-head of them and w the "
+             "next, where h takes the even-indexed and w the odd-indexed ones", "transformers "
+             "PixtralVisionRotaryEmbedding (`torch.cat([inv_freq[0::2], inv_freq[1::2]])` read as a chunk)",
+             ("frequencies",), mrope_preset="pixtral-vision")
+def pixtral_halves_for_strided(position_ids, head_dim):
+    inv_freq = 10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    first, second = inv_freq.chunk(2)
+    return _half(torch.cat([torch.outer(position_ids[0].float(), first), torch.outer(position_ids[1].float(), second)],
+                           dim=1))
+
+
+@mrope_wrong("Cosmos' temporal base left at 10000, its NTK factor rope_scale ** (dim / (dim - 2)) dropped",
+             "diffusers CosmosRotaryPosEmbed (`t_ntk_factor`)", ("frequencies",), mrope_preset="cosmos")
+def cosmos_ntk_factor_dropped(position_ids, head_dim):
+    spatial = head_dim // 6 * 2
+    angles = [torch.outer(positions, 10000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+              for positions, dim in zip(position_ids.double(), (head_dim - 2 * spatial, spatial, spatial), strict=True)]
+    cos, sin = _half(torch.cat(angles, dim=1))
+    return cos.float(), sin.float()
+
+
 # -- layout ----------------------------------------------------------------------------------
 
 

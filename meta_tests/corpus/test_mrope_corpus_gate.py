@@ -31,6 +31,8 @@ EXPECTED = {
     "shared_for_per_axis": ("formula[text:64]", "mrope-frequencies"),
     "exponent_over_half_axis": ("formula[text:64]", NOT_A_SLIP),
     "half_head_inv_freq": ("formula[text:64]", NOT_A_SLIP),
+    "pixtral_halves_for_strided": ("formula[text:64]", "mrope-frequencies"),
+    "cosmos_ntk_factor_dropped": ("formula[text:64]", "mrope-theta"),
     "flux_rotate_half": ("formula[text:64]", "mrope-layout"),
     "qwen2_interleaved_pairs": ("formula[text:64]", "mrope-layout"),
     "sin_cos_swapped": ("identity[text:64]", "sin-cos-swapped"),

@@ -10,12 +10,16 @@ int64, ``head_dim``, the grid ``t, h, w`` and its ``crop`` ``(3, 2)``. Signature
     ids             obj(ids), ids = position_ids.T as float32 (L, axes)   diffusers' FluxPosEmbed
     x-ids           obj(x, position_ids.T) (int64, (L, axes)), x zeros    transformers' Qwen2VLVisionRotaryEmbedding
                     (1, L, head_dim) float32                             (rope type axial)
+    batch-ids       obj(ids[None]), ids = position_ids.T (1, L, axes)    diffusers' Lumina2RotaryPosEmbed
+                    int64                                                (method _get_freqs_cis)
     get-1d          fn(head_dim, position_ids[0])                        diffusers' get_1d_rotary_pos_embed
     grid-2d         fn(head_dim, ((top, left), (bottom, right)), (h, w)) diffusers' get_2d_rotary_pos_embed
     grid-3d         fn(head_dim, ((top, left), (bottom, right)), (h, w), t)
                                                                         diffusers' get_3d_rotary_pos_embed
     hidden-states   obj(hidden_states), zeros (1, 1, t pt, h ph, w pw)   diffusers' HunyuanVideo and Wan
                     float32, (pt, ph, pw) the declared mrope_patch        rotary modules
+    square-grid     Class(config at image_size = h patch_size)(x),      transformers' Llama4VisionRotaryEmbedding
+                    x zeros (1, h w + 1, head_dim) float32 (h = w)       (its patches and a class token)
 
 Apply signatures (``mrope-apply``; ``x`` ``(1, 2, L, head_dim)``, q its head 0, k its head 1)::
 
@@ -30,6 +34,7 @@ list), ``"{theta}"`` (the first axis's base) and ``"{patch_size}"``.
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -90,6 +95,10 @@ def _cache_calls(maker, patch) -> dict:
         with torch.no_grad():
             return maker(head_dim=head_dim)(x, position_ids.T.contiguous())
 
+    def batch_ids(position_ids, head_dim, t, h, w, crop):
+        with quiet(maker):
+            return maker(head_dim=head_dim)(position_ids.T[None].contiguous())
+
     def get_1d(position_ids, head_dim, t, h, w, crop):
         with quiet(maker):
             return maker(head_dim=head_dim)(head_dim, position_ids[0])
@@ -107,9 +116,16 @@ def _cache_calls(maker, patch) -> dict:
         with torch.no_grad():
             return maker(head_dim=head_dim)(states)
 
+    def square_grid(position_ids, head_dim, t, h, w, crop):
+        # The module makes the tokens of its config's image: one config per grid size.
+        config = copy.deepcopy(maker._config())
+        config.image_size = h * config.patch_size
+        with torch.no_grad():
+            return maker.target(config)(torch.zeros(1, h * w + 1, head_dim))
+
     return {"canonical": positions, "positions": positions, "x-position-ids": x_position_ids, "ids": ids,
-            "x-ids": x_ids,
-            "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d, "hidden-states": hidden_states}
+            "x-ids": x_ids, "batch-ids": batch_ids, "get-1d": get_1d, "grid-2d": grid_2d, "grid-3d": grid_3d,
+            "hidden-states": hidden_states, "square-grid": square_grid}
 
 
 def _position_calls(maker) -> dict:

@@ -15,7 +15,9 @@ by that axis's position times the slot's frequency. Every real form is this map 
     axis choosing only the position (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V). ``per-axis``: each
     axis a RoPE of its own size, ``f = theta_k ** (-2 m / (2 n_k))`` for its ``m``-th slot of
     ``n_k`` (diffusers' FLUX, HunyuanVideo, Wan, CogVideoX, ``get_2d/3d_rotary_pos_embed``,
-    Qwen2-VL's vision tower).
+    Qwen2-VL's vision tower). ``strided``: one RoPE over the whole head, its ``P`` frequencies
+    dealt to the ``n`` axes in turn, each axis's slots one contiguous block: the ``m``-th slot of
+    axis ``k`` has ``f = theta ** (-2 (n m + k) / R)`` (Pixtral's vision tower; equal sections).
 ``interleaved``
     Which slots an axis owns. False (contiguous): the first ``sections[0]`` slots the first
     axis, then the next axis. True (Qwen3-VL's interleaved M-RoPE): slot ``j`` with
@@ -46,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 AXIS_NAMES = ("t", "h", "w", "p")
-FREQUENCIES = ("shared", "per-axis")
+FREQUENCIES = ("shared", "per-axis", "strided")
 LAYOUTS = ("half", "interleaved")
 
 
@@ -79,8 +81,12 @@ class MropeConvention:
             theta = theta * len(axes)
         if len(theta) != len(axes) or any(not math.isfinite(value) or value <= 1 for value in theta):
             raise ValueError(f"theta must be one number above 1, or one per axis, got {list(self.theta)}")
-        if self.frequencies == "shared" and len(set(theta)) > 1:
-            raise ValueError("shared frequencies take one theta: give per-axis frequencies for a theta per axis")
+        if self.frequencies != "per-axis" and len(set(theta)) > 1:
+            raise ValueError(f"{self.frequencies} frequencies take one theta: give per-axis frequencies for a theta "
+                             "per axis")
+        if self.frequencies == "strided" and len(set(sections)) > 1:
+            raise ValueError(f"strided frequencies deal one RoPE's slots to the axes in turn: equal sections, got "
+                             f"{list(sections)}")
         if self.interleaved:
             if self.frequencies != "shared":
                 raise ValueError("interleaved sections are Qwen3-VL's form of shared frequencies")
@@ -110,11 +116,19 @@ class MropeConvention:
             owner[k:n * self.sections[k]:n] = k
         return owner
 
+    def head_slots(self) -> np.ndarray:
+        """Each slot's index in the one RoPE over the head (shared and strided frequencies), ``(P,)``:
+        ``j`` (shared) or ``n m + k`` (strided, the ``m``-th slot of axis ``k``)."""
+        if self.frequencies == "strided":
+            n = len(self.axes)
+            return np.concatenate([n * np.arange(count) + k for k, count in enumerate(self.sections)])
+        return np.arange(self.pairs)
+
     def slot_exponents(self) -> np.ndarray:
-        """Each slot's ``e`` in ``f = theta ** (-e)``, ``(P,)``: ``2 j / R`` (shared) or ``m / n_k``
-        (per-axis, the ``m``-th of the axis's ``n_k`` slots)."""
-        if self.frequencies == "shared":
-            return np.arange(self.pairs) * 2.0 / self.rotary_dim
+        """Each slot's ``e`` in ``f = theta ** (-e)``, ``(P,)``: ``2 j / R`` for its index ``j`` in the
+        head's RoPE (shared, strided) or ``m / n_k`` (per-axis, the ``m``-th of the axis's ``n_k`` slots)."""
+        if self.frequencies != "per-axis":
+            return self.head_slots() * 2.0 / self.rotary_dim
         return np.concatenate([np.arange(n) * 2.0 / (2 * n) for n in self.sections])
 
     def slot_theta(self) -> np.ndarray:
@@ -160,6 +174,23 @@ def cogvideox_sections(head_dim: int) -> tuple[int, int, int]:
     return (head_dim // 4 // 2, head_dim // 8 * 3 // 2, head_dim // 8 * 3 // 2)
 
 
+def cosmos_sections(head_dim: int) -> tuple[int, int, int]:
+    """Cosmos' split of a head of ``head_dim``: ``h = w = d // 6 * 2`` features, ``t`` the rest (pairs)."""
+    spatial = head_dim // 6 * 2
+    return ((head_dim - 2 * spatial) // 2, spatial // 2, spatial // 2)
+
+
+# Cosmos' rope_scale (t, h, w) of its released transformers (diffusers' CosmosTransformer3DModel default).
+COSMOS_ROPE_SCALE = (2.0, 1.0, 1.0)
+
+
+def cosmos_theta(head_dim: int) -> tuple[float, ...]:
+    """Cosmos' base per axis: ``10000 s ** (n / (n - 1))`` for an axis of ``n`` slots scaled by ``s``
+    (its NTK factor ``rope_scale ** (dim / (dim - 2))``)."""
+    return tuple(10000.0 * scale ** (pairs / (pairs - 1)) if pairs > 1 else 10000.0
+                 for scale, pairs in zip(COSMOS_ROPE_SCALE, cosmos_sections(head_dim), strict=True))
+
+
 def _qwen(sections, theta, interleaved=False, layout="half") -> MropeConvention:
     return MropeConvention(("t", "h", "w"), sections, "shared", interleaved, (theta,), layout)
 
@@ -182,6 +213,10 @@ PRESETS = {
     "hunyuan-dit": _axis_wise(("w", "h"), (22, 22)),
     "qwen2-vl-vision": _axis_wise(("h", "w"), (10, 10), layout="half"),
     "rope-1d": _axis_wise(("p",), (32,)),
+    "pixtral-vision": MropeConvention(("h", "w"), (16, 16), "strided", False, (10000.0,), "half"),
+    "llama4-vision": _axis_wise(("w", "h"), (16, 16)),
+    "cosmos": MropeConvention(("t", "h", "w"), cosmos_sections(128), "per-axis", False, cosmos_theta(128), "half"),
+    "lumina2": _axis_wise(("t", "h", "w"), (16, 16, 16)),
 }
 DEFAULT_PRESET = "qwen2-vl"
 # The presets whose split follows the head size, each as a function of it.
@@ -191,15 +226,22 @@ SECTION_RULES = {
     "hunyuan-dit": lambda d: (d // 4, d // 4),
     "qwen2-vl-vision": lambda d: (d // 4, d // 4),
     "rope-1d": lambda d: (d // 2,),
+    "pixtral-vision": lambda d: (d // 4, d // 4),
+    "llama4-vision": lambda d: (d // 4, d // 4),
+    "cosmos": cosmos_sections,
 }
+# The presets whose base per axis follows the head size.
+THETA_RULES = {"cosmos": cosmos_theta}
 
 
 def at_head_dim(preset: str, head_dim: int) -> MropeConvention:
     """``preset`` at a head of ``head_dim`` features (its own split rule; the others keep theirs)."""
-    convention = PRESETS[preset]
+    fields = {}
     if preset in SECTION_RULES:
-        return dataclasses.replace(convention, sections=SECTION_RULES[preset](head_dim))
-    return convention
+        fields["sections"] = SECTION_RULES[preset](head_dim)
+    if preset in THETA_RULES:
+        fields["theta"] = THETA_RULES[preset](head_dim)
+    return dataclasses.replace(PRESETS[preset], **fields) if fields else PRESETS[preset]
 
 
 def grid_positions(axes: tuple[str, ...], grid: tuple[int, int, int], crop=None, offset: int = 0) -> np.ndarray:

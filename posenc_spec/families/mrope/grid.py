@@ -4,9 +4,9 @@ Every call hands over the same canonical arguments (:meth:`MropeProbe.request`):
 ``(len(axes), L)`` (int64; each row one axis, in the declared order), the head size, the grid
 ``t, h, w`` and its crop ``(3, 2)`` (``start, stop`` of t, h and w, float64). The signature
 (:mod:`.adapters`) takes what its real code takes: the positions (as transformers'
-``(3, batch, L)`` position ids, FLUX's ``(L, axes)`` ids, Qwen2-VL's vision tower's ``(L, 2)``, or
-``get_1d_rotary_pos_embed``'s
-``pos``) or the grid (``get_2d/3d_rotary_pos_embed``'s ``crops_coords`` and ``grid_size``, a
+``(3, batch, L)`` position ids, FLUX's ``(L, axes)`` ids, Lumina 2's ``(batch, L, axes)``,
+Qwen2-VL's and Pixtral's vision towers' ``(L, 2)``, or ``get_1d_rotary_pos_embed``'s ``pos``) or
+the grid (``get_2d/3d_rotary_pos_embed``'s ``crops_coords`` and ``grid_size``, a
 video's ``hidden_states`` of that many patches).
 
 Calls of a target that takes positions (``S`` names the slot)::
@@ -25,6 +25,10 @@ Calls of a target that takes a grid: the grids above (``t = 1`` alone for two ax
 ``grid-2d`` and ``grid-3d`` ``crop:TxHxW``, a 2x4x6 grid (1x4x6 for two axes) cropped from h
 ``(0, 3)`` and w ``(2, 7)``: positions ``start + i (stop - start) / n``, as CogVideoX's pipeline
 crops a base grid whenever the aspect ratios differ.
+
+A ``square-grid`` target (Llama 4's vision tower) makes its own tokens from an ``n x n`` grid:
+the grids 1x1x1, 1x2x2, 1x5x5 and 1x7x7, each of its ``n**2`` patches (row-major) at its indices
+plus 1, then a class token at the origin.
 
 Check ids: ``call[S]``, ``finite[S]``, ``formula[S]``, ``norm[S]`` and ``identity[S]`` (the slots with
 a token at the origin) for each slot; ``relative[axis=A]`` for each axis; ``determinism`` (the
@@ -51,8 +55,9 @@ LONG_TOKENS = 64
 RELATIVE_TOKENS = 16
 RELATIVE_SHIFT = 4096
 POSITION_SEED = 20260905
-POSITION_SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "get-1d")
-GRID_SIGNATURES = ("grid-2d", "grid-3d", "hidden-states")
+POSITION_SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "batch-ids", "get-1d")
+GRID_SIGNATURES = ("grid-2d", "grid-3d", "hidden-states", "square-grid")
+SQUARE_GRIDS = ((1, 1, 1), (1, 2, 2), (1, 5, 5), (1, 7, 7))
 CROP_SIGNATURES = ("grid-2d", "grid-3d")
 TABLE_CHECKS = ("call", "finite", "formula", "norm", "identity")
 
@@ -146,7 +151,16 @@ def _position_probes(convention: MropeConvention, head_dim: int, cap: int | None
     return probes
 
 
+def class_token_grid(axes: tuple[str, ...], grid: tuple[int, int, int]) -> np.ndarray:
+    """The positions of a ``square-grid`` call: the grid's patches at their indices plus 1, then a
+    class token at the origin."""
+    return np.concatenate([grid_positions(axes, grid, offset=1), np.zeros((len(axes), 1))], axis=1)
+
+
 def _grid_probes(convention: MropeConvention, head_dim: int, signature: str) -> list[MropeProbe]:
+    if signature == "square-grid":
+        return [MropeProbe("grid:" + "x".join(map(str, grid)), "table", class_token_grid(convention.axes, grid),
+                           head_dim, grid) for grid in SQUARE_GRIDS]
     grids = [grid for grid in _grids(convention) if signature != "grid-2d" or grid[0] == 1]
     probes = [MropeProbe("grid:" + "x".join(map(str, grid)), "table", grid_positions(convention.axes, grid),
                          head_dim, grid) for grid in grids]

@@ -7,8 +7,9 @@ API = "mrope-cache"
 POSITIONS_API = "mrope-positions"
 APPLY_API = "mrope-apply"
 PRESET_NAMES = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "glm-4v", "flux", "hunyuan-video", "wan", "cogvideox",
-                "hunyuan-dit", "qwen2-vl-vision", "rope-1d")
-SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "get-1d", "grid-2d", "grid-3d", "hidden-states")
+                "hunyuan-dit", "qwen2-vl-vision", "rope-1d", "pixtral-vision", "llama4-vision", "cosmos", "lumina2")
+SIGNATURES = ("positions", "x-position-ids", "ids", "x-ids", "batch-ids", "get-1d", "grid-2d", "grid-3d",
+              "hidden-states", "square-grid")
 
 # The slips a hint names (posenc_spec.gate.identify.hint), in docs/families/mrope.md's words.
 SLIPS = {
@@ -43,11 +44,13 @@ NAMES = FamilyKeys(
         "mrope_section": ("N,N,N", "frequency pairs (slots) per axis, transformers' mrope_section"),
         "axes_dim": ("N,N,N", "features per axis, diffusers' axes_dim (twice mrope_section)"),
         "mrope_interleaved": ("true|false", "Qwen3-VL's interleaved slots (slot j to axis j mod 3) or contiguous ones"),
-        "axes_frequencies": ("shared|per-axis", "one RoPE over the head (Qwen) or one per axis (diffusers)"),
+        "axes_frequencies": ("shared|per-axis|strided", "one RoPE over the head (Qwen), one per axis (diffusers), or "
+                                                        "one over the head dealt to the axes in turn (Pixtral)"),
         "axes_theta": ("B[,B...]", "the base, or one per axis"),
         "mrope_layout": ("half|interleaved", "a slot's features (j, j + R/2) or (2j, 2j + 1)"),
         "attention_head_dim": ("N", "the head size the calls use (default: the preset's; rescales wan, cogvideox, "
-                                    "hunyuan-dit, qwen2-vl-vision, rope-1d)"),
+                                    "hunyuan-dit, qwen2-vl-vision, rope-1d, pixtral-vision, llama4-vision, "
+                                    "cosmos)"),
         "mrope_patch": ("T,H,W", "hidden-states signature: the patch of the video the module divides (default 1,1,1)"),
         "mrope_config": ("FILE", "a transformers config.json: its rope_parameters (rope_theta, mrope_section, "
                                  "mrope_interleaved), head size, spatial_merge_size and tokens_per_second, and the "

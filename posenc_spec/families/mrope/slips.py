@@ -10,7 +10,7 @@ slip                   variant
 ``mrope-axis-order``   the positions' rows read in another order (for a grid: the axes declared
                        in another order, each keeping its share of slots)
 ``mrope-interleaved``  interleaved slots for contiguous ones, or the other way
-``mrope-frequencies``  per-axis frequencies for shared ones, or the other way
+``mrope-frequencies``  per-axis frequencies for shared ones, or the other way; shared ones for strided
 ``mrope-layout``       rotate-half pairs for interleaved ones, or the other way
 ``mrope-theta``        every axis at another common base (10000, 1e6, 5e6, 500000, 256, 100)
 =====================  =====================================================================

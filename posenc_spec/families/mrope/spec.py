@@ -8,7 +8,7 @@ Keys (every one also a ``--`` flag)::
     mrope_section       pairs per axis (transformers' name)  } one of the two; both give
     axes_dim            features per axis (diffusers' name)  } the axes' shares of the head
     mrope_interleaved   true | false: Qwen3-VL's interleaved slots
-    axes_frequencies    shared | per-axis
+    axes_frequencies    shared | per-axis | strided
     axes_theta          one base, or one per axis
     mrope_layout        half | interleaved
     attention_head_dim  the head size of the calls (default the preset's: 2 x its slots; a preset whose
@@ -168,6 +168,8 @@ def declare(keys: dict, context) -> MropeSpec:
         fail(name("mrope_patch"), "three patch sizes, t, h and w", list(patch))
     if "mrope_patch" in keys and signature != "hidden-states":
         raise UsageError(f"{name('mrope_patch')} is read by the hidden-states signature, not by {signature}")
+    if signature == "square-grid" and context.calling.init != "config":
+        raise UsageError(f"{name('init')}: square-grid builds its module from {name('mrope_config')} (init \"config\")")
     if context.calling.init == "config" and config is None:
         raise UsageError(f"{name('init')}: \"config\" builds from {name('mrope_config')}, and none is given")
     merge = integer(name("spatial_merge_size"), keys.get("spatial_merge_size", 2), minimum=1, maximum=64)
@@ -221,3 +223,6 @@ def _check_signature(signature: str, convention: MropeConvention, name) -> None:
         raise UsageError(f"{name('signature')}: get-1d takes one axis of positions; declare one axis")
     if signature == "grid-2d" and "t" in convention.axes:
         raise UsageError(f"{name('signature')}: grid-2d takes an h x w grid, no t axis")
+    if signature == "square-grid" and sorted(convention.axes) != ["h", "w"]:
+        raise UsageError(f"{name('signature')}: square-grid takes an n x n grid of h and w; the axes are "
+                         f"{', '.join(convention.axes)}")

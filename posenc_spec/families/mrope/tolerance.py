@@ -6,8 +6,9 @@ frequency and the angle in precision ``u_a`` and stores cos and sin in ``u_o``:
 
 M1. ``f_j``, relative ``delta_j``: the rope family's R1 for its base ``theta ** (-e)``,
     ``(2 x + 3) u_a`` with ``x = e |ln theta|`` (:func:`~posenc_spec.families.rope.tolerance.rope_frequency_error`
-    of a default RoPE of the slot's theta, over the whole head for shared frequencies, over
-    the axis's own ``2 n_k`` features for per-axis ones).
+    of a default RoPE of the slot's theta, over the whole head for shared and strided
+    frequencies, at the slot's index in that RoPE, over the axis's own ``2 n_k`` features for
+    per-axis ones).
 M2. the position along the slot's axis, absolute ``e_p``: 0 for an integer below ``2**24``
     (every position the grid hands over, and every ``arange`` of a grid); for a position a
     target computes from a crop, ``start + i (stop - start) / n`` (a linspace: the step's
@@ -57,9 +58,10 @@ CROP_ROUNDINGS = 8
 
 def frequency_error(convention: MropeConvention, angle_dtype=DEFAULT_ANGLE_DTYPE) -> np.ndarray:
     """M1: the relative bound on each slot's frequency, ``(P,)``."""
-    if convention.frequencies == "shared":
-        return rope_frequency_error(RopeConvention(theta=convention.theta[0]), convention.rotary_dim, None,
+    if convention.frequencies != "per-axis":
+        head = rope_frequency_error(RopeConvention(theta=convention.theta[0]), convention.rotary_dim, None,
                                     angle_dtype)
+        return head[convention.head_slots()]
     return np.concatenate([rope_frequency_error(RopeConvention(theta=theta), 2 * pairs, None, angle_dtype)
                            for theta, pairs in zip(convention.theta, convention.sections, strict=True)])
 

@@ -80,9 +80,21 @@ TARGETS = (
         "target": f"{_TRANSFORMERS}.qwen2_vl.modeling_qwen2_vl:Qwen2VLVisionRotaryEmbedding",
         "mrope_preset": "qwen2-vl-vision", "attention_head_dim": 40, "signature": "x-ids", "init": "config",
         "mrope_config": _config("qwen2_vl_vision.json")}),
+    RealTarget("PixtralVisionRotaryEmbedding", "transformers", {
+        "target": f"{_TRANSFORMERS}.pixtral.modeling_pixtral:PixtralVisionRotaryEmbedding",
+        "mrope_preset": "pixtral-vision", "signature": "x-ids", "init": "config",
+        "mrope_config": _config("pixtral_vision.json")}),
+    RealTarget("Llama4VisionRotaryEmbedding", "transformers", {
+        "target": f"{_TRANSFORMERS}.llama4.modeling_llama4:Llama4VisionRotaryEmbedding",
+        "mrope_preset": "llama4-vision", "signature": "square-grid", "init": "config",
+        "mrope_config": _config("llama4_vision.json")}),
     RealTarget("FluxPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_flux:FluxPosEmbed", "mrope_preset": "flux",
         "signature": "ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}}),
+    RealTarget("Lumina2RotaryPosEmbed._get_freqs_cis", "diffusers", {
+        "target": f"{_DIFFUSERS}.transformers.transformer_lumina2:Lumina2RotaryPosEmbed", "mrope_preset": "lumina2",
+        "signature": "batch-ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}, "method": "_get_freqs_cis",
+        "max_positions": 300}),
     RealTarget("HunyuanVideoRotaryPosEmbed", "diffusers", {
         "target": f"{_DIFFUSERS}.transformers.transformer_hunyuan_video:HunyuanVideoRotaryPosEmbed",
         "mrope_preset": "hunyuan-video", "signature": "hidden-states",
@@ -92,6 +104,9 @@ TARGETS = (
         "target": f"{_DIFFUSERS}.transformers.transformer_wan:WanRotaryPosEmbed", "mrope_preset": "wan",
         "signature": "hidden-states", "init": {"attention_head_dim": "{head_dim}", "patch_size": "{patch_size}",
                                                "max_seq_len": 1024}, "mrope_patch": [1, 2, 2]}),
+    RealTarget("CosmosRotaryPosEmbed", "diffusers", {
+        "target": f"{_DIFFUSERS}.transformers.transformer_cosmos:CosmosRotaryPosEmbed", "mrope_preset": "cosmos",
+        "signature": "hidden-states", "init": {"hidden_size": "{head_dim}"}, "mrope_patch": [1, 2, 2]}),
     RealTarget("get_3d_rotary_pos_embed", "diffusers", {
         "target": f"{_DIFFUSERS}.embeddings:get_3d_rotary_pos_embed", "mrope_preset": "cogvideox",
         "attention_head_dim": 64, "signature": "grid-3d"}, ("formula[crop:2x4x6]",)),
@@ -104,6 +119,9 @@ TARGETS = (
     RealTarget("qwen3_vl apply_rotary_pos_emb", "transformers", {
         "target": f"{_TRANSFORMERS}.qwen3_vl.modeling_qwen3_vl:apply_rotary_pos_emb", "api": "mrope-apply",
         "mrope_preset": "qwen3-vl", "signature": "q-k-cos-sin"}),
+    RealTarget("pixtral apply_rotary_pos_emb", "transformers", {
+        "target": f"{_TRANSFORMERS}.pixtral.modeling_pixtral:apply_rotary_pos_emb", "api": "mrope-apply",
+        "mrope_preset": "pixtral-vision", "signature": "q-k-cos-sin"}),
     RealTarget("glm4v apply_rotary_pos_emb", "transformers", {
         "target": f"{_TRANSFORMERS}.glm4v.modeling_glm4v:apply_rotary_pos_emb", "api": "mrope-apply",
         "mrope_preset": "glm-4v", "attention_head_dim": 128, "signature": "q-k-cos-sin"}),

@@ -1,5 +1,6 @@
 """Real code through the gate, declared as users declare it (:mod:`.real_code`): transformers'
-M-RoPE of Qwen2-VL, Qwen2.5-VL, Qwen3-VL and GLM-4V, its ``get_rope_index`` and its applies,
+M-RoPE of Qwen2-VL, Qwen2.5-VL, Qwen3-VL and GLM-4V, its ``get_rope_index``, the vision towers'
+rotary embeddings of Qwen2-VL, Pixtral and Llama 4 and the applies,
 diffusers' FLUX, HunyuanVideo and Wan rotary modules, ``get_1d/2d/3d_rotary_pos_embed`` and
 ``apply_rotary_emb``; each fails exactly the checks its deviations show and passes every other."""
 
@@ -20,6 +21,7 @@ pytest.importorskip("diffusers")
 TRANSFORMERS_PRELOAD = ("transformers.models.qwen2_vl.modeling_qwen2_vl",
                         "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
                         "transformers.models.qwen3_vl.modeling_qwen3_vl", "transformers.models.glm4v.modeling_glm4v",
+                        "transformers.models.pixtral.modeling_pixtral", "transformers.models.llama4.modeling_llama4",
                         "diffusers.models.embeddings")
 
 

@@ -4,6 +4,7 @@ A deviation test fails when the library changes the behaviour: a new fact to rev
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 
 from posenc_spec.families.mrope import oracle
 from posenc_spec.families.mrope.conventions import PRESETS, at_head_dim, grid_positions
+from posenc_spec.families.mrope.grid import class_token_grid
 from posenc_spec.families.mrope.tolerance import cache_tolerance
 from spec_tests.assertions import assert_within
 
@@ -48,6 +50,39 @@ def test_transformers_mrope_caches_are_the_presets(module, name, config, preset)
     _assert_cache(cos, sin, POSITIONS, PRESETS[preset], name)
 
 
+def test_pixtral_vision_rotary_deals_the_head_frequencies_to_h_and_w_in_turn():
+    """Pixtral's vision tower: one RoPE over the head, the even-indexed frequencies h's, the odd ones w's (strided)."""
+    from transformers import AutoConfig
+    from transformers.models.pixtral.modeling_pixtral import PixtralVisionRotaryEmbedding
+
+    data = json.loads((DATA / "pixtral_vision.json").read_text())
+    built = PixtralVisionRotaryEmbedding(AutoConfig.for_model(data.pop("model_type"), **data))
+    positions = POSITIONS[:2]
+    cos, sin = built(torch.zeros(1, positions.shape[1], 64), torch.from_numpy(positions.T.copy()))
+    convention = at_head_dim("pixtral-vision", 64)
+    _assert_cache(cos, sin, positions, convention, "PixtralVisionRotaryEmbedding")
+    qwen_vision = at_head_dim("qwen2-vl-vision", 64)
+    assert not np.allclose(cos.numpy(), oracle.cache(positions, qwen_vision)[0], atol=1e-2)
+
+
+def test_llama4_vision_rotary_puts_the_patches_at_their_indices_plus_one_and_the_class_token_at_the_origin():
+    """Llama 4's vision tower on a 5 x 5 grid: per-axis w then h, patches at (1 + i_w, 1 + i_h), then a class token."""
+    from transformers import AutoConfig
+    from transformers.models.llama4.modeling_llama4 import Llama4VisionRotaryEmbedding
+
+    data = json.loads((DATA / "llama4_vision.json").read_text())
+    config = AutoConfig.for_model(data.pop("model_type"), **{**data, "image_size": 5 * data["patch_size"]})
+    freqs = Llama4VisionRotaryEmbedding(config)(torch.zeros(1, 26, 64)).reshape(26, -1).numpy()
+    convention = at_head_dim("llama4-vision", 64)
+    positions = class_token_grid(convention.axes, (1, 5, 5))
+    bound = cache_tolerance(positions, convention, "float32")
+    exact_cos, exact_sin = oracle.compact(positions, convention)
+    assert_within(freqs.real, exact_cos, bound, "Llama4VisionRotaryEmbedding cos")
+    assert_within(freqs.imag, exact_sin, bound, "Llama4VisionRotaryEmbedding sin")
+    from_zero = oracle.compact(grid_positions(convention.axes, (1, 5, 5)), convention)[0]
+    assert not np.allclose(freqs.real[:25], from_zero, atol=1e-2)
+
+
 def test_flux_pos_embed_is_the_flux_preset():
     """FluxPosEmbed(10000, [16, 56, 56]) of (L, 3) ids: per-axis frequencies, interleaved pairs."""
     from diffusers.models.transformers.transformer_flux import FluxPosEmbed
@@ -66,6 +101,32 @@ def test_video_modules_are_their_presets_on_an_odd_grid():
     _assert_cache(*HunyuanVideoRotaryPosEmbed(2, 1, [16, 56, 56], 256.0)(states), positions,
                   PRESETS["hunyuan-video"], "HunyuanVideoRotaryPosEmbed")
     _assert_cache(*WanRotaryPosEmbed(128, (1, 2, 2), 1024)(states), positions, PRESETS["wan"], "WanRotaryPosEmbed")
+
+
+def test_cosmos_rotary_scales_the_temporal_base_by_its_ntk_factor():
+    """Cosmos' module, head 64, on 3 x 5 x 7 patches: t's base 10000 x 2 ** (n_t / (n_t - 1)), h's and w's 10000."""
+    from diffusers.models.transformers.transformer_cosmos import CosmosRotaryPosEmbed
+
+    positions = grid_positions(("t", "h", "w"), (3, 5, 7))
+    cos, sin = CosmosRotaryPosEmbed(64)(torch.zeros(1, 1, 3, 10, 14))
+    convention = at_head_dim("cosmos", 64)
+    _assert_cache(cos, sin, positions, convention, "CosmosRotaryPosEmbed")
+    unscaled = dataclasses.replace(convention, theta=(10000.0,) * 3)
+    assert not np.allclose(cos.numpy(), oracle.cache(positions, unscaled)[0], atol=1e-2)
+
+
+def test_lumina2_lookup_is_the_lumina2_preset():
+    """Lumina 2's table lookup of (1, L, 3) ids below its axes_lens: per-axis RoPE of get_1d_rotary_pos_embed."""
+    from diffusers.models.transformers.transformer_lumina2 import Lumina2RotaryPosEmbed
+
+    positions = POSITIONS % 300
+    freqs = Lumina2RotaryPosEmbed(10000, [32, 32, 32])._get_freqs_cis(torch.from_numpy(positions.T[None].copy()))
+    freqs = freqs.reshape(positions.shape[1], -1).numpy()
+    convention = PRESETS["lumina2"]
+    bound = cache_tolerance(positions, convention, "float64", "float64")  # freqs_dtype float64, complex128
+    exact_cos, exact_sin = oracle.compact(positions, convention)
+    assert_within(freqs.real, exact_cos, bound, "Lumina2RotaryPosEmbed cos")
+    assert_within(freqs.imag, exact_sin, bound, "Lumina2RotaryPosEmbed sin")
 
 
 def test_get_2d_rotary_pos_embed_turns_its_first_half_by_the_column():
