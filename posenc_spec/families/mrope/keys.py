@@ -16,7 +16,8 @@ SLIPS = {
     "mrope-sections": "the frequency slots split among the axes by other sections (swapped, or summed wrongly)",
     "mrope-axis-order": "the axes in another order (their positions feed each other's slots)",
     "mrope-interleaved": "contiguous and interleaved sections mixed up",
-    "mrope-frequencies": "shared, per-axis and strided frequencies mixed up (one RoPE over the head, one per axis, or one over the head dealt out to the axes in turn)",
+    "mrope-frequencies": "shared, per-axis and strided frequencies mixed up (one RoPE over the head, one per axis, "
+                         "or one over the head dealt out to the axes in turn)",
     "mrope-theta": "another theta (per axis, or for the whole head)",
     "mrope-layout": "rotate-half and interleaved pairs mixed up",
     "mrope-crop": "a crop's positions made otherwise than start + i (stop - start) / n",
