@@ -42,7 +42,7 @@ def writable_by_any_target(tmp_path):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["snapshot", CORRECT, "--out", "{tmp}/missing/s.npz"], "--out {tmp}/missing/s.npz: no folder {tmp}/missing"),
+    (["snapshot", CORRECT, "--out", "{tmp}/file/s.npz"], "--out {tmp}/file/s.npz: Not a directory"),
     (["snapshot", CORRECT, "--out", "{tmp}"], "--out {tmp}: is a folder"),
     (["snapshot", CORRECT, "--out", "-"], "--out -: a snapshot is a file, not standard output"),
     (["plot", CORRECT, "--out", "{tmp}/file"], "--out {tmp}/file: {tmp}/file exists and is not a folder"),
@@ -50,8 +50,8 @@ def writable_by_any_target(tmp_path):
 ])
 def test_an_out_that_cannot_be_written_is_refused_before_the_target_is_imported(tmp_path, monkeypatch, argv,
                                                                                words):
-    """A missing folder, a folder where a file goes, standard output, a file where a folder
-    goes: exit 2, one line naming --out, and the target never imported."""
+    """A file where a folder goes, a folder where a file goes, standard output: exit 2, one
+    line naming --out, and the target never imported."""
     marker = tmp_path / "imported"
     monkeypatch.setenv("POSENC_HOSTILE_IMPORTED", str(marker))
     (tmp_path / "file").write_text("a file")
@@ -59,6 +59,14 @@ def test_an_out_that_cannot_be_written_is_refused_before_the_target_is_imported(
     assert (status, out, err.count("\n")) == (2, "", 1), err
     assert words.format(tmp=tmp_path) in err, err
     assert not marker.exists(), "the target was imported before --out was checked"
+
+
+def test_a_snapshot_makes_the_folders_its_out_names(tmp_path):
+    """snapshot --out tests/new/s.npz makes tests/new (as plot --out makes its folder) and writes the file there."""
+    path = tmp_path / "tests" / "new" / "s.npz"
+    status, out, err = _run(["snapshot", CORRECT, "--out", str(path), *COMMON])
+    assert status == 0, err
+    assert path.is_file() and path.read_bytes()[:2] == b"PK", sorted(os.listdir(tmp_path))
 
 
 def test_a_snapshot_whose_file_becomes_a_fifo_is_left_alone(tmp_path, monkeypatch):

@@ -6,8 +6,9 @@ the dtype it was produced in, with the exact inputs and the environment; a call 
 is recorded as raising. ``check TARGET --against FILE.npz`` replays it.
 
 ``--out`` is checked and held before the target runs
-(:func:`posenc_spec.gate.output.destination.open_destination`): its folder must exist and be
-writable, and an existing file needs ``--force``. The recording is written at the end
+(:func:`posenc_spec.gate.output.destination.open_destination`): its folder, or the nearest
+one above it that exists (the missing ones are made at the end, as ``plot --out`` makes
+its folder), must be writable, and an existing file needs ``--force``. The recording is written at the end
 atomically into the folder held, never through a symlink or into a FIFO a target left at
 that name; without ``--force`` a file made there meanwhile is left alone.
 
@@ -54,7 +55,7 @@ def _open_out(value: str, force: bool):
         raise UsageError("--out -: a snapshot is a file, not standard output")
     if os.path.isfile(value) and not force:
         raise UsageError(f"--out {value} exists (give --force to replace it)")
-    return open_destination("--out", value, "the snapshot", replace=force)
+    return open_destination("--out", value, "the snapshot", replace=force, make_folders=True)
 
 
 def _encoded(snapshot, shown: str) -> bytes:

@@ -9,7 +9,8 @@ and what it held then is what is written at the end:
 
 - ``-`` is standard output.
 - A regular file, or a name not there yet: its folder is opened and held (it must exist and
-  be writable, and the name must not be a folder). At the end the report goes into that
+  be writable, and the name must not be a folder; opened with ``make_folders``, as
+  ``snapshot --out``, a missing folder is held as a folder of pictures is, below). At the end the report goes into that
   folder atomically: a temporary file beside the name, then a rename over it, with the
   permissions the umask gives a new file (an existing file keeps its own). A name that has
   meanwhile become anything but a regular file (a folder, a FIFO, a device, a symlink) is
@@ -262,10 +263,12 @@ def _open_stream(option: str, value: str, what: str, mode: int) -> Destination:
     return _Stream(option, value, what, fd)
 
 
-def open_destination(option: str, value: str, what: str = "the report", replace: bool = True) -> Destination:
+def open_destination(option: str, value: str, what: str = "the report", replace: bool = True,
+                     make_folders: bool = False) -> Destination:
     """``value`` checked and opened for writing (see the module docstring); :class:`UsageError`
     naming ``option`` when it cannot be. ``what`` names what goes there in messages;
-    ``replace``: whether a file made there during the run is replaced."""
+    ``replace``: whether a file made there during the run is replaced; ``make_folders``:
+    whether a missing folder is made at the end (the nearest one above it held from now)."""
     if value == "-":
         return _StandardOutput(option, value, what)
     try:
@@ -282,7 +285,28 @@ def open_destination(option: str, value: str, what: str = "the report", replace:
     if mode is not None and not stat.S_ISREG(mode):
         raise UsageError(f"{option} {value}: is {_kind(mode)}")
     folder, name = os.path.split(os.path.realpath(value))
+    if make_folders and not os.path.isdir(folder):
+        return _FileInNewFolder(option, value, what, open_folder(option, folder), name, replace)
     return _File(option, value, what, _open_folder(option, value, folder), name, replace)
+
+
+class _FileInNewFolder(Destination):
+    """A file in folders made at the end, beneath the nearest one that existed at the start
+    (held as a :class:`Folder` is)."""
+
+    def __init__(self, option: str, value: str, what: str, folder: Folder, name: str, replace: bool):
+        super().__init__(option, value, what)
+        self.folder, self.name, self.replace = folder, name, replace
+
+    def _put(self, data: str | bytes) -> None:
+        held = self.folder.open_made()
+        try:
+            _replace(held, self.name, _encoded(data), self.replace)
+        finally:
+            os.close(held)
+
+    def close(self) -> None:
+        self.folder.close()
 
 
 class Folder:
@@ -304,6 +328,10 @@ class Folder:
                 os.close(folder)
             folder = inner
         return folder
+
+    def open_made(self) -> int:
+        """DIR itself, opened, with every missing folder on the way made."""
+        return self._open(self._names)
 
     def write(self, subfolder: str | None, name: str, data: bytes) -> str:
         """Write ``data`` as ``DIR/subfolder/name``, or ``DIR/name`` when ``subfolder`` is None
