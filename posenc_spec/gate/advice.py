@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from .keys import APIS
 
 _SIZE_PREFIX = re.compile(r"^[^:]*?: ")
@@ -52,6 +54,26 @@ def _excused_slots(report) -> set[str]:
             if check.status == "xfailed" and check.name.endswith("]") and "[" in check.name}
 
 
+def _plain_cause(calls) -> list:
+    """A hint where every value the grid's calls returned is 0, or one constant: no member of
+    any family is that, and no key declares it."""
+    from .identify.hint import Hint
+
+    values = [np.asarray(array) for probe, outcome in calls if getattr(probe, "role", None) == "table" and outcome.ok
+              for array in outcome.arrays]
+    if not values or any(value.dtype.kind not in "biufc" or value.size == 0 for value in values):
+        return []
+    first = values[0].flat[0]
+    if not all(np.all(value == first) for value in values):
+        return []
+    if first == 0:
+        return [Hint(("values-all-zero",), f"every value the {len(values)} arrays of the grid's calls hold is 0: the "
+                                           "table is never filled (zeros allocated and returned, or built from a "
+                                           "config before its values are set)")]
+    return [Hint(("values-constant",), f"every value the {len(values)} arrays of the grid's calls hold is "
+                                       f"{first.item()!r}: the positions and the widths change nothing")]
+
+
 def hints(declaration, probes, outcomes, report) -> list:
     """What the run's own values say the slip is (the family's
     :meth:`~posenc_spec.gate.family.Family.hints`): empty unless a check of the values
@@ -62,6 +84,9 @@ def hints(declaration, probes, outcomes, report) -> list:
     excused = _excused_slots(report)
     kept = [(probe, outcome) for probe, outcome in zip(probes, outcomes, strict=True)
             if getattr(probe, "slot", None) not in excused]
+    plain = _plain_cause(kept)
+    if plain:
+        return plain
     try:
         found = declaration.family.hints(declaration, [probe for probe, _ in kept], [outcome for _, outcome in kept],
                                          report)

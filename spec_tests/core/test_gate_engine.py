@@ -32,6 +32,14 @@ def vaswani_zero_padded(n, d):
     return sinusoidal_encoding(n, d, "vaswani", dtype=np.float32, odd="zero-pad")
 
 
+def all_zeros(n, d):
+    return np.zeros((n, d), np.float32)
+
+
+def all_halves(n, d):
+    return np.full((n, d), 0.5, np.float32)
+
+
 def vaswani_refusing_width_8(n, d):
     if d == 8:
         raise ValueError("width 8 is not supported")
@@ -217,3 +225,14 @@ def test_assert_fail_fast_agrees_fails_on_a_verdict_or_a_failure_the_full_run_la
         with pytest.raises(AssertionError, match=words):
             assert_fail_fast_agrees({"wrong": fast}, wrong)
     assert_fail_fast_agrees({"wrong": full}, wrong)
+
+
+@pytest.mark.parametrize(("target", "slip", "words"), [
+    ("all_zeros", "values-all-zero", "is 0: the table is never filled"),
+    ("all_halves", "values-constant", "is 0.5: the positions"),
+])
+def test_a_table_of_one_value_is_named(target, slip, words):
+    """A table of zeros, or of one constant, gets the hint that says so (no key declares it)."""
+    report = check_named({target: declare({"target": f"{HERE}:{target}", "max_positions": SMALL})})[target]
+    assert [hint.slips for hint in report.hints] == [(slip,)], [hint.text() for hint in report.hints]
+    assert words in report.hints[0].text() and not report.hints[0].declare, report.hints[0].text()

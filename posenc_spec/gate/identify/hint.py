@@ -19,7 +19,12 @@ from . import toml_text
 
 # Every slip a hint can name: the families' (posenc_spec.gate.family.FamilyKeys.slips), in
 # the words of docs/checks.md's list, "The slips a hint names".
-SLIPS = {slip: words for names in registry.names() for slip, words in names.slips.items()}
+# The slips any family's values can show (named by posenc_spec.gate.advice, not by a family).
+PLAIN_SLIPS = {
+    "values-all-zero": "every value zero (a table never filled)",
+    "values-constant": "every value one constant",
+}
+SLIPS = {**PLAIN_SLIPS, **{slip: words for names in registry.names() for slip, words in names.slips.items()}}
 
 
 @dataclass(frozen=True)
