@@ -130,12 +130,12 @@ def test_printed_fields_are_escaped_and_inert(run):
     for stream in ("out", "err"):
         assert not RAW_CONTROL.search(run[stream]), RAW_CONTROL.search(run[stream])
         for line in run[stream].splitlines():  # the runner reads a line as one command at most
-            assert line.startswith(("::error ", "::warning ")) or ("##[" not in line
+            assert line.startswith(("::error ", "::warning ", "::notice ")) or ("##[" not in line
                                                                    and not line.lstrip().startswith("::")), line
     assert "evil\\n::add-mask::posenc\\n::error title=forged::x \\x23#[error]y\\x1b[31m/zeros.py:zeros" in run["out"]
     assert "\\x1b[1A\\x1b[2K 65 checks, 0 failed: conforms\\x9b2J\\u202e" in run["out"]
     commands = [line for line in run["out"].splitlines() if line.startswith("::")]
-    assert commands and all(line.startswith(("::error ", "::warning ")) for line in commands), commands
+    assert commands and all(line.startswith(("::error ", "::warning ", "::notice ")) for line in commands), commands
     assert not any("add-mask" in line.split("::", 2)[1] for line in commands)
 
 
