@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from posenc_spec.gate.errors import UsageError
-from posenc_spec.gate.values import choice, fail, integer, number
+from posenc_spec.gate.values import boolean, choice, integer, number
 
 from .conventions import (
     BIAS_FORMS,
@@ -91,14 +91,6 @@ class AlibiSpec:
         return {}
 
 
-def _bool(name: str, value) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value in ("true", "false"):
-        return value == "true"
-    fail(name, "true or false", value)
-
-
 def declare(keys: dict, context) -> AlibiSpec:
     """The :class:`AlibiSpec` of ``keys`` (see the module docstring)."""
     name, api = context.name, context.api
@@ -118,7 +110,7 @@ def declare(keys: dict, context) -> AlibiSpec:
     if "alibi_heads" in keys:
         fields["alibi_heads"] = integer(name("alibi_heads"), keys["alibi_heads"], maximum=MAX_HEADS)
     if "up_to_row_constant" in keys:
-        fields["up_to_row_constant"] = _bool(name("up_to_row_constant"), keys["up_to_row_constant"])
+        fields["up_to_row_constant"] = boolean(name("up_to_row_constant"), keys["up_to_row_constant"])
     heads = integer(name("attention_heads"), keys["attention_heads"], maximum=MAX_HEADS) \
         if "attention_heads" in keys else None
     try:
