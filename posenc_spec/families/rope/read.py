@@ -55,7 +55,7 @@ def read_freqs(outcome, pairs: int):
         raise Unreadable(f"returned inv_freq as {shape_text(inv_freq.shape)}, expected ({pairs},)")
     if dtype not in ("float32", "float64"):
         raise Unreadable(f"returned {dtype} frequencies: rounded to {dtype}, an angle at position 8192 "
-                         "moves by radians (compute and keep inv_freq in float32 or float64)")
+                         "moves by whole radians (compute and keep inv_freq in float32 or float64)")
     return inv_freq.astype(np.float64), dtype, factor
 
 
