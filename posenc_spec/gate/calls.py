@@ -121,6 +121,35 @@ class Outcome:
         return f"Outcome({self.status!r}, {self.message!r})"
 
 
+def made_here(function, request: CallRequest) -> Outcome:
+    """What a sealed child would send back for ``function(*request.args)``, made in this
+    process: the families' in-process judges (their tests, corpora and real-code records)
+    read the same outcome the gate does. Arrays are handed over as the request says (torch
+    or NumPy, in their dtype), the result read as the child reads it."""
+    import torch
+
+    from posenc_spec.regression.ulp import bfloat16_values
+
+    from .child.convert import BadResult, to_arrays
+
+    def handed(arg):
+        if not isinstance(arg, ArrayArg):
+            return arg
+        values = np.array(arg.values, dtype=arg.dtype)
+        return torch.from_numpy(values) if arg.container == "torch" else values
+
+    try:
+        result = function(*[handed(arg) for arg in request.args])
+    except Exception as error:  # the target's own failure is a verdict
+        return Outcome("raised", f"raised {type(error).__name__}: {error}", exception=type(error).__name__)
+    try:
+        _, items = to_arrays(result, request.allow_complex, request.max_items, request.allow_integer)
+    except (BadResult, ValueError) as error:
+        return Outcome("bad", str(error))
+    arrays = [bfloat16_values(array) if dtype == "bfloat16" else np.asarray(array) for array, dtype, _ in items]
+    return Outcome("ok", items[0][2], arrays=arrays, dtypes=[dtype for _, dtype, _ in items])
+
+
 def shape_text(shape) -> str:
     """What was returned, by its shape, as a reason says it: ``a 0-d array (a scalar)``,
     ``shape (50,)`` (one axis) or ``shape 50x8``."""

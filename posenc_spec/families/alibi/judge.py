@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec.gate.calls import ArrayArg, Outcome
+from posenc_spec.gate.calls import Outcome, made_here
 from posenc_spec.gate.judge import Results, call_status, failed, passed
 from posenc_spec.results import CheckResult, noted, skipped
 
@@ -162,32 +162,6 @@ def _named(result: CheckResult, heads: int) -> CheckResult:
 # -- in this process: the family's tests and corpus ------------------------------------------
 
 
-def _argument(arg):
-    import torch
-
-    if isinstance(arg, ArrayArg):
-        return torch.from_numpy(np.array(arg.values, dtype=arg.dtype))
-    return arg
-
-
-def _outcome(function, request) -> Outcome:
-    """What the gate's child would send back for one call, made here."""
-    from posenc_spec.gate.child.convert import BadResult, to_arrays
-    from posenc_spec.regression.ulp import bfloat16_values
-
-    try:
-        result = function(*[_argument(arg) for arg in request.args])
-    except Exception as error:  # the target's own failure is a verdict
-        return Outcome("raised", f"raised {type(error).__name__}: {error}", exception=type(error).__name__)
-    try:
-        _, [(array, dtype, description)] = to_arrays(result)
-    except (BadResult, ValueError) as error:
-        return Outcome("bad", str(error))
-    if dtype == "bfloat16":
-        array = bfloat16_values(array)
-    return Outcome("ok", description, arrays=[np.asarray(array)], dtypes=[dtype])
-
-
 def judge(target, signature: str, convention: str | AlibiConvention, num_heads: int, init: dict | None = None,
           fail_fast: bool = False) -> list[CheckResult]:
     """Every verdict of the calls of one head count (the grid's, with the long calls), made in
@@ -206,7 +180,7 @@ def judge(target, signature: str, convention: str | AlibiConvention, num_heads: 
     for probe in probes(signature, conv, num_heads):
         if probe.role != "table":
             continue
-        judged.judge(probe, _outcome(function, probe.request()))
+        judged.judge(probe, made_here(function, probe.request()))
         if fail_fast and failures(list(results.by_id.values())):
             break
     return list(results.by_id.values())

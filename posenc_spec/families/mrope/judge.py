@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_spec.gate.calls import ArrayArg, Outcome
+from posenc_spec.gate.calls import Outcome, made_here
 from posenc_spec.gate.judge import Results, call_status, failed, passed
 from posenc_spec.results import CheckResult, skipped
 from posenc_spec.tolerance import unit_roundoff
@@ -114,32 +114,6 @@ class MropeJudge:
 # -- in this process: the family's tests and corpus ------------------------------------------
 
 
-def _argument(arg):
-    import torch
-
-    if isinstance(arg, ArrayArg):
-        values = np.array(arg.values, dtype=arg.dtype)
-        return torch.from_numpy(values) if arg.container == "torch" else values
-    return arg
-
-
-def outcome_of(function, request) -> Outcome:
-    """What the gate's child would send back for one call, made here."""
-    from posenc_spec.gate.child.convert import BadResult, to_arrays
-    from posenc_spec.regression.ulp import bfloat16_values
-
-    try:
-        result = function(*[_argument(arg) for arg in request.args])
-    except Exception as error:  # the target's own failure is a verdict
-        return Outcome("raised", f"raised {type(error).__name__}: {error}", exception=type(error).__name__)
-    try:
-        _, items = to_arrays(result, request.allow_complex, request.max_items, request.allow_integer)
-    except (BadResult, ValueError) as error:
-        return Outcome("bad", str(error))
-    arrays = [bfloat16_values(array) if dtype == "bfloat16" else np.asarray(array) for array, dtype, _ in items]
-    return Outcome("ok", items[0][2], arrays=arrays, dtypes=[dtype for _, dtype, _ in items])
-
-
 def judge(target, how: dict, convention: MropeConvention, head_dim: int, max_positions=None) -> list[CheckResult]:
     """Every verdict of the grid's calls of ``target`` (called as ``how`` declares: ``signature``,
     ``init``, ``method``, ``kwargs``, ``sizes``), made in this process."""
@@ -153,7 +127,7 @@ def judge(target, how: dict, convention: MropeConvention, head_dim: int, max_pos
     judged = MropeJudge(convention, results)
     for probe in probes_for(convention, how.get("signature") or "positions", head_dim, max_positions):
         if probe.role != "repeat":
-            judged.judge(probe, outcome_of(function, probe.request()))
+            judged.judge(probe, made_here(function, probe.request()))
     return list(results.by_id.values())
 
 
