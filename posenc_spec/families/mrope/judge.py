@@ -78,11 +78,7 @@ class MropeJudge:
             return cache is not None
         ids = probe.check_ids()
         if problem:
-            first = (skipped(ids[0], f"{probe.slot}: {outcome.message}") if outcome.status == "not-run"
-                     else failed(ids[0], f"{probe.slot}: {problem}"))
-            self.results.add(first)
-            self.results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")
-            return False
+            return _nothing_to_check(self.results, ids, probe, outcome, problem)
         self.caches.append((probe, cache))
         self.results.add(passed(ids[0], f"{probe.slot}: returned {outcome.message or cache.dtype}"))
         for check_id, result in zip(ids[1:], self._checks(probe, cache), strict=True):
@@ -103,12 +99,25 @@ class MropeJudge:
     def _relative(self, probe: MropeProbe, cache, problem, outcome) -> CheckResult:
         name = probe.check_id
         if problem:
-            return (skipped(name, f"{probe.slot}: {outcome.message}") if outcome.status == "not-run"
-                    else failed(name, f"{probe.slot}: {problem}"))
+            return _call_verdict(name, probe, outcome, problem)
         if name not in self.bases:
             return skipped(name, f"not run: the call before {probe.slot} returned nothing to check")
         base, first = self.bases[name]
         return properties.check_relative(first, cache, base.positions, probe.positions, probe.axis, self.conv, name)
+
+
+def _call_verdict(check_id: str, probe, outcome: Outcome, problem: str) -> CheckResult:
+    """A call that gave nothing to check: skipped where the gate made no call, else failed."""
+    if outcome.status == "not-run":
+        return skipped(check_id, f"{probe.slot}: {outcome.message}")
+    return failed(check_id, f"{probe.slot}: {problem}")
+
+
+def _nothing_to_check(results: Results, ids: list, probe, outcome: Outcome, problem: str) -> bool:
+    """The call's verdict on its first id, the rest not run; False (no values to keep)."""
+    results.add(_call_verdict(ids[0], probe, outcome, problem))
+    results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")
+    return False
 
 
 # -- in this process: the family's tests and corpus ------------------------------------------
@@ -152,11 +161,7 @@ class PositionsJudge:
             status = (f"returned {len(outcome.arrays)} array(s) of {', '.join(outcome.dtypes)} where one integer "
                       f"array of 3 x {length} position ids belongs")
         if status:
-            first = (skipped(call_id, f"{probe.slot}: {outcome.message}") if outcome.status == "not-run"
-                     else failed(call_id, f"{probe.slot}: {status}"))
-            self.results.add(first)
-            self.results.not_run([formula_id], call_id, f"the call for {probe.slot} returned nothing to check")
-            return False
+            return _nothing_to_check(self.results, [call_id, formula_id], probe, outcome, status)
         self.results.add(passed(call_id, f"{probe.slot}: returned {outcome.message or outcome.dtype}"))
         got = np.asarray(outcome.table, dtype=np.int64).reshape(3, length)
         want = oracle.sequence_positions(probe.token_types, probe.grids, self.merge, self.interval)
@@ -194,11 +199,7 @@ class ApplyJudge:
             shapes = ", ".join(str(np.asarray(array).shape) for array in outcome.arrays)
             status = f"returned {len(outcome.arrays)} array(s) ({shapes}) where x rotated, {probe.x.shape}, belongs"
         if status:
-            first = (skipped(ids[0], f"{probe.slot}: {outcome.message}") if outcome.status == "not-run"
-                     else failed(ids[0], f"{probe.slot}: {status}"))
-            self.results.add(first)
-            self.results.not_run(ids[1:], ids[0], f"the call for {probe.slot} returned nothing to check")
-            return False
+            return _nothing_to_check(self.results, ids, probe, outcome, status)
         self.results.add(passed(ids[0], f"{probe.slot}: returned {outcome.message or outcome.dtype}"))
         x = probe.x[0].astype(np.float64)
         got = np.asarray(outcome.table, dtype=np.float64).reshape(x.shape)
