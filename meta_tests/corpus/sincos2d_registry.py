@@ -2,7 +2,7 @@
 
 Each function is registered by :func:`sincos2d_wrong` or :func:`sincos2d_correct` with the
 convention it claims (a preset of :mod:`posenc_spec.families.sincos2d.conventions` and
-overridden keys, validated at import) and its signature (:data:`~posenc_spec.families.sincos2d.calls.SIGNATURES`:
+overridden keys, validated at import) and its signature (:data:`~posenc_spec.families.sincos2d.grid.SIGNATURES`:
 ``h-w-dim``, ``w-h-dim``, ``dim-pair`` or ``dim-size``; a module is built and run inside the
 function, as its library's caller does). A wrong entry names its bug classes, the public
 code, issue or PR it is modelled on (``seen``), and the smallest call that shows it

@@ -63,12 +63,12 @@ class Alibi(Family):
         return AlibiJudge(declaration.spec.convention, results, declaration.max_positions)
 
     def nearest(self, declaration, judged) -> dict | None:
-        from .hints import nearest
+        from .slips import nearest
 
         return nearest(declaration, judged)
 
     def hints(self, declaration, probes, outcomes, report) -> list:
-        from .hints import hints
+        from .slips import hints
 
         return hints(declaration, probes, outcomes, report)
 

@@ -33,8 +33,8 @@ from posenc_spec.gate.values import integer
 
 from .conventions import BIAS_FORMS, KEY_FORMS, PRESETS, AlibiConvention
 from .grid import AlibiProbe, calls
-from .hints import Reading, fits, measured_slopes
 from .keys import BIAS_API, BIAS_KEYS, CONVENTION_KEYS
+from .slips import Reading, fits, measured_slopes
 
 FIT_HEADS = (1, 2, 3, 5, 8, 12, 71, 112)
 BIAS_MAXES = (8.0, 16.0, 4.0, 1.0, 2.0, 12.0, 32.0)

@@ -23,8 +23,8 @@ from posenc_spec.gate.family import Drawing, NothingToDraw
 
 from . import oracle, properties
 from .grid import AlibiProbe, calls
-from .hints import Reading, measured_slopes
 from .judge import AlibiJudge, positions_of
+from .slips import Reading, measured_slopes
 from .tolerance import longest_distance, slope_tolerance
 
 PLOT_HEADS = 12

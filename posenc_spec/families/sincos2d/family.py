@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from posenc_spec.gate.family import Family
 
-from . import calls, spec
+from . import grid, spec
 from .judge import Sincos2dJudge, table_problem
 from .keys import NAMES
 
@@ -34,10 +34,10 @@ class Sincos2dFamily(Family):
         return pieces
 
     def probes(self, declaration) -> list:
-        return calls.calls(declaration.spec.convention, declaration.calling.signature, declaration.max_positions)
+        return grid.calls(declaration.spec.convention, declaration.calling.signature, declaration.max_positions)
 
     def plan_ids(self, made) -> list[str]:
-        return calls.plan_ids(made)
+        return grid.plan_ids(made)
 
     def judge(self, declaration, results, keep_table):
         return Sincos2dJudge(declaration.spec.convention, results)

@@ -21,8 +21,8 @@ from posenc_spec.gate.judge import failed, passed
 from posenc_spec.results import check_finite, skipped
 
 from . import properties
-from .calls import CHECK_NAMES
 from .conventions import Sincos2d
+from .grid import CHECK_NAMES
 
 # The checks after call, finite and shape, by name (the properties module's functions).
 _READING = {name: check for name, check in properties.CHECKS if name not in ("finite", "shape")}

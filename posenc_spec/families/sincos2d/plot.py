@@ -1,5 +1,5 @@
 """``posenc-spec plot`` of a 2-D sincos target: the non-square calls of the gate's grid
-(:mod:`.calls`, widths up to 64) made as ``check`` makes them; the call furthest out of its
+(:mod:`.grid`, widths up to 64) made as ``check`` makes them; the call furthest out of its
 bound (of equals, the first) is drawn: ``difference.png`` (the tokens x features table
 against the expected one, element by element over its tolerance) and ``halves.png`` (the
 first sine column of each half over the grid, the target's and the expected)."""
@@ -13,14 +13,14 @@ from posenc_spec.gate.family import Drawing, NothingToDraw
 from posenc_spec.gate.runner import run_target
 from posenc_spec.tolerance import compare
 
-from . import calls
+from . import grid
 from .judge import expectation, table_problem
 
 DRAWN_WIDTH = 64
 
 
 def _drawable(declaration) -> list:
-    made = calls.calls(declaration.spec.convention, declaration.calling.signature, declaration.max_positions)
+    made = grid.calls(declaration.spec.convention, declaration.calling.signature, declaration.max_positions)
     table_calls = [call for call in made if call.role == "table" and call.dim <= DRAWN_WIDTH]
     non_square = [call for call in table_calls if call.height != call.width and min(call.height, call.width) > 1]
     return non_square or table_calls

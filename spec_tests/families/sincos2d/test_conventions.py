@@ -4,7 +4,7 @@ and the validation of every key (one-line errors naming the key and the value)."
 import numpy as np
 import pytest
 
-from posenc_spec.families.sincos2d import calls
+from posenc_spec.families.sincos2d import grid
 from posenc_spec.families.sincos2d.conventions import PRESETS, Sincos2d, get_convention
 from posenc_spec.families.sinusoidal.conventions import UndefinedWidthError
 
@@ -36,14 +36,14 @@ def test_positions_of_each_transform():
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_layout_round_trips_and_tokens_follow_the_order(name):
-    """``arrange`` then ``ungrid`` gives the grid back (with a batch axis of 1 too); a token's
+    """``arrange`` then ``ungrid`` gives the cells back (with a batch axis of 1 too); a token's
     row and column follow the declared order."""
     conv = PRESETS[name]
-    grid = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
-    table = conv.arrange(grid)
+    cells = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
+    table = conv.arrange(cells)
     assert table.shape == conv.shape(2, 3, 4)
     back, extra = conv.ungrid(table[None], 2, 3)
-    np.testing.assert_array_equal(back, grid)
+    np.testing.assert_array_equal(back, cells)
     assert extra.shape == (conv.extra_tokens, 4) and not extra.any()
     rows, cols = conv.token_cells(2, 3)
     row_major = ([0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2])
@@ -63,7 +63,7 @@ def test_ungrid_refuses_another_shape():
 
 def test_widths_without_a_value():
     """Widths not divisible by 4 have no value in any convention; width 4 has none under freq_shift 1."""
-    for width in calls.INDIVISIBLE_WIDTHS:
+    for width in grid.INDIVISIBLE_WIDTHS:
         with pytest.raises(UndefinedWidthError, match=f"width {width} is not a multiple of 4"):
             PRESETS["mae"].check_width(width)
     assert PRESETS["mae"].check_width(4) == 4

@@ -4,7 +4,7 @@ it is there to catch; the call grid lists its check ids."""
 import numpy as np
 import pytest
 
-from posenc_spec.families.sincos2d import calls, oracle, properties
+from posenc_spec.families.sincos2d import grid, oracle, properties
 from posenc_spec.families.sincos2d.conventions import PRESETS
 
 GRID = (3, 5, 16)  # non-square, every side above 1
@@ -79,15 +79,15 @@ def test_separable_and_axis_order_skip_where_the_grid_cannot_tell():
 def test_the_call_grid_and_its_check_ids():
     """Non-square, degenerate and prime grids at four widths, width 4 and three widths not
     divisible by 4; a square-only signature gets square grids; crop caps the sides."""
-    ids = calls.plan_ids(calls.calls(PRESETS["mae"]))
+    ids = grid.plan_ids(grid.calls(PRESETS["mae"]))
     assert ids[0] == "import" and ids[-3:] == ["determinism", "aliasing", "global-state"]
     for check_id in ("axis-order[13x32:d=768]", "formula[1x1:d=8]", "positions[7x11:d=12]", "formula[2x3:d=4]",
                      "indivisible[d=6]", "indivisible[d=766]"):
         assert check_id in ids, check_id
-    assert "undefined[d=4]" in calls.plan_ids(calls.calls(PRESETS["big-vision"]))
-    square = calls.calls(PRESETS["mae"], "dim-size")
+    assert "undefined[d=4]" in grid.plan_ids(grid.calls(PRESETS["big-vision"]))
+    square = grid.calls(PRESETS["mae"], "dim-size")
     assert {(call.height, call.width) for call in square} == {(1, 1), (2, 2), (7, 7), (16, 16)}
-    capped = calls.calls(PRESETS["mae"].replace(position="crop", max_size=12), "h-w-dim")
+    capped = grid.calls(PRESETS["mae"].replace(position="crop", max_size=12), "h-w-dim")
     assert max(max(call.height, call.width) for call in capped) == 12
     with pytest.raises(ValueError, match="signature must be one of h-w-dim"):
-        calls.calls(PRESETS["mae"], "fn(d)")
+        grid.calls(PRESETS["mae"], "fn(d)")

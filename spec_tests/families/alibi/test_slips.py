@@ -1,12 +1,12 @@
 """ALiBi hints: a hint is a variant of the declaration that every call of the run matches, read
-from the calls' own values (``posenc_spec.families.alibi.hints.diagnose``)."""
+from the calls' own values (``posenc_spec.families.alibi.slips.diagnose``)."""
 
 import numpy as np
 
 from posenc_spec.families.alibi import oracle
 from posenc_spec.families.alibi.conventions import AlibiConvention
 from posenc_spec.families.alibi.grid import probes
-from posenc_spec.families.alibi.hints import Reading, diagnose
+from posenc_spec.families.alibi.slips import Reading, diagnose
 
 HEADS = 12
 
