@@ -71,8 +71,8 @@ def test_each_slip_fails_the_checks_that_catch_it(slip):
 def test_separable_and_axis_order_skip_where_the_grid_cannot_tell():
     """A 1x7 grid: every half is a function of the column; a 1x1 grid has no axis to tell."""
     conv = PRESETS["mae"]
-    for grid, check in (((1, 7, 8), properties.check_separable), ((1, 1, 8), properties.check_axis_order)):
-        result = check(oracle.table(*grid, conv), properties.expectation(*grid, conv, "float64"))
+    for size, check in (((1, 7, 8), properties.check_separable), ((1, 1, 8), properties.check_axis_order)):
+        result = check(oracle.table(*size, conv), properties.expectation(*size, conv, "float64"))
         assert result.status == "skipped", result
 
 
