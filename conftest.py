@@ -48,6 +48,28 @@ def pytest_unconfigure(config):
     gc.freeze()
 
 
+
+# Which tests each test file holds and which of them are in the slow tier (marked ``slow``),
+# as collected before ``-m`` deselects any: meta_tests/test_suite_setup.py holds the default
+# tier to a test of every file and every family.
+COLLECTED = pytest.StashKey[dict[str, list[bool]]]()
+
+
+# The corpus tests that read every entry's report (the module fixture ``reports`` of each
+# corpus's gate tests: the whole corpus through the full gate) are the slow tier; each of those
+# files keeps tests of its own, a sample of the corpus among them, in the default tier.
+CORPUS_FOLDER = Path(__file__).parent / "meta_tests" / "corpus"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    collected: dict[str, list[bool]] = {}
+    for item in items:
+        if item.path.parent == CORPUS_FOLDER and "reports" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+        collected.setdefault(item.nodeid.split("::")[0], []).append(item.get_closest_marker("slow") is not None)
+    config.stash[COLLECTED] = collected
+
 # These files import transformers' model code, directly or through posenc_spec.pretrained's
 # loaders: 2-4 s of CPU in each process that does (the xdist worker itself, or the gate's
 # template preloading it), and MiniLM is loaded once per process. One worker runs them all
