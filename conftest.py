@@ -55,20 +55,60 @@ def pytest_unconfigure(config):
 COLLECTED = pytest.StashKey[dict[str, list[bool]]]()
 
 
-# The corpus tests that read every entry's report (the module fixture ``reports`` of each
-# corpus's gate tests: the whole corpus through the full gate) are the slow tier; each of those
-# files keeps tests of its own, a sample of the corpus among them, in the default tier.
+# The slow tier (``-m slow``; the default run leaves it out, pyproject's addopts):
+# - the corpus tests that read every entry's report (the module fixture ``reports`` of each
+#   corpus's gate tests: the whole corpus through the full gate); each of those files keeps
+#   tests of its own, a sample of the corpus among them, in the default tier;
+# - every test function whose cases took more than SLOW_SECONDS together when both tiers were
+#   last measured (``python benchmarks/bench_suite.py --record`` writes TEST_SECONDS): real
+#   libraries' code through the gate, whole command lines as an ordinary user, figures
+#   compared pixel by pixel. The quickest function of each file stays in the default tier,
+#   so that every file, and every family, is tested by default
+#   (meta_tests/test_suite_setup.py holds the default tier to that).
 CORPUS_FOLDER = Path(__file__).parent / "meta_tests" / "corpus"
+TEST_SECONDS = Path(__file__).parent / "benchmarks" / "test_seconds.json"
+# Of the machine that recorded TEST_SECONDS (2 cores shared with other work: about three times
+# an idle machine's seconds). The default tier holds about an eighth of the suite's time.
+SLOW_SECONDS = 0.5
+
+
+def recorded_test_seconds() -> dict[str, float]:
+    """Seconds per test function (``path::name``) as last recorded; none when missing or malformed."""
+    try:
+        return {name: float(seconds) for name, seconds in json.loads(TEST_SECONDS.read_text()).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def _function(item) -> str:
+    return f"{item.nodeid.split('::')[0]}::{getattr(item, 'originalname', item.name)}"
+
+
+def _mark_slow(items) -> None:
+    seconds = recorded_test_seconds()
+    by_file: dict[str, list] = {}
+    for item in items:
+        if item.path.parent == CORPUS_FOLDER and "reports" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+        by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
+    for file_items in by_file.values():
+        default = [item for item in file_items if item.get_closest_marker("slow") is None]
+        if not default:
+            continue
+        quickest = min((seconds.get(_function(item), 0.0), _function(item)) for item in default)[1]
+        for item in default:
+            if _function(item) != quickest and seconds.get(_function(item), 0.0) > SLOW_SECONDS:
+                item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    _mark_slow(items)
     collected: dict[str, list[bool]] = {}
     for item in items:
-        if item.path.parent == CORPUS_FOLDER and "reports" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.slow)
         collected.setdefault(item.nodeid.split("::")[0], []).append(item.get_closest_marker("slow") is not None)
     config.stash[COLLECTED] = collected
+
 
 # These files import transformers' model code, directly or through posenc_spec.pretrained's
 # loaders: 2-4 s of CPU in each process that does (the xdist worker itself, or the gate's
