@@ -8,8 +8,9 @@ template would run it, finds (without running anything) in a file of an installe
 (a ``site-packages`` or ``dist-packages`` folder) that, with each package above it, existed
 unchanged since before the run started: nothing a target wrote, nothing of the user's own
 tree. The module of every target of the run is kept out, and so is any name whose import
-would import one of them (the template says so and is replaced): a target's own module runs
-in the target's process, where its changes of the global state are its own.
+would import one of them or leave a thread running (the template says so and is replaced): a
+target's own module runs in the target's process, where its changes of the global state are
+its own, and every child is forked from the template.
 
 ``--preload`` names modules for the first target; this learns the rest.
 """
@@ -47,6 +48,7 @@ class LearnedModules:
         self._checked: dict[str | None, bool] = {}  # a file -> installed and unchanged
         self.names: list[str] = []
         self._seen: set[str] = set()
+        self._blocked: set = set()
         # Each child's import path begins with its target's search path: a name is learned
         # only if every child of the run finds the same files for it.
         self.paths = {tuple(declaration.search_path) for declaration in declarations} or {()}
@@ -68,15 +70,14 @@ class LearnedModules:
                     self.names.append(name)
 
     def block(self, name) -> None:
-        """Learn ``name`` no more (its import imported a target's module)."""
+        """Learn ``name`` no more (its import imported a target's module or started a thread)."""
         with self._lock:
-            if name in self.names:
-                self.names.remove(name)
+            self._blocked.add(name)
 
-    def since(self, count: int) -> list[str]:
-        """The names learned after the first ``count``."""
+    def since(self, count: int) -> tuple[list[str], int]:
+        """The names learned after the first ``count`` (none blocked), and how many are learned."""
         with self._lock:
-            return self.names[count:]
+            return [name for name in self.names[count:] if name not in self._blocked], len(self.names)
 
     def _installed_before(self, name: str) -> bool:
         """Whether ``name`` and each package above it are found, as every child of the run

@@ -193,15 +193,15 @@ class Slot:
     def teach(self) -> None:
         """Import into the slot template the modules the run has learned since it last did, so
         that the targets forked from it next find them imported. A name whose import imports
-        a target's module is learned no more and the template is replaced; an import that
-        fails the template ends the learning of this lane."""
+        a target's module or starts a thread is learned no more and the template is replaced;
+        an import that fails the template ends the learning of this lane."""
         for _ in range(3):  # each round blocks a name; a third failure ends the learning
             if self.learned is None:
                 return
             template = self.template
-            done = self._taught[1] if self._taught[0] is template else 0
-            names = self.learned.since(done)
+            names, learned = self.learned.since(self._taught[1] if self._taught[0] is template else 0)
             if not names:
+                self._taught = (template, learned)
                 return
             header = {"op": "learned", "modules": names, "keep_out": self.learned.keep_out}
             try:
@@ -213,7 +213,7 @@ class Slot:
                 self._template = None
                 return
             if reply.get("ok") is True:
-                self._taught = (template, done + len(names))
+                self._taught = (template, learned)
                 return
             self.learned.block(reply.get("tainted"))
             self.end_module()  # forked from the template it replaces: it goes with it

@@ -5,6 +5,8 @@ that is not an installed library's file."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import textwrap
 
@@ -101,3 +103,28 @@ def test_the_child_names_only_installed_libraries_imported_since_its_last_reply(
     assert LIBRARY in taken and any(name.startswith(f"{LIBRARY}.") for name in taken)
     assert "a_users_module" not in taken
     assert new.take() == []
+
+
+IMPORTS_IN_A_TEMPLATE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from posenc_spec.gate.child.learned import import_learned
+first = import_learned(["plain", "imports_the_target", "plain_too"], ["the_target"])
+second = import_learned(["starts_a_thread", "plain_too"], [])
+print(json.dumps([first, second, sorted(set(sys.modules) & {"plain", "plain_too"})]))
+"""
+
+
+def test_an_import_that_brings_a_targets_module_or_a_thread_taints_the_template(tmp_path):
+    """The template stops at the first learned import that imports a target's module or leaves
+    a thread running, and says which: it forks no child after that."""
+    for name, code in {"plain": "", "plain_too": "", "the_target": "", "imports_the_target": "import the_target",
+                       "starts_a_thread": "import threading, time\nthreading.Thread(target=time.sleep, args=(60,),"
+                                          " daemon=True).start()"}.items():
+        (tmp_path / f"{name}.py").write_text(code + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", IMPORTS_IN_A_TEMPLATE, str(tmp_path)], capture_output=True,
+                          text=True, check=True)
+    keep_out, thread, imported = json.loads(done.stdout)
+    assert keep_out == {"ok": False, "tainted": "imports_the_target"}
+    assert thread == {"ok": False, "tainted": "starts_a_thread"}
+    assert imported == ["plain"]

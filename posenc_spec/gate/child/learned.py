@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 
 from . import attribution
 
@@ -58,13 +59,16 @@ class NewModules:
 
 
 def import_learned(names, keep_out) -> dict:
-    """Import ``names`` here, in order: ``{"ok": true}``, or, the moment a module of
-    ``keep_out`` (a target's own module) is imported along, ``{"ok": false, "tainted": name}``:
-    this process may then fork no more targets. What the imports change of the global state
-    is the starting state of every child forked from here, as with ``--preload``: the target
-    whose process imported the module first was told of it. A module that cannot be imported
-    is left out (each target that imports it is told, as before)."""
+    """Import ``names`` here, in order: ``{"ok": true}``, or ``{"ok": false, "tainted": name}``
+    the moment an import also imports a module of ``keep_out`` (a target's own module) or
+    leaves a thread running (every child is forked from here: a fork copies one thread, and
+    a lock another held stays held): this process may then fork no more targets. What the
+    imports change of the global state is the starting state of every child forked from
+    here, as with ``--preload``: the target whose process imported the module first was told
+    of it. A module that cannot be imported is left out (each target that imports it is
+    told, as before)."""
     keep_out = [module for module in keep_out if module not in sys.modules]  # --preload may have imported some
+    threads = _threads()
     for name in names:
         if name in sys.modules:
             continue
@@ -72,6 +76,14 @@ def import_learned(names, keep_out) -> dict:
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001 -- its importer is told, not the template
             pass
-        if any(module in sys.modules for module in keep_out):
+        if any(module in sys.modules for module in keep_out) or _threads() > threads:
             return {"ok": False, "tainted": name}
     return {"ok": True}
+
+
+def _threads() -> int:
+    """The threads of this process (Linux; elsewhere Python's own)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
