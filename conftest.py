@@ -26,6 +26,10 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 
 # pytester runs the plugin's own pytest sessions in this process (spec_tests/core/test_gate_plugin.py).
 pytest_plugins = ["pytester"]
+# pytester takes out of sys.modules what an inner session imported: a module first imported
+# there would be left half-gone (its package still holds it) for the worker's later files.
+# posenc_spec.check registers callables in this one, by its entry in sys.modules.
+import posenc_spec.gate.callables  # noqa: E402, F401
 
 
 # Python's full garbage collections walk every object alive: once torch, transformers and
