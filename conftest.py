@@ -66,9 +66,11 @@ COLLECTED = pytest.StashKey[dict[str, list[bool]]]()
 # - every test function whose cases took more than SLOW_SECONDS together when both tiers were
 #   last measured (``python benchmarks/bench_suite.py --record`` writes TEST_SECONDS): real
 #   libraries' code through the gate, whole command lines as an ordinary user, figures
-#   compared pixel by pixel. The quickest function of each file stays in the default tier,
-#   so that every file, and every family, is tested by default
-#   (meta_tests/test_suite_setup.py holds the default tier to that).
+#   compared pixel by pixel; and the tests that share a fixture of their file that took more
+#   than SLOW_SECONDS (the whole of it recorded on its first test). The quickest function of
+#   each file stays in the default tier (one sharing no such fixture where there is one), so
+#   that every file, and every family, is tested by default (meta_tests/test_suite_setup.py
+#   holds the default tier to that).
 CORPUS_FOLDER = Path(__file__).parent / "meta_tests" / "corpus"
 TEST_SECONDS = Path(__file__).parent / "benchmarks" / "test_seconds.json"
 # Of the machine that recorded TEST_SECONDS (2 cores shared with other work: about three times
@@ -88,6 +90,13 @@ def _function(item) -> str:
     return f"{item.nodeid.split('::')[0]}::{getattr(item, 'originalname', item.name)}"
 
 
+def _shares_a_fixture(item) -> bool:
+    """Whether ``item`` uses a fixture of its own test file that lasts longer than one test."""
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(definition.scope != "function" and str(definition.baseid).split("::")[0] == item.nodeid.split("::")[0]
+               for chain in definitions.values() for definition in chain)
+
+
 def _mark_slow(items) -> None:
     seconds = recorded_test_seconds()
     by_file: dict[str, list] = {}
@@ -99,9 +108,16 @@ def _mark_slow(items) -> None:
         default = [item for item in file_items if item.get_closest_marker("slow") is None]
         if not default:
             continue
-        quickest = min((seconds.get(_function(item), 0.0), _function(item)) for item in default)[1]
+        # A fixture a file's tests share costs its first test, whichever that is: when the
+        # tests sharing one took more than SLOW_SECONDS together, they are slow alike, unless
+        # the file has no other test.
+        sharing = {item for item in default if _shares_a_fixture(item)}
+        shared = sum(seconds.get(name, 0.0) for name in {_function(item) for item in sharing}) > SLOW_SECONDS
+        own = [item for item in default if item not in sharing] if shared else default
+        quickest = min((seconds.get(_function(item), 0.0), _function(item)) for item in own or default)[1]
         for item in default:
-            if _function(item) != quickest and seconds.get(_function(item), 0.0) > SLOW_SECONDS:
+            slow = seconds.get(_function(item), 0.0) > SLOW_SECONDS or (shared and own and item in sharing)
+            if slow and _function(item) != quickest:
                 item.add_marker(pytest.mark.slow)
 
 
