@@ -10,8 +10,10 @@ its T5 bucket functions, twenty in all. Each run is a fresh process (``check_man
 Python, as a command line would run it), so every run starts its root template and imports
 the libraries anew; the runs take turns in rounds (``timing.seconds_in_rounds``: a drift of
 the machine's speed falls on both alike). The "right" preload is the modules the tests name
-for these targets. Reported: the median seconds of each and their ratio, and whether the two
-runs gave every target the same verdict and the same failed checks.
+for these targets. Reported: the median seconds of each and the median of the rounds' ratios
+to the run with the right preload, and whether every run gave every target the same verdict
+and the same failed checks. ``--baseline DIR`` adds a run without ``--preload`` of another
+checkout's posenc_spec (before the learned preload).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from timing import seconds_in_rounds
+from timing import median_by_round, seconds_in_rounds
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -63,8 +65,11 @@ def declarations() -> tuple[dict, tuple[str, ...]]:
     return dict(list(made.items())[:COUNT]), tuple(dict.fromkeys(preload))
 
 
-def run(preload: bool, jobs: int) -> None:
-    """One run in this process; prints each target's verdict and failed checks as JSON."""
+def run(preload: bool, jobs: int, checkout: str | None) -> None:
+    """One run in this process (of ``checkout``'s posenc_spec and tests, when given); prints
+    each target's verdict and failed checks as JSON."""
+    if checkout:
+        sys.path.insert(0, checkout)
     from posenc_spec.gate.engine import check_many
     from posenc_spec.gate.options import run_options
 
@@ -78,28 +83,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="also run, without --preload, another checkout's posenc_spec (a figure from before)")
     parser.add_argument("--run", choices=("learned", "preload"), help=argparse.SUPPRESS)
+    parser.add_argument("--checkout", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.run:
-        run(arguments.run == "preload", arguments.jobs)
+        run(arguments.run == "preload", arguments.jobs, arguments.checkout)
         return
     verdicts = {}
 
-    def action(mode):
+    def action(mode, checkout=None):
         def go():
-            command = [sys.executable, __file__, "--run", mode, "--jobs", str(arguments.jobs)]
+            command = [sys.executable, __file__, "--run", mode, "--jobs", str(arguments.jobs),
+                       *(("--checkout", checkout) if checkout else ())]
             done = subprocess.run(command, capture_output=True, text=True, check=True)
-            verdicts.setdefault(mode, json.loads(done.stdout.splitlines()[-1]))
+            verdicts.setdefault((mode, checkout), json.loads(done.stdout.splitlines()[-1]))
         return go
 
-    times = seconds_in_rounds({"no --preload": action("learned"), "right --preload": action("preload")},
-                              arguments.repeats)
-    learned, preloaded = (statistics.median(times[name]) for name in ("no --preload", "right --preload"))
-    print(f"{len(verdicts['learned'])} targets, {arguments.jobs} lane(s), medians of {arguments.repeats} runs")
+    actions = {"no --preload": action("learned"), "right --preload": action("preload")}
+    if arguments.baseline:
+        actions["baseline, none"] = action("learned", str(Path(arguments.baseline).resolve()))
+    times = seconds_in_rounds(actions, arguments.repeats)
+    print(f"{len(verdicts[('learned', None)])} targets, {arguments.jobs} lane(s), {arguments.repeats} rounds")
     for name, seconds in times.items():
-        print(f"  {name:16} {statistics.median(seconds):7.1f} s  ({', '.join(f'{s:.1f}' for s in seconds)})")
-    print(f"  ratio            {learned / preloaded:7.2f}x")
-    same = verdicts["learned"] == verdicts["preload"]
+        print(f"  {name:16} median {statistics.median(seconds):7.1f} s  ({', '.join(f'{s:.1f}' for s in seconds)})")
+    for name in [name for name in times if name != "right --preload"]:
+        ratio = median_by_round(lambda mine, theirs: mine / theirs, times[name], times["right --preload"])
+        print(f"  {name} / right --preload: {ratio:.2f}x (the median of the rounds' ratios)")
+    same = len({json.dumps(verdict, sort_keys=True) for verdict in verdicts.values()}) == 1
     print(f"  verdicts and failed checks {'the same' if same else 'DIFFER'}")
     if not same:
         sys.exit(1)
