@@ -74,7 +74,7 @@ COLLECTED = pytest.StashKey[dict[str, list[bool]]]()
 CORPUS_FOLDER = Path(__file__).parent / "meta_tests" / "corpus"
 TEST_SECONDS = Path(__file__).parent / "benchmarks" / "test_seconds.json"
 # Of the machine that recorded TEST_SECONDS (2 cores shared with other work: about three times
-# an idle machine's seconds). The default tier holds about an eighth of the suite's time.
+# an idle machine's seconds).
 SLOW_SECONDS = 0.5
 
 
