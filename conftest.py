@@ -26,6 +26,10 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 
 # pytester runs the plugin's own pytest sessions in this process (spec_tests/core/test_gate_plugin.py).
 pytest_plugins = ["pytester"]
+# pytester takes out of sys.modules what an inner session imported: a module first imported
+# there would be left half-gone (its package still holds it) for the worker's later files.
+# posenc_spec.check registers callables in this one, by its entry in sys.modules.
+import posenc_spec.gate.callables  # noqa: E402, F401
 
 
 # Python's full garbage collections walk every object alive: once torch, transformers and
@@ -46,6 +50,84 @@ def pytest_unconfigure(config):
     # The session is over: Python's last collections at exit would walk what the last file
     # left (the run waits for every worker's exit). Finalizers registered with atexit still run.
     gc.freeze()
+
+
+
+# Which tests each test file holds and which of them are in the slow tier (marked ``slow``),
+# as collected before ``-m`` deselects any: meta_tests/test_suite_setup.py holds the default
+# tier to a test of every file and every family.
+COLLECTED = pytest.StashKey[dict[str, list[bool]]]()
+
+
+# The slow tier (``-m slow``; the default run leaves it out, pyproject's addopts):
+# - the corpus tests that read every entry's report (the module fixture ``reports`` of each
+#   corpus's gate tests: the whole corpus through the full gate); each of those files keeps
+#   tests of its own, a sample of the corpus among them, in the default tier;
+# - every test function whose cases took more than SLOW_SECONDS together when both tiers were
+#   last measured (``python benchmarks/bench_suite.py --record`` writes TEST_SECONDS): real
+#   libraries' code through the gate, whole command lines as an ordinary user, figures
+#   compared pixel by pixel; and the tests that share a fixture of their file that took more
+#   than SLOW_SECONDS (the whole of it recorded on its first test). The quickest function of
+#   each file stays in the default tier (one sharing no such fixture where there is one), so
+#   that every file, and every family, is tested by default (meta_tests/test_suite_setup.py
+#   holds the default tier to that).
+CORPUS_FOLDER = Path(__file__).parent / "meta_tests" / "corpus"
+TEST_SECONDS = Path(__file__).parent / "benchmarks" / "test_seconds.json"
+# Of the machine that recorded TEST_SECONDS (2 cores shared with other work: about three times
+# an idle machine's seconds).
+SLOW_SECONDS = 0.5
+
+
+def recorded_test_seconds() -> dict[str, float]:
+    """Seconds per test function (``path::name``) as last recorded; none when missing or malformed."""
+    try:
+        return {name: float(seconds) for name, seconds in json.loads(TEST_SECONDS.read_text()).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def _function(item) -> str:
+    return f"{item.nodeid.split('::')[0]}::{getattr(item, 'originalname', item.name)}"
+
+
+def _shares_a_fixture(item) -> bool:
+    """Whether ``item`` uses a fixture of its own test file that lasts longer than one test."""
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(definition.scope != "function" and str(definition.baseid).split("::")[0] == item.nodeid.split("::")[0]
+               for chain in definitions.values() for definition in chain)
+
+
+def _mark_slow(items) -> None:
+    seconds = recorded_test_seconds()
+    by_file: dict[str, list] = {}
+    for item in items:
+        if item.path.parent == CORPUS_FOLDER and "reports" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+        by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
+    for file_items in by_file.values():
+        default = [item for item in file_items if item.get_closest_marker("slow") is None]
+        if not default:
+            continue
+        # A fixture a file's tests share costs its first test, whichever that is: when the
+        # tests sharing one took more than SLOW_SECONDS together, they are slow alike, unless
+        # the file has no other test.
+        sharing = {item for item in default if _shares_a_fixture(item)}
+        shared = sum(seconds.get(name, 0.0) for name in {_function(item) for item in sharing}) > SLOW_SECONDS
+        own = [item for item in default if item not in sharing] if shared else default
+        quickest = min((seconds.get(_function(item), 0.0), _function(item)) for item in own or default)[1]
+        for item in default:
+            slow = seconds.get(_function(item), 0.0) > SLOW_SECONDS or (shared and own and item in sharing)
+            if slow and _function(item) != quickest:
+                item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    _mark_slow(items)
+    collected: dict[str, list[bool]] = {}
+    for item in items:
+        collected.setdefault(item.nodeid.split("::")[0], []).append(item.get_closest_marker("slow") is not None)
+    config.stash[COLLECTED] = collected
 
 
 # These files import transformers' model code, directly or through posenc_spec.pretrained's

@@ -15,8 +15,10 @@ collect the suite (every xdist worker pays it).
 The runs are framed by ``timing.IMPORT_FLOOR`` (a fresh ``python -c "import numpy, torch"``,
 the floor bench_gate.py reports too) timed before and after: the machine's speed drifts
 with the hour, and a wall time is read beside the speed it was measured at.
-``--record`` writes those seconds per file to ``benchmarks/suite_durations.json``, where the
-suite's scheduler (``conftest.py``) reads them to start the longest files first.
+``--record`` runs both tiers (``-m ""``) for those seconds and writes them per file to
+``benchmarks/suite_durations.json``, where the suite's scheduler (``conftest.py``) reads them
+to start the longest files first, and per test function to ``benchmarks/test_seconds.json``,
+from which ``conftest.py`` puts the long test functions into the slow tier.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from timing import IMPORT_FLOOR, median_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE_SECONDS = ROOT / "benchmarks" / "suite_durations.json"
+TEST_SECONDS = ROOT / "benchmarks" / "test_seconds.json"
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 
@@ -77,16 +80,38 @@ def _run(arguments: list[str]) -> tuple[float, float, float, str]:
     return wall, busy, cpu, done.stdout
 
 
-def _seconds_per_file() -> collections.Counter:
-    """One run's seconds per test file: the JUnit XML's test times (setup + call + teardown)."""
+def _seconds_per_test(arguments=()) -> collections.Counter:
+    """One run's seconds per test function (``path::name``, its parametrized cases together):
+    the JUnit XML's test times (setup + call + teardown)."""
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "junit.xml"
-        _run([f"--junitxml={report}"])
-        cases = ElementTree.parse(report).getroot().iter("testcase")
-        per_file: collections.Counter = collections.Counter()
-        for case in cases:
-            per_file[_test_file(case.get("classname", ""))] += float(case.get("time", 0))
-    return per_file
+        _run([*arguments, f"--junitxml={report}"])
+        return seconds_per_test(report)
+
+
+def seconds_per_test(report: Path) -> collections.Counter:
+    """The seconds per test function a JUnit XML file records."""
+    per_test: collections.Counter = collections.Counter()
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        function = case.get("name", "").split("[")[0]
+        per_test[f"{_test_file(case.get('classname', ''))}::{function}"] += float(case.get("time", 0))
+    return per_test
+
+
+def per_file(per_test: collections.Counter) -> collections.Counter:
+    files: collections.Counter = collections.Counter()
+    for name, seconds in per_test.items():
+        files[name.split("::")[0]] += seconds
+    return files
+
+
+def record(per_test: collections.Counter) -> None:
+    """Write the seconds per file (the scheduler's order) and per test function (the slow tier,
+    conftest.py) of a run of both tiers."""
+    for path, seconds in ((FILE_SECONDS, per_file(per_test)), (TEST_SECONDS, per_test)):
+        path.write_text(json.dumps({name: round(value, 3) for name, value in sorted(seconds.items())},
+                                   indent=1) + "\n")
+        print(f"  recorded the seconds of {len(seconds)} entries in {path.relative_to(ROOT)}")
 
 
 def _test_file(classname: str) -> str:
@@ -103,7 +128,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--files", type=int, default=15, help="test files listed by their summed durations")
-    parser.add_argument("--record", action="store_true", help=f"write the seconds per file to {FILE_SECONDS.name}")
+    parser.add_argument("--record", action="store_true",
+                        help=f"run both tiers and write the seconds per file and per test function to "
+                             f"{FILE_SECONDS.name} and {TEST_SECONDS.name}")
     args = parser.parse_args(argv)
     imports_before = _import_seconds()
     runs = [_run([]) for _ in range(args.repeats)]
@@ -118,14 +145,14 @@ def main(argv=None) -> int:
           "(the machine's speed at the time)")
     collect_wall, _, _, _ = _run(["-n", "0", "--collect-only"])
     print(f"  one process collecting the suite: {collect_wall:.1f} s wall")
-    per_file = _seconds_per_file()
-    print(f"  seconds per test file in its worker (setup + call + teardown), the {args.files} largest:")
-    for name, seconds in per_file.most_common(args.files):
+    per_test = _seconds_per_test(['-m', ''] if args.record else [])
+    files = per_file(per_test)
+    tiers = "both tiers" if args.record else "the default tier"
+    print(f"  seconds per test file in its worker (setup + call + teardown; {tiers}), the {args.files} largest:")
+    for name, seconds in files.most_common(args.files):
         print(f"    {seconds:6.1f}  {name}")
     if args.record:
-        FILE_SECONDS.write_text(json.dumps({name: round(seconds, 3) for name, seconds in sorted(per_file.items())},
-                                           indent=1) + "\n")
-        print(f"  recorded the seconds of {len(per_file)} files in {FILE_SECONDS.relative_to(ROOT)}")
+        record(per_test)
     return 0
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import conftest
@@ -35,3 +37,35 @@ def test_recorded_durations_name_test_files_that_exist():
     stale = sorted(name for name in seconds if not (ROOT / name).is_file())
     assert not stale, f"recorded but not there (python benchmarks/bench_suite.py --record): {stale}"
     assert all(value >= 0 for value in seconds.values()), seconds
+
+
+def _test_files() -> set[str]:
+    return {path.relative_to(ROOT).as_posix() for folder in ("spec_tests", "meta_tests")
+            for path in (ROOT / folder).rglob("test_*.py")}
+
+
+def _default_tier(pytestconfig) -> set[str]:
+    """The test files that hold a test of the default tier (one not marked ``slow``): read
+    from this session's collection when it collected every test file, else from a collection
+    of the suite with the project's own options in a process of its own."""
+    collected = pytestconfig.stash.get(conftest.COLLECTED, {})
+    if set(collected) >= _test_files():
+        return {path for path, slow in collected.items() if not all(slow)}
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider"]
+    listing = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return {line.split("::")[0] for line in listing.splitlines() if "::" in line}
+
+
+def test_the_default_tier_runs_a_test_of_every_file_and_every_family(pytestconfig):
+    """`pytest` without options leaves out the slow tier (pyproject's addopts), yet runs at
+    least one test of every test file and of every family's own tests folder: marking a whole
+    file or family slow leaves it untested by default."""
+    addopts = pytestconfig.getini("addopts")
+    assert "-m" in addopts and addopts[addopts.index("-m") + 1] == "not slow", f"addopts = {addopts}"
+    default = _default_tier(pytestconfig)
+    untested = sorted(_test_files() - default)
+    assert not untested, f"test files whose every test is marked slow: {untested}"
+    families = {path.parent.name for path in (ROOT / "posenc_spec" / "families").glob("*/__init__.py")}
+    assert families, "no family packages found"
+    tested = {path.split("/")[2] for path in default if path.startswith("spec_tests/families/")}
+    assert families <= tested, f"families with no default test: {sorted(families - tested)}"

@@ -23,6 +23,18 @@ from spec_tests.assertions import (
 )
 
 
+def test_a_sample_gets_the_verdicts_and_hints_of_the_whole_corpus():
+    """Every 20th wrong entry is rejected with the hint of its slip and every 10th correct
+    one accepted, gated in one fail-fast run (the whole corpus's tests are the slow tier)."""
+    wrong, correct = WRONG[::20], CORRECT[::10]
+    reports = check_named({entry.id: entry.declaration() for entry in (*wrong, *correct)}, fail_fast=True)
+    for entry in wrong:
+        _assert_rejected(entry, reports[entry.id])
+        assert_hint(reports[entry.id], HINTS[entry.id], entry.description)
+    for entry in correct:
+        _assert_accepted(entry, reports[entry.id])
+
+
 @pytest.fixture(scope="module")
 def reports():
     return check_named({entry.id: entry.declaration() for entry in ENTRIES}, fail_fast=True)
@@ -54,7 +66,10 @@ def test_each_hints_advice_applied_conforms(reports):
 @pytest.mark.parametrize("entry", WRONG, ids=[entry.id for entry in WRONG])
 def test_wrong_implementation_is_rejected(entry, reports):
     """The gate rejects a wrong implementation, through a failed check rather than an import error."""
-    report = reports[entry.id]
+    _assert_rejected(entry, reports[entry.id])
+
+
+def _assert_rejected(entry, report) -> None:
     assert report.status != "error", f"{entry.target} did not import: {failure_summary(report)}"
     assert not report.conforms, (
         f"survivor: {entry.target} passed the gate under {entry.describe()}; "
@@ -64,7 +79,10 @@ def test_wrong_implementation_is_rejected(entry, reports):
 @pytest.mark.parametrize("entry", CORRECT, ids=[entry.id for entry in CORRECT])
 def test_correct_implementation_is_accepted(entry, reports):
     """The gate accepts a correct implementation written in another library's idiom."""
-    report = reports[entry.id]
+    _assert_accepted(entry, reports[entry.id])
+
+
+def _assert_accepted(entry, report) -> None:
     assert report.conforms, (
         f"false alarm: {entry.target} ({entry.describe()}; {entry.description}) "
         f"was rejected: {failure_summary(report)}")

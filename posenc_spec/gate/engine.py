@@ -32,6 +32,7 @@ import numpy as np
 
 from . import advice, against, judge
 from .declaration import Declaration
+from .learned import LearnedModules
 from .loader import module_key
 from .options import RunOptions
 from .report import GateReport, finish
@@ -267,6 +268,7 @@ class _Lanes:
     def __init__(self, root, declarations, options: RunOptions, keep_table: bool):
         self.root, self.declarations, self.options, self.keep_table = root, declarations, options, keep_table
         self.turns = collections.deque(_turns(declarations))
+        self.learned = LearnedModules(declarations) if len(declarations) > 1 else None
         self.reports: list[GateReport | None] = [None] * len(declarations)
         self.lock = threading.Lock()
         self.errors: list[BaseException] = []
@@ -276,7 +278,8 @@ class _Lanes:
             return None if not self.turns or self.errors else self.turns.popleft()
 
     def lane(self) -> None:
-        slot = Slot(self.root, None, own_root=min(self.options.jobs, len(self.declarations)) == 1)
+        slot = Slot(self.root, None, own_root=min(self.options.jobs, len(self.declarations)) == 1,
+                    learned=self.learned)
         try:
             while (turn := self._next()) is not None:
                 index, shared = turn

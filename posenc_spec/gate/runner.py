@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from .calls import CallRequest, Outcome
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
+from .learned import LearnedModules
 from .loader import module_key
 from .sandbox import (
     Limits,
@@ -82,8 +83,9 @@ class TargetRun:
 class _Child:
     """One sealed child: its socket, its process id and the template that forked it."""
 
-    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=()):
-        self.template = template
+    def __init__(self, template: Template, limits: Limits, calls: int, watch_root: int, search_path=(),
+                 learned: LearnedModules | None = None):
+        self.template, self.learned = template, learned
         self.sock, self.pid = template.spawn(limits, calls, search_path)
         self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
         self.tokens: dict[int, str] = {}
@@ -91,11 +93,16 @@ class _Child:
     def load(self, target: str, deadline: OwnTime, how: dict | None = None):
         send(self.sock, {"op": "load", "target": target, "how": how})
         header, _, _ = self.reader.read(deadline, 0)
+        self._learn(header)
         where = header.get("where")
         self.where = None
         if isinstance(where, dict) and isinstance(where.get("file"), str) and type(where.get("line")) is int:
             self.where = (text(where["file"], 1000), where["line"])
         return header.get("ok") is True, text(header.get("message", "")), ImportState.of(header)
+
+    def _learn(self, header: dict) -> None:
+        if self.learned is not None:
+            self.learned.add(header.get("learned"))
 
     def send_ahead(self, pending) -> None:
         """Send the first pending calls not sent yet, as long as the calls in flight hold at
@@ -126,6 +133,7 @@ class _Child:
 
     def receive(self, request: CallRequest, call_id: int, deadline: OwnTime) -> Outcome:
         header, payloads, _ = self.reader.read(deadline, request.max_bytes)
+        self._learn(header)
         return read_outcome(header, payloads, request, call_id, self.tokens.get(call_id))
 
     def in_sync(self, deadline: OwnTime) -> bool:
@@ -150,9 +158,10 @@ class _Child:
 class Slot:
     """One lane of a run (see the module docstring); ``close`` kills all it started."""
 
-    def __init__(self, root: Template, limits: Limits, own_root: bool = True):
-        self.root, self.limits, self.own_root = root, limits, own_root
+    def __init__(self, root: Template, limits: Limits, own_root: bool = True, learned: LearnedModules | None = None):
+        self.root, self.limits, self.own_root, self.learned = root, limits, own_root, learned
         self._template: Template | None = None
+        self._taught: tuple[Template | None, int] = (None, 0)  # the slot template, and how many names it imported
         self._module: tuple[str, Template | None, TargetRun] | None = None
 
     @property
@@ -179,12 +188,46 @@ class Slot:
         if self._module is not None and self._module[1] is not None and not self._module[1].alive():
             self._module = None
 
+    # -- learned modules (posenc_spec.gate.learned) -------------------------------------------
+
+    def teach(self) -> None:
+        """Import into the slot template the modules the run has learned since it last did, so
+        that the targets forked from it next find them imported. A name whose import imports
+        a target's module or starts a thread is learned no more and the template is replaced;
+        an import that fails the template ends the learning of this lane."""
+        for _ in range(3):  # each round blocks a name; a third failure ends the learning
+            if self.learned is None:
+                return
+            template = self.template
+            names, learned = self.learned.since(self._taught[1] if self._taught[0] is template else 0)
+            if not names:
+                self._taught = (template, learned)
+                return
+            header = {"op": "learned", "modules": names, "keep_out": self.learned.keep_out}
+            try:
+                reply = template.request(header, deadline=OwnTime(self.limits.timeout, template.pid))
+            except SandboxError:  # the import hung or ended the process
+                self.learned = None
+                self.end_module()
+                self._template.close()
+                self._template = None
+                return
+            if reply.get("ok") is True:
+                self._taught = (template, learned)
+                return
+            self.learned.block(reply.get("tainted"))
+            self.end_module()  # forked from the template it replaces: it goes with it
+            self._template.close()
+            self._template = None
+        self.learned = None
+
     # -- module templates ------------------------------------------------------------------
 
     def share_module(self, target: str, search_path=()) -> None:
         """Import ``target``'s module once in a module template for the targets that follow
         (until :meth:`end_module` or another module)."""
         self.ensure()
+        self.teach()
         key = (module_key(target), tuple(search_path))
         if self._module is not None and self._module[0] == key:
             return
@@ -236,6 +279,7 @@ class Slot:
         dies or stops during the turn fails the call it happened in (the calls after it are
         not run); one found dead before the turn is replaced first."""
         self.ensure()
+        self.teach()
         turn = self._turn(target, requests, search_path, stop_after, how)
         why = self.helpers_failed()
         if why is not None:
@@ -295,7 +339,8 @@ class _Turn:
         self.helper_failure: str | None = None  # why a helper process above the child failed
 
     def _start(self) -> tuple[bool, str, ImportState]:
-        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path)
+        self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path,
+                            self.slot.learned)
         try:
             return self.child.load(self.target, OwnTime(self.limits.timeout, self.child.pid), self.how)
         except ChannelTimeout:

@@ -89,6 +89,7 @@ the bound's main term, and round-to-nearest never exceeds it).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -115,10 +116,16 @@ def compute_dtype(convention: AlibiConvention) -> str:
 
 def slope_coefficients(num_heads, convention: str | AlibiConvention = "paper") -> np.ndarray:
     """``2 a + 2 ln2 e + 3`` per head: ``delta_s`` in units of ``u_s`` (0 for a head without a bias)."""
-    terms = get_convention(convention).slope_terms(num_heads)
-    coefficients = np.zeros(num_heads)
-    coefficients[:len(terms)] = [2 * term.power + 2 * math.log(2) * float(term.exponent) + 3 for term in terms]
-    return coefficients
+    return np.array(_slope_coefficients(int(num_heads), get_convention(convention)))
+
+
+@functools.lru_cache(maxsize=256)
+def _slope_coefficients(num_heads: int, convention: AlibiConvention) -> tuple[float, ...]:
+    # Once per head count and convention: every call of a run's grid bounds the same heads
+    # (the exponents are exact fractions, slow to turn into floats).
+    terms = convention.slope_terms(num_heads)
+    coefficients = [2 * term.power + 2 * math.log(2) * float(term.exponent) + 3 for term in terms]
+    return tuple(coefficients) + (0.0,) * (num_heads - len(terms))
 
 
 def slope_error(num_heads, convention: str | AlibiConvention = "paper", dtype=None) -> np.ndarray:

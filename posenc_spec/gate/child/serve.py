@@ -52,7 +52,7 @@ import numpy as np
 
 from posenc_spec.text import describe_exception, one_line
 
-from . import adapters, attribution, confinement, limits, state
+from . import adapters, attribution, confinement, learned, limits, state
 from .convert import BadResult, is_array, to_arrays
 from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
@@ -341,6 +341,7 @@ def serve(sock, init: dict) -> None:
     setup(init)
     reader = Reader(sock)
     function, baseline, module, kept = None, state.snapshot(), None, None
+    new_modules = learned.NewModules()
     while True:
         try:
             request, payloads, _ = reader.read(None, MAX_REQUEST_BYTES)
@@ -354,9 +355,10 @@ def serve(sock, init: dict) -> None:
                 function = adapters.adapt(function, request["how"])
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
                            "import_changes": changes, "import_effects": effects, "import_failures": failures,
-                           "isolation": ISOLATION, "where": _where(written)}, []
+                           "isolation": ISOLATION, "where": _where(written), "learned": new_modules.take()}, []
         elif request.get("op") == "call" and function is not None:
             reply, data, kept = _call(function, request, payloads, baseline, module, kept)
+            reply["learned"] = new_modules.take()
         elif request.get("op") == "sync":
             reply, data = {"op": "synced", "token": request.get("token")}, []
         else:

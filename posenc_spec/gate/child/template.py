@@ -13,6 +13,9 @@ child's own socket passed along (SCM_RIGHTS)::
     {"op": "import", "target": "pkg.mod:fn"}
                                             import the target's module here (a per-module
                                             template: its children share that import only)
+    {"op": "learned", "modules": [...], "keep_out": [...]}
+                                            import installed modules an earlier target's
+                                            process imported (:mod:`.learned`; a slot template)
     {"op": "finish", "pid": P}             kill child P's process group, reap it, and kill
                                             every other descendant
 each answered with ``{"ok": ..., ...}``. A sealed child leads its own session and process
@@ -84,7 +87,6 @@ def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
 def loop(sock, subreaper: bool) -> None:
     from . import confinement, limits
     from .protocol import ChannelError, Reader, send
-    from .serve import import_target
 
     if subreaper:
         limits.become_subreaper()
@@ -104,11 +106,8 @@ def loop(sock, subreaper: bool) -> None:
             else:
                 reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
             forked.add(reply["pid"])
-        elif op == "import":
-            function, message, changes, effects, failures = import_target(request["target"], module_only=True)
-            gc.freeze()
-            reply = {"ok": function is not None, "message": message, "import_changes": changes,
-                     "import_effects": effects, "import_failures": failures}
+        elif op in ("import", "learned"):
+            reply = _import_here(request)
         elif op == "finish":
             pid = request["pid"]
             limits.kill_group(pid)
@@ -133,6 +132,24 @@ def loop(sock, subreaper: bool) -> None:
     for pid in forked:
         confinement.remove_left_behind(pid)
     os._exit(0)
+
+
+def _import_here(request: dict) -> dict:
+    """The answer to an ``import`` request (a module template's target module) or a
+    ``learned`` one (a slot template's learned modules); what they import stays for the
+    children forked from here, frozen for the garbage collector."""
+    if request["op"] == "learned":
+        from .learned import import_learned
+
+        reply = import_learned(request.get("modules", []), request.get("keep_out", []))
+    else:
+        from .serve import import_target
+
+        function, message, changes, effects, failures = import_target(request["target"], module_only=True)
+        reply = {"ok": function is not None, "message": message, "import_changes": changes,
+                 "import_effects": effects, "import_failures": failures}
+    gc.freeze()
+    return reply
 
 
 def _preload(names) -> str | None:

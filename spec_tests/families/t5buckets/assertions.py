@@ -22,12 +22,3 @@ def assert_status(result: CheckResult, status: str, what: str, contains: str = "
     """``result`` has ``status`` and, where given, its message says ``contains``."""
     assert result.status == status, f"{what}: {result.name} {result.status}, expected {status}: {result.message}"
     assert contains in result.message, f"{what}: {result.name}'s message lacks {contains!r}: {result.message}"
-
-
-def skip_unless_slow_selected(config) -> None:
-    """Skip a ``slow`` test unless the run selected it (``-m slow``): the default run, which
-    selects every marker, stays near a minute."""
-    import pytest
-
-    if "slow" not in (config.getoption("markexpr") or ""):
-        pytest.skip("long-running: run with -m slow")

@@ -19,7 +19,6 @@ from posenc_spec.cli import build_parser, main
 from posenc_spec.commands.arguments import declaration_flags
 from posenc_spec.gate.config import read_config
 from posenc_spec.gate.declaration import declare
-from spec_tests.families.t5buckets.assertions import skip_unless_slow_selected
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCUMENT = ROOT / "docs" / "families" / "t5buckets.md"
@@ -79,9 +78,8 @@ def test_toml_table_reads(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arguments", COMMANDS, ids=_key)
-def test_command_gives_its_outcome(arguments, tmp_path, monkeypatch, request):
+def test_command_gives_its_outcome(arguments, tmp_path, monkeypatch):
     """Run as written, in a folder holding the files it names: the exit status OUTCOMES gives."""
-    skip_unless_slow_selected(request.config)
     status, library = OUTCOMES[_key(arguments)]
     if library is not None:
         try:

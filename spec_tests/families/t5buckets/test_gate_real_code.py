@@ -18,7 +18,6 @@ from posenc_spec.gate.declaration import declare
 from spec_tests.assertions import check_named
 from spec_tests.assertions import failure_summary as _summary
 
-from .assertions import skip_unless_slow_selected
 from .declared import TARGETS
 
 PRELOAD = ("transformers.models.t5.modeling_t5",)
@@ -75,8 +74,7 @@ def test_sample_covers_every_signature():
 
 
 @pytest.fixture(scope="module")
-def all_reports(request):
-    skip_unless_slow_selected(request.config)
+def all_reports():
     return _reports({target.id for target in TARGETS})
 
 

@@ -1,0 +1,130 @@
+"""A library is imported once per run (posenc_spec/gate/learned.py): the installed modules a
+target's process imported are imported into the slot template before the next target is
+forked, and only those: never a target's own module, a module of the user's tree, or a name
+that is not an installed library's file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from posenc_spec.gate.child.learned import NewModules
+from posenc_spec.gate.declaration import declare
+from posenc_spec.gate.learned import LearnedModules
+from spec_tests.assertions import check_named, failure_summary
+
+# An installed library the gate's templates do not import (its own code imports it only to
+# derive constants, in the gate's process): a target's call imports it.
+LIBRARY = "xmlschema"
+
+TABLE = """
+import sys
+
+import numpy as np
+
+
+def table(n, d):
+    {body}
+    positions = np.arange(n, dtype=np.float64)[:, None]
+    frequencies = 10000.0 ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    out = np.zeros((n, d))
+    out[:, 0::2], out[:, 1::2] = np.sin(positions * frequencies), np.cos(positions * frequencies)
+    return out.astype(np.float32)
+"""
+
+
+def _write(folder, name: str, body: str) -> None:
+    body = textwrap.indent(textwrap.dedent(body).strip(), "    ").strip()
+    (folder / f"{name}.py").write_text(TABLE.replace("{body}", body), encoding="utf-8")
+
+
+def test_a_later_target_finds_the_library_an_earlier_call_imported(tmp_path, monkeypatch):
+    """The first target's call imports an installed library; the second target, of another
+    module, finds it imported before its own module ran (its calls raise otherwise): both conform."""
+    pytest.importorskip(LIBRARY)
+    _write(tmp_path, "imports_it", f"import {LIBRARY}  # noqa: F401")
+    _write(tmp_path, "looks_for_it", f"""
+        if {LIBRARY!r} not in FOUND_AT_IMPORT:
+            raise RuntimeError("{LIBRARY} was not imported before this module")""")
+    looks = tmp_path / "looks_for_it.py"
+    looks.write_text(f"import sys\nFOUND_AT_IMPORT = set(sys.modules)\n{looks.read_text()}", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    reports = check_named({name: declare({"target": f"{name}:table", "api": "table", "max_positions": 64})
+                           for name in ("imports_it", "looks_for_it")})
+    for name, report in reports.items():
+        assert report.conforms, f"{name}: {failure_summary(report)}"
+
+
+def test_only_installed_unchanged_modules_outside_the_runs_targets_are_learned(tmp_path, monkeypatch):
+    """Kept: an installed library's module. Left out: a target's own module, the standard
+    library, a module of the user's tree, a name no file has, and text that is no module name."""
+    (tmp_path / "users_own.py").write_text("VALUE = 1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    declarations = [declare({"target": "numpy.linalg:norm", "api": "table"}),
+                    declare({"target": "users_own:table", "api": "table"})]
+    learned = LearnedModules(declarations)
+    learned.add(["numpy.fft", "numpy.linalg", "json", "users_own", "numpy.no_such_module", "numpy..fft",
+                 "os; import antigravity", 7, None])
+    learned.add("numpy.polynomial")  # not a list: nothing
+    assert learned.names == ["numpy.fft"]
+    assert learned.keep_out == ["numpy.linalg", "users_own"]
+
+
+def test_a_file_written_after_the_run_started_is_not_learned(tmp_path, monkeypatch):
+    """A module file newer than the run (one a target could have written into a library's
+    folder) is not learned, even where it lies in a site-packages folder."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    learned = LearnedModules([declare({"target": "numpy:sin", "api": "table"})])
+    (site / "written_late.py").write_text("VALUE = 1\n", encoding="utf-8")
+    learned.add(["written_late"])
+    assert learned.names == []
+    assert "written_late" not in sys.modules
+
+
+def test_the_child_names_only_installed_libraries_imported_since_its_last_reply(tmp_path, monkeypatch):
+    """A child's list: the installed modules imported since it last answered, a library's
+    submodules included, not the standard library's or the user's."""
+    pytest.importorskip(LIBRARY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "a_users_module.py").write_text("VALUE = 1\n", encoding="utf-8")
+    for name in [name for name in sys.modules if name == LIBRARY or name.startswith(f"{LIBRARY}.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delitem(sys.modules, "a_users_module", raising=False)
+    new = NewModules()
+    __import__(LIBRARY)
+    __import__("a_users_module")
+    taken = new.take()
+    assert LIBRARY in taken and any(name.startswith(f"{LIBRARY}.") for name in taken)
+    assert "a_users_module" not in taken
+    assert new.take() == []
+
+
+IMPORTS_IN_A_TEMPLATE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from posenc_spec.gate.child.learned import import_learned
+first = import_learned(["plain", "imports_the_target", "plain_too"], ["the_target"])
+second = import_learned(["starts_a_thread", "plain_too"], [])
+print(json.dumps([first, second, sorted(set(sys.modules) & {"plain", "plain_too"})]))
+"""
+
+
+def test_an_import_that_brings_a_targets_module_or_a_thread_taints_the_template(tmp_path):
+    """The template stops at the first learned import that imports a target's module or leaves
+    a thread running, and says which: it forks no child after that."""
+    for name, code in {"plain": "", "plain_too": "", "the_target": "", "imports_the_target": "import the_target",
+                       "starts_a_thread": "import threading, time\nthreading.Thread(target=time.sleep, args=(60,),"
+                                          " daemon=True).start()"}.items():
+        (tmp_path / f"{name}.py").write_text(code + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", IMPORTS_IN_A_TEMPLATE, str(tmp_path)], capture_output=True,
+                          text=True, check=True)
+    keep_out, thread, imported = json.loads(done.stdout)
+    assert keep_out == {"ok": False, "tainted": "imports_the_target"}
+    assert thread == {"ok": False, "tainted": "starts_a_thread"}
+    assert imported == ["plain"]
