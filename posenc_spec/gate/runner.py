@@ -181,11 +181,11 @@ class Slot:
 
     # -- module templates ------------------------------------------------------------------
 
-    def share_module(self, target: str, search_path=()) -> None:
+    def share_module(self, target: str, search_path=(), framework: dict | None = None) -> None:
         """Import ``target``'s module once in a module template for the targets that follow
-        (until :meth:`end_module` or another module)."""
+        (until :meth:`end_module` or another module), after the declared ``framework``."""
         self.ensure()
-        key = (module_key(target), tuple(search_path))
+        key = (module_key(target), tuple(search_path), _framework_key(framework))
         if self._module is not None and self._module[0] == key:
             return
         self.end_module()
@@ -197,7 +197,7 @@ class Slot:
             module = self.template.fork_template(self.limits, 0, search_path)
         deadline = OwnTime(self.limits.timeout, module.pid)
         try:
-            reply = module.request({"op": "import", "target": target}, deadline=deadline)
+            reply = module.request({"op": "import", "target": target, "framework": framework}, deadline=deadline)
             imported = TargetRun(reply.get("ok") is True, text(reply.get("message", "")), ImportState.of(reply))
         except SandboxError:
             late = deadline.remaining() <= 0
@@ -243,7 +243,9 @@ class Slot:
         return turn
 
     def _turn(self, target: str, requests, search_path, stop_after, how) -> TargetRun:
-        if self._module is not None and self._module[0] == (module_key(target), tuple(search_path)):
+        framework = (how or {}).get("framework")
+        if self._module is not None and self._module[0] == (module_key(target), tuple(search_path),
+                                                             _framework_key(framework)):
             _, module, imported = self._module
             if module is None:
                 return TargetRun(False, imported.import_message)
@@ -453,3 +455,9 @@ def run_target(declaration, requests: list[CallRequest], options) -> TargetRun:
             return slot.run(declaration.target, requests, declaration.search_path, how=declaration.how())
         finally:
             slot.close()
+
+
+def _framework_key(framework: dict | None) -> tuple:
+    """A declared framework as part of a module template's key: Keras's backend is chosen
+    when Keras is imported, so targets on two backends never share a module's import."""
+    return tuple(sorted((framework or {}).items()))

@@ -10,9 +10,10 @@ child's own socket passed along (SCM_RIGHTS)::
     {"op": "spawn", "init": {...}}          fork a sealed child serving the passed socket
     {"op": "template", "init": {...}, "subreaper": true}
                                             fork another template on the passed socket
-    {"op": "import", "target": "pkg.mod:fn"}
+    {"op": "import", "target": "pkg.mod:fn", "framework": {...}}
                                             import the target's module here (a per-module
-                                            template: its children share that import only)
+                                            template: its children share that import only),
+                                            after its declared framework (``frameworks.prepare``)
     {"op": "finish", "pid": P}             kill child P's process group, reap it, and kill
                                             every other descendant
 each answered with ``{"ok": ..., ...}``. A sealed child leads its own session and process
@@ -105,7 +106,8 @@ def loop(sock, subreaper: bool) -> None:
                 reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
             forked.add(reply["pid"])
         elif op == "import":
-            function, message, changes, effects, failures = import_target(request["target"], module_only=True)
+            function, message, changes, effects, failures = import_target(request["target"], module_only=True,
+                                                                          framework=request.get("framework"))
             gc.freeze()
             reply = {"ok": function is not None, "message": message, "import_changes": changes,
                      "import_effects": effects, "import_failures": failures}
