@@ -154,6 +154,7 @@ class Slot:
         self.root, self.limits, self.own_root = root, limits, own_root
         self._template: Template | None = None
         self._module: tuple[str, Template | None, TargetRun] | None = None
+        self._unshared: set = set()  # modules whose import starts threads a fork would lose
 
     @property
     def template(self) -> Template:
@@ -189,6 +190,8 @@ class Slot:
         if self._module is not None and self._module[0] == key:
             return
         self.end_module()
+        if key in self._unshared:
+            return
         try:
             module = self.template.fork_template(self.limits, 0, search_path)
         except SandboxError:  # the slot template was dying when last seen alive
@@ -203,6 +206,12 @@ class Slot:
             late = deadline.remaining() <= 0
             imported = TargetRun(False, f"importing {target} did not finish within the {self.limits.timeout:g} s "
                                         "timeout (killed)" if late else f"importing {target} killed the process")
+        if imported.imported and isinstance(reply.get("threads"), str):
+            # A runtime whose threads a fork loses (JAX's backend, started by the module's
+            # import): each target imports the module in its own child instead.
+            self._discard(module)
+            self._unshared.add(key)
+            return
         if not imported.imported:
             self._discard(module)
             module = None

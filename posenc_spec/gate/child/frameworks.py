@@ -83,6 +83,16 @@ def backend_of(name: str) -> str:
     return _loaded("keras").backend.backend()
 
 
+def started_threads() -> str | None:
+    """Which framework's runtime started threads in this process (a fork of it would inherit
+    the runtime without them, and JAX's hangs at its next computation), or None. Reads,
+    never starts, a backend."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is not None and _loaded("jax") is not None and bridge.backends_are_initialized():
+        return "JAX's backend was started"
+    return None
+
+
 # -- results ------------------------------------------------------------------------------------
 
 

@@ -13,7 +13,10 @@ child's own socket passed along (SCM_RIGHTS)::
     {"op": "import", "target": "pkg.mod:fn", "framework": {...}}
                                             import the target's module here (a per-module
                                             template: its children share that import only),
-                                            after its declared framework (``frameworks.prepare``)
+                                            after its declared framework (``frameworks.prepare``);
+                                            the reply's ``threads`` says what started threads
+                                            that a fork would lose (JAX's backend): then no
+                                            child is forked from it
     {"op": "finish", "pid": P}             kill child P's process group, reap it, and kill
                                             every other descendant
 each answered with ``{"ok": ..., ...}``. A sealed child leads its own session and process
@@ -110,7 +113,7 @@ def loop(sock, subreaper: bool) -> None:
                                                                           framework=request.get("framework"))
             gc.freeze()
             reply = {"ok": function is not None, "message": message, "import_changes": changes,
-                     "import_effects": effects, "import_failures": failures}
+                     "import_effects": effects, "import_failures": failures, "threads": _started_threads()}
         elif op == "finish":
             pid = request["pid"]
             limits.kill_group(pid)
@@ -135,6 +138,16 @@ def loop(sock, subreaper: bool) -> None:
     for pid in forked:
         confinement.remove_left_behind(pid)
     os._exit(0)
+
+
+def _started_threads() -> str | None:
+    """What started threads a forked child would lack (a module that computes with JAX when
+    imported starts its backend), or None: its children must import the module themselves."""
+    if "jax" not in sys.modules:
+        return None
+    from .frameworks import started_threads
+
+    return started_threads()
 
 
 def _preload(names) -> str | None:
