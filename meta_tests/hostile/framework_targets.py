@@ -2,7 +2,8 @@
 per framework that changes that framework's global state and returns the correct table.
 
 Verdicts: the correct ones conform; each other fails ``global-state`` naming the setting
-(JAX's ``jax_enable_x64``, Keras's ``floatx``, TensorFlow's intra-op thread pool). The
+(JAX's ``jax_enable_x64``, Keras's ``floatx``, TensorFlow's intra-op thread pool); the JAX
+table with cos first fails as its NumPy twin does, with the same hint. The
 table is written out here in the framework's own operations (not the project's oracle)::
 
     theta[p, k] = p * 10000 ** (-2k / d)      column 2k = sin(theta_k), column 2k+1 = cos(theta_k)
@@ -41,6 +42,23 @@ def jax_vaswani(num_positions, dim):
 def tf_vaswani(num_positions, dim):
     """The table in TensorFlow, eagerly. Conforms."""
     return _tf_vaswani(num_positions, dim)
+
+
+def jax_cos_first(num_positions, dim):
+    """The table in JAX with cos first in each pair (a slip). Fails as its NumPy twin does."""
+    table = _jax_vaswani(num_positions, dim)
+    return table.reshape(num_positions, dim // 2, 2)[:, :, ::-1].reshape(num_positions, dim)
+
+
+def numpy_cos_first(num_positions, dim):
+    """The same slip in NumPy: the twin whose verdict and hints the JAX target must share."""
+    import numpy as np
+
+    if dim % 2:
+        raise ValueError(f"dim must be even, got {dim}")
+    theta = np.arange(num_positions, dtype=np.float32)[:, None] * np.float32(10000.0) ** (
+        np.float32(-2.0) * np.arange(dim // 2, dtype=np.float32) / np.float32(dim))
+    return np.stack([np.cos(theta), np.sin(theta)], axis=-1).reshape(num_positions, dim)
 
 
 def enables_jax_x64(num_positions, dim):

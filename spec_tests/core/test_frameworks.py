@@ -140,3 +140,27 @@ def test_a_module_that_starts_jax_when_imported_is_not_shared_through_a_fork():
                                    "timeout": 30}) for name in ("vaswani", "vaswani_again")}
     for name, report in check_named(declarations).items():
         assert report.conforms, f"{name}: {failure_summary(report)}"
+
+
+def test_preloading_a_module_that_starts_jax_is_refused():
+    """A --preload module whose import starts JAX's backend is a usage error naming it (its forks would hang)."""
+    _need("jax", "jax")
+    from posenc_spec.gate.engine import check_many
+    from posenc_spec.gate.options import run_options
+    from posenc_spec.gate.sandbox import PreloadError
+
+    declaration = declare({"target": target("framework_targets", "jax_vaswani"), **TABLE, "framework": "jax"})
+    with pytest.raises(PreloadError, match="JAX's backend was started"):
+        check_many([declaration], run_options(jobs=1, preload=("meta_tests.hostile.jax_started_at_import",)))
+
+
+def test_a_jax_slip_gets_the_verdict_and_hint_of_its_numpy_twin():
+    """cos first in JAX fails the same checks, with the same hint, as the same slip in NumPy."""
+    _need("jax", "jax")
+    declarations = {name: declare({"target": target("framework_targets", name), **TABLE, "odd": "skip", **keys})
+                    for name, keys in (("jax_cos_first", {"framework": "jax"}), ("numpy_cos_first", {}))}
+    jax_report, numpy_report = check_named(declarations).values()
+    failed = [{check.name for check in report.failures()} for report in (jax_report, numpy_report)]
+    assert failed[0] == failed[1] and failed[0], failed
+    hints = [[slip for hint in report.hints for slip in hint.slips] for report in (jax_report, numpy_report)]
+    assert hints[0] == hints[1] == ["sin-cos-swapped"], hints
