@@ -164,3 +164,31 @@ def test_a_jax_slip_gets_the_verdict_and_hint_of_its_numpy_twin():
     assert failed[0] == failed[1] and failed[0], failed
     hints = [[slip for hint in report.hints for slip in hint.slips] for report in (jax_report, numpy_report)]
     assert hints[0] == hints[1] == ["sin-cos-swapped"], hints
+
+
+def test_a_module_that_imports_jax_makes_its_target_a_jax_target():
+    """Without a framework declared, a module importing JAX (and not torch) is JAX's; with torch too, none."""
+    _need("jax", "jax")
+    import types
+
+    from posenc_spec.gate.child.frameworks import infer
+
+    module = types.ModuleType("posenc_inferred")
+    module.jnp = sys.modules["jax.numpy"]
+    exec("def table(n, d):\n    return jnp.zeros((n, d))\n", vars(module))
+    sys.modules[module.__name__] = module
+    try:
+        assert infer(module.table) == "jax"
+        module.torch = pytest.importorskip("torch")
+        assert infer(module.table) is None
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_a_target_read_from_its_module_conforms_and_its_result_is_named():
+    """A JAX target whose framework the gate reads from its module conforms, its results named jax Arrays."""
+    _need("jax", "jax")
+    [report] = check_named({"vaswani": declare({"target": target("jax_module", "vaswani"), **TABLE,
+                                                "odd": "skip"})}).values()
+    assert report.conforms, failure_summary(report)
+    assert "jax float32 Array" in report.result("call[50x8]").message
