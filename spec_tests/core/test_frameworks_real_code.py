@@ -5,6 +5,7 @@ installed distribution's own function or layer, no wrapper), each with its verdi
 - keras-hub's ``SinePositionEncoding`` gets the same verdict on the JAX and the TensorFlow
   backend: its table conforms in every check, and ``adds`` fails, naming what it does: it
   returns the encoding broadcast to x's shape, not x plus it (its caller adds it).
+- keras-hub's ``AlibiBias`` (MPT's convention, 0 at the last key) conforms on both backends.
 - tensor2tensor's ``get_timing_signal_1d`` (TensorFlow) fails ``call``, naming its extra
   leading batch axis (it returns ``[1, length, channels]``); taken as the hint says
   (``table[0]``), it conforms.
@@ -41,6 +42,8 @@ EXTRACTED = {
 T2T_FIRST_ROW = "\n\ndef first_row(length, channels):\n    return get_timing_signal_1d(length, channels)[0]\n"
 KERAS_HUB = {"target": "keras_hub.layers:SinePositionEncoding", "signature": "adds-to-x", "x_layout": "bsd",
              "init": {"max_wavelength": 10000}, "odd": "ceil", "framework": "keras"}
+ALIBI = {"target": "keras_hub.layers:AlibiBias", "api": "alibi-bias", "signature": "module-scores",
+         "init": {"alibi_bias_max": 8}, "alibi_convention": "mpt"}
 # name -> (distribution, declaration keys, the verdict: "conforms" or (failing check, words of its message))
 TARGETS = {
     "gemma apply_rope (JAX)": ("gemma", {"api": "rope-apply", "framework": "jax",
@@ -49,6 +52,8 @@ TARGETS = {
                                              ("adds", "what it adds to x")),
     "keras-hub SinePositionEncoding (TensorFlow)": ("keras-hub", {**KERAS_HUB, "keras_backend": "tensorflow"},
                                                     ("adds", "what it adds to x")),
+    "keras-hub AlibiBias (JAX)": ("keras-hub", {**ALIBI, "keras_backend": "jax"}, "conforms"),
+    "keras-hub AlibiBias (TensorFlow)": ("keras-hub", {**ALIBI, "keras_backend": "tensorflow"}, "conforms"),
     "tensor2tensor get_timing_signal_1d": ("tensor2tensor", {"convention": "tensor2tensor", "odd": "zero-pad",
                                                              "framework": "tensorflow"},
                                            ("call", "an extra leading batch axis (return table[0])")),
