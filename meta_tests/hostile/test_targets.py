@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+import torch
 
 from meta_tests.hostile import MAX_POSITIONS, alive, assert_complete_entry, exit_status, report_json, target
 from posenc_spec.gate.declaration import declare
@@ -67,7 +68,9 @@ TORCH_MODES = {
     "sdpa_kernel_left_open": "torch SDPA kernels (",
     "onednn_left_open": "torch oneDNN flags (enabled True -> False)",
     "attention_fast_path_disabled": "torch multi-head attention fast path True -> False",
-    "einsum_strategy_set": "torch opt_einsum flags (strategy None -> greedy)",
+    # torch's default strategy is "auto" where the opt_einsum package is installed (JAX
+    # depends on it), None where it is not.
+    "einsum_strategy_set": f"torch opt_einsum flags (strategy {torch.backends.opt_einsum.strategy} -> greedy)",
     "torch_function_disabled_left_open": "torch function overrides",
     "function_mode_left_open": "torch function modes () -> ('_PassThroughFunctions',)",
     "dispatch_mode_left_open": "torch dispatch modes () -> ('_PassThroughDispatch',)",

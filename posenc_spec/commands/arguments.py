@@ -109,6 +109,11 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--x-layout", dest="x_layout", metavar="LAYOUT", default=None,
                         help="how the x the target takes is laid out: "
                              + "; ".join(names.x_layouts for names in registry.names() if names.x_layouts))
+    parser.add_argument("--framework", metavar="NAME", default=None,
+                        help="what the target is written in, whose arrays it takes: numpy, torch, jax, tensorflow "
+                             "or keras (default: read from the target's module)")
+    parser.add_argument("--keras-backend", dest="keras_backend", metavar="NAME", default=None,
+                        help="the backend a keras target runs on: jax, tensorflow, torch or numpy")
 
 
 def add_against_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,6 +18,9 @@ the value; the message is the same whichever way it came in. The core's keys::
                     recorded (without it: :func:`posenc_spec.gate.against.regression_rule`)
     signature, init, method, kwargs, x_layout
                     how the target is called (:mod:`posenc_spec.gate.signatures`)
+    framework       numpy, torch, jax, tensorflow or keras: whose arrays the target takes
+                    (default: what its module shows; :mod:`posenc_spec.gate.child.frameworks`)
+    keras_backend   jax, tensorflow, torch or numpy: the backend a keras target runs on
 
 The API's family (found through :mod:`posenc_spec.registry`) validates its own keys into the
 declaration's ``spec``; a key of another family is refused, naming the APIs it goes with.
@@ -97,6 +100,8 @@ class Declaration:
     formula: bool = True
     calling: Calling = Calling("n-d")
     strict: bool = False
+    framework: str | None = None
+    keras_backend: str | None = None
 
     @property
     def name(self) -> str:
@@ -113,15 +118,28 @@ class Declaration:
 
     def as_dict(self) -> dict:
         calling = self.calling.as_dict() if self.calling.adapted else {}
+        framework = {key: value for key, value in (("framework", self.framework),
+                                                   ("keras_backend", self.keras_backend)) if value}
         return {"preset": self.spec.preset, **self.spec.as_dict(), "api": self.api, "t_max": self.t_max,
                 "max_positions": self.max_positions, "timeout": self.timeout, "formula": self.formula,
-                "against": self.against_path, "max_ulp": self.max_ulp, "strict": self.strict, **calling}
+                "against": self.against_path, "max_ulp": self.max_ulp, "strict": self.strict, **calling,
+                **framework}
+
+    def framework_request(self) -> dict | None:
+        """The declared framework, as the child prepares it (None: read from the target's module)."""
+        if self.framework is None:
+            return None
+        return {"name": self.framework, "keras_backend": self.keras_backend}
 
     def how(self) -> dict | None:
         """What the child needs to call the target as it is written (None: in the API's own
         form); see :mod:`posenc_spec.gate.signatures`."""
         sizes = {"max_positions": self.max_positions, "t_max": self.t_max, **self.spec.child_sizes()}
-        return self.calling.for_child(self.api, sizes, self.spec.child_options())
+        how = self.calling.for_child(self.api, sizes, self.spec.child_options())
+        framework = self.framework_request()
+        if framework is None:
+            return how
+        return {**(how or {"api": self.api, "signature": "canonical"}), "framework": framework}
 
 
 def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> Declaration:
@@ -172,7 +190,20 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         max_ulp_given="max_ulp" in keys,
         formula=against is None or any(key in keys for key in own.keys), calling=how,
         strict=boolean(name("strict"), keys["strict"]) if "strict" in keys else False,
+        **_framework(keys, name),
     )
+
+
+def _framework(keys: dict, name) -> dict:
+    """``framework`` and ``keras_backend``, validated; a backend declares Keras."""
+    from .child.frameworks import KERAS_BACKENDS, NAMES  # NumPy only: no framework is imported
+
+    framework = choice(name("framework"), keys["framework"], NAMES) if "framework" in keys else None
+    backend = choice(name("keras_backend"), keys["keras_backend"], KERAS_BACKENDS) if "keras_backend" in keys else None
+    if backend is not None and framework not in (None, "keras"):
+        raise UsageError(f"{name('keras_backend')} declares a keras target, not a {framework} one: give "
+                         f"{name('framework')} keras or leave it out")
+    return {"framework": "keras" if backend is not None else framework, "keras_backend": backend}
 
 
 def refuse_unknown_keys(keys, known: tuple[str, ...], where: str = "") -> None:

@@ -252,7 +252,7 @@ def _turn(slot: Slot, declaration: Declaration, shared: bool, options: RunOption
     slot.limits = Limits.of_run(options, declaration.timeout)
     calls = Calls.of(declaration)
     if shared:
-        slot.share_module(declaration.target, declaration.search_path)
+        slot.share_module(declaration.target, declaration.search_path, declaration.framework_request())
     else:
         slot.end_module()
     stop_after = first_failure(declaration, calls) if options.fail_fast else None

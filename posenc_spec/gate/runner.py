@@ -163,6 +163,7 @@ class Slot:
         self._template: Template | None = None
         self._taught: tuple[Template | None, int] = (None, 0)  # the slot template, and how many names it imported
         self._module: tuple[str, Template | None, TargetRun] | None = None
+        self._unshared: set = set()  # modules whose import starts threads a fork would lose
 
     @property
     def template(self) -> Template:
@@ -223,15 +224,17 @@ class Slot:
 
     # -- module templates ------------------------------------------------------------------
 
-    def share_module(self, target: str, search_path=()) -> None:
+    def share_module(self, target: str, search_path=(), framework: dict | None = None) -> None:
         """Import ``target``'s module once in a module template for the targets that follow
-        (until :meth:`end_module` or another module)."""
+        (until :meth:`end_module` or another module), after the declared ``framework``."""
         self.ensure()
         self.teach()
-        key = (module_key(target), tuple(search_path))
+        key = (module_key(target), tuple(search_path), _framework_key(framework))
         if self._module is not None and self._module[0] == key:
             return
         self.end_module()
+        if key in self._unshared:
+            return
         try:
             module = self.template.fork_template(self.limits, 0, search_path)
         except SandboxError:  # the slot template was dying when last seen alive
@@ -240,12 +243,18 @@ class Slot:
             module = self.template.fork_template(self.limits, 0, search_path)
         deadline = OwnTime(self.limits.timeout, module.pid)
         try:
-            reply = module.request({"op": "import", "target": target}, deadline=deadline)
+            reply = module.request({"op": "import", "target": target, "framework": framework}, deadline=deadline)
             imported = TargetRun(reply.get("ok") is True, text(reply.get("message", "")), ImportState.of(reply))
         except SandboxError:
             late = deadline.remaining() <= 0
             imported = TargetRun(False, f"importing {target} did not finish within the {self.limits.timeout:g} s "
                                         "timeout (killed)" if late else f"importing {target} killed the process")
+        if imported.imported and isinstance(reply.get("threads"), str):
+            # A runtime whose threads a fork loses (JAX's backend, started by the module's
+            # import): each target imports the module in its own child instead.
+            self._discard(module)
+            self._unshared.add(key)
+            return
         if not imported.imported:
             self._discard(module)
             module = None
@@ -287,7 +296,9 @@ class Slot:
         return turn
 
     def _turn(self, target: str, requests, search_path, stop_after, how) -> TargetRun:
-        if self._module is not None and self._module[0] == (module_key(target), tuple(search_path)):
+        framework = (how or {}).get("framework")
+        if self._module is not None and self._module[0] == (module_key(target), tuple(search_path),
+                                                             _framework_key(framework)):
             _, module, imported = self._module
             if module is None:
                 return TargetRun(False, imported.import_message)
@@ -498,3 +509,9 @@ def run_target(declaration, requests: list[CallRequest], options) -> TargetRun:
             return slot.run(declaration.target, requests, declaration.search_path, how=declaration.how())
         finally:
             slot.close()
+
+
+def _framework_key(framework: dict | None) -> tuple:
+    """A declared framework as part of a module template's key: Keras's backend is chosen
+    when Keras is imported, so targets on two backends never share a module's import."""
+    return tuple(sorted((framework or {}).items()))

@@ -28,9 +28,15 @@ rule for every subclass, with no list of trusted ones.
 - A ``list`` or ``tuple`` (or a subclass: read with ``list``'s and ``tuple``'s own
   methods, never its ``__len__`` or ``__iter__``) is read item by item under the same
   rules, and a Python number of a subclass by the base type's value.
-- Anything else (a JAX or CuPy array, a pandas frame) offers no memory of its own to read:
-  it is what NumPy's array protocols make of it, and the array they hand back is read by
-  the rules above.
+- A JAX ``Array`` or a TensorFlow ``EagerTensor``, once :mod:`.frameworks` has prepared
+  the target's framework, is materialised and copied to the host by the framework's own
+  class functions (:data:`FOREIGN_READERS`); neither class can be subclassed.
+- Anything else (a CuPy array, a pandas frame, a framework's variable) offers no memory of
+  its own to read: it is what NumPy's array protocols make of it, and the array they hand
+  back is read by the rules above.
+
+bfloat16 NumPy arrays (ml_dtypes', as JAX and TensorFlow hand them to NumPy) are read as
+bfloat16.
 
 Type checks use ``type()``, never ``isinstance``, which a lying ``__class__`` fools; a
 result's type is named by ``type``'s own ``__name__``.
@@ -65,6 +71,9 @@ WIDENED = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32
 # itself would nest forever).
 MAX_DEPTH = 64
 _EXACT_NUMBERS = {float, int}
+# Readers of a framework's arrays, by framework: ``(owns(value) -> bool, read(value) ->
+# (host array, description))``, added by .frameworks for the target's framework only.
+FOREIGN_READERS: dict = {}
 
 
 class BadResult(Exception):
@@ -80,9 +89,18 @@ def _is_tensor(value) -> bool:
     return torch is not None and issubclass(type(value), torch.Tensor)
 
 
+def _foreign(value):
+    """The ``read`` of the framework that owns ``value``, or None."""
+    for owns, read in FOREIGN_READERS.values():
+        if owns(value):
+            return read
+    return None
+
+
 def is_array(value) -> bool:
-    """Whether ``value`` is a torch tensor or a NumPy array (of any class): read by its memory."""
-    return issubclass(type(value), np.ndarray) or _is_tensor(value)
+    """Whether ``value`` is a torch tensor, a NumPy array (of any class) or a prepared
+    framework's array: read by its memory."""
+    return issubclass(type(value), np.ndarray) or _is_tensor(value) or _foreign(value) is not None
 
 
 @contextlib.contextmanager
@@ -187,7 +205,10 @@ def _plain(value, depth: int = 0):
     if cls in (float, int, bool, complex) or issubclass(cls, np.generic):
         return value  # NumPy reads scalars' values, never their methods
     if issubclass(cls, np.ndarray):
-        return np.ndarray.view(value, np.ndarray)
+        return _widened(np.ndarray.view(value, np.ndarray))
+    read = _foreign(value)
+    if read is not None:
+        return _widened(read(value)[0])
     if _is_tensor(value):  # every kind of number read: the whole result's dtype is judged once
         array, dtype, _ = _tensor(value, allow_complex=True, allow_integer=True)
         return (array.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else array
@@ -206,10 +227,26 @@ def _plain(value, depth: int = 0):
                         f"({describe_exception(error)})") from None
 
 
+def _widened(array: np.ndarray) -> np.ndarray:
+    """An array of a float type NumPy has no name for among :data:`FLOATS` (ml_dtypes'
+    bfloat16 and float8 kinds, in a nested result) as float32, which holds them exactly."""
+    return array.astype(np.float32) if array.dtype.kind == "V" and array.dtype.name.startswith(("bfloat", "float")) \
+        else array
+
+
 def _array(value, allow_complex: bool, allow_integer: bool = False):
     kind = _type_name(value)
-    if issubclass(type(value), np.ndarray):
+    read = _foreign(value)
+    if read is not None:
+        array, description = read(value)
+        if array.dtype.name == "bfloat16":
+            return np.ascontiguousarray(array).view(np.uint16), "bfloat16", description
+        array = _widened(array)
+    elif issubclass(type(value), np.ndarray):
         array = np.ndarray.view(value, np.ndarray)
+        if array.dtype.name == "bfloat16":
+            return np.ascontiguousarray(array).view(np.uint16), "bfloat16", f"{kind} of bfloat16"
+        array = _widened(array)
         description = f"{kind} of {array.dtype}"
     else:
         plain = _plain(value)

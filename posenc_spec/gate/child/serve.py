@@ -133,17 +133,25 @@ except (ImportError, KeyError):
     _ROOT_NAME = "root"
 
 
-def import_target(target: str, module_only: bool = False):
+def import_target(target: str, module_only: bool = False, framework: dict | None = None):
     """``(function or None, message, changes, effects, failures)`` after importing
     ``target`` here (only its module, with ``module_only``: the function is then ``True`` on
     success). The state the import changed is kept (the calls run after the import, as they
     would in the caller's process) and sorted by :mod:`.attribution`: ``effects`` are the
     changes installed libraries made while imported; ``changes`` and ``failures`` the
     target's own (its module's code), ``failures`` those that change what every importing
-    program computes (:attr:`.state.Entry.numeric`)."""
+    program computes (:attr:`.state.Entry.numeric`). A declared ``framework`` is imported
+    first (:func:`.frameworks.prepare`), so that its state is watched through the target's import."""
     from ..loader import import_module_of, load_target, prepare  # standard library only
 
     prepare(target)  # the gate's own change to sys.path, not the target's
+    if framework:
+        from . import frameworks
+
+        try:
+            frameworks.prepare(framework)
+        except BaseException as error:  # the framework's own import failed
+            return None, f"the declared framework {framework.get('name')} {describe_exception(error)}", [], [], []
     before = state.snapshot()
     with attribution.Watch(before, target_module(target)) as watch:
         try:
@@ -160,6 +168,20 @@ def import_target(target: str, module_only: bool = False):
     if state.disarm_timers():  # a timer left by the import would fire in the middle of a call
         changes.append("(the pending interval timer was disarmed)")
     return function, message, _lines(changes), _lines(verdict.effects), _lines(failures)
+
+
+def _through_framework(function, framework: dict | None, message: str):
+    """The target behind its framework's boundary (:mod:`.frameworks`), and the load's
+    message; None and why when the framework is not as declared. The boundary's module is
+    imported only for a target whose framework is declared or whose module imports one."""
+    if not framework and not {"jax", "tensorflow", "keras"} & sys.modules.keys():
+        return function, message
+    from .frameworks import FrameworkError, boundary
+
+    try:
+        return boundary(function, framework), message
+    except FrameworkError as error:
+        return None, str(error)
 
 
 def target_module(target: str) -> str | None:
@@ -348,11 +370,15 @@ def serve(sock, init: dict) -> None:
         except (ChannelError, OSError):
             return
         if request.get("op") == "load":
-            function, message, changes, effects, failures = import_target(request["target"])
+            how = request.get("how") or {}
+            function, message, changes, effects, failures = import_target(request["target"],
+                                                                          framework=how.get("framework"))
             baseline, module = state.snapshot(), target_module(request["target"])
             written = function  # where the target is defined, for annotations
-            if function is not None and request.get("how"):
-                function = adapters.adapt(function, request["how"])
+            if function is not None:
+                function, message = _through_framework(function, how.get("framework"), message)
+            if function is not None and how:
+                function = adapters.adapt(function, how)
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
                            "import_changes": changes, "import_effects": effects, "import_failures": failures,
                            "isolation": ISOLATION, "where": _where(written), "learned": new_modules.take()}, []

@@ -444,7 +444,9 @@ def _torch_entries() -> list[Entry]:
 def entries() -> tuple[Entry, ...]:
     """Every piece of global state a call must leave as it found it (built once a process:
     in the template, before it forks)."""
-    return tuple(_python_entries() + (_torch_entries() if torch is not None else []))
+    from . import framework_state  # JAX's, TensorFlow's and Keras's: read only once imported
+
+    return tuple(_python_entries() + (_torch_entries() if torch is not None else []) + framework_state.entries())
 
 
 def is_numeric(name: str) -> bool:

@@ -10,9 +10,13 @@ child's own socket passed along (SCM_RIGHTS)::
     {"op": "spawn", "init": {...}}          fork a sealed child serving the passed socket
     {"op": "template", "init": {...}, "subreaper": true}
                                             fork another template on the passed socket
-    {"op": "import", "target": "pkg.mod:fn"}
+    {"op": "import", "target": "pkg.mod:fn", "framework": {...}}
                                             import the target's module here (a per-module
-                                            template: its children share that import only)
+                                            template: its children share that import only),
+                                            after its declared framework (``frameworks.prepare``);
+                                            the reply's ``threads`` says what started threads
+                                            that a fork would lose (JAX's backend): then no
+                                            child is forked from it
     {"op": "learned", "modules": [...], "keep_out": [...]}
                                             import installed modules an earlier target's
                                             process imported (:mod:`.learned`; a slot template)
@@ -145,11 +149,22 @@ def _import_here(request: dict) -> dict:
     else:
         from .serve import import_target
 
-        function, message, changes, effects, failures = import_target(request["target"], module_only=True)
+        function, message, changes, effects, failures = import_target(request["target"], module_only=True,
+                                                                      framework=request.get("framework"))
         reply = {"ok": function is not None, "message": message, "import_changes": changes,
-                 "import_effects": effects, "import_failures": failures}
+                 "import_effects": effects, "import_failures": failures, "threads": _started_threads()}
     gc.freeze()
     return reply
+
+
+def _started_threads() -> str | None:
+    """What started threads a forked child would lack (a module that computes with JAX when
+    imported starts its backend), or None: its children must import the module themselves."""
+    if "jax" not in sys.modules:
+        return None
+    from .frameworks import started_threads
+
+    return started_threads()
 
 
 def _preload(names) -> str | None:
@@ -184,6 +199,10 @@ def announce_and_loop(sock, preload) -> None:
     not_dumpable()  # no process of the same user traces it or reads it through /proc
     # The user's modules first: one that cannot be imported is said at once, not after torch.
     failure = _preload(preload)
+    threads = _started_threads() if failure is None else None
+    if threads is not None:  # every child forked from here would hang at its first computation
+        failure = (f"--preload {','.join(preload)}: {threads} while imported, and a forked child loses its "
+                   "threads; preload jax itself, or the modules that do not compute when imported")
     if failure is not None:
         send(sock, {"ok": False, "message": failure})
         os._exit(0)

@@ -1,0 +1,85 @@
+"""Targets written in JAX, TensorFlow and Keras: one correct vaswani table in each, and one
+per framework that changes that framework's global state and returns the correct table.
+
+Verdicts: the correct ones conform; each other fails ``global-state`` naming the setting
+(JAX's ``jax_enable_x64``, Keras's ``floatx``, TensorFlow's intra-op thread pool); the JAX
+table with cos first fails as its NumPy twin does, with the same hint. The
+table is written out here in the framework's own operations (not the project's oracle)::
+
+    theta[p, k] = p * 10000 ** (-2k / d)      column 2k = sin(theta_k), column 2k+1 = cos(theta_k)
+"""
+
+from __future__ import annotations
+
+
+def _jax_vaswani(num_positions, dim):
+    import jax.numpy as jnp
+
+    if dim % 2:
+        raise ValueError(f"dim must be even, got {dim}")
+    theta = jnp.arange(num_positions, dtype=jnp.float32)[:, None] * 10000.0 ** (
+        -2.0 * jnp.arange(dim // 2, dtype=jnp.float32) / dim)
+    return jnp.stack([jnp.sin(theta), jnp.cos(theta)], axis=-1).reshape(num_positions, dim)
+
+
+def _tf_vaswani(num_positions, dim):
+    import tensorflow as tf
+
+    if dim % 2:
+        raise ValueError(f"dim must be even, got {dim}")
+    theta = tf.cast(tf.range(num_positions)[:, None], tf.float32) * 10000.0 ** (
+        -2.0 * tf.cast(tf.range(dim // 2), tf.float32) / dim)
+    return tf.reshape(tf.stack([tf.sin(theta), tf.cos(theta)], axis=-1), (num_positions, dim))
+
+
+def jax_vaswani(num_positions, dim):
+    """The table in JAX, jitted (its first call of each shape compiles). Conforms."""
+    import jax
+
+    return jax.jit(_jax_vaswani, static_argnums=(0, 1))(num_positions, dim)
+
+
+def tf_vaswani(num_positions, dim):
+    """The table in TensorFlow, eagerly. Conforms."""
+    return _tf_vaswani(num_positions, dim)
+
+
+def jax_cos_first(num_positions, dim):
+    """The table in JAX with cos first in each pair (a slip). Fails as its NumPy twin does."""
+    table = _jax_vaswani(num_positions, dim)
+    return table.reshape(num_positions, dim // 2, 2)[:, :, ::-1].reshape(num_positions, dim)
+
+
+def numpy_cos_first(num_positions, dim):
+    """The same slip in NumPy: the twin whose verdict and hints the JAX target must share."""
+    import numpy as np
+
+    if dim % 2:
+        raise ValueError(f"dim must be even, got {dim}")
+    theta = np.arange(num_positions, dtype=np.float32)[:, None] * np.float32(10000.0) ** (
+        np.float32(-2.0) * np.arange(dim // 2, dtype=np.float32) / np.float32(dim))
+    return np.stack([np.cos(theta), np.sin(theta)], axis=-1).reshape(num_positions, dim)
+
+
+def enables_jax_x64(num_positions, dim):
+    """``jax.config.update("jax_enable_x64", True)``. Names: JAX configuration (jax_enable_x64)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return _jax_vaswani(num_positions, dim)
+
+
+def sets_keras_floatx(num_positions, dim):
+    """``keras.config.set_floatx("float16")``. Names: Keras configuration (floatx)."""
+    import keras
+
+    keras.config.set_floatx("float16")
+    return _tf_vaswani(num_positions, dim)
+
+
+def sets_tf_threads(num_positions, dim):
+    """``tf.config.threading.set_intra_op_parallelism_threads(2)``. Names: TensorFlow threads."""
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(2)
+    return _tf_vaswani(num_positions, dim)
