@@ -37,7 +37,9 @@ class FamilyKeys:
     order the docs list them; ``number_keys``: those whose values are numbers; ``repeated``:
     those given once per ``KEY=VALUE`` item on the command line; ``signatures``: per API, the
     signatures real code has (the first the canonical call); ``sizes``: per API, the
-    ``"{name}"`` sizes ``init`` and ``kwargs`` may name; ``noun``: what a declaration of the
+    ``"{name}"`` sizes ``init`` and ``kwargs`` may name; ``roles``: per API, what a call
+    description (the ``call`` key, :mod:`posenc_spec.gate.described`) may hand the target, each
+    documented on the family's page (an API without roles takes no description); ``noun``: what a declaration of the
     family declares (for "``--base`` declares a sinusoidal table"); ``config_key``: the key
     naming a model config ``init = "config"`` builds an object from; ``help``: per key, the
     flag's metavar and help; ``group``: the title of the flags' group in ``--help``;
@@ -59,6 +61,7 @@ class FamilyKeys:
     keys: tuple[str, ...]
     signatures: dict[str, tuple[str, ...]]
     sizes: dict[str, tuple[str, ...]]
+    roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
     number_keys: tuple[str, ...] = ()
     repeated: tuple[str, ...] = ()
     flags: dict[str, str] = field(default_factory=dict)
