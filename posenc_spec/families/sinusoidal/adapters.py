@@ -9,6 +9,7 @@ bsd ``(1, L, D)`` or sd ``(L, D)``); the table is what it adds.
 from __future__ import annotations
 
 from posenc_spec.gate.child.adapters import canonical, is_as_written, plain, quiet
+from posenc_spec.gate.child.described import Described
 
 try:
     import torch
@@ -22,8 +23,28 @@ def _sizes(api: str, arguments) -> dict:
     return {"num_positions": first if api == "table" else int(first.shape[0]), "dim": dim}
 
 
+def described(target, how: dict):
+    """The canonical call of a target declared with a call description (``how["call"]``):
+    ``(num_positions, dim)`` or ``(timesteps, dim)``. A table of exactly ``(L, D)`` values held
+    with size-1 axes (the PyTorch tutorial's ``pe``, ``(max_len, 1, d_model)``) is read as ``(L, D)``."""
+    made = Described(target, how["call"])
+    sizes = how.get("sizes") or {}
+    declared = {"max_positions": sizes.get("max_positions"), "t_max": sizes.get("t_max")}
+
+    def call(first, dim):
+        if how.get("api") == "timesteps":
+            return made({"timesteps": first, "num_positions": int(first.shape[0]), "dim": dim, **declared})
+        table = plain(made({"num_positions": first, "dim": dim, "positions": torch.arange(first), **declared}))
+        squeezed = tuple(size for size in table.shape if size != 1)
+        return table.reshape(first, dim) if squeezed == tuple(size for size in (first, dim) if size != 1) else table
+
+    return call
+
+
 def adapt(target, how: dict, maker):
     """The canonical table or timesteps call of ``target`` as ``how`` declares it."""
+    if how.get("call"):
+        return described(target, how)
     signature = how.get("signature") or "canonical"
     if is_as_written(signature, maker):
         return target
