@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import itertools
 from dataclasses import dataclass
 
 from .errors import UsageError
@@ -67,7 +68,7 @@ class CallForm:
     def builds(self) -> bool:
         """Whether the call builds an object first (a call followed by an attribute or a call)."""
         kinds = [step[0] for step in self.steps]
-        return any(kind == "call" and following in ("attr", "call") for kind, following in zip(kinds, kinds[1:]))
+        return any(kind == "call" and following in ("attr", "call") for kind, following in itertools.pairwise(kinds))
 
 
 def parse_call(text, roles: tuple[str, ...], key: str, api: str) -> CallForm:

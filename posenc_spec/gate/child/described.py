@@ -15,6 +15,7 @@ it belongs to an object the target's own code made, as the methods it calls do.
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 from .convert import BadResult
 
@@ -58,7 +59,7 @@ class Described:
     def __init__(self, target, steps: list):
         self.target, self.steps = target, steps
         kinds = [step[0] for step in steps]
-        self.building = {index for index, (kind, following) in enumerate(zip(kinds, kinds[1:]))
+        self.building = {index for index, (kind, following) in enumerate(itertools.pairwise(kinds))
                          if kind == "call" and following in ("attr", "call")}
         self.objects: dict = {}
 
