@@ -3,7 +3,7 @@
 
 Every request carries ``(num_heads, q_len, k_len, dtype index[, attention_mask])``
 (:meth:`posenc_spec.families.alibi.grid.AlibiProbe.request`); :func:`adapt` makes the call
-the declared signature names (:mod:`posenc_spec.families.alibi.signatures` lists them) and
+the declared signature names (:mod:`posenc_spec.families.alibi.grid` lists them) and
 hands back what it returned, read through :mod:`posenc_spec.gate.child.convert`: the causal
 mask of ``heads-mask`` and the zero scores of ``module-scores`` are made here, in the call's
 dtype. A module is the object ``maker`` builds for the call's head count (one per count,

@@ -51,7 +51,7 @@ NAMES = FamilyKeys(
                 BIAS_API: ("heads-length", "heads-length-max", "mask-heads-dtype", "heads-mask", "module-ij",
                            "module-scores")},
     sizes={SLOPES_API: ("num_heads", "alibi_bias_max"), BIAS_API: ("num_heads", "alibi_bias_max")},
-    # What a call description may hand an ALiBi target (docs/families/alibi.md, "Call descriptions").
+    # What a call description may hand an ALiBi target (docs/declaring.md, "Call descriptions").
     roles={SLOPES_API: ("num_heads", "alibi_bias_max"),
            BIAS_API: ("num_heads", "query_length", "key_length", "attention_mask", "causal_mask", "scores", "dtype",
                       "alibi_bias_max")},
