@@ -94,23 +94,62 @@ class Calling:
         keys = {key: value for key, value in self.as_dict().items() if key != "signature" and value}
         return keys | ({"signature": self.signature} if self.signature not in DEFAULTS else {})
 
+    def preset_form(self, api: str) -> CallForm | None:
+        """The call description of the declared signature with ``init``, ``method`` and ``kwargs``
+        spliced in, where the family says the signature as one
+        (:attr:`~posenc_spec.gate.family.FamilyKeys.presets`) and every size they name is a
+        role; None otherwise (the family's own adapter makes the call)."""
+        names = registry.names_of_api(api)
+        text = names.presets.get(api, {}).get(self.signature)
+        if text is None or self.init == "config":
+            return None
+        roles = names.roles[api]
+        preset = parse_call(text, roles, "signature", api)
+        init = _described_arguments(self.init or (), roles)
+        kwargs = _described_arguments(self.kwargs, roles)
+        if init is None or kwargs is None:
+            return None
+        kind, arguments, keywords = preset.steps[0]
+        steps = ((("call", (), init),) if self.init else ()) + ((("attr", self.method),) if self.method else ()) \
+            + ((kind, arguments, tuple(sorted((*keywords, *kwargs)))), *preset.steps[1:])
+        return CallForm(text, preset.head, steps)
+
     def for_child(self, api: str, sizes: dict, options: dict) -> dict | None:
         """What the child needs to call the target (None: call it as it is); ``options``:
         what the adapters read besides (``x_layout``, ``config``). A family whose adapters
-        make every call (:attr:`~posenc_spec.gate.family.FamilyKeys.adapters`) is named in it."""
+        make every call (:attr:`~posenc_spec.gate.family.FamilyKeys.adapters`) is named in it.
+        ``call``: the steps of the call description the child makes, the user's (signature
+        :data:`DESCRIBED`) or the signature's preset; a target the family calls as it is
+        (canonical, no ``init``, ``method`` or ``kwargs``) is still handed over as it is."""
         names = registry.names_of_api(api)
         if not self.adapted and not names.adapters:
             return None
-        signature = self.signature if self.signature not in DEFAULTS else "canonical"
+        family = {"family": names.name} if names.adapters else {}
         if self.form is not None:
-            return {"api": api, "signature": signature, "call": self.form.as_json(), "init": None, "method": None,
-                    "kwargs": {}, **options, "sizes": sizes, **({"family": names.name} if names.adapters else {})}
+            return {"api": api, "signature": DESCRIBED, "call": self.form.as_json(), "init": None, "method": None,
+                    "kwargs": {}, **options, "sizes": sizes, **family}
+        signature = self.signature if self.signature not in DEFAULTS else "canonical"
+        preset = self.preset_form(api)
         return {"api": api, "signature": signature, "init": dict(self.init) if isinstance(self.init, tuple)
                 else self.init, "method": self.method, "kwargs": dict(self.kwargs), **options, "sizes": sizes,
-                **({"family": names.name} if names.adapters else {})}
+                **family, **({"call": preset.as_json()} if preset is not None else {})}
 
 
+# The signature the child is told for a call description the user wrote (no target takes it as it is).
+DESCRIBED = "described"
 DEFAULTS = frozenset(signatures[0] for names in registry.names() for signatures in names.signatures.values())
+
+
+def _described_arguments(pairs, roles) -> tuple | None:
+    """``init`` or ``kwargs`` pairs as a description's keywords: a ``"{size}"`` is that role,
+    anything else a constant; None where a size is no role of the API."""
+    made = []
+    for argument, value in pairs:
+        match = _PLACEHOLDER.match(value) if isinstance(value, str) else None
+        if match is not None and match.group(1) not in roles:
+            return None
+        made.append((argument, ("role", match.group(1)) if match is not None else ("value", value)))
+    return tuple(made)
 
 
 def calling(keys: dict, api: str, name) -> Calling:

@@ -139,3 +139,24 @@ def test_an_element_of_what_is_no_container_is_a_bad_result():
         Described(lambda positions: positions, steps("fn(positions)[0]"))({"positions": torch.arange(3)})
     with pytest.raises(BadResult, match="tuple of 2 element"):
         Described(lambda positions: (positions, 1), steps("fn(positions)[2]"))({"positions": torch.arange(3)})
+
+
+def test_a_signature_with_a_preset_is_made_as_its_description():
+    """A signature the family says as a description reaches the child as one, with init,
+    method and kwargs spliced in: the object built, the method read, the keywords added."""
+    declaration = declare({"target": TARGET, "api": "rope-apply", "signature": "xq-xk-freqs-cis",
+                           "init": {"dim": "{head_dim}", "base": 500000}, "method": "apply", "kwargs": {"fast": True}})
+    assert declaration.how()["call"] == [
+        ["call", [], {"base": ["value", 500000], "dim": ["role", "head_dim"]}], ["attr", "apply"],
+        ["call", [["role", "q"], ["role", "k"], ["role", "freqs_cis"]], {"fast": ["value", True]}]]
+    slopes = declare({"target": TARGET, "api": "alibi-bias", "signature": "heads-length-max"}).how()["call"]
+    assert slopes == [["call", [["role", "num_heads"], ["role", "key_length"], ["role", "alibi_bias_max"]], {}]]
+
+
+def test_a_signature_the_description_cannot_say_keeps_the_familys_call():
+    """A signature without a preset, an object built from a config, or a size that is no role
+    of the API is made by the family's own adapter."""
+    for keys in ({"api": "rope-apply", "signature": "x-offset", "x_layout": "bhsd"},
+                 {"api": "rope-apply", "init": {"n": "{num_positions}"}},
+                 {"api": "alibi-bias", "signature": "module-ij"}):
+        assert "call" not in declare({"target": TARGET, **keys}).how(), keys

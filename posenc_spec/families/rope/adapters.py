@@ -93,11 +93,11 @@ def described(target, how: dict):
 
 def adapt(target, how: dict, maker):
     """The canonical rotary call of ``target`` as ``how`` declares it."""
-    if how.get("call"):
-        return described(target, how)
     signature = how.get("signature") or "canonical"
     if is_as_written(signature, maker):
         return target
+    if how.get("call"):
+        return described(target, how)
     layout = how.get("x_layout")
 
     def q_k_cos_sin(x, positions, cos, sin):

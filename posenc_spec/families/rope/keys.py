@@ -40,6 +40,9 @@ NAMES = FamilyKeys(
            "rope-cache": ("positions", "num_positions", "head_dim", "x", "dtype", "rope_theta", "max_positions"),
            "rope-apply": ("x", "q", "k", "positions", "cos", "sin", "freqs_cis", "head_dim", "dtype", "rope_theta",
                           "max_positions")},
+    # The signatures said as descriptions (the others: adapters.py's own calls).
+    presets={"rope-freqs": {"d": "fn(head_dim)"},
+             "rope-apply": {"x-positions": "fn(x, positions)", "xq-xk-freqs-cis": "fn(q, k, freqs_cis)"}},
     number_keys=("rope_theta", "partial_rotary_factor", "rotary_dim", "head_dim"),
     repeated=("rope_parameters",),
     flags={"rope_parameters": "--rope-param"},

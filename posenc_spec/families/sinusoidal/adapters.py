@@ -25,16 +25,22 @@ def _sizes(api: str, arguments) -> dict:
 
 def described(target, how: dict):
     """The canonical call of a target declared with a call description (``how["call"]``):
-    ``(num_positions, dim)`` or ``(timesteps, dim)``. A table of exactly ``(L, D)`` values held
-    with size-1 axes (the PyTorch tutorial's ``pe``, ``(max_len, 1, d_model)``) is read as ``(L, D)``."""
+    ``(num_positions, dim)`` or ``(timesteps, dim)``. A table an object keeps (the description
+    ends with an attribute) of exactly ``(L, D)`` values held with size-1 axes (the PyTorch
+    tutorial's ``pe``, ``(max_len, 1, d_model)``, laid out to be added to ``x``) is read as
+    ``(L, D)``; what a call returns is read as it came."""
     made = Described(target, how["call"])
+    kept = how["call"][-1][0] == "attr"
     sizes = how.get("sizes") or {}
     declared = {"max_positions": sizes.get("max_positions"), "t_max": sizes.get("t_max")}
 
     def call(first, dim):
         if how.get("api") == "timesteps":
             return made({"timesteps": first, "num_positions": int(first.shape[0]), "dim": dim, **declared})
-        table = plain(made({"num_positions": first, "dim": dim, "positions": torch.arange(first), **declared}))
+        table = made({"num_positions": first, "dim": dim, "positions": torch.arange(first), **declared})
+        if not kept:
+            return table
+        table = plain(table)
         squeezed = tuple(size for size in table.shape if size != 1)
         return table.reshape(first, dim) if squeezed == tuple(size for size in (first, dim) if size != 1) else table
 
@@ -43,11 +49,11 @@ def described(target, how: dict):
 
 def adapt(target, how: dict, maker):
     """The canonical table or timesteps call of ``target`` as ``how`` declares it."""
-    if how.get("call"):
-        return described(target, how)
     signature = how.get("signature") or "canonical"
     if is_as_written(signature, maker):
         return target
+    if how.get("call"):
+        return described(target, how)
     api, layout = how.get("api"), how.get("x_layout")
     if signature == "canonical":
         return canonical(maker, lambda arguments: _sizes(api, arguments))

@@ -100,6 +100,6 @@ class Described:
         kind, value = argument
         if kind == "value":
             return value
-        if value not in roles:
+        if roles.get(value) is None:  # a declared size the declaration leaves out (max_positions)
             raise ValueError(f"the role {value} has no value in this call")
         return roles[value]
