@@ -160,3 +160,16 @@ def test_a_signature_the_description_cannot_say_keeps_the_familys_call():
                  {"api": "rope-apply", "init": {"n": "{num_positions}"}},
                  {"api": "alibi-bias", "signature": "module-ij"}):
         assert "call" not in declare({"target": TARGET, **keys}).how(), keys
+
+
+class LyingPair(tuple):
+    """A tuple whose own indexing hands back something else than it holds."""
+
+    def __getitem__(self, index):
+        return torch.zeros(1)
+
+
+def test_an_element_is_read_by_the_base_type_not_the_results_own_code():
+    """[0] of a tuple subclass reads what the tuple holds, never its __getitem__."""
+    made = Described(lambda positions: LyingPair((positions, None)), steps("fn(positions)[0]"))
+    assert made({"positions": torch.arange(3)}).tolist() == [0, 1, 2]
