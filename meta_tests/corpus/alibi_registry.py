@@ -1,7 +1,7 @@
 """The ALiBi corpus registry: every ALiBi implementation in the corpus, with its declaration.
 
 Each function (or module class) is registered by :func:`alibi_wrong` or :func:`alibi_correct`
-with its ``signature`` (:mod:`posenc_spec.families.alibi.signatures`), the ``init`` a module
+with its ``signature`` (:mod:`posenc_spec.families.alibi.grid`), the ``init`` a module
 signature builds it with, the head counts it is judged on when not every count of the grid
 fits it (``heads``) and the convention keys it declares (a ``convention`` preset and fields
 of :class:`~posenc_spec.families.alibi.conventions.AlibiConvention`). Registration reads the
@@ -18,8 +18,7 @@ import importlib
 from dataclasses import dataclass
 
 from posenc_spec.families.alibi.conventions import AlibiConvention, from_keys
-from posenc_spec.families.alibi.grid import HEAD_COUNTS
-from posenc_spec.families.alibi.signatures import MODULE_SIGNATURES, SIGNATURES
+from posenc_spec.families.alibi.grid import HEAD_COUNTS, MODULE_SIGNATURES, SIGNATURES
 
 from .entry import CorpusEntry
 

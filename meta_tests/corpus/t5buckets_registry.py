@@ -9,7 +9,7 @@ names its parameters), ``bucket_query_offset`` for a table, ``init`` and ``metho
 module. Registration validates them with the family's own readers, so an unknown key, a bad
 value or a bad relation between keys raises ``ValueError`` naming the function.
 :func:`call` makes one probe's call of an entry in-process through
-:mod:`posenc_spec.families.t5buckets.calling`; :meth:`T5Entry.config_table` gives the whole
+:mod:`posenc_spec.families.t5buckets.grid`; :meth:`T5Entry.config_table` gives the whole
 declaration the gate checks, :func:`corpus` the list the benchmarks read.
 
 ``T5_ENTRIES``, ``T5_WRONG`` and ``T5_CORRECT`` import the two corpus modules first, so they
@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-from posenc_spec.families.t5buckets import calling, grid
+from posenc_spec.families.t5buckets import grid
 from posenc_spec.families.t5buckets.conventions import KEYS, BucketConvention, from_keys
 
 from .entry import CorpusEntry
@@ -87,14 +87,14 @@ def call(entry: T5Entry, probe: grid.Probe):
     convention = entry.convention()
     keywords = entry.key("bucket_args")
     if entry.signature == "table":
-        return calling.call_table(entry.function, probe, convention, keywords)
+        return grid.call_table(entry.function, probe, convention, keywords)
     function = entry.function
     if entry.signature == "method":
         sizes = {"bidirectional": convention.bidirectional, "num_buckets": convention.num_buckets,
                  "max_distance": convention.max_distance}
         init = {name: sizes[value.strip("{}")] for name, value in entry.key("init").items()}
         function = getattr(function(**init), entry.key("method"))
-    return calling.call_positions(function, probe, convention, keywords,
+    return grid.call_positions(function, probe, convention, keywords,
                                   settings_from_object=entry.signature == "method")
 
 

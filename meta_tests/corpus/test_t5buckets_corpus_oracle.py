@@ -4,7 +4,7 @@ every correct entry fails no check of its grid (at ``-2**(b-1)``, which no calle
 copies of transformers' code are noted, never failed).
 
 Each entry is called as its declaration says (:func:`meta_tests.corpus.t5buckets_registry.call`,
-through the family's :mod:`~posenc_spec.families.t5buckets.calling`), in-process, and judged by
+through the family's :mod:`~posenc_spec.families.t5buckets.grid`), in-process, and judged by
 :mod:`~posenc_spec.families.t5buckets.judge`. ``int-min[D]`` is never a failure: nearly every
 real implementation gets it wrong too (``spec_tests/families/t5buckets/test_real_code.py``),
 so a slip must show elsewhere.

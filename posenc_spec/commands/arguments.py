@@ -95,6 +95,10 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_const", const=True, default=None,
                         help="fail on notes too: what a check finds only on inputs no use of the target produces "
                              "(strict = true in a file)")
+    parser.add_argument("--call", metavar="CALL", default=None,
+                        help="how the target is called and its result read, written as the call: "
+                             "'fn(head_dim, num_positions)', 'Class(dim=head_dim).forward(positions)[0]' (roles: "
+                             "each API's, see docs/declaring.md); replaces --signature, --init, --method, --kwarg")
     parser.add_argument("--signature", metavar="NAME", default=None,
                         help="how the target is called, if not in the API's form: " + _signature_help()
                              + "; see docs/declaring.md")

@@ -37,7 +37,12 @@ def common_cause(report) -> list[str]:
     reason = common_reason(report)
     if reason is None:
         return []
-    fix = report.declaration.family.likely_fix(reason, report.declaration.api)
+    form = report.declaration.calling.form
+    if form is not None:  # the arguments are the user's own: the family's advice names signatures
+        fix = (f"check call = {form.text!r} against the target's parameters (their order, number and names)"
+               if "argument" in reason else "")
+    else:
+        fix = report.declaration.family.likely_fix(reason, report.declaration.api)
     return [f"every call failed the same way: {reason}" + (f"; likely fix: {fix}" if fix else "")]
 
 

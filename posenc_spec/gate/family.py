@@ -37,8 +37,14 @@ class FamilyKeys:
     order the docs list them; ``number_keys``: those whose values are numbers; ``repeated``:
     those given once per ``KEY=VALUE`` item on the command line; ``signatures``: per API, the
     signatures real code has (the first the canonical call); ``sizes``: per API, the
-    ``"{name}"`` sizes ``init`` and ``kwargs`` may name; ``noun``: what a declaration of the
-    family declares (for "``--base`` declares a sinusoidal table"); ``config_key``: the key
+    ``"{name}"`` sizes ``init`` and ``kwargs`` may name; ``roles``: per API, what a call
+    description (the ``call`` key, :mod:`posenc_spec.gate.described`) may hand the target, each
+    documented on the family's page (an API without roles takes no description); ``presets``:
+    per API, the signatures a call description says, each as one (``"fn(num_heads, key_length)"``,
+    ``fn`` the target): the child makes their calls as it makes a description's, with ``init``,
+    ``method`` and ``kwargs`` spliced in (the others keep the family's own adapters);
+    ``noun``: what a declaration of the family declares (for "``--base`` declares a
+    sinusoidal table"); ``config_key``: the key
     naming a model config ``init = "config"`` builds an object from; ``help``: per key, the
     flag's metavar and help; ``group``: the title of the flags' group in ``--help``;
     ``identify_keys``: the keys ``identify`` reads to call a target (how it is called and
@@ -59,6 +65,8 @@ class FamilyKeys:
     keys: tuple[str, ...]
     signatures: dict[str, tuple[str, ...]]
     sizes: dict[str, tuple[str, ...]]
+    roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    presets: dict[str, dict[str, str]] = field(default_factory=dict)
     number_keys: tuple[str, ...] = ()
     repeated: tuple[str, ...] = ()
     flags: dict[str, str] = field(default_factory=dict)

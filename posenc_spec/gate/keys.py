@@ -14,7 +14,7 @@ APIS = registry.apis()
 RUN_KEYS = ("api", "t_max", "max_positions", "timeout", "against", "max_ulp", "strict")
 # How the target is called, for any API (posenc_spec.gate.signatures).
 # ``framework`` and ``keras_backend``: what the target is written in (posenc_spec.gate.child.frameworks).
-CALLING_KEYS = ("signature", "init", "method", "kwargs", "x_layout", "framework", "keras_backend")
+CALLING_KEYS = ("call", "signature", "init", "method", "kwargs", "x_layout", "framework", "keras_backend")
 FAMILY_KEYS = tuple(key for names in registry.names() for key in names.keys)
 # What declares a target besides its name: everything but the target and its xfails file.
 DECLARATION_KEYS = (*FAMILY_KEYS, *RUN_KEYS, *CALLING_KEYS)

@@ -3,7 +3,7 @@
 
 Every request carries ``(num_heads, q_len, k_len, dtype index[, attention_mask])``
 (:meth:`posenc_spec.families.alibi.grid.AlibiProbe.request`); :func:`adapt` makes the call
-the declared signature names (:mod:`posenc_spec.families.alibi.signatures` lists them) and
+the declared signature names (:mod:`posenc_spec.families.alibi.grid` lists them) and
 hands back what it returned, read through :mod:`posenc_spec.gate.child.convert`: the causal
 mask of ``heads-mask`` and the zero scores of ``module-scores`` are made here, in the call's
 dtype. A module is the object ``maker`` builds for the call's head count (one per count,
@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 
 from posenc_spec.gate.child.adapters import plain, quiet
+from posenc_spec.gate.child.described import Described
 
 try:
     import torch
@@ -64,8 +65,39 @@ class _Built:
         return functools.partial(made, **self.how["kwargs"]) if self.how.get("kwargs") else made
 
 
+# The roles a call description may hand (keys.NAMES.roles), each made from a request's
+# (num_heads, q_len, k_len, dtype, attention_mask) only when the description names it.
+ROLE_VALUES = {
+    "num_heads": lambda h, q, k, dtype, mask: h,
+    "query_length": lambda h, q, k, dtype, mask: q,
+    "key_length": lambda h, q, k, dtype, mask: k,
+    "dtype": lambda h, q, k, dtype, mask: dtype,
+    "attention_mask": lambda h, q, k, dtype, mask: mask,
+    "causal_mask": lambda h, q, k, dtype, mask: _causal_mask(q, k),
+    "scores": lambda h, q, k, dtype, mask: torch.zeros(1, h, q, k, dtype=dtype),
+}
+
+
+def described(target, how: dict):
+    """A request's call of a target declared with a call description (``how["call"]``)."""
+    made = Described(target, how["call"])
+    named = {argument[1] for step in how["call"] if step[0] == "call"
+             for argument in (*step[1], *step[2].values()) if argument[0] == "role"}
+    bias_max = (how.get("sizes") or {}).get("alibi_bias_max", 8.0)
+
+    def call(num_heads, q_len, k_len, dtype_code, attention_mask=None):
+        dtype = getattr(torch, DTYPE_CODES[dtype_code])
+        roles = {role: ROLE_VALUES[role](num_heads, q_len, k_len, dtype, attention_mask)
+                 for role in named if role in ROLE_VALUES}
+        return plain(made({**roles, "alibi_bias_max": bias_max}))
+
+    return call
+
+
 def adapt(target, how: dict, maker):
     """A callable taking a request's arguments and returning what the target returned."""
+    if how.get("call"):
+        return described(target, how)
     signature = how.get("signature") or "canonical"
     if signature == "canonical":
         signature = DEFAULT_SIGNATURES[how.get("api", "alibi-bias")]

@@ -37,6 +37,29 @@ memory (:func:`chosen_size`: beyond the prefill's keys, its float32 square at le
 :data:`SQUARE_FLOOR` bytes) is a note, not a failure: the target is judged on the calls it
 could make, the shorter ones of the same head count among them.
 
+The signatures real code has (the child makes each call: :mod:`.adapters`; :func:`.judge.read`
+reads what each returns as the oracle's layout)::
+
+    api / signature         the target is called as                      and returns
+    alibi-slopes
+      heads                 fn(num_heads)                                num_heads slopes, any shape
+                            (x-transformers' AlibiPositionalBias._get_slopes, labml's get_slopes,
+                             transformers' _get_alibi_slopes with kwargs = {device = "cpu"})
+    alibi-bias
+      heads-length          fn(num_heads, length)                        (heads, rows, length) after
+      heads-length-max      fn(num_heads, length, alibi_bias_max)        any size-1 axes
+                            (llm-foundry's build_alibi_bias; transformers' build_mpt_alibi_tensor)
+      mask-heads-dtype      fn(attention_mask, num_heads, dtype)         (batch * heads, 1, keys)
+                            (transformers' BLOOM and Falcon build_alibi_tensor; mask int64 (1, keys),
+                             dtype a torch dtype)
+      heads-mask            fn(num_heads, mask)                          (queries, keys, heads)
+                            (labml's get_alibi_biases; mask the (queries, keys) causal mask, 1 keep)
+      module-ij             Module(**init)(q_len, k_len)                 (heads, q_len, k_len)
+                            (x-transformers' AlibiPositionalBias(heads)(i, j))
+      module-scores         Module(**init)(scores)                       scores + bias
+                            (keras-hub's AlibiBias; scores zeros (1, heads, q_len, k_len) in the
+                             call's dtype: what it returns is the bias)
+
 Check ids (``S`` a call's slot without its head count: ``L=7``, ``64x64``, ``p=31``,
 ``L=2049:float16``, ``mask-left:bfloat16``; each check of a slot judges it at every head
 count that makes the call, and its message names the head count of the worst call):
@@ -89,6 +112,10 @@ ELEMENT_BUDGET = 2**21
 # A call whose (heads, keys, keys) float32 square is smaller than this cannot run out of any
 # memory a target may be given (64 MiB, the smallest --max-memory): its memory failure is its own.
 SQUARE_FLOOR = 2**26
+# The signatures real code has (docs/families/alibi.md, and the table of the module docstring).
+SIGNATURES = ("heads", "heads-length", "heads-length-max", "mask-heads-dtype", "heads-mask", "module-ij",
+              "module-scores")
+MODULE_SIGNATURES = ("module-ij", "module-scores")  # the target is a class: one object per head count
 ROW_SIGNATURES = ("heads-mask", "module-ij", "module-scores")  # called with (q_len, k_len)
 TAKES_DTYPE = ("mask-heads-dtype", "module-scores")
 

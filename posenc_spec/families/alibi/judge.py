@@ -1,5 +1,5 @@
 """Judge an ALiBi target's calls: each call's values, read into the oracle's layout
-(:mod:`.signatures`), under every property of :mod:`.properties` its probe lists.
+(:func:`read`), under every property of :mod:`.properties` its probe lists.
 
 A check id names a slot (``formula[64x64]``) that every head count's call of that slot
 shares: its verdict is the worst of them (a failure stands, then a note; of passing calls
@@ -25,8 +25,47 @@ from posenc_spec.results import CheckResult, noted, skipped
 from . import oracle, properties
 from .conventions import AlibiConvention, get_convention
 from .grid import AlibiCall, AlibiProbe, chosen_size, probes
-from .signatures import Unreadable, read
 from .tolerance import longest_distance
+
+# What a call returned, as the oracle's layout: every bias is read as (heads, rows, keys) float64,
+# one row for the key-only forms (the last query's, where a target returns one per query); a
+# single row returned for a form with a row per query is broadcast over the queries, as
+# attention adds it.
+
+
+class Unreadable(ValueError):
+    """What a call returned does not hold the values its signature promises (the message says why)."""
+
+
+def _shape(shape) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def read(values, signature: str, call: AlibiCall, convention: AlibiConvention) -> np.ndarray:
+    """What a call returned as slopes ``(heads,)`` or a bias ``(heads, rows, keys)``, float64;
+    :class:`Unreadable` naming the shape that does not fit."""
+    values = np.asarray(values, dtype=np.float64)
+    if signature == "heads":
+        if values.size != call.num_heads:
+            raise Unreadable(f"returned {values.size} slopes (shape {_shape(values.shape)}) for {call.num_heads} "
+                             "heads")
+        return values.reshape(-1)
+    heads, q_len, k_len = call.num_heads, call.q_len, call.k_len
+    if signature == "heads-mask":
+        if values.shape != (q_len, k_len, heads):
+            raise Unreadable(f"returned shape {_shape(values.shape)}, expected {_shape((q_len, k_len, heads))} "
+                             "(queries, keys, heads)")
+        values = values.transpose(2, 0, 1)
+    else:
+        full, single = (heads, q_len, k_len), (heads, 1, k_len)
+        if values.size not in (int(np.prod(full)), int(np.prod(single))) or values.ndim < 1 \
+                or values.shape[-1] != k_len:
+            raise Unreadable(f"returned shape {_shape(values.shape)}, expected {_shape(full)} or {_shape(single)} "
+                             "(with any size-1 axes)")
+        values = values.reshape(full if values.size == int(np.prod(full)) else single)
+    if convention.key_only:  # the form's one row is the last query's
+        return values[:, -1:, :]
+    return np.broadcast_to(values, (heads, q_len, k_len))  # one row: what attention adds to every query
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
 _RANK = {"passed": 1, "skipped": 0, "noted": 2, "failed": 3}

@@ -51,6 +51,16 @@ NAMES = FamilyKeys(
                 BIAS_API: ("heads-length", "heads-length-max", "mask-heads-dtype", "heads-mask", "module-ij",
                            "module-scores")},
     sizes={SLOPES_API: ("num_heads", "alibi_bias_max"), BIAS_API: ("num_heads", "alibi_bias_max")},
+    # What a call description may hand an ALiBi target (docs/declaring.md, "Call descriptions").
+    roles={SLOPES_API: ("num_heads", "alibi_bias_max"),
+           BIAS_API: ("num_heads", "query_length", "key_length", "attention_mask", "causal_mask", "scores", "dtype",
+                      "alibi_bias_max")},
+    # The signatures said as descriptions (module-ij and module-scores: adapters.py's own calls).
+    presets={SLOPES_API: {"heads": "fn(num_heads)"},
+             BIAS_API: {"heads-length": "fn(num_heads, key_length)",
+                        "heads-length-max": "fn(num_heads, key_length, alibi_bias_max)",
+                        "mask-heads-dtype": "fn(attention_mask, num_heads, dtype)",
+                        "heads-mask": "fn(num_heads, causal_mask)"}},
     number_keys=("alibi_bias_max", "alibi_heads", "attention_heads"),
     help=_HELP,
     group="ALiBi attention biases (--api alibi-slopes | alibi-bias)",

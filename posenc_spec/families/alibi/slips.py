@@ -28,8 +28,7 @@ from posenc_spec.tolerance import compare
 
 from . import oracle, properties
 from .conventions import BIAS_FORMS, KEY_FORMS, AlibiConvention
-from .judge import AlibiJudge, positions_of
-from .signatures import read
+from .judge import AlibiJudge, positions_of, read
 
 BIAS_MAX_CANDIDATES = (1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 32.0)
 SLOPE_STEPS = 64  # a slope is measured on the first steps: far keys' values are large, their rounding too

@@ -91,6 +91,23 @@ class AlibiSpec:
         return {}
 
 
+# The calls a call description's roles ask of the grid (docs/declaring.md, "Call descriptions"):
+# the signature whose calls hand the same arguments, the first role found deciding.
+SIGNATURE_OF_ROLES = (("attention_mask", "mask-heads-dtype"), ("scores", "module-scores"),
+                      ("query_length", "module-ij"), ("causal_mask", "module-ij"))
+
+
+def grid_signature(calling, api: str) -> str:
+    """The signature whose calls the grid makes and whose results it reads: the declared one,
+    or for a call description the one handing the same arguments (:data:`SIGNATURE_OF_ROLES`;
+    a bias call of ``num_heads`` and ``key_length`` alone: ``heads-length``)."""
+    if calling.form is None:
+        return calling.signature
+    if api == SLOPES_API:
+        return "heads"
+    return next((signature for role, signature in SIGNATURE_OF_ROLES if role in calling.roles), "heads-length")
+
+
 def declare(keys: dict, context) -> AlibiSpec:
     """The :class:`AlibiSpec` of ``keys`` (see the module docstring)."""
     name, api = context.name, context.api
@@ -123,9 +140,10 @@ def declare(keys: dict, context) -> AlibiSpec:
     if heads is not None and convention.alibi_heads is not None and convention.alibi_heads > heads:
         raise UsageError(f"{name('alibi_heads')} {convention.alibi_heads} exceeds {name('attention_heads')} {heads}: "
                          "partial ALiBi biases some of the model's heads")
-    signature = context.calling.signature
+    signature = grid_signature(context.calling, api)
     if signature == "mask-heads-dtype" and not convention.key_only:
-        raise UsageError(f"{name('signature')} mask-heads-dtype returns one row of keys for every query (BLOOM, "
+        key = name("call") if context.calling.form is not None else f"{name('signature')} mask-heads-dtype"
+        raise UsageError(f"{key} returns one row of keys for every query (BLOOM, "
                          f"Falcon): declare a key-only bias_form (key or key-last; alibi_convention bloom or falcon), "
                          f"got bias_form {convention.bias_form!r}")
     return AlibiSpec(convention, preset, signature, heads)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_spec.gate.child.adapters import canonical, is_as_written, join, pair, plain, quiet
+from posenc_spec.gate.child.described import Described
 
 try:
     import torch
@@ -48,11 +49,55 @@ def _sizes(arguments) -> dict:
     return {"head_dim": arguments[-1]}  # fn(D), fn(positions, D)
 
 
+def _cache_roles(arguments) -> dict:
+    """A cache call's roles, from its canonical arguments: ``(L, D)`` (a length call),
+    ``(x, positions)`` or ``(positions, D)``; ``num_positions`` the length the positions need."""
+    first = arguments[0]
+    if isinstance(first, int):
+        return {"positions": torch.arange(first), "num_positions": first, "head_dim": arguments[1],
+                "dtype": torch.float32}
+    if first.dim() >= 3:
+        x, positions = arguments
+        roles = {"x": x, "positions": positions, "head_dim": int(x.shape[-1]), "dtype": x.dtype}
+    else:
+        positions, head_dim = arguments
+        roles = {"positions": positions, "head_dim": head_dim, "dtype": torch.float32}
+    return {**roles, "num_positions": int(positions.max()) + 1 if positions.numel() else 0}
+
+
+def described(target, how: dict):
+    """The canonical call of a target declared with a call description (``how["call"]``): the
+    roles of :data:`~posenc_spec.families.rope.keys.NAMES` from the canonical arguments; a call
+    handing ``q`` and ``k`` returns the pair, joined back into one ``x``."""
+    made = Described(target, how["call"])
+    sizes = how.get("sizes") or {}
+    declared = {"rope_theta": sizes.get("rope_theta"), "max_positions": sizes.get("max_positions")}
+    api, layout = how.get("api"), how.get("x_layout")
+    splits = any(argument == ["role", role] for step in how["call"] if step[0] == "call"
+                 for argument in (*step[1], *step[2].values()) for role in ("q", "k"))
+    if api == "rope-freqs":
+        return lambda head_dim: made({"head_dim": head_dim, **declared})
+    if api == "rope-cache":
+        return lambda *arguments: made({**declared, **_cache_roles(arguments)})
+
+    def apply(x, positions, *handed):
+        roles = {"x": x, "positions": positions, "head_dim": int(x.shape[-1]), "dtype": x.dtype, **declared,
+                 **dict(zip(("freqs_cis",) if len(handed) == 1 else ("cos", "sin"), handed, strict=False))}
+        if not splits:
+            return made(roles)
+        q, k, axis = _split(x, layout)
+        return join(*pair(made({**roles, "q": q, "k": k})), axis)
+
+    return apply
+
+
 def adapt(target, how: dict, maker):
     """The canonical rotary call of ``target`` as ``how`` declares it."""
     signature = how.get("signature") or "canonical"
     if is_as_written(signature, maker):
         return target
+    if how.get("call"):
+        return described(target, how)
     layout = how.get("x_layout")
 
     def q_k_cos_sin(x, positions, cos, sin):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from posenc_spec.families.rope import grid, sequences
 from posenc_spec.families.rope.judge import RopeJudge
-from posenc_spec.families.rope.spec import WITH_ROTATION, declare
+from posenc_spec.families.rope.spec import WITH_ROTATION, declare, grid_signature
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.family import Family
 from posenc_spec.gate.judge import Results
@@ -15,9 +15,13 @@ from .keys import NAMES
 
 
 def _rotated(made: list, declaration) -> list:
-    """The calls, carrying the convention's own cos/sin where the signature takes them."""
-    signature = declaration.calling.signature
-    return grid.with_rotation(made, declaration.spec, signature) if signature in WITH_ROTATION else made
+    """The calls, carrying the convention's own cos/sin where the signature takes them (a
+    call description naming cos and sin with ``cache_layout = "compact"``: each ``(batch, seq, r/2)``)."""
+    signature = grid_signature(declaration.calling, declaration.api)
+    if signature not in WITH_ROTATION:
+        return made
+    compact = declaration.calling.form is not None and declaration.spec.cache_layout == "compact"
+    return grid.with_rotation(made, declaration.spec, signature, compact)
 
 
 class Rope(Family):
@@ -42,7 +46,8 @@ class Rope(Family):
         return _rotated(grid.probes_for(declaration.spec, declaration.api, declaration.max_positions), declaration)
 
     def sequence_probes(self, declaration) -> list:
-        made = sequences.probes_for(declaration.spec, declaration.api, declaration.calling.signature,
+        made = sequences.probes_for(declaration.spec, declaration.api, grid_signature(declaration.calling,
+                                                                                      declaration.api),
                                     declaration.max_positions)
         return _rotated(made, declaration)
 

@@ -275,12 +275,13 @@ def probes_for(spec, api: str, max_positions=None) -> list[RopeProbe]:
     return probes
 
 
-def with_rotation(probes, spec, signature: str) -> list[RopeProbe]:
+def with_rotation(probes, spec, signature: str, compact: bool = False) -> list[RopeProbe]:
     """The apply calls handing the target the declared convention's own rotation, as real
     apply functions take it (:mod:`posenc_spec.gate.signatures`): cos and sin of
     ``x``'s rows in the declared pair layout, rounded to ``x``'s dtype (``q-k-cos-sin``,
     shape ``(1, seq, r)``), or ``freqs_cis = cos + i sin`` in complex64 (``xq-xk-freqs-cis``,
-    ``(seq, r/2)``); the attention factor inside when it is in-cache."""
+    ``(seq, r/2)``), or with ``compact`` cos and sin each ``(batch, seq, r/2)`` (GPT-J's and
+    flash-attn's); the attention factor inside when it is in-cache."""
     from posenc_spec.families.rope import oracle
 
     made = []
@@ -292,7 +293,8 @@ def with_rotation(probes, spec, signature: str) -> list[RopeProbe]:
             if signature == "xq-xk-freqs-cis":  # one row: (seq, r/2)
                 inputs = (ArrayArg((cos[0] + 1j * sin[0]).astype(np.complex64), "complex64", "torch", "freqs_cis"),)
             else:  # (batch, seq, r), one row for every row of positions
-                inputs = tuple(ArrayArg(held_in(oracle.expand(part, spec.rope_layout), probe.x_dtype),
+                inputs = tuple(ArrayArg(held_in(part if compact else oracle.expand(part, spec.rope_layout),
+                                                probe.x_dtype),
                                         probe.x_dtype, "torch", name) for name, part in (("cos", cos), ("sin", sin)))
             probe = dataclasses.replace(probe, inputs=inputs)
         made.append(probe)

@@ -35,6 +35,14 @@ NAMES = FamilyKeys(
                 "rope-apply": ("x-positions", "q-k-cos-sin", "xq-xk-freqs-cis", "x-offset", "x-input-pos")},
     sizes={api: ("head_dim", "num_positions", "max_positions", "rope_theta")
            for api in ("rope-freqs", "rope-cache", "rope-apply")},
+    # What a call description may hand a rotary target (docs/declaring.md, "Call descriptions").
+    roles={"rope-freqs": ("head_dim", "rope_theta", "max_positions"),
+           "rope-cache": ("positions", "num_positions", "head_dim", "x", "dtype", "rope_theta", "max_positions"),
+           "rope-apply": ("x", "q", "k", "positions", "cos", "sin", "freqs_cis", "head_dim", "dtype", "rope_theta",
+                          "max_positions")},
+    # The signatures said as descriptions (the others: adapters.py's own calls).
+    presets={"rope-freqs": {"d": "fn(head_dim)"},
+             "rope-apply": {"x-positions": "fn(x, positions)", "xq-xk-freqs-cis": "fn(q, k, freqs_cis)"}},
     number_keys=("rope_theta", "partial_rotary_factor", "rotary_dim", "head_dim"),
     repeated=("rope_parameters",),
     flags={"rope_parameters": "--rope-param"},

@@ -157,6 +157,8 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
 
 # The x layouts each rotary signature can split or cut (the others take any).
 SIGNATURE_LAYOUTS = {"q-k-cos-sin": ("bhsd", "bshd"), "xq-xk-freqs-cis": ("bhsd", "bshd"), "x-offset": ("bhsd",)}
+# The roles of a call description that split x into its heads (q and k) or broadcast over them (freqs_cis).
+SPLITTING_ROLES = frozenset({"q", "k", "freqs_cis"})
 # The rotary signatures whose calls carry the convention's own cos/sin or freqs_cis.
 WITH_ROTATION = ("q-k-cos-sin", "xq-xk-freqs-cis")
 
@@ -176,13 +178,53 @@ def _refuse_infinite_angles(convention, head_dim: int, max_positions, where: str
                          "judged against it")
 
 
+# What a call description's roles ask of the grid (docs/declaring.md, "Call descriptions"): the
+# cache call whose arguments hold them, and the signature whose apply calls hand the same.
+CACHE_CALL_OF_ROLES = (("x", "x-positions"), ("positions", "positions"), ("num_positions", "length"))
+APPLY_SIGNATURE_OF_ROLES = (("freqs_cis", "xq-xk-freqs-cis"), ("cos", "q-k-cos-sin"), ("sin", "q-k-cos-sin"),
+                            ("positions", "x-input-pos"), ("q", "q-k-cos-sin"), ("k", "q-k-cos-sin"))
+
+
+def grid_signature(calling, api: str) -> str:
+    """The signature whose calls the grid makes: the declared one, or for a call description
+    the one handing the same arguments (:data:`APPLY_SIGNATURE_OF_ROLES`)."""
+    if calling.form is None or api != "rope-apply":
+        return calling.signature
+    return next((signature for role, signature in APPLY_SIGNATURE_OF_ROLES if role in calling.roles), "x-positions")
+
+
+def _cache_call(keys: dict, context) -> str | None:
+    """The cache call a description's roles need (None: no description, or another API); a
+    declared ``cache_call`` must agree (``batched`` is a ``positions`` call with a batch axis)."""
+    if context.calling.form is None or context.api != "rope-cache":
+        return None
+    role, needed = next(((role, call) for role, call in CACHE_CALL_OF_ROLES if role in context.calling.roles),
+                        (None, None))
+    if needed is None:
+        raise UsageError(f"{context.name('call')}: a rope-cache call hands positions, num_positions or x (the rows "
+                         "of the cache follow them)")
+    declared = keys.get("cache_call")
+    if declared is not None and declared != needed and (declared, needed) != ("batched", "positions"):
+        raise UsageError(f"{context.name('cache_call')}: the call hands {role}, as a {needed!r} cache call does, "
+                         f"got {declared!r}")
+    return declared or needed
+
+
 def declare(keys: dict, context) -> RopeSpec:
     """The :class:`RopeSpec` of a rotary declaration's keys, its x layout one its signature takes."""
+    cache_call = _cache_call(keys, context)
+    if cache_call is not None:
+        keys = {**keys, "cache_call": cache_call}
     spec = rope_spec(keys, context.base_dir, context.name, context.max_positions, context.where)
-    layouts = SIGNATURE_LAYOUTS.get(context.calling.signature)
+    signature = grid_signature(context.calling, context.api)
+    split = sorted(SPLITTING_ROLES & context.calling.roles)
+    if context.calling.form is None:
+        layouts, what = SIGNATURE_LAYOUTS.get(signature), f"the {signature} signature"
+    else:
+        layouts, what = (SIGNATURE_LAYOUTS["q-k-cos-sin"] if split else None), f"a call handing {', '.join(split)}"
     if layouts is not None and spec.x_layout not in layouts:
-        raise UsageError(f"{context.name('x_layout')}: the {context.calling.signature} signature takes x as "
-                         f"{' or '.join(layouts)}, got {spec.x_layout!r}")
+        raise UsageError(f"{context.name('x_layout')}: {what} takes x as {' or '.join(layouts)}, got "
+                         f"{spec.x_layout!r}")
     return spec
 
 

@@ -54,6 +54,10 @@ NAMES = FamilyKeys(
     signatures={"table": ("n-d", "adds-to-x"), "timesteps": ("t-d",)},
     sizes={"table": ("num_positions", "dim", "max_positions"),
            "timesteps": ("num_positions", "dim", "max_positions", "t_max")},
+    # What a call description may hand a sinusoidal target (docs/declaring.md, "Call descriptions").
+    roles={"table": ("num_positions", "dim", "positions", "max_positions"),
+           "timesteps": ("timesteps", "num_positions", "dim", "max_positions", "t_max")},
+    presets={"table": {"n-d": "fn(num_positions, dim)"}, "timesteps": {"t-d": "fn(timesteps, dim)"}},
     number_keys=("freq_shift", "base", "offset", "scale"),
     help={"convention": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default vaswani)"),
           **{key: ("VALUE", f"override the preset's {key}: {text}") for key, text in _HELP.items()},

@@ -9,9 +9,9 @@ bias per bucket of ``memory - query`` that T5 and its many copies add to the att
 - :mod:`.tolerance`: the band where a correct float logarithm may land in a neighbouring
   bucket, derived in its docstring;
 - :mod:`.properties`: the structural checks, each a :class:`~posenc_spec.results.CheckResult`;
-- :mod:`.grid`: the calls a gate makes and their check ids; :mod:`.judge`: the verdicts;
-- :mod:`.adapters`: each signature's call, in the sealed child; :mod:`.calling`: the same
-  calls in-process;
+- :mod:`.grid`: the calls a gate makes, their check ids, and the same calls in-process (for
+  the tests and the corpus); :mod:`.judge`: the verdicts;
+- :mod:`.adapters`: each signature's call, in the sealed child;
 - :mod:`.slips`: which member a target's buckets are (the nearest member) and the slips the
   hints name; :mod:`.identify`: ``identify``; :mod:`.plot`: the bucket map; :mod:`.family`:
   what the core asks.

@@ -8,8 +8,7 @@ import torch
 from posenc_spec.families.alibi import grid, oracle
 from posenc_spec.families.alibi.conventions import PRESETS
 from posenc_spec.families.alibi.grid import AlibiCall
-from posenc_spec.families.alibi.judge import failures, judge
-from posenc_spec.families.alibi.signatures import Unreadable, read
+from posenc_spec.families.alibi.judge import Unreadable, failures, judge, read
 
 
 def test_head_counts_cover_every_count_to_128():

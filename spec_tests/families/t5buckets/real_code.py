@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from posenc_spec.families.t5buckets import calling, grid
+from posenc_spec.families.t5buckets import grid
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
 
 RECORD = Path(__file__).resolve().parents[2] / "data" / "t5buckets_real_code.json"
@@ -222,15 +222,15 @@ TARGETS: tuple[RealTarget, ...] = (
 
 
 def call(target: RealTarget, probe: grid.Probe, convention: BucketConvention) -> np.ndarray:
-    """The buckets ``target`` returns for ``probe``, through :mod:`~posenc_spec.families.t5buckets.calling`."""
+    """The buckets ``target`` returns for ``probe``, through :mod:`~posenc_spec.families.t5buckets.grid`."""
     keywords = dict(target.keywords)
     if probe.kind == "positions":
-        return calling.call_positions(target.function(convention), probe, convention, keywords,
+        return grid.call_positions(target.function(convention), probe, convention, keywords,
                                       settings_from_object=target.signature == "method")
     if target.signature == "table":
-        return calling.call_table(target.function(convention), probe, convention, keywords)
+        return grid.call_table(target.function(convention), probe, convention, keywords)
     q_len, k_len = probe.shape
-    return calling.bias_buckets(target.build(convention, probe.shape), target.embedding,
+    return grid.bias_buckets(target.build(convention, probe.shape), target.embedding,
                                 lambda module: target.bias_call(module, q_len, k_len), q_len, k_len)
 
 

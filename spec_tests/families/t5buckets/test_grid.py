@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_spec.families.t5buckets import calling, grid, judge, oracle
+from posenc_spec.families.t5buckets import grid, judge, oracle
 from posenc_spec.families.t5buckets.conventions import PRESETS, BucketConvention
 from posenc_spec.families.t5buckets.spec import BucketSpec
 from posenc_spec.gate.calls import Outcome
@@ -171,7 +171,7 @@ def test_unknown_signature_is_refused():
 
 def test_keyword_arguments_rename_negate_and_drop():
     """Roles go under the callee's names: ``"causal"`` gets the negated flag, ``""`` is not passed."""
-    arguments = calling.keyword_arguments(PRESETS["t5-decoder"], {"bidirectional": "causal", "max_distance": "",
+    arguments = grid.keyword_arguments(PRESETS["t5-decoder"], {"bidirectional": "causal", "max_distance": "",
                                                                   "relative_position": "relative_positions"},
                                           relative_position="r")
     assert arguments == {"causal": True, "num_buckets": 32, "relative_positions": "r"}
@@ -192,11 +192,11 @@ class _Bias(torch.nn.Module):
 def test_bias_buckets_read_back_the_table():
     """Row b of the embedding set to b: the bias read back is the bucket table, as int64; heads
     that disagree are refused; non-whole values come back as floats (``integer`` then fails)."""
-    read = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9), 6, 9)
+    read = grid.bias_buckets(_Bias(), "table", lambda module: module(6, 9), 6, 9)
     assert read.dtype == np.int64 and np.array_equal(read, oracle.table(6, 9, ENCODER))
     with pytest.raises(BadResult, match="returned a bias whose heads differ"):
-        calling.bias_buckets(_Bias(skew=1.0), "table", lambda module: module(6, 9), 6, 9)
-    halves = calling.bias_buckets(_Bias(), "table", lambda module: module(6, 9)[:1] / 2, 6, 9)
+        grid.bias_buckets(_Bias(skew=1.0), "table", lambda module: module(6, 9), 6, 9)
+    halves = grid.bias_buckets(_Bias(), "table", lambda module: module(6, 9)[:1] / 2, 6, 9)
     assert halves.dtype == np.float64
 
 
