@@ -1,6 +1,6 @@
 # flash-attn's rotary embedding (Dao-AILab/flash-attention, flash_attn/layers/rotary.py, v2.x):
-# rotate_half and apply_rotary_emb_torch, its pure-PyTorch reference of the Triton kernel, as
-# written there. flash-attn does not install without CUDA, so apply_rotary_emb keeps the
+# rotate_half and apply_rotary_emb_torch, its pure-PyTorch reference of the Triton kernel,
+# transcribed for these tests (not checked byte for byte against the upstream file). flash-attn does not install without CUDA, so apply_rotary_emb keeps the
 # public function's signature (x, cos, sin, interleaved, inplace, seqlen_offsets, cu_seqlens,
 # max_seqlen) and computes through the reference; only the default offsets and no varlen
 # batches are taken here. BSD 3-Clause License, Copyright (c) 2022, Tri Dao.

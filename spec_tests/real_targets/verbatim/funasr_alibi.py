@@ -3,6 +3,7 @@
 # 2-D image branch is left out). MIT License, Copyright (c) Facebook, Inc. and its affiliates;
 # FunASR: MIT License, Copyright (c) Alibaba. The non-causal symmetric bias -m |i - j| of a
 # square (heads, max_positions, max_positions) table: the heads come second.
+# Transcribed for these tests, not checked byte for byte against the upstream file.
 import math
 
 import torch

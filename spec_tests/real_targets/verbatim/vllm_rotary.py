@@ -3,6 +3,7 @@
 # its pure-PyTorch path, with the module-level _apply_rotary_emb_torch; forward is
 # forward_native (the CustomOp dispatch to CUDA kernels and the offsets and LoRA arguments are
 # left out: vLLM does not install here). Apache License 2.0, Copyright the vLLM project.
+# Transcribed for these tests, not checked byte for byte against the upstream file.
 from typing import Optional, Tuple
 
 import torch
