@@ -139,7 +139,7 @@ def declarations_from_table(section, base_dir, where: str, overrides: dict | Non
     unused = [key for key in defaults if key not in taken]
     if unused:
         raise UsageError(f"{where}{unused[0]} is a default for the targets it fits, and no target is "
-                         f"{registry.owner_of_key(unused[0]).noun}")
+                         f"{registry.nouns(registry.owners_of_key(unused[0]))}")
     return declarations
 
 
@@ -151,7 +151,8 @@ def _defaults_for(keys: dict, defaults: dict) -> dict:
     if api not in APIS:  # declare() says so
         return dict(defaults)
     own = registry.names_of_api(api)
-    return {key: value for key, value in defaults.items() if registry.owner_of_key(key) in (None, own)}
+    return {key: value for key, value in defaults.items()
+            if not registry.owners_of_key(key) or own in registry.owners_of_key(key)}
 
 
 def read_config(path, overrides: dict | None = None) -> list[Declaration]:
