@@ -60,7 +60,7 @@ The calls (``S`` names a slot)::
     table calls (table, bias): (q_len, k_len) of (1, 1), (5, 9), (9, 5), (1, L), (L, L) with
       L = min(max_distance + 2, TABLE_LIMIT); the square ones alone for a square-only target
 
-    decode sequence (table, bias, with bucket_query_offset = end and both lengths): after the
+    decode sequence (table, bias, with query_positions = last and both lengths): after the
       grid, a prefill of P x P (P = min(max_distance + 3, TABLE_LIMIT - 3), a size the grid never
       asks) and three decoding steps of one query, 1 x (P + 1), 1 x (P + 2), 1 x (P + 3), on the
       same module, each judged exactly: ``decode``
