@@ -43,7 +43,7 @@ from posenc_spec import registry
 
 from .errors import UsageError
 from .family import Context
-from .keys import ALIASES, APIS, FAMILY_KEYS, KEYS, NUMBER_KEYS, flag
+from .keys import ALIASES, APIS, FAMILY_KEYS, KEYS, NUMBER_KEYS, RenamedKey, flag
 from .loader import TargetError, absolute_target
 from .signatures import Calling, calling
 from .values import boolean, choice, fail, integer, number
@@ -178,10 +178,6 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         formula=against is None or any(key in keys for key in own.keys), calling=how,
         strict=boolean(name("strict"), keys["strict"]) if "strict" in keys else False,
     )
-
-
-class RenamedKey(FutureWarning):
-    """A key given by its former name: read as the key it is now, said once per name."""
 
 
 _noted: set[str] = set()  # the former names said so far in this process

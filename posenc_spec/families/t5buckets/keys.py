@@ -44,7 +44,7 @@ NAMES = FamilyKeys(
                  "max_positions", "config")},
     number_keys=("num_buckets", "max_distance"),
     repeated=("arg_names",),
-    flags={"arg_names": "--arg-name"},
+    flags={"arg_names": "--arg-name", "bucket_args": "--bucket-arg"},
     config_key="model_config",
     help={
         "convention": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default t5-encoder)"),
