@@ -22,11 +22,13 @@ class T5Buckets(Family):
 
     def probes(self, declaration) -> list:
         spec = declaration.spec
-        return grid.probes_for(spec.convention, spec.signature, spec.query_offset, spec.square_only)
+        return grid.probes_for(spec.convention, spec.signature, spec.query_offset, spec.square_only,
+                               declaration.max_positions)
 
     def sequence_probes(self, declaration) -> list:
         spec = declaration.spec
-        return grid.decode_probes(spec.convention, spec.signature, spec.query_offset, spec.square_only)
+        return grid.decode_probes(spec.convention, spec.signature, spec.query_offset, spec.square_only,
+                                  declaration.max_positions)
 
     def plan_ids(self, calls) -> list[str]:
         return grid.plan_ids(calls)
