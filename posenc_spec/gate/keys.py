@@ -93,5 +93,6 @@ def markdown_table() -> str:
             meaning = CORE_HELP[key]
         former = ", ".join(f"`{old}`" for old in former_names(key)) or "-"
         families = ", ".join(names.name for names in owners) or "all"
-        rows.append(f"| `{key}` | `{flag(key)}` | {former} | {families} | {meaning.replace('|', chr(92) + '|')} |")
+        spelled = "TARGET" if key == "target" else flag(key)
+        rows.append(f"| `{key}` | `{spelled}` | {former} | {families} | {meaning.replace('|', chr(92) + '|')} |")
     return "\n".join(rows)
