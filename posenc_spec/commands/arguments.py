@@ -13,7 +13,16 @@ import difflib
 import sys
 
 from posenc_spec import registry
-from posenc_spec.gate.keys import ALIASES, APIS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, FAMILY_KEYS, REPEATED, flag
+from posenc_spec.gate.keys import (
+    ALIASES,
+    APIS,
+    DECLARATION_KEYS,
+    DEFAULT_T_MAX,
+    DEFAULT_TIMEOUT,
+    FAMILY_KEYS,
+    REPEATED,
+    flag,
+)
 
 USAGE_STATUS = 2
 OUTPUT_STATUS = 3  # the work was done, but a report, picture or snapshot could not be written at the end

@@ -21,8 +21,8 @@ from .arguments import (
     add_call_arguments,
     add_key_flags,
     add_run_arguments,
-    families_text,
     error,
+    families_text,
     open_outputs,
     run_options_of,
     write_output,
@@ -127,7 +127,7 @@ def _read_former_names(args, own) -> None:
     from posenc_spec.gate.errors import UsageError
 
     given = {key: getattr(args, key) for key in (*FAMILY_KEYS, *ALIASES) if getattr(args, key, None) is not None}
-    for key, value in renamed(given, own, flag).items():
+    for key, value in renamed(given, own, flags=True).items():
         if key in ALIASES:
             owners = registry.owners_of_key(key)
             raise UsageError(f"{flag(key)} declares {registry.nouns(owners)}: give --api {registry.apis_of(owners)}")

@@ -14,7 +14,7 @@ import sys
 import textwrap
 
 from posenc_spec import registry
-from posenc_spec.gate.keys import FAMILY_KEYS, former_names, flag, readers
+from posenc_spec.gate.keys import FAMILY_KEYS, flag, former_names, readers
 
 from .arguments import error, families_text
 

@@ -155,7 +155,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         api = api or against.api
     api = api or APIS[0]
     own = registry.names_of_api(api)
-    keys = renamed(keys, own, name)
+    keys = renamed(keys, own, where, flags)
     for key in (*FAMILY_KEYS, *ALIASES):
         owners = registry.owners_of_key(key)
         if key in keys and own not in owners:
@@ -183,12 +183,16 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
 _noted: set[str] = set()  # the former names said so far in this process
 
 
-def renamed(keys: dict, own, name) -> dict:
+def renamed(keys: dict, own, where: str = "", flags: bool = False) -> dict:
     """``keys`` with each former name of a key of the family ``own`` (its ``aliases``) read
-    as the key, its value as the key spells it; each former name is noted once per process
-    (``name(key)`` names a key as the user wrote it: a flag on the command line). A former
-    name of another family's key is left for the caller to refuse; a key given by both names
-    is a :class:`UsageError`."""
+    as the key, its value as the key spells it; each former name is noted once per process,
+    ``where`` first, each name as the user wrote it (its flag with ``flags``). A former name
+    of another family's key is left for the caller to refuse; a key given by both names is a
+    :class:`UsageError`."""
+
+    def spelled(key):
+        return flag(key) if flags else key
+
     found = {}
     for old, value in keys.items():
         key = own.aliases.get(old)
@@ -196,10 +200,10 @@ def renamed(keys: dict, own, name) -> dict:
             found.setdefault(old, value)
             continue
         if key in keys:
-            raise UsageError(f"{name(old)} is the former name of {name(key)}: give {name(key)} alone")
+            raise UsageError(f"{where}{spelled(old)} is the former name of {spelled(key)}: give {spelled(key)} alone")
         if old not in _noted:
             _noted.add(old)
-            warnings.warn(RenamedKey(f"{name(old)} is now {name(key)}"), stacklevel=3)
+            warnings.warn(RenamedKey(f"{where}{spelled(old)} is now {spelled(key)}"), stacklevel=3)
         values = own.alias_values.get(old, {})
         found[key] = values.get(value, value) if isinstance(value, str) else value
     return found

@@ -32,7 +32,6 @@ from .judge import AlibiJudge, positions_of
 from .keys import FIELD_KEYS
 from .signatures import read
 
-
 BIAS_MAX_CANDIDATES = (1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 32.0)
 SLOPE_STEPS = 64  # a slope is measured on the first steps: far keys' values are large, their rounding too
 

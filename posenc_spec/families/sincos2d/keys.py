@@ -11,8 +11,8 @@ PRESET_NAMES = ("mae", "mae-cls", "transformers", "diffusers", "sd3", "detr", "d
 # sets (base sets both bases), in the order --help lists them.
 FIELDS = {
     "first_axis": "first_axis", "grouping": "grouping", "layout": "pairing", "first": "first_function",
-    "freq_shift": "freq_shift", "base": "base", "row_base": "row_base", "col_base": "col_base", "position_transform": "position",
-    "offset": "offset", "scale": "scale", "base_size": "base_size",
+    "freq_shift": "freq_shift", "base": "base", "row_base": "row_base", "col_base": "col_base",
+    "position_transform": "position", "offset": "offset", "scale": "scale", "base_size": "base_size",
     "interpolation_scale": "interpolation_scale", "pos_embed_max_size": "max_size", "position_eps": "eps",
     "extra_tokens": "extra_tokens", "token_order": "token_order", "output_layout": "output_layout",
 }

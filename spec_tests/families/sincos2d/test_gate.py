@@ -176,3 +176,14 @@ def test_identify_answers_none_for_a_table_no_member_is(capsys):
     answer = json.loads(capsys.readouterr().out)
     assert answer["name"] == "none" and answer["convention"] is None, answer
     assert answer["nearest"]["max_error_ratio"] > 1 and "misses the fitted tables" in answer["message"], answer
+
+
+def test_a_cos_first_table_is_declared_by_first():
+    """A table whose pairs hold the cosine first conforms under first = "cos"; declared as MAE's
+    sin-first table it fails, and the hint advises that key, which makes it conform."""
+    target = f"{TARGETS}:mae_cos_first"
+    assert_conforms(_check(target=target, first="cos"))
+    report = _check(target=target)
+    assert not report.conforms
+    assert [hint.declare for hint in report.hints] == [(("first", "cos"),)], [hint.text() for hint in report.hints]
+    assert report.hints[0].slips == ("sin-cos-swapped",)

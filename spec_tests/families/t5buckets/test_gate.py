@@ -42,6 +42,15 @@ TARGETS = textwrap.dedent("""
     def halving_forgotten(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
         return t5(relative_position, bidirectional, num_buckets, max_distance, halve=False)
 
+    # The buckets of a model of 512 positions, looked up: no |r| beyond 511 has one.
+    _LOOKUP = t5(torch.arange(-511, 512))
+
+    def looked_up(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+        index = relative_position.long() + 511
+        if bool((index < 0).any()) or bool((index >= _LOOKUP.numel()).any()):
+            raise IndexError("relative position beyond the model's 512 positions")
+        return _LOOKUP[index]
+
     class Bias(torch.nn.Module):
         def __init__(self, num_buckets, max_distance, heads=2):
             super().__init__()
@@ -191,3 +200,14 @@ def test_check_plots_and_the_python_api_draw_a_failing_target(folder):
     import buckets
 
     assert list(posenc_spec.check(buckets.halving_forgotten, api="t5-buckets").plot()) == ["bucket_map"]
+
+
+def test_max_positions_bounds_the_relative_positions_the_grid_hands(folder):
+    """A function that has buckets only for the relative positions of a 512-position model
+    conforms under max_positions = 512 (no call hands |r| > 511, the extremes included), and
+    fails its extremes without it."""
+    report = check_target(declare({"target": "buckets:looked_up", "api": "t5-buckets", "max_positions": 512}))
+    assert report.conforms, _failed(report)
+    assert not any(check.name.startswith("int-min") for check in report.checks)
+    unbounded = check_target(declare({"target": "buckets:looked_up", "api": "t5-buckets"}))
+    assert {"call[extremes:int64]", "call[extremes:int32]"} <= set(_failed(unbounded)), _failed(unbounded)
