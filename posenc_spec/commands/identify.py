@@ -140,8 +140,9 @@ def _compared(args, call, asked):
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
 
+    own = registry.names_of_api(call.api).identify_keys  # read to call, whichever family shares their name
     given = {key: getattr(args, key) for names in registry.names() for key in _declared_keys(names)
-             if getattr(args, key, None) is not None}
+             if getattr(args, key, None) is not None and key not in own}
     if given:
         return declare({"target": args.target, "api": call.api, **asked.compared_keys(given)}, flags=True), "the flags"
     try:

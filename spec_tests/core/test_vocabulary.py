@@ -215,3 +215,17 @@ def test_keys_lists_a_familys_keys_signatures_and_check_ids(capsys):
     assert "check ids: Rotary embeddings" in text
     assert main(["keys", "rope-aply"]) == 2
     assert "did you mean rope-apply?" in capsys.readouterr().err
+
+
+def test_a_shared_top_level_default_reads_as_it_did_in_a_file_of_several_families(fresh_notes):
+    """A top-level base and layout beside sinusoidal and rotary targets stay the sinusoidal
+    targets' (as before the families shared the names); with rotary targets alone, they are theirs."""
+    from posenc_spec.gate.config import declarations_from_table
+
+    mixed = declarations_from_table({"layout": "concat", "base": 100.0, "targets": [
+        {"target": "a.py:f"}, {"target": "b.py:g", "api": "rope-cache"}]}, None, "")
+    assert mixed[0].spec.convention.base == 100.0 and mixed[0].spec.convention.layout == "concat"
+    assert mixed[1].spec.convention.theta == 10000.0
+    alone = declarations_from_table({"base": 100.0, "targets": [{"target": "b.py:g", "api": "rope-cache"}]},
+                                    None, "")
+    assert alone[0].spec.convention.theta == 100.0
