@@ -130,7 +130,7 @@ def _read_former_names(args, own) -> None:
     for key, value in renamed(given, own, flags=True).items():
         if key in ALIASES:
             owners = registry.owners_of_key(key)
-            raise UsageError(f"{flag(key)} declares {registry.nouns(owners)}: give --api {registry.apis_of(owners)}")
+            raise UsageError(f"{flag(key)} describes {registry.nouns(owners)}: give --api {registry.apis_of(owners)}")
         setattr(args, key, value)
 
 
