@@ -1,7 +1,7 @@
 """``identify`` of an ALiBi target: which member of the family its values are.
 
 The target is called as its declaration says (``signature``, ``init``, ``method``,
-``kwargs``) at the head counts of :data:`FIT_HEADS` (and the model's ``attention_heads``):
+``kwargs``) at the head counts of :data:`FIT_HEADS` (and the model's ``num_heads``):
 each count's small calls, and at one head the long calls, where the precision of the
 product shows. From those values, in order:
 

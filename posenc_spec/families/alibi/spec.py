@@ -52,7 +52,7 @@ def _short(value) -> str:
 @dataclass(frozen=True)
 class AlibiSpec:
     """The declared convention (``preset`` and its fields), the API's signature, and the
-    model's head count when one is declared (``attention_heads``)."""
+    model's head count when one is declared (``num_heads``)."""
 
     convention: AlibiConvention
     preset: str = DEFAULT_PRESET

@@ -95,6 +95,6 @@ NAMES = FamilyKeys(
     page="docs/families/sincos2d.md",
     check_ids="2-D sincos tables (H x W a grid, D a width): call, finite, shape, formula, extra-tokens, separable, "
               "axis-order, axis-member, positions and pair-norm at [HxW:d=D]; indivisible[d=D] for widths not a "
-              "multiple of 4 and undefined[d=4] under grid_freq_shift 1 (the call must raise); determinism. See "
+              "multiple of 4 and undefined[d=4] under freq_shift 1 (the call must raise); determinism. See "
               "posenc_spec.families.sincos2d.grid.",
 )
