@@ -69,7 +69,7 @@ OUTCOMES = {
     "posenc-spec check mypkg.encoding:sinusoidal_table --convention vaswani --odd ceil": Outcome(
         0, "the stand-in is vaswani with a ceil column at odd widths"),
     "posenc-spec check --builtin": Outcome(0, "the packaged references conform"),
-    "posenc-spec check mymodel.rotary:inv_freq --api rope-freqs --rope-theta 500000 --rope-type llama3 "
+    "posenc-spec check mymodel.rotary:inv_freq --api rope-freqs --base 500000 --rope-type llama3 "
     "--rope-param factor=8 --rope-param low_freq_factor=1 --rope-param high_freq_factor=4 "
     "--rope-param original_max_position_embeddings=8192": Outcome(0, "the stand-in computes Llama 3.1's frequencies"),
     "posenc-spec identify mypkg.encoding:sinusoidal_table": Outcome(0, "identified: vaswani, odd widths ceil"),

@@ -19,7 +19,8 @@ runs in the gate's sealed child too, forked from the calling process
 
 The keyword arguments are the keys of a ``[tool.posenc-spec]`` target
 (:mod:`posenc_spec.gate.declaration`: ``convention``, ``api``, ``odd``, ``max_positions``,
-``timeout``, ``xfails``, ``against``, ``rope_theta``, ``rope_parameters`` as a dict, ...)
+``timeout``, ``xfails``, ``against``, ``base``, ``rope_parameters`` as a dict, ...;
+former names of keys too, each with a note once: docs/keys.md)
 and the run's options (:data:`RUN_KEYS`: ``max_memory``, ``max_processes``,
 ``max_file_size``, ``preload``, ``fail_fast``, ``jobs``). Numbers are numbers: a number
 given as text (``max_positions="2048"``) is refused, as in a TOML file.

@@ -1,4 +1,4 @@
-"""``posenc-spec``: check, merge, identify, init, plot, snapshot and diff from the command line.
+"""``posenc-spec``: check, merge, identify, init, plot, snapshot, diff and keys from the command line.
 
 Each subcommand lives in :mod:`posenc_spec.commands`; this module only wires them.
 """
@@ -12,7 +12,7 @@ from posenc_spec import __version__
 
 
 def build_parser():
-    from posenc_spec.commands import check, diff, identify, init, plot, snapshot
+    from posenc_spec.commands import check, diff, identify, init, keys, plot, snapshot
     from posenc_spec.commands.arguments import Parser
 
     parser = Parser(prog="posenc-spec", description="Verify position encodings against a declared convention.")
@@ -24,6 +24,7 @@ def build_parser():
     plot.register(subparsers)
     snapshot.register(subparsers)
     diff.register(subparsers)
+    keys.register(subparsers)
     return parser
 
 
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     from posenc_spec.commands.arguments import internal_error
 
     args = build_parser().parse_args(argv)
+    _notes_as_lines(args.command)
     try:
         return args.run(args)
     except KeyboardInterrupt:
@@ -43,6 +45,27 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as problem:  # a fault of ours: one line, never a traceback
         return internal_error(args.command, problem)
+
+
+def _notes_as_lines(command: str) -> None:
+    """A key given by its former name (a :class:`~posenc_spec.gate.keys.RenamedKey` warning)
+    is said as one line on stderr, ``posenc-spec check: note: --grid-base is now --base``;
+    other warnings as Python shows them."""
+    import warnings
+
+    from posenc_spec.gate.keys import RenamedKey
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, RenamedKey):
+            from posenc_spec.gate.output.destination import emit
+
+            emit(f"posenc-spec {command}: note: {message}", sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
 
 
 def console_main() -> int:

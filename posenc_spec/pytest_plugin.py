@@ -27,15 +27,16 @@ reads as a CI workflow command.
 
 from __future__ import annotations
 
+import argparse
 import warnings
 
 import pytest
 
-from posenc_spec.gate.keys import DECLARATION_KEYS, REPEATED, flag
+from posenc_spec.gate.keys import ALIASES, DECLARATION_KEYS, REPEATED, flag
 from posenc_spec.gate.output.destination import shown_line
 
-# option destination -> declaration key
-_KEYS = {f"posenc_{key}": key for key in DECLARATION_KEYS}
+# option destination -> declaration key (a key's former names too: read as the key, with a note)
+_KEYS = {f"posenc_{key}": key for key in (*DECLARATION_KEYS, *ALIASES)}
 
 
 def pytest_addoption(parser) -> None:
@@ -54,7 +55,7 @@ def pytest_addoption(parser) -> None:
             continue
         group.addoption("--posenc-" + command_flag[2:], dest=dest, default=None, metavar="VALUE",
                         action="append" if key in REPEATED else "store",
-                        help=f"as posenc-spec check {command_flag}")
+                        help=argparse.SUPPRESS if key in ALIASES else f"as posenc-spec check {command_flag}")
     group.addoption("--posenc-xfails", metavar="FILE", default=None, help="known deviations, one check id per line")
     group.addoption("--posenc-max-memory", metavar="SIZE", default=None, help="as posenc-spec check --max-memory")
     group.addoption("--posenc-max-processes", metavar="N", default=None, help="as posenc-spec check --max-processes")

@@ -63,9 +63,20 @@ def names_of_api(api: str) -> FamilyKeys:
     raise KeyError(api)
 
 
-def owner_of_key(key: str) -> FamilyKeys | None:
-    """The names of the family whose declaration key ``key`` is (None: the core's)."""
-    return next((keys for keys in names() if key in keys.keys), None)
+def owners_of_key(key: str) -> tuple[FamilyKeys, ...]:
+    """The names of the families that read the declaration key ``key``, or whose former name
+    of a key it is (empty: the core's key, or no key)."""
+    return tuple(keys for keys in names() if key in keys.keys or key in keys.aliases)
+
+
+def nouns(owners) -> str:
+    """What declarations of ``owners`` declare, in words: "a rotary embedding or a 2-D sincos table"."""
+    return " or ".join(keys.noun for keys in owners)
+
+
+def apis_of(owners) -> str:
+    """The APIs of ``owners``, for "give --api ...": "rope-freqs or rope-cache or ..."."""
+    return " or ".join(api for keys in owners for api in keys.apis)
 
 
 def family_of_api(api: str) -> Family:

@@ -90,9 +90,14 @@ def assert_same_hints(reports: dict, declarations: dict, fail_fast: bool) -> Non
 def advised(table: dict, hints) -> dict:
     """A ``[[targets]]`` table with the keys of a report's hints applied, as a user pastes them
     (the hints of one report are one explanation; a ``rope_parameters`` table's keys join
-    those declared, as ``--rope-param`` does)."""
+    those declared, as ``--rope-param`` does; a key the table gives by its former name is
+    replaced, as a user edits the line)."""
+    from posenc_spec.gate.keys import ALIASES
+
     table = dict(table)
     for key, value in (pair for hint in hints for pair in hint.declare):
+        for old in [old for old in table if ALIASES.get(old) == key]:
+            table[key] = table.pop(old)
         merged = isinstance(value, dict) and isinstance(table.get(key), dict)
         table[key] = {**table[key], **value} if merged else value
     return table

@@ -114,7 +114,7 @@ def test_the_corpus_is_listed_as_declarations():
     assert all(entry.declaration().api in ("alibi-slopes", "alibi-bias") for entry in ALIBI_ENTRIES)
     described = {entry.id: entry.describe() for entry in ALIBI_ENTRIES}
     assert (described["geometric_for_every_head_count"], described["tensor_parallel_first_slice"]) == (
-        "paper", "mpt (attention_heads=112)")
+        "paper", "mpt (num_heads=112)")
 
 
 def test_fail_fast_gives_the_full_runs_verdicts(reports):

@@ -13,7 +13,16 @@ import difflib
 import sys
 
 from posenc_spec import registry
-from posenc_spec.gate.keys import APIS, DECLARATION_KEYS, DEFAULT_T_MAX, DEFAULT_TIMEOUT, flag
+from posenc_spec.gate.keys import (
+    ALIASES,
+    APIS,
+    DECLARATION_KEYS,
+    DEFAULT_T_MAX,
+    DEFAULT_TIMEOUT,
+    FAMILY_KEYS,
+    REPEATED,
+    flag,
+)
 
 USAGE_STATUS = 2
 OUTPUT_STATUS = 3  # the work was done, but a report, picture or snapshot could not be written at the end
@@ -58,81 +67,79 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_declaration_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags that declare a target: how it is called, and each family's keys, a group per
-    family (all default None)."""
+    """The flags that declare a target: how it is called, and every family's keys (all default
+    None); ``--help`` lists the families, ``posenc-spec keys FAMILY`` each one's keys."""
     add_call_arguments(parser)
+    add_key_flags(parser, FAMILY_KEYS)
+
+
+def add_key_flags(parser: argparse.ArgumentParser, keys) -> None:
+    """A flag for each of ``keys`` not yet a flag of ``parser``, and for each former name of a
+    key (read as the key, with a note): none listed in ``--help``, whose one line per family
+    says where they are (:func:`families_text`)."""
+    taken = {option for action in parser._actions for option in action.option_strings}
+    for key in (*keys, *(old for old, new in ALIASES.items() if new in keys)):
+        if flag(key) not in taken:
+            taken.add(flag(key))
+            parser.add_argument(flag(key), dest=key, default=None, help=argparse.SUPPRESS,
+                                action="append" if key in REPEATED else "store")
+
+
+def families_text() -> str:
+    """One line per family for ``--help``: its name, its APIs, what it checks."""
+    lines = ["families (--api API; posenc-spec keys FAMILY lists a family's keys, signatures and check ids):"]
     for names in registry.names():
-        group = parser.add_argument_group(names.group)
-        for key in names.keys:
-            metavar, text = names.help[key]
-            group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text,
-                               action="append" if key in names.repeated else "store")
-
-
-def _signature_help() -> str:
-    """``adds-to-x (table); q-k-cos-sin, ... (rope-apply)``: each API's signatures beyond its canonical call."""
-    return "; ".join(f"{', '.join(signatures[1:])} ({api})" for names in registry.names()
-                     for api, signatures in names.signatures.items() if len(signatures) > 1)
+        lines.append(f"  {names.name:<11} {', '.join(names.apis):<43} {names.title.split(' (')[0]}")
+    return "\n".join(lines)
 
 
 def _config_flags() -> str:
-    return ", ".join(flag(names.config_key) for names in registry.names() if names.config_key)
+    return " or ".join(dict.fromkeys(flag(names.config_key) for names in registry.names() if names.config_key))
 
 
 def add_call_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that say how a target is called: its API, the timesteps, the lengths and the
     time it gets (all default None)."""
     parser.add_argument("--api", metavar="API", default=None,
-                        help=f"the API the target has, which names its family: {', '.join(APIS)} (default {APIS[0]})")
+                        help=f"the target's API, naming its family (default {APIS[0]})")
     parser.add_argument("--t-max", dest="t_max", metavar="T", default=None,
-                        help=f"largest timestep for the timesteps API (default {DEFAULT_T_MAX:g})")
+                        help=f"largest timestep of the timesteps API (default {DEFAULT_T_MAX:g})")
     parser.add_argument("--max-positions", dest="max_positions", metavar="N", default=None,
-                        help="cap every length of the grid (a model's longest sequence, its "
-                             "max_position_embeddings: every position stays below it)")
+                        help="every position the grid hands stays below N")
     parser.add_argument("--timeout", metavar="SECONDS", default=None,
-                        help=f"seconds of the target's own time (wall clock less its wait for a CPU) for the import "
-                             f"and for each call (default {DEFAULT_TIMEOUT:g})")
+                        help=f"the target's seconds per import and call (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--strict", action="store_const", const=True, default=None,
-                        help="fail on notes too: what a check finds only on inputs no use of the target produces "
-                             "(strict = true in a file)")
+                        help="fail on notes too (inputs no use produces)")
     parser.add_argument("--call", metavar="CALL", default=None,
-                        help="how the target is called and its result read, written as the call: "
-                             "'fn(head_dim, num_positions)', 'Class(dim=head_dim).forward(positions)[0]' (roles: "
-                             "each API's, see docs/declaring.md); replaces --signature, --init, --method, --kwarg")
+                        help="the target's call as written, with roles: 'fn(head_dim, num_positions)'")
     parser.add_argument("--signature", metavar="NAME", default=None,
-                        help="how the target is called, if not in the API's form: " + _signature_help()
-                             + "; see docs/declaring.md")
+                        help="how the target is called, if not in its API's form")
     parser.add_argument("--init", metavar="KEY=VALUE", action="append", default=None,
-                        help="build an object of a class TARGET first: a keyword argument (repeatable; "
-                             "VALUE {head_dim}, {dim}, {num_positions} ... stands for a size of the call), or "
-                             f"--init config to build it from the model config its family names ({_config_flags()})")
+                        help="build an object of class TARGET first (repeatable; {head_dim} ... stand for the "
+                             f"call's sizes), or --init config from {_config_flags()}")
     parser.add_argument("--method", metavar="NAME", default=None,
-                        help="the method to call on the object --init builds (default: the object itself)")
+                        help="the method to call on the object --init builds")
     parser.add_argument("--kwarg", dest="kwargs", metavar="KEY=VALUE", action="append", default=None,
-                        help="a keyword argument passed on every call (repeatable), such as flip_sin_to_cos=true")
+                        help="a keyword argument for every call (repeatable)")
     parser.add_argument("--x-layout", dest="x_layout", metavar="LAYOUT", default=None,
-                        help="how the x the target takes is laid out: "
-                             + "; ".join(names.x_layouts for names in registry.names() if names.x_layouts))
+                        help="how the x the target takes is laid out")
     parser.add_argument("--framework", metavar="NAME", default=None,
-                        help="what the target is written in, whose arrays it takes: numpy, torch, jax, tensorflow "
-                             "or keras (default: read from the target's module)")
+                        help="numpy, torch, jax, tensorflow or keras (default: read from the target's module)")
     parser.add_argument("--keras-backend", dest="keras_backend", metavar="NAME", default=None,
-                        help="the backend a keras target runs on: jax, tensorflow, torch or numpy")
+                        help="the backend a keras target runs on")
 
 
 def add_against_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against", metavar="FILE.npz", default=None,
-                        help="replay the calls of a snapshot (posenc-spec snapshot) and compare: bit for bit where "
-                             "it was recorded in this numeric environment, else within the declared convention's "
-                             "tolerance (bit for bit without one); without convention flags only this regression "
-                             "check runs")
+                        help="replay a snapshot's calls and compare the outputs")
     parser.add_argument("--max-ulp", dest="max_ulp", metavar="N", default=None,
-                        help="the largest ULP distance --against allows, wherever the snapshot was recorded")
+                        help="the largest ULP distance --against allows")
 
 
 def declaration_flags(args: argparse.Namespace) -> dict:
-    """The declaration keys the command's flags give (None where a flag is absent or not offered)."""
-    return {key: getattr(args, key, None) for key in DECLARATION_KEYS}
+    """The declaration keys the command's flags give, former names as given (None where a flag
+    is absent or not offered)."""
+    return {key: getattr(args, key, None) for key in (*DECLARATION_KEYS, *ALIASES)}
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> None:
@@ -141,16 +148,13 @@ def add_run_arguments(parser: argparse.ArgumentParser, jobs: bool = False) -> No
         parser.add_argument("-j", "--jobs", default=None, metavar="N",
                             help="targets checked at once (default: the usable cores)")
     parser.add_argument("--max-memory", dest="max_memory", default=None, metavar="SIZE",
-                        help="memory each target may add, in each of its processes and in all together "
-                             "(e.g. 4GiB; default: half the machine's memory shared by the jobs)")
+                        help="memory a target may add, such as 4GiB")
     parser.add_argument("--max-processes", dest="max_processes", default=None, metavar="N",
-                        help="processes and threads a target may start (default 64 and two per core)")
+                        help="processes and threads a target may start")
     parser.add_argument("--max-file-size", dest="max_file_size", default=None, metavar="SIZE",
                         help="the largest file a target may write (default 256MiB)")
-    parser.add_argument("--preload", action="append", default=None, metavar="MODULE[,MODULE...]",
-                        help="trusted libraries to import once, before any target, in the process every "
-                             "target's process is forked from (e.g. transformers.modeling_utils)")
-
+    parser.add_argument("--preload", action="append", default=None, metavar="MODULE[,...]",
+                        help="trusted modules imported once, before any target")
 
 def run_options_of(args: argparse.Namespace, **more):
     """The run's options from the flags of :func:`add_run_arguments` (``-j`` and ``--shard``

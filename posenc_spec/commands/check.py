@@ -14,9 +14,6 @@ import collections
 import contextlib
 import os
 import sys
-import textwrap
-
-from posenc_spec import registry
 
 from .arguments import (
     OUTPUT_STATUS,
@@ -25,63 +22,60 @@ from .arguments import (
     add_run_arguments,
     declaration_flags,
     error,
+    families_text,
     open_outputs,
     run_options_of,
     write_output,
 )
 
 CHECK_EPILOG = """\
-exit status: 0 conforms; 1 does not conform (a check failed: the target raised, exited,
-crashed, hung past --timeout, exceeded a limit, or returned a wrong shape, NaN, Inf or
-wrong values); 2 usage error, or a TARGET that cannot be imported; 3 the verdicts were
-printed, but a --json, --junitxml or --plots destination opened at the start could not be
-written at the end (one line on stderr says which and why).
+{families}
 
-check ids (for --xfails files and the reports): import, determinism, aliasing,
-global-state, regression (--against), and each family's:
+exit status: 0 conforms; 1 does not conform (a check failed: the target raised, crashed,
+hung, exceeded a limit, or returned a wrong shape, NaN, Inf or wrong values); 2 usage error,
+or a TARGET that cannot be imported; 3 a --json, --junitxml or --plots destination could
+not be written at the end.
 
-{family_check_ids}
+check ids (--xfails and the reports): import, determinism, aliasing, global-state,
+regression (--against), and each family's (posenc-spec keys FAMILY).
 
 Without TARGET: the targets of --config FILE, else of the nearest pyproject.toml with a
-[tool.posenc-spec] table (from the working directory up to the repository root); with
-none, nothing is checked (exit 2). --builtin checks the reference implementations
-posenc-spec ships instead. Flags given with them override every target's keys.
+[tool.posenc-spec] table (up to the repository root); --builtin checks the reference
+implementations posenc-spec ships. Flags override every target's keys.
 """
 
 
 def check_epilog() -> str:
-    """The epilog of ``check --help``: exit statuses, check ids (each family's own), where
+    """The epilog of ``check --help``: the families, exit statuses, where check ids and
     targets come from."""
-    paragraphs = [textwrap.fill(names.check_ids, 88, break_on_hyphens=False)
-                  for names in registry.names() if names.check_ids]
-    return CHECK_EPILOG.format(family_check_ids="\n\n".join(paragraphs))
+    return CHECK_EPILOG.format(families=families_text())
 
 
 def register(subparsers) -> None:
     check = subparsers.add_parser(
-        "check", help="check targets against their declared conventions",
+        "check", help="check targets against their declared conventions", usage="%(prog)s [TARGET] [options]",
         description="Check implementations of a position encoding against a declared convention.",
         epilog=check_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("target", nargs="?", metavar="TARGET",
-                       help="package.module:attr or path/to/file.py:attr (attr may be dotted)")
+                       help="module:attr or path/to/file.py:attr (attr may be dotted)")
     check.add_argument("--config", metavar="FILE", help="a TOML file of [[targets]] (or a pyproject.toml)")
-    check.add_argument("--builtin", action="store_true",
-                       help="check the reference implementations posenc-spec ships (no TARGET, no --config)")
-    add_declaration_arguments(check)
-    add_against_arguments(check)
-    check.add_argument("--xfails", metavar="FILE", help="known deviations: check ids or glob patterns, # reasons")
-    check.add_argument("--json", metavar="FILE", help="write the report as JSON (- for standard output)")
-    check.add_argument("--junitxml", metavar="FILE", help="write the report as JUnit XML, for CI test reporters")
-    check.add_argument("--annotations", default=None, metavar="github|none",
-                       help="one ::error line per failing check, shown on the pull request "
-                            "(default: github when GITHUB_ACTIONS=true, else none)")
-    check.add_argument("--plots", metavar="DIR", help="write pictures of each target that does not conform")
-    add_run_arguments(check, jobs=True)
-    check.add_argument("--fail-fast", action="store_true",
-                       help="stop each target's calls at its first failed check (a quicker verdict; the checks "
-                            "after it are reported as not run)")
-    check.add_argument("--shard", metavar="K/N", help="check only every N-th target, starting with the K-th")
+    check.add_argument("--builtin", action="store_true", help="check the reference implementations posenc-spec ships")
+    check.add_argument("--xfails", metavar="FILE", help="known deviations: check ids or glob patterns")
     check.add_argument("-v", "--verbose", action="store_true", help="list every check, not only the failures")
+    add_declaration_arguments(check.add_argument_group("the declaration (each family's keys: posenc-spec keys "
+                                                       "FAMILY)"))
+    add_against_arguments(check)
+    outputs = check.add_argument_group("outputs")
+    outputs.add_argument("--json", metavar="FILE", help="write the report as JSON (- for standard output)")
+    outputs.add_argument("--junitxml", metavar="FILE", help="write the report as JUnit XML, for CI test reporters")
+    outputs.add_argument("--annotations", default=None, metavar="github|none",
+                         help="::error lines (default: github under GitHub Actions)")
+    outputs.add_argument("--plots", metavar="DIR", help="pictures of each target that does not conform")
+    run = check.add_argument_group("the run")
+    add_run_arguments(run, jobs=True)
+    run.add_argument("--fail-fast", action="store_true",
+                     help="stop a target's calls at its first failed check")
+    run.add_argument("--shard", metavar="K/N", help="check only every N-th target, from the K-th")
     check.set_defaults(run=run_check)
 
     merge = subparsers.add_parser(

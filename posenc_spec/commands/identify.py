@@ -14,13 +14,15 @@ import sys
 from dataclasses import dataclass
 
 from posenc_spec import registry
-from posenc_spec.gate.keys import flag
+from posenc_spec.gate.keys import ALIASES, FAMILY_KEYS, flag
 
 from .arguments import (
     OUTPUT_STATUS,
     add_call_arguments,
+    add_key_flags,
     add_run_arguments,
     error,
+    families_text,
     open_outputs,
     run_options_of,
     write_output,
@@ -36,8 +38,9 @@ Each family names what its calls determine (tables: the preset or the fields; ro
 embeddings: the layout, theta, the rotary size, the rotated features and the scaling type
 with its parameters).
 
-With a declaration (the declaration flags below, else the TARGET's entry in the nearest
-pyproject.toml's [tool.posenc-spec]) the answer says how it differs from it.
+The family's keys that say how a target is called (posenc-spec keys FAMILY marks them)
+are read to call it; with its other keys (a declaration), else with the TARGET's entry in
+the nearest pyproject.toml's [tool.posenc-spec], the answer says how it differs from them.
 """
 
 
@@ -47,32 +50,21 @@ def _declared_keys(names) -> tuple[str, ...]:
 
 
 def add_identify_arguments(parser: argparse.ArgumentParser) -> None:
-    """TARGET and the flags of ``identify`` (``init`` takes the same)."""
+    """TARGET and the flags of ``identify`` (``init`` takes the same): how the target is
+    called, and every family's keys (``posenc-spec keys FAMILY`` lists them and marks those
+    identify reads to call; the others declare what the answer is compared with)."""
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_call_arguments(parser)
-    for names in registry.names():
-        own = [key for key in names.identify_keys if registry.owner_of_key(key) is names]
-        if own:
-            group = parser.add_argument_group(names.group)
-            for key in own:
-                metavar, text = names.identify_help.get(key, names.help[key])
-                group.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text,
-                                   action="append" if key in names.repeated else "store")
-    declared = parser.add_argument_group(
-        "the declaration the answer is compared with (default: the TARGET's entry in the nearest "
-        "[tool.posenc-spec]); they change nothing identify fits")
-    for names in registry.names():
-        for key in _declared_keys(names):
-            metavar, text = names.help[key]
-            declared.add_argument(flag(key), dest=key, metavar=metavar, default=None, help=text,
-                                  action="append" if key in names.repeated else "store")
+    add_key_flags(parser, FAMILY_KEYS)
     add_run_arguments(parser)
 
 
 def add_command(subparsers, name: str, run_command, **texts) -> argparse.ArgumentParser:
     """A command that takes ``identify``'s TARGET and flags (``texts``: its help, description
-    and epilog), run by ``run_command``."""
-    parser = subparsers.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter, **texts)
+    and epilog, which the families' lines end), run by ``run_command``."""
+    texts["epilog"] = f"{texts.get('epilog', '')}\n{families_text()}\n"
+    parser = subparsers.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   usage="%(prog)s TARGET [options]", **texts)
     add_identify_arguments(parser)
     parser.set_defaults(run=run_command)
     return parser
@@ -108,14 +100,17 @@ def request_of(args) -> Request:
     call = declare({"target": args.target, "api": args.api, "t_max": args.t_max,
                     "max_positions": args.max_positions, "timeout": args.timeout}, flags=True)
     own = registry.names_of_api(call.api)
+    _read_former_names(args, own)
     for names in registry.names():
         given = [key for key in names.identify_keys if names is not own and getattr(args, key, None) is not None
                  and key not in own.identify_keys]
-        if given and registry.owner_of_key(given[0]) is None:  # a key of how any target is called
+        owners = registry.owners_of_key(given[0]) if given else ()
+        if given and not owners:  # a key of how any target is called
             raise UsageError(f"{flag(given[0])}: identify calls --api {call.api} targets in the API's own form "
                              f"(check takes {flag(given[0])})")
-        if given:
-            raise UsageError(f"{flag(given[0])} describes {names.noun}: give --api {' or '.join(names.apis)}")
+        if given and own not in owners:
+            raise UsageError(f"{flag(given[0])} describes {registry.nouns(owners)}: give --api "
+                             f"{registry.apis_of(owners)}")
     flags = {key: getattr(args, key) for key in own.identify_keys if getattr(args, key, None) is not None}
     if args.t_max is not None:
         flags["t_max"] = args.t_max
@@ -125,14 +120,29 @@ def request_of(args) -> Request:
     return request
 
 
+def _read_former_names(args, own) -> None:
+    """The flags given by a key's former name, set as the key (with the note :func:`renamed`
+    gives); the former name of another family's key is refused as that family's key is."""
+    from posenc_spec.gate.declaration import renamed
+    from posenc_spec.gate.errors import UsageError
+
+    given = {key: getattr(args, key) for key in (*FAMILY_KEYS, *ALIASES) if getattr(args, key, None) is not None}
+    for key, value in renamed(given, own, flags=True).items():
+        if key in ALIASES:
+            owners = registry.owners_of_key(key)
+            raise UsageError(f"{flag(key)} describes {registry.nouns(owners)}: give --api {registry.apis_of(owners)}")
+        setattr(args, key, value)
+
+
 def _compared(args, call, asked):
     """``(declaration, where it came from)`` the answer is compared with, or ``(None, "")``."""
     from posenc_spec.gate.config import find_pyproject, read_config
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
 
+    own = registry.names_of_api(call.api).identify_keys  # read to call, whichever family shares their name
     given = {key: getattr(args, key) for names in registry.names() for key in _declared_keys(names)
-             if getattr(args, key, None) is not None}
+             if getattr(args, key, None) is not None and key not in own}
     if given:
         return declare({"target": args.target, "api": call.api, **asked.compared_keys(given)}, flags=True), "the flags"
     try:

@@ -53,6 +53,7 @@ from .arguments import (
     add_run_arguments,
     declaration_flags,
     error,
+    families_text,
     run_options_of,
 )
 
@@ -66,6 +67,7 @@ def register(subparsers) -> None:
                     "(tables: heatmap, row profiles, similarity and difference of one call; rotary embeddings: "
                     "the difference of the call furthest out of bound). --against FILE.npz: the ULP distances "
                     "of the output that moved furthest from the snapshot. The flags are check's.",
+        usage="%(prog)s TARGET [options]", epilog=families_text(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_declaration_arguments(parser)

@@ -19,6 +19,7 @@ but ``--out`` could not be written at the end (one line says why).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import tempfile
@@ -29,6 +30,7 @@ from .arguments import (
     add_run_arguments,
     declaration_flags,
     error,
+    families_text,
     run_options_of,
 )
 
@@ -36,7 +38,9 @@ from .arguments import (
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "snapshot", help="record what a target returns on the gate's grid, for check --against",
-        description="Record every output of TARGET on the gate's default grid (with its exact inputs) in FILE.npz.")
+        description="Record every output of TARGET on the gate's default grid (with its exact inputs) in FILE.npz.",
+        usage="%(prog)s TARGET --out FILE.npz [options]", epilog=families_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="TARGET", help="package.module:attr or path/to/file.py:attr")
     add_declaration_arguments(parser)
     parser.add_argument("--out", required=True, metavar="FILE.npz",

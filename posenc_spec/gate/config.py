@@ -131,27 +131,51 @@ def declarations_from_table(section, base_dir, where: str, overrides: dict | Non
     if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
         raise UsageError(f"{where}'targets' must be a non-empty array of tables ([[{prefix}targets]])")
     declarations, taken = [], set()
+    families = {getattr(_family({**defaults, **entry, **overrides}), "name", None) for entry in entries}
     for index, entry in enumerate(entries):
         refuse_quoted_numbers(entry, f"{where}targets[{index}]: ")
-        fitting = _defaults_for({**defaults, **entry, **overrides}, defaults)
+        fitting = _defaults_for({**defaults, **entry, **overrides}, defaults, families)
         taken.update(fitting)
         declarations.append(declare({**fitting, **entry, **overrides}, base_dir, f"{where}targets[{index}]: "))
     unused = [key for key in defaults if key not in taken]
     if unused:
         raise UsageError(f"{where}{unused[0]} is a default for the targets it fits, and no target is "
-                         f"{registry.owner_of_key(unused[0]).noun}")
+                         f"{registry.nouns(registry.owners_of_key(unused[0]))}")
     return declarations
 
 
-def _defaults_for(keys: dict, defaults: dict) -> dict:
+def _family(keys: dict):
+    """The names of the family of the target ``keys`` declare (None: an API no family has)."""
+    api = keys.get("api", APIS[0])
+    return registry.names_of_api(api) if api in APIS else None
+
+
+def _defaults_for(keys: dict, defaults: dict, families=frozenset()) -> dict:
     """The top-level ``defaults`` that fit the target ``keys`` declare: a family's keys go to
     the targets of that family only (their ``api`` says which), the core's to every target,
-    so that one table holds targets of several families."""
-    api = keys.get("api", APIS[0])
-    if api not in APIS:  # declare() says so
+    so that one table holds targets of several families (``families``: the names of the
+    file's targets' families). A key several families read, in a file holding targets of
+    more than one of them, goes to the family that had the name
+    before the families shared it (:func:`_first_reader`): a file written then reads as it
+    did; give the key in each target to set it for the others."""
+    own = _family(keys)
+    if own is None:  # declare() says so
         return dict(defaults)
-    own = registry.names_of_api(api)
-    return {key: value for key, value in defaults.items() if registry.owner_of_key(key) in (None, own)}
+    return {key: value for key, value in defaults.items() if _fits(key, own, families)}
+
+
+def _fits(key: str, own, families) -> bool:
+    owners = registry.owners_of_key(key)
+    if not owners:
+        return True
+    if own not in owners:
+        return False
+    return sum(owner.name in families for owner in owners) <= 1 or own is _first_reader(key, owners)
+
+
+def _first_reader(key: str, owners):
+    """The first family that reads ``key`` under its own name, not a former one (else the first)."""
+    return next((names for names in owners if key in names.keys and key not in names.aliases.values()), owners[0])
 
 
 def read_config(path, overrides: dict | None = None) -> list[Declaration]:

@@ -24,7 +24,10 @@ the value; the message is the same whichever way it came in. The core's keys::
 
 The API's family (found through :mod:`posenc_spec.registry`) validates its own keys into the
 declaration's ``spec``; a key of another family is refused, naming the APIs it goes with.
-The names of every key live in :mod:`posenc_spec.gate.keys`.
+The names of every key live in :mod:`posenc_spec.gate.keys`; a concept several families
+share has one name (docs/keys.md). A key's former name is read as the key, here and only
+here (:func:`renamed`), with a one-line note the first time it is met (a
+:class:`RenamedKey` warning: the command line prints it as ``posenc-spec: note: ...``).
 
 With ``against`` and none of the family's keys, only the ``regression`` check runs: a
 snapshot judges any encoding, also one no convention describes.
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +46,7 @@ from posenc_spec import registry
 
 from .errors import UsageError
 from .family import Context
-from .keys import APIS, FAMILY_KEYS, KEYS, NUMBER_KEYS, flag
+from .keys import ALIASES, APIS, FAMILY_KEYS, KEYS, NUMBER_KEYS, RenamedKey, flag
 from .loader import TargetError, absolute_target
 from .signatures import Calling, calling
 from .values import boolean, choice, fail, integer, number
@@ -169,11 +173,12 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         api = api or against.api
     api = api or APIS[0]
     own = registry.names_of_api(api)
-    for key in FAMILY_KEYS:
-        owner = registry.owner_of_key(key)
-        if key in keys and owner is not own:
-            raise UsageError(f"{name(key)} declares {owner.noun}, not {own.noun}: give --api "
-                             f"{' or '.join(owner.apis)}")
+    keys = renamed(keys, own, where, flags)
+    for key in (*FAMILY_KEYS, *ALIASES):
+        owners = registry.owners_of_key(key)
+        if key in keys and own not in owners:
+            raise UsageError(f"{name(key)} declares {registry.nouns(owners)}, not {own.noun}: give --api "
+                             f"{registry.apis_of(owners)}")
     max_positions = integer(name("max_positions"), keys["max_positions"]) if "max_positions" in keys else None
     t_max = number(name("t_max"), keys.get("t_max", DEFAULT_T_MAX), above=0, maximum=MAX_T_MAX)
     how = calling(keys, api, name)
@@ -206,14 +211,44 @@ def _framework(keys: dict, name) -> dict:
     return {"framework": "keras" if backend is not None else framework, "keras_backend": backend}
 
 
+_noted: set[str] = set()  # the former names said so far in this process
+
+
+def renamed(keys: dict, own, where: str = "", flags: bool = False) -> dict:
+    """``keys`` with each former name of a key of the family ``own`` (its ``aliases``) read
+    as the key, its value as the key spells it; each former name is noted once per process,
+    ``where`` first, each name as the user wrote it (its flag with ``flags``). A former name
+    of another family's key is left for the caller to refuse; a key given by both names is a
+    :class:`UsageError`."""
+
+    def spelled(key):
+        return flag(key) if flags else key
+
+    found = {}
+    for old, value in keys.items():
+        key = own.aliases.get(old)
+        if key is None:
+            found.setdefault(old, value)
+            continue
+        if key in keys:
+            raise UsageError(f"{where}{spelled(old)} is the former name of {spelled(key)}: give {spelled(key)} alone")
+        if old not in _noted:
+            _noted.add(old)
+            warnings.warn(RenamedKey(f"{where}{spelled(old)} is now {spelled(key)}"), stacklevel=3)
+        values = own.alias_values.get(old, {})
+        found[key] = values.get(value, value) if isinstance(value, str) else value
+    return found
+
+
 def refuse_unknown_keys(keys, known: tuple[str, ...], where: str = "") -> None:
-    """A :class:`UsageError` for the first key not ``known`` that is close to one ("did you
-    mean"), else for all of them, with the known keys."""
-    unknown = sorted(str(key) for key in keys if key not in known)
+    """A :class:`UsageError` for the first key not ``known`` (nor a former name of a key)
+    that is close to one ("did you mean", naming the key as it is now), else for all of them,
+    with the known keys."""
+    unknown = sorted(str(key) for key in keys if key not in known and key not in ALIASES)
     for key in unknown:
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        close = difflib.get_close_matches(key, (*known, *ALIASES), n=1, cutoff=0.8)
         if close:
-            raise UsageError(f"{where}unknown key {key!r} (did you mean {close[0]!r}?)")
+            raise UsageError(f"{where}unknown key {key!r} (did you mean {ALIASES.get(close[0], close[0])!r}?)")
     if unknown:
         raise UsageError(f"{where}unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
 
@@ -221,10 +256,20 @@ def refuse_unknown_keys(keys, known: tuple[str, ...], where: str = "") -> None:
 def refuse_quoted_numbers(keys: dict, where: str = "") -> None:
     """A :class:`UsageError` for a number given as text (``max_positions = "2048"`` in TOML,
     ``max_positions="2048"`` in Python); for keys that do not come from a command line."""
-    for key in NUMBER_KEYS:
+    for key in (*NUMBER_KEYS, *(old for old, key in ALIASES.items() if key in NUMBER_KEYS)):
         value = keys.get(key)
-        if isinstance(value, str):
+        if isinstance(value, str) and _reads_as_number(value):
             raise UsageError(f"{where}{key} must be a number, got {value!r} (text: write it without quotes)")
+
+
+def _reads_as_number(text: str) -> bool:
+    """Whether ``text`` is one number written as text (``"2048"``; not ``"1e4,1e5"``, a list
+    some keys also take as text, nor a word the key's own check refuses)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _path(name: str, value, base_dir) -> Path:

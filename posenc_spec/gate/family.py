@@ -57,7 +57,13 @@ class FamilyKeys:
     ``x_layouts``: the layouts the core's ``x_layout`` key takes for its calls, for ``--help``;
     ``builtin``: the family's reference implementations ``check --builtin`` checks, each a
     target table as ``[tool.posenc-spec]`` holds one; ``title`` and ``page``: what the
-    README's table of families calls it and the document (``docs/...md#anchor``) it links."""
+    README's table of families calls it and the document (``docs/...md#anchor``) it links;
+    ``aliases``: the family's former names of its keys (old -> key), still read, each with a
+    note (:func:`posenc_spec.gate.declaration.renamed`), and ``alias_values``: per former
+    name, the values it took that the key spells otherwise (old value -> value).
+
+    A key may belong to several families (``base``, ``convention``): one name per concept
+    (docs/keys.md); each family validates it in its own terms."""
 
     name: str
     noun: str
@@ -82,6 +88,8 @@ class FamilyKeys:
     builtin: tuple[dict, ...] = ()
     title: str = ""
     page: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)
+    alias_values: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class Spec(Protocol):

@@ -15,13 +15,16 @@ RUN_KEYS = ("api", "t_max", "max_positions", "timeout", "against", "max_ulp", "s
 # How the target is called, for any API (posenc_spec.gate.signatures).
 # ``framework`` and ``keras_backend``: what the target is written in (posenc_spec.gate.child.frameworks).
 CALLING_KEYS = ("call", "signature", "init", "method", "kwargs", "x_layout", "framework", "keras_backend")
-FAMILY_KEYS = tuple(key for names in registry.names() for key in names.keys)
+# Each family's keys, each once: a concept several families share has one name (docs/keys.md).
+FAMILY_KEYS = tuple(dict.fromkeys(key for names in registry.names() for key in names.keys))
 # What declares a target besides its name: everything but the target and its xfails file.
 DECLARATION_KEYS = (*FAMILY_KEYS, *RUN_KEYS, *CALLING_KEYS)
 KEYS = ("target", *DECLARATION_KEYS, "xfails")
+# The keys' former names, still read (posenc_spec.gate.declaration.renamed): old -> key.
+ALIASES = {old: key for names in registry.names() for old, key in names.aliases.items()}
 # The keys whose values are numbers: a file or a Python call that gives one as text
 # ("2048") has quoted it by mistake. Only the command line's flags are text by nature.
-NUMBER_KEYS = (*(key for names in registry.names() for key in names.number_keys),
+NUMBER_KEYS = (*dict.fromkeys(key for names in registry.names() for key in names.number_keys),
                "t_max", "max_positions", "timeout", "max_ulp")
 
 # The defaults of the keys a call is made with, for the help to state: the values
@@ -32,9 +35,65 @@ DEFAULT_TIMEOUT = 60.0
 # A key whose flag is not its name (one --kwarg KEY=VALUE per argument).
 _FLAGS = {"kwargs": "--kwarg", **{key: spelled for names in registry.names() for key, spelled in names.flags.items()}}
 # The keys whose flag is given once per item (KEY=VALUE each).
-REPEATED = ("init", "kwargs", *(key for names in registry.names() for key in names.repeated))
+REPEATED = ("init", "kwargs", *dict.fromkeys(key for names in registry.names() for key in names.repeated))
+REPEATED = (*REPEATED, *(old for old, key in ALIASES.items() if key in REPEATED))
+
+
+class RenamedKey(FutureWarning):
+    """A key given by its former name: read as the key it is now, said once per name."""
 
 
 def flag(key: str) -> str:
     """The command-line flag of a key: ``t_max`` -> ``--t-max``."""
     return _FLAGS.get(key, "--" + key.replace("_", "-"))
+
+
+# What the core's keys mean, for the table of keys (docs/keys.md); the families' keys say
+# it in their FamilyKeys.help.
+CORE_HELP = {
+    "target": "package.module:attr or path/to/file.py:attr: what is checked",
+    "api": "the target's API, which names its family (default table)",
+    "t_max": "the largest timestep of an API that takes timesteps (default 1000)",
+    "max_positions": "every position the grid hands stays below it (a model's max_position_embeddings; T5 "
+                     "buckets: every relative position |r| stays below it)",
+    "timeout": "seconds of the target's own time for the import and for each call (default 60)",
+    "against": "a snapshot (posenc-spec snapshot) whose calls are replayed and compared",
+    "max_ulp": "the largest ULP distance against allows",
+    "strict": "fail on notes too (findings on inputs no use produces)",
+    "signature": "how the target is called, if not in the API's form",
+    "init": "build an object of a class TARGET first: its keyword arguments, or \"config\" (model_config)",
+    "method": "the method to call on the object init builds",
+    "kwargs": "keyword arguments passed on every call",
+    "x_layout": "how the x the target takes is laid out",
+    "xfails": "a file of known deviations: check ids or glob patterns",
+}
+
+
+def readers(key: str) -> tuple[str, ...]:
+    """The families that read ``key`` (empty: a key of the core, which every family reads)."""
+    return tuple(names.name for names in registry.names() if key in names.keys)
+
+
+def former_names(key: str) -> tuple[str, ...]:
+    """The former names of ``key``, still read as it."""
+    return tuple(old for old, new in ALIASES.items() if new == key)
+
+
+def markdown_table() -> str:
+    """docs/keys.md's table: every key, its flag, its former names, the families that read it
+    and what it means to each (docs/keys.md holds this text between ``<!-- keys -->`` markers,
+    and a test holds it to this function)."""
+    rows = ["| key | flag | former names | read by | what it is |", "|---|---|---|---|---|"]
+    for key in KEYS:
+        owners = [names for names in registry.names() if key in names.keys]
+        if owners:
+            texts = {names.name: f"`{names.help[key][0]}` {names.help[key][1]}" for names in owners}
+            meaning = "; ".join(f"*{name}*: {text}" for name, text in texts.items()) if len(set(texts.values())) > 1 \
+                else next(iter(texts.values()))
+        else:
+            meaning = CORE_HELP[key]
+        former = ", ".join(f"`{old}`" for old in former_names(key)) or "-"
+        families = ", ".join(names.name for names in owners) or "all"
+        spelled = "TARGET" if key == "target" else flag(key)
+        rows.append(f"| `{key}` | `{spelled}` | {former} | {families} | {meaning.replace('|', chr(92) + '|')} |")
+    return "\n".join(rows)

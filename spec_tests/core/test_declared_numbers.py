@@ -21,10 +21,10 @@ GRID = {"target": "pkg.mod:grid", "api": "sincos2d"}
     ({**TABLE, "kwargs": {"x": float("inf")}}, "kwargs.x must be a finite number"),
     ({**TABLE, "kwargs": {"x": 10**30}}, "kwargs.x must be an integer from"),
     ({**TABLE, "kwargs": {"x": 5e-324}}, "kwargs.x must be 0 or a number of magnitude at least"),
-    ({**ROPE, "rope_theta": 10**400}, "rope_theta must be a finite number"),
+    ({**ROPE, "base": 10**400}, "base must be a finite number"),
     ({**ROPE, "rope_type": "linear", "rope_parameters": {"factor": 5e-324}}, "factor must be at least"),
-    ({**GRID, "position_scale": 1e-320}, "position_scale must be a number of magnitude at least"),
-    ({**GRID, "position_scale": 1e306}, "positions of a 4096-token axis are not finite"),
+    ({**GRID, "scale": 1e-320}, "scale must be a number of magnitude at least"),
+    ({**GRID, "scale": 1e306}, "positions of a 4096-token axis are not finite"),
 ])
 def test_a_number_no_table_can_be_judged_at_is_refused(keys, named):
     """The error is one line and names the key."""
@@ -38,7 +38,7 @@ def test_a_rope_config_head_size_is_bounded_before_anything_is_allocated(tmp_pat
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"head_dim": 2**31, "rope_theta": 10000}))
     with pytest.raises(UsageError, match="head_dim must be an integer from 2 to"):
-        declare({**ROPE, "rope_config": str(config)})
+        declare({**ROPE, "model_config": str(config)})
 
 
 def test_a_linear_factor_whose_angles_overflow_is_refused():
@@ -49,5 +49,5 @@ def test_a_linear_factor_whose_angles_overflow_is_refused():
 
 def test_numbers_in_range_still_declare():
     """Large but finite values that real configs use are accepted."""
-    assert declare({**ROPE, "rope_theta": 10**9}).spec.convention.theta == 1e9
+    assert declare({**ROPE, "base": 10**9}).spec.convention.theta == 1e9
     assert declare({**TABLE, "kwargs": {"x": -(2**63)}}).calling.kwargs == (("x", -(2**63)),)

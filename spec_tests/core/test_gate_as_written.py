@@ -85,9 +85,9 @@ def test_real_code_as_written_fails_a_wrong_declaration(reports, name):
 # name -> what the hint of its wrong declaration says (None: no hint, see the module docstring)
 HINTS = {
     "transformers-apply": None,
-    "transformers-module": "rope_theta 500000 where 10000 is declared",
+    "transformers-module": "base (rope_theta) 500000 where 10000 is declared",
     "rotary-embedding-torch": "rotate-half and interleaved pairs mixed up",
-    "torchtune": "rope_theta 10000 where 500000 is declared",
+    "torchtune": "base (rope_theta) 10000 where 500000 is declared",
     "meta": "rotate-half and interleaved pairs mixed up",
     "pytorch-tutorial": "the columns are interleaved (sin, cos, sin, cos, ...) where concat",
     "diffusers-timesteps": "the exponent divides by `half_dim - 1`",

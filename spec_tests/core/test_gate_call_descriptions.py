@@ -46,9 +46,9 @@ REAL = {
                    {"call": "apply_rotary_emb(x, cos, sin, interleaved=True)"},
                    "rotate-half and interleaved pairs mixed up"),
     "vllm": ({"target": f"{VERBATIM / 'vllm_rotary.py'}:RotaryEmbedding", "api": "rope-apply",
-              "call": "RotaryEmbedding(head_dim, head_dim, max_positions, rope_theta, True, dtype)"
+              "call": "RotaryEmbedding(head_dim, head_dim, max_positions, base, True, dtype)"
                       ".forward(positions, q, k)", "max_positions": 8192, "head_dim": 64},
-             {"call": "RotaryEmbedding(head_dim, head_dim, max_positions, rope_theta, True, dtype)"
+             {"call": "RotaryEmbedding(head_dim, head_dim, max_positions, base, True, dtype)"
                       ".forward(positions, k, q)"}, "formula["),
     "alibi-query-key": ({"target": f"{VERBATIM / 'alibi_query_key.py'}:alibi_bias", "api": "alibi-bias",
                          "call": "alibi_bias(num_heads, query_length, key_length)", "attention_heads": 12},

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from posenc_spec.gate import declaration as declaration_module
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.engine import plan
 
@@ -160,11 +161,12 @@ def linear_inv_freq(head_dim):
 """
 
 
-def test_rotary_keys_have_plugin_options(pytester):
+def test_rotary_keys_have_plugin_options(pytester, monkeypatch):
     """The RoPE flags have --posenc-* twins, --posenc-rope-param repeating as --rope-param does:
-    each target passes under what it computes and fails under the plain default."""
+    each target passes under what it computes and fails under the plain default; a key's former
+    name (--posenc-rope-theta) is read as the key, and the run says so."""
     pytester.path.joinpath("rope_impl.py").write_text(ROPE_TARGETS)
-    rope = ["--posenc-api", "rope-freqs", "--posenc-rope-theta", "500000"]
+    rope = ["--posenc-api", "rope-freqs", "--posenc-base", "500000"]
     status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:inv_freq", *rope)
     assert status == 0 and _count(output, "passed") > 0, output
     status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:linear_inv_freq", *rope,
@@ -172,6 +174,10 @@ def test_rotary_keys_have_plugin_options(pytester):
     assert status == 0 and _count(output, "passed") > 0, output
     status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:linear_inv_freq", *rope)
     assert status == 1 and "formula[d=" in output and "Traceback" not in output, output
+    monkeypatch.setattr(declaration_module, "_noted", set())  # as in a run of its own
+    status, output = _pytest_here(pytester, "--posenc-target", "rope_impl:inv_freq", "--posenc-api", "rope-freqs",
+                                  "--posenc-rope-theta", "500000")
+    assert status == 0 and _count(output, "passed") > 0 and "rope_theta is now base" in output, output
 
 
 def test_a_note_passes_with_a_warning_and_fails_under_strict(pytester):

@@ -17,6 +17,7 @@ import torch
 
 from posenc_spec import registry
 from posenc_spec.commands.check import check_epilog
+from posenc_spec.commands.keys import family_text
 from posenc_spec.families.rope import sequences as rope_sequences
 from posenc_spec.families.rope.read import Unreadable, read_cache
 from posenc_spec.families.sinusoidal import grid as sinusoidal_grid
@@ -310,9 +311,9 @@ def _id_names() -> set[str]:
 
 def test_check_help_and_the_docs_name_every_check():
     """Every check id the plans hold, the sequences' and aliasing included, is named in
-    ``check --help``'s epilog and in docs/checks.md."""
+    ``check --help``'s epilog or the family's ``posenc-spec keys FAMILY``, and in docs/checks.md."""
     docs = CHECKS_DOC.read_text(encoding="utf-8")
-    help_text = " ".join(check_epilog().split())
+    help_text = " ".join(" ".join([check_epilog(), *(family_text(names) for names in registry.names())]).split())
     missing = {name: [where for where, text in (("check --help", help_text), ("docs/checks.md", docs))
                       if not re.search(rf"\b{re.escape(name)}\b", text)] for name in _id_names()}
     assert not {name: where for name, where in missing.items() if where}

@@ -60,13 +60,13 @@ def test_init_values_are_plain():
     assert_refused({"init": 3}, "init")
 
 
-def test_init_config_needs_a_rope_config():
-    """init = "config" builds Class(config=...) from rope_config: refused without one, and
+def test_init_config_needs_a_model_config():
+    """init = "config" builds Class(config=...) from model_config: refused without one, and
     for a sinusoidal API."""
-    assert_refused({"api": "rope-cache", "init": "config"}, "init", "rope_config")
+    assert_refused({"api": "rope-cache", "init": "config"}, "init", "model_config")
     assert_refused({"init": "config"}, "init")
     declaration = declare({"target": TARGET, "api": "rope-cache", "cache_call": "x-positions", "init": "config",
-                           "rope_config": CONFIG})
+                           "model_config": CONFIG})
     assert declaration.how()["init"] == "config" and declaration.how()["config"].endswith("llama3_1_8b.json")
 
 

@@ -1,20 +1,13 @@
-"""``--signature``'s help names every signature each gated family's API takes besides its own form."""
+"""``posenc-spec keys FAMILY`` names every signature each of the family's APIs takes."""
 
 from posenc_spec import registry
 from posenc_spec.cli import main
 
 
-def test_signature_help_names_every_familys_signatures(capsys):
-    """check --help lists each API's other signatures, with the API they belong to."""
-    try:
-        main(["check", "--help"])
-    except SystemExit:
-        pass
-    text = " ".join(capsys.readouterr().out.split())
-    help_text = text.rsplit("--signature NAME", 1)[1].split("--init", 1)[0].replace("- ", "-")
+def test_keys_names_every_familys_signatures(capsys):
+    """keys FAMILY lists each API of the family with all its signatures, the API's own form first."""
     for names in registry.names():
+        assert main(["keys", names.name]) == 0
+        text = " ".join(capsys.readouterr().out.split())
         for api, signatures in names.signatures.items():
-            for signature in signatures[1:]:
-                assert signature in help_text, f"--signature's help lacks {signature} ({api}): {help_text}"
-            if len(signatures) > 1:
-                assert f"({api})" in help_text, f"--signature's help does not name {api}: {help_text}"
+            assert f"{api} {', '.join(signatures)}" in text, f"keys {names.name} lacks {api}'s signatures: {text}"

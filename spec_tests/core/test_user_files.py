@@ -1,5 +1,5 @@
 """Files a user names, read defensively (posenc_spec.gate.user_files): a --config file, a
-pyproject.toml the search meets, an --xfails file and a --rope-config file that are a FIFO,
+pyproject.toml the search meets, an --xfails file and a --model-config file that are a FIFO,
 a device, a folder, too big, nested too deep, binary, missing or unreadable each give exit 2
 and one line naming the file, never a hang, an exhausted memory or an internal error."""
 
@@ -30,7 +30,7 @@ READERS = {
     "config": (lambda path: ["check", "--config", str(path)], "configuration file", MAX_CONFIG_BYTES, DEEP_TOML),
     "pyproject": (None, "configuration file", MAX_CONFIG_BYTES, "[tool.posenc-spec]\n" + DEEP_TOML),
     "xfails": (lambda path: ["check", TARGET, "--xfails", str(path)], "xfails file", MAX_XFAILS_BYTES, None),
-    "rope-config": (lambda path: ["check", "pkg.mod:fn", "--api", "rope-freqs", "--rope-config", str(path)],
+    "rope-config": (lambda path: ["check", "pkg.mod:fn", "--api", "rope-freqs", "--model-config", str(path)],
                     "Hugging Face config", MAX_ROPE_CONFIG_BYTES, DEEP_JSON),
 }
 

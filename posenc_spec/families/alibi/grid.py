@@ -2,7 +2,7 @@
 
 Head counts ``1 .. 128``, every one (each power of two and every count between, BLOOM-176B's
 112 and Falcon-7B's 71 among them), or the model's when a declaration gives
-``attention_heads``. Every head count gets the *sweep*, calls small enough to make for all
+``num_heads``. Every head count gets the *sweep*, calls small enough to make for all
 128: they hold every head's slope and the bias's form. The *deep* head counts
 (:data:`DEEP_HEADS`: one head; 12, a count with the interleave; 71, whose 7 extra heads take
 the odd members of 128's; 112, whose slopes are the largest powers of the finest ratio; 128,

@@ -1,7 +1,7 @@
 """``identify`` of an ALiBi target: which member of the family its values are.
 
 The target is called as its declaration says (``signature``, ``init``, ``method``,
-``kwargs``) at the head counts of :data:`FIT_HEADS` (and the model's ``attention_heads``):
+``kwargs``) at the head counts of :data:`FIT_HEADS` (and the model's ``num_heads``):
 each count's small calls, and at one head the long calls, where the precision of the
 product shows. From those values, in order:
 
@@ -33,7 +33,7 @@ from posenc_spec.gate.values import integer
 
 from .conventions import BIAS_FORMS, KEY_FORMS, PRESETS, AlibiConvention
 from .grid import AlibiProbe, calls
-from .keys import BIAS_API, BIAS_KEYS, CONVENTION_KEYS
+from .keys import BIAS_API, BIAS_FIELDS, FIELD_KEYS
 from .slips import Reading, fits, measured_slopes
 
 FIT_HEADS = (1, 2, 3, 5, 8, 12, 71, 112)
@@ -162,12 +162,12 @@ class Identification:
         from posenc_spec.gate.declaration import declare
 
         self.call, self.flags = call, dict(flags)
-        heads = flags.get("attention_heads")
-        self.heads = integer("--attention-heads", heads, maximum=4096) if heads is not None else None
+        heads = flags.get("num_heads")
+        self.heads = integer("--num-heads", heads, maximum=4096) if heads is not None else None
         keys = {"target": call.target, "api": call.api, "max_positions": call.max_positions, "timeout": call.timeout,
                 **{key: flags[key] for key in ("signature", "init", "method", "kwargs") if key in flags}}
         if call.api == BIAS_API and keys.get("signature") == "mask-heads-dtype":
-            keys["alibi_convention"] = "bloom"  # what the signature's one row needs to be declared at all
+            keys["convention"] = "bloom"  # what the signature's one row needs to be declared at all
         self.calling = declare(keys, flags=True)
         if self.calling.max_positions is not None:
             raise UsageError("--max-positions: identify calls the ALiBi grid's own lengths (check takes it)")
@@ -206,7 +206,7 @@ class Identification:
 
     def _fields(self, found: AlibiConvention) -> dict:
         fields = {key: value for key, value in found.as_dict().items()
-                  if not (self.signature == "heads" and key in BIAS_KEYS)}
+                  if not (self.signature == "heads" and key in BIAS_FIELDS)}
         return {**fields, "preset": _preset(found)}
 
     def answer_declaration(self, fields: dict):
@@ -243,17 +243,17 @@ class Identification:
 
     def compared_keys(self, flags: dict) -> dict:
         return {**flags, **{key: self.flags[key] for key in ("signature", "init", "method", "kwargs",
-                                                             "attention_heads") if key in self.flags}}
+                                                             "num_heads") if key in self.flags}}
 
     def differences(self, answer: dict, declared) -> list[str]:
         conv = declared.spec.convention
-        return [f"{key} {answer[key]!r} where {getattr(conv, key)!r} is declared" for key in CONVENTION_KEYS
-                if key in answer and answer[key] != getattr(conv, key)]
+        return [f"{key} {answer[field]!r} where {getattr(conv, field)!r} is declared"
+                for field, key in FIELD_KEYS.items() if field in answer and answer[field] != getattr(conv, field)]
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
-        """``alibi_convention`` and the fields that differ from it, with how the target is called."""
+        """``convention`` and the keys of the fields that differ from it, with how the target is called."""
         fields = result["convention"]
-        preset = fields.get("preset") or _preset(AlibiConvention(**{key: fields[key] for key in CONVENTION_KEYS
+        preset = fields.get("preset") or _preset(AlibiConvention(**{key: fields[key] for key in FIELD_KEYS
                                                                      if key in fields}))
         keys = {"api": self.call.api}
         calling = self.calling.calling
@@ -265,12 +265,12 @@ class Identification:
             keys["method"] = calling.method
         if calling.kwargs:
             keys["kwargs"] = dict(calling.kwargs)
-        if preset != "paper" or "alibi_convention" in defaults:
-            keys["alibi_convention"] = preset
-        for key in CONVENTION_KEYS:
-            if key in fields and fields[key] != getattr(PRESETS[preset], key):
-                keys[key] = fields[key]
+        if preset != "paper" or "convention" in defaults:
+            keys["convention"] = preset
+        for field, key in FIELD_KEYS.items():
+            if field in fields and fields[field] != getattr(PRESETS[preset], field):
+                keys[key] = fields[field]
         if self.heads is not None:
-            keys["attention_heads"] = self.heads
+            keys["num_heads"] = self.heads
         return keys
 

@@ -4,11 +4,16 @@ plugin read it without NumPy). What each key accepts: :mod:`.spec`."""
 from posenc_spec.gate.family import FamilyKeys
 
 PRESET_NAMES = ("paper", "bloom", "falcon", "mpt", "bidirectional", "fairseq", "labml", "geometric")
-# The fields of the convention a declaration may override, in the order they are listed.
-CONVENTION_KEYS = ("slope_rule", "alibi_bias_max", "alibi_heads", "bias_form", "bias_region", "query_positions",
-                   "key_positions", "bias_dtype", "up_to_row_constant")
-# The keys that describe the bias, not the slopes: the alibi-slopes API reads none of them.
-BIAS_KEYS = ("bias_form", "bias_region", "query_positions", "key_positions", "bias_dtype", "up_to_row_constant")
+# The fields of the convention a declaration may override (.conventions.AlibiConvention), in
+# the order they are listed, and the key of each: the field's name, but for the dtype the bias
+# is computed in, a concept other families share (docs/keys.md).
+CONVENTION_FIELDS = ("slope_rule", "alibi_bias_max", "alibi_heads", "bias_form", "bias_region", "query_positions",
+                     "key_positions", "bias_dtype", "up_to_row_constant")
+FIELD_KEYS = {field: {"bias_dtype": "compute_dtype"}.get(field, field) for field in CONVENTION_FIELDS}
+CONVENTION_KEYS = tuple(FIELD_KEYS.values())
+# The fields that describe the bias, not the slopes: the alibi-slopes API reads none of their keys.
+BIAS_FIELDS = ("bias_form", "bias_region", "query_positions", "key_positions", "bias_dtype", "up_to_row_constant")
+BIAS_KEYS = tuple(FIELD_KEYS[field] for field in BIAS_FIELDS)
 SLOPES_API, BIAS_API = "alibi-slopes", "alibi-bias"
 
 # The slips a hint names (posenc_spec.gate.identify.hint), in docs/checks.md's words.
@@ -29,7 +34,7 @@ SLIPS = {
 }
 
 _HELP = {
-    "alibi_convention": ("NAME", f"the declared ALiBi preset: {', '.join(PRESET_NAMES)} (default paper)"),
+    "convention": ("NAME", f"the declared ALiBi preset: {', '.join(PRESET_NAMES)} (default paper)"),
     "slope_rule": ("RULE", "paper (the interleave for head counts that are not powers of two) or geometric"),
     "alibi_bias_max": ("B", "the slopes' exponents reach B: 2 ** (-B h / n) (default 8; MPT's alibi_bias_max)"),
     "alibi_heads": ("K", "partial ALiBi: the first K heads take the slopes of K heads, the others add nothing"),
@@ -37,16 +42,16 @@ _HELP = {
     "bias_region": ("causal|full", "judge the keys at or before each query (default) or every key"),
     "query_positions": ("last|first", "q_len queries over k_len keys are the last (default) or the first"),
     "key_positions": ("index|mask-cumsum", "key positions from the index, or BLOOM's (cumsum(mask) - 1) * mask"),
-    "bias_dtype": ("DTYPE", "the dtype the bias is computed in, where the model was trained so (Falcon: bfloat16)"),
+    "compute_dtype": ("DTYPE", "the dtype the bias is computed in, where the model was trained so (Falcon: bfloat16)"),
     "up_to_row_constant": ("true|false", "accept any constant per query row (the same attention after softmax)"),
-    "attention_heads": ("N", "the model's head count: the grid then calls only it (default: every count 1..128)"),
+    "num_heads": ("N", "the model's head count: the grid then calls only it (default: every count 1..128)"),
 }
 
 NAMES = FamilyKeys(
     name="alibi",
     noun="an ALiBi bias",
     apis=(SLOPES_API, BIAS_API),
-    keys=("alibi_convention", *CONVENTION_KEYS, "attention_heads"),
+    keys=("convention", *CONVENTION_KEYS, "num_heads"),
     signatures={SLOPES_API: ("heads",),
                 BIAS_API: ("heads-length", "heads-length-max", "mask-heads-dtype", "heads-mask", "module-ij",
                            "module-scores")},
@@ -61,13 +66,14 @@ NAMES = FamilyKeys(
                         "heads-length-max": "fn(num_heads, key_length, alibi_bias_max)",
                         "mask-heads-dtype": "fn(attention_mask, num_heads, dtype)",
                         "heads-mask": "fn(num_heads, causal_mask)"}},
-    number_keys=("alibi_bias_max", "alibi_heads", "attention_heads"),
+        number_keys=("alibi_bias_max", "alibi_heads", "num_heads"),
     help=_HELP,
     group="ALiBi attention biases (--api alibi-slopes | alibi-bias)",
-    identify_keys=("signature", "init", "method", "kwargs", "attention_heads"),
-    identify_help={"attention_heads": ("N", "the model's head count: identify calls it beside its own counts")},
+    identify_keys=("signature", "init", "method", "kwargs", "num_heads"),
+    identify_help={"num_heads": ("N", "the model's head count: identify calls it beside its own counts")},
     adapters=True,
     slips=SLIPS,
+    aliases={"alibi_convention": "convention", "bias_dtype": "compute_dtype", "attention_heads": "num_heads"},
     title="ALiBi attention biases (BLOOM, MPT, Falcon, x-transformers)",
     page="docs/families/alibi.md",
     check_ids="ALiBi biases (S a call's slot such as L=7, 8x8, p=31 or L=2049:float16, each the worst over the head "

@@ -1,5 +1,5 @@
 """``posenc-spec plot`` of an ALiBi target: one head count's calls (the declared
-``attention_heads``, else :data:`PLOT_HEADS`, a count with the paper's interleave), read as the
+``num_heads``, else :data:`PLOT_HEADS`, a count with the paper's interleave), read as the
 gate reads them, against the oracle and its bounds.
 
 - ``slopes.png``: each head's slope on a log2 scale, the target's (returned by

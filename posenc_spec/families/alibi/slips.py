@@ -29,6 +29,7 @@ from posenc_spec.tolerance import compare
 from . import oracle, properties
 from .conventions import BIAS_FORMS, KEY_FORMS, AlibiConvention
 from .judge import AlibiJudge, positions_of, read
+from .keys import FIELD_KEYS
 
 BIAS_MAX_CANDIDATES = (1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 32.0)
 SLOPE_STEPS = 64  # a slope is measured on the first steps: far keys' values are large, their rounding too
@@ -278,8 +279,8 @@ def diagnose(conv: AlibiConvention, readings: list[Reading], slopes_only: bool) 
                                                 "all, where the prefill has one")]
     variant = _found(conv, failing, _others(readings, failing), slopes_only)
     if variant is not None:
-        declare = tuple((key, value) for key, value in variant.changes if getattr(conv, key) != value) \
-            if variant.declare else ()
+        declare = tuple((FIELD_KEYS[field], value) for field, value in variant.changes
+                        if getattr(conv, field) != value) if variant.declare else ()
         return [Hint(variant.slips, variant.words, declare)]
     other = _other_slopes(conv, failing)
     return [Hint(("alibi-slope-rule",), other)] if other else []
@@ -300,6 +301,6 @@ def nearest(declaration, judged: AlibiJudge) -> dict | None:
     if variant is None or not variant.changes:
         return None
     found = variant.convention(spec.convention)
-    keys = ", ".join(f"{key} = {value!r}" for key, value in variant.changes)
+    keys = ", ".join(f"{FIELD_KEYS[field]} = {value!r}" for field, value in variant.changes)
     return {"name": found.name(), "convention": found.as_dict(),
             "message": f"the values are {found.name()} ({keys}): {variant.words}"}

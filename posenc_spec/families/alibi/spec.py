@@ -2,17 +2,17 @@
 
 Keys (:mod:`.keys` names them; :mod:`.conventions` says what each field means)::
 
-    alibi_convention    a preset (default "paper"); the keys below override its fields
+    convention          a preset (default "paper"); the keys below override its fields
     slope_rule          "paper" | "geometric"
     alibi_bias_max      a number in (0, 64]                                 (default 8)
-    alibi_heads         partial ALiBi: an int from 1 to 4096, at most attention_heads
+    alibi_heads         partial ALiBi: an int from 1 to 4096, at most num_heads
     bias_form           "causal" | "symmetric" | "key" | "key-last"
     bias_region         "causal" | "full"
     query_positions     "last" | "first"
     key_positions       "index" | "mask-cumsum"
-    bias_dtype          "float64" | "float32" | "float16" | "bfloat16"
+    compute_dtype       "float64" | "float32" | "float16" | "bfloat16" (the field bias_dtype)
     up_to_row_constant  true | false
-    attention_heads     the model's head count (1 to 4096): the grid calls only it
+    num_heads           the model's head count (1 to 4096): the grid calls only it
 
 The ``alibi-slopes`` API judges slopes alone: the keys that describe the bias are refused
 there, naming the API that reads them.
@@ -38,7 +38,7 @@ from .conventions import (
     AlibiConvention,
 )
 from .grid import HEAD_COUNTS
-from .keys import BIAS_API, BIAS_KEYS, CONVENTION_KEYS, SLOPES_API
+from .keys import BIAS_API, BIAS_FIELDS, BIAS_KEYS, FIELD_KEYS, SLOPES_API
 
 DEFAULT_PRESET = "paper"
 
@@ -52,7 +52,7 @@ def _short(value) -> str:
 @dataclass(frozen=True)
 class AlibiSpec:
     """The declared convention (``preset`` and its fields), the API's signature, and the
-    model's head count when one is declared (``attention_heads``)."""
+    model's head count when one is declared (``num_heads``)."""
 
     convention: AlibiConvention
     preset: str = DEFAULT_PRESET
@@ -66,19 +66,19 @@ class AlibiSpec:
     def changed(self) -> list[str]:
         """``key=value`` for each field that differs from the preset's."""
         preset = PRESETS[self.preset]
-        keys = [key for key in CONVENTION_KEYS if not (self.slopes_only and key in BIAS_KEYS)]
-        return [f"{key}={_short(getattr(self.convention, key))}" for key in keys
-                if getattr(self.convention, key) != getattr(preset, key)]
+        fields = [field for field in FIELD_KEYS if not (self.slopes_only and field in BIAS_FIELDS)]
+        return [f"{FIELD_KEYS[field]}={_short(getattr(self.convention, field))}" for field in fields
+                if getattr(self.convention, field) != getattr(preset, field)]
 
     def describe(self) -> str:
         """The preset's name, with the fields that differ from it and the declared head count."""
-        changed = self.changed() + ([f"attention_heads={self.attention_heads}"] if self.attention_heads else [])
+        changed = self.changed() + ([f"num_heads={self.attention_heads}"] if self.attention_heads else [])
         return self.preset + (f" ({', '.join(changed)})" if changed else "")
 
     def as_dict(self) -> dict:
         fields = self.convention.as_dict()
         if self.slopes_only:
-            fields = {key: value for key, value in fields.items() if key not in BIAS_KEYS}
+            fields = {key: value for key, value in fields.items() if key not in BIAS_FIELDS}
         return {**fields, "attention_heads": self.attention_heads}
 
     def header_parts(self) -> list[str]:
@@ -117,10 +117,11 @@ def declare(keys: dict, context) -> AlibiSpec:
         given = [key for key in BIAS_KEYS if key in keys]
         if given:
             raise UsageError(f"{name(given[0])} is read by --api {BIAS_API}, not by --api {SLOPES_API} (slopes alone)")
-    preset = choice(name("alibi_convention"), keys.get("alibi_convention", DEFAULT_PRESET), tuple(PRESETS))
+    preset = choice(name("convention"), keys.get("convention", DEFAULT_PRESET), tuple(PRESETS))
     choices = {"slope_rule": SLOPE_RULES, "bias_form": BIAS_FORMS, "bias_region": REGIONS,
                "query_positions": QUERIES, "key_positions": POSITIONS, "bias_dtype": COMPUTE_DTYPES}
-    fields = {key: choice(name(key), keys[key], options) for key, options in choices.items() if key in keys}
+    fields = {field: choice(name(FIELD_KEYS[field]), keys[FIELD_KEYS[field]], options)
+              for field, options in choices.items() if FIELD_KEYS[field] in keys}
     if "alibi_bias_max" in keys:
         fields["alibi_bias_max"] = float(number(name("alibi_bias_max"), keys["alibi_bias_max"], above=0,
                                                 maximum=MAX_BIAS_MAX))
@@ -128,22 +129,21 @@ def declare(keys: dict, context) -> AlibiSpec:
         fields["alibi_heads"] = integer(name("alibi_heads"), keys["alibi_heads"], maximum=MAX_HEADS)
     if "up_to_row_constant" in keys:
         fields["up_to_row_constant"] = boolean(name("up_to_row_constant"), keys["up_to_row_constant"])
-    heads = integer(name("attention_heads"), keys["attention_heads"], maximum=MAX_HEADS) \
-        if "attention_heads" in keys else None
+    heads = integer(name("num_heads"), keys["num_heads"], maximum=MAX_HEADS) if "num_heads" in keys else None
     try:
         convention = PRESETS[preset].replace(**fields)
     except ValueError as error:
         raise UsageError(f"{context.where}ALiBi keys: {error}") from None
     if heads is None and convention.alibi_heads is not None and convention.alibi_heads > HEAD_COUNTS[-1]:
         raise UsageError(f"{name('alibi_heads')} {convention.alibi_heads} is more than the {HEAD_COUNTS[-1]} heads the "
-                         f"grid calls: declare the model's {name('attention_heads')}")
+                         f"grid calls: declare the model's {name('num_heads')}")
     if heads is not None and convention.alibi_heads is not None and convention.alibi_heads > heads:
-        raise UsageError(f"{name('alibi_heads')} {convention.alibi_heads} exceeds {name('attention_heads')} {heads}: "
+        raise UsageError(f"{name('alibi_heads')} {convention.alibi_heads} exceeds {name('num_heads')} {heads}: "
                          "partial ALiBi biases some of the model's heads")
     signature = grid_signature(context.calling, api)
     if signature == "mask-heads-dtype" and not convention.key_only:
         key = name("call") if context.calling.form is not None else f"{name('signature')} mask-heads-dtype"
         raise UsageError(f"{key} returns one row of keys for every query (BLOOM, "
-                         f"Falcon): declare a key-only bias_form (key or key-last; alibi_convention bloom or falcon), "
+                         f"Falcon): declare a key-only bias_form (key or key-last; convention bloom or falcon), "
                          f"got bias_form {convention.bias_form!r}")
     return AlibiSpec(convention, preset, signature, heads)

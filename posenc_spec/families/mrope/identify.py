@@ -1,7 +1,7 @@
 """``identify`` of a multi-axis rotary target: which member its caches are.
 
 The target is called as ``check`` calls it under the declaration the flags make (signature,
-``init``, ``method``, ``kwargs``, ``attention_head_dim``, ``mrope_patch``, ``mrope_config``):
+``init``, ``method``, ``kwargs``, ``head_dim``, ``mrope_patch``, ``model_config``):
 every call of that grid. The candidates are every preset at the head size, and every variant
 of each (:func:`.slips.variants`: sections swapped, axes reordered, interleaved toggled,
 frequencies, layout, a common theta), those whose axes the signature can take; the answer
@@ -24,7 +24,7 @@ from . import grid, properties, slips
 from .conventions import PRESETS, MropeConvention, at_head_dim
 from .judge import read
 from .keys import API as CACHE_API
-from .keys import APPLY_API, POSITIONS_API
+from .keys import APPLY_API, NAMES, POSITIONS_API
 
 
 def candidates(spec) -> list[tuple[str, MropeConvention]]:
@@ -103,7 +103,7 @@ def _first_preset(flags: dict) -> str:
     head rotated): the declaration identify reads the caches under."""
     from .spec import SIGNATURE_AXES
 
-    head_dim = flags.get("attention_head_dim")
+    head_dim = flags.get("head_dim")
     axes = SIGNATURE_AXES.get(flags.get("signature"))
     for name in PRESETS:
         member = at_head_dim(name, int(head_dim)) if head_dim is not None else PRESETS[name]
@@ -119,7 +119,7 @@ class Identification:
         from posenc_spec.gate.declaration import declare
 
         keys = {"target": call.target, "api": call.api, "timeout": call.timeout, "max_positions": call.max_positions}
-        self.declaration = declare({**keys, "mrope_preset": _first_preset(flags), **flags}, flags=True)
+        self.declaration = declare({**keys, "convention": _first_preset(flags), **flags}, flags=True)
 
     def run(self, options) -> dict:
         return identify_target(self.declaration, options)
@@ -133,12 +133,13 @@ class Identification:
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         member = member_of(result["convention"])
-        keys = {"mrope_preset": result["preset"]}
+        keys = {"convention": result["preset"]}
         base = at_head_dim(result["preset"], self.declaration.spec.head_dim)
-        keys.update({key: value for key, value in member.as_dict().items() if base.as_dict()[key] != value})
+        keys.update({NAMES.aliases.get(field, field): value for field, value in member.as_dict().items()
+                     if base.as_dict()[field] != value})
         keys.update(self.declaration.calling.declared_keys())
         spec = self.declaration.spec
-        keys["attention_head_dim"] = spec.head_dim
+        keys["head_dim"] = spec.head_dim
         if spec.config:
-            keys["mrope_config"] = spec.config
+            keys["model_config"] = spec.config
         return keys

@@ -30,30 +30,30 @@ NAMES = FamilyKeys(
     name="mrope",
     noun="a multi-axis rotary embedding",
     apis=(API, POSITIONS_API, APPLY_API),
-    keys=("mrope_preset", "mrope_axes", "mrope_section", "axes_dim", "mrope_interleaved", "axes_frequencies",
-          "axes_theta", "mrope_layout", "attention_head_dim", "mrope_patch", "mrope_config",
+    keys=("convention", "axes", "mrope_section", "axes_dim", "mrope_interleaved", "axes_frequencies",
+          "base", "layout", "head_dim", "mrope_patch", "model_config",
           "spatial_merge_size", "temporal_interval"),
     signatures={API: SIGNATURES, POSITIONS_API: ("sequence", "get-rope-index"),
                 APPLY_API: ("x-positions", "q-k-cos-sin", "x-cos-sin")},
     sizes={API: ("head_dim", "axes_dim", "theta", "patch_size", "max_positions"), POSITIONS_API: ("max_positions",),
            APPLY_API: ("head_dim", "axes_dim", "theta", "max_positions")},
-    number_keys=("attention_head_dim", "spatial_merge_size", "temporal_interval"),
-    config_key="mrope_config",
+    number_keys=("head_dim", "spatial_merge_size", "temporal_interval"),
+    config_key="model_config",
     help={
-        "mrope_preset": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default qwen2-vl)"),
-        "mrope_axes": ("AXES", "the axes in the target's order, such as t,h,w or w,h (t, h, w, p for text)"),
+        "convention": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default qwen2-vl)"),
+        "axes": ("AXES", "the axes in the target's order, such as t,h,w or w,h (t, h, w, p for text)"),
         "mrope_section": ("N,N,N", "frequency pairs (slots) per axis, transformers' mrope_section"),
         "axes_dim": ("N,N,N", "features per axis, diffusers' axes_dim (twice mrope_section)"),
         "mrope_interleaved": ("true|false", "Qwen3-VL's interleaved slots (slot j to axis j mod 3) or contiguous ones"),
         "axes_frequencies": ("shared|per-axis|strided", "one RoPE over the head (Qwen), one per axis (diffusers), or "
                                                         "one over the head dealt to the axes in turn (Pixtral)"),
-        "axes_theta": ("B[,B...]", "the base, or one per axis"),
-        "mrope_layout": ("half|interleaved", "a slot's features (j, j + R/2) or (2j, 2j + 1)"),
-        "attention_head_dim": ("N", "the head size the calls use (default: the preset's; rescales wan, cogvideox, "
+        "base": ("B[,B...]", "the base (rope_theta), or one per axis"),
+        "layout": ("half|interleaved", "a slot's features (j, j + R/2) or (2j, 2j + 1)"),
+        "head_dim": ("N", "the head size the calls use (default: the preset's; rescales wan, cogvideox, "
                                     "hunyuan-dit, qwen2-vl-vision, rope-1d, pixtral-vision, llama4-vision, "
                                     "cosmos)"),
         "mrope_patch": ("T,H,W", "hidden-states signature: the patch of the video the module divides (default 1,1,1)"),
-        "mrope_config": ("FILE", "a transformers config.json: its rope_parameters (rope_theta, mrope_section, "
+        "model_config": ("FILE", "a transformers config.json: its rope_parameters (rope_theta, mrope_section, "
                                  "mrope_interleaved), head size, spatial_merge_size and tokens_per_second, and the "
                                  "object --init config builds"),
         "spatial_merge_size": ("M", "mrope-positions: the m x m patches merged into one token (default 2)"),
@@ -70,7 +70,9 @@ NAMES = FamilyKeys(
               "text:64, grid:1x6x10, mixed, long, each :T the dtype of x): call, finite, formula, norm, identity "
               "and passthrough at [S]. See "
               "posenc_spec.families.mrope.grid.",
-    identify_keys=("signature", "init", "method", "kwargs", "attention_head_dim", "mrope_patch", "mrope_config"),
+    identify_keys=("signature", "init", "method", "kwargs", "head_dim", "mrope_patch", "model_config"),
     adapters=True,
     slips=SLIPS,
+    aliases={"mrope_preset": "convention", "mrope_axes": "axes", "axes_theta": "base", "mrope_layout": "layout",
+             "attention_head_dim": "head_dim", "mrope_config": "model_config"},
 )

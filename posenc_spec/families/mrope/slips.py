@@ -84,9 +84,9 @@ def variants(declared: MropeConvention) -> list[Variant]:
     other = "per-axis" if declared.frequencies == "shared" else "shared"
     add("mrope-frequencies", (("axes_frequencies", other),), frequencies=other)
     layout = "half" if declared.layout == "interleaved" else "interleaved"
-    add("mrope-layout", (("mrope_layout", layout),), layout=layout)
+    add("mrope-layout", (("layout", layout),), layout=layout)
     for theta in COMMON_THETAS:
-        add("mrope-theta", (("axes_theta", theta),), theta=(theta,))
+        add("mrope-theta", (("base", theta),), theta=(theta,))
     return found
 
 

@@ -2,19 +2,19 @@
 
 Keys (every one also a ``--`` flag)::
 
-    mrope_preset        qwen2-vl (default) | qwen2.5-vl | qwen3-vl | glm-4v | flux | hunyuan-video | wan |
+    convention          qwen2-vl (default) | qwen2.5-vl | qwen3-vl | glm-4v | flux | hunyuan-video | wan |
                         cogvideox | hunyuan-dit | qwen2-vl-vision | rope-1d
-    mrope_axes          the axes in the target's order: a list or "t,h,w" (names t, h, w, p)
+    axes                the axes in the target's order: a list or "t,h,w" (names t, h, w, p)
     mrope_section       pairs per axis (transformers' name)  } one of the two; both give
     axes_dim            features per axis (diffusers' name)  } the axes' shares of the head
     mrope_interleaved   true | false: Qwen3-VL's interleaved slots
     axes_frequencies    shared | per-axis | strided
-    axes_theta          one base, or one per axis
-    mrope_layout        half | interleaved
-    attention_head_dim  the head size of the calls (default the preset's: 2 x its slots; a preset whose
+    base                one base, or one per axis
+    layout              half | interleaved
+    head_dim            the head size of the calls (default the preset's: 2 x its slots; a preset whose
                         split follows the head size is rescaled)
     mrope_patch         (t, h, w) patch of the hidden-states signature (default 1, 1, 1)
-    mrope_config        a transformers config.json: rope_parameters (or rope_scaling) rope_theta,
+    model_config        a transformers config.json: rope_parameters (or rope_scaling) rope_theta,
                         mrope_section, mrope_interleaved, and head_dim (or hidden_size /
                         num_attention_heads), its text_config's where it has one; the object
                         ``init = "config"`` builds
@@ -124,7 +124,7 @@ def config_fields(path: str, name: str) -> dict:
     fields = {}
     theta = rope.get("rope_theta", data.get("rope_theta"))
     if theta is not None:
-        fields["axes_theta"] = theta
+        fields["base"] = theta
     for key in ("mrope_section", "mrope_interleaved"):
         if key in rope:
             fields[key] = rope[key]
@@ -136,30 +136,30 @@ def config_fields(path: str, name: str) -> dict:
     if head_dim is None and data.get("hidden_size") and data.get("num_attention_heads"):
         head_dim = data["hidden_size"] // data["num_attention_heads"]
     if head_dim is not None:
-        fields["attention_head_dim"] = head_dim
+        fields["head_dim"] = head_dim
     return fields
 
 
 def declare(keys: dict, context) -> MropeSpec:
     """The :class:`MropeSpec` of ``keys``; each bad value a one-line :class:`UsageError` naming its key."""
     name, signature = context.name, context.calling.signature
-    preset = choice(name("mrope_preset"), keys.get("mrope_preset", DEFAULT_PRESET), tuple(PRESETS))
+    preset = choice(name("convention"), keys.get("convention", DEFAULT_PRESET), tuple(PRESETS))
     config, config_keys = None, set()
-    if "mrope_config" in keys:
-        value = keys["mrope_config"]
+    if "model_config" in keys:
+        value = keys["model_config"]
         if not isinstance(value, str) or not value:
-            fail(name("mrope_config"), "the path of a transformers config.json", value)
+            fail(name("model_config"), "the path of a transformers config.json", value)
         config = str(Path(value) if Path(value).is_absolute() or context.base_dir is None
                      else Path(context.base_dir) / value)
-        from_config = config_fields(config, name("mrope_config"))
+        from_config = config_fields(config, name("model_config"))
         config_keys = set(from_config) - set(keys)
         keys = {**from_config, **keys}
     head_dim = PRESETS[preset].rotary_dim
-    if "attention_head_dim" in keys:
-        head_dim = integer(name("attention_head_dim"), keys["attention_head_dim"], minimum=2, maximum=MAX_HEAD_DIM)
+    if "head_dim" in keys:
+        head_dim = integer(name("head_dim"), keys["head_dim"], minimum=2, maximum=MAX_HEAD_DIM)
     convention = _convention(keys, name, at_head_dim(preset, head_dim))
     if convention.rotary_dim > head_dim:
-        raise UsageError(f"{name('attention_head_dim')}: the sections rotate {convention.rotary_dim} features, more "
+        raise UsageError(f"{name('head_dim')}: the sections rotate {convention.rotary_dim} features, more "
                          f"than the head's {head_dim}")
     if context.api == API:
         _check_signature(signature, convention, name)
@@ -169,9 +169,9 @@ def declare(keys: dict, context) -> MropeSpec:
     if "mrope_patch" in keys and signature != "hidden-states":
         raise UsageError(f"{name('mrope_patch')} is read by the hidden-states signature, not by {signature}")
     if signature == "square-grid" and context.calling.init != "config":
-        raise UsageError(f"{name('init')}: square-grid builds its module from {name('mrope_config')} (init \"config\")")
+        raise UsageError(f"{name('init')}: square-grid builds its module from {name('model_config')} (init \"config\")")
     if context.calling.init == "config" and config is None:
-        raise UsageError(f"{name('init')}: \"config\" builds from {name('mrope_config')}, and none is given")
+        raise UsageError(f"{name('init')}: \"config\" builds from {name('model_config')}, and none is given")
     merge = integer(name("spatial_merge_size"), keys.get("spatial_merge_size", 2), minimum=1, maximum=64)
     interval = number(name("temporal_interval"), keys.get("temporal_interval", 1.0), above=0, maximum=1e6)
     if context.api != POSITIONS_API and any(key in keys for key in ("spatial_merge_size", "temporal_interval")
@@ -183,8 +183,8 @@ def declare(keys: dict, context) -> MropeSpec:
 
 def _convention(keys: dict, name, base: MropeConvention) -> MropeConvention:
     fields = {}
-    if "mrope_axes" in keys:
-        fields["axes"] = _axes(name("mrope_axes"), keys["mrope_axes"])
+    if "axes" in keys:
+        fields["axes"] = _axes(name("axes"), keys["axes"])
     if "mrope_section" in keys and "axes_dim" in keys:
         raise UsageError(f"{name('mrope_section')} and {name('axes_dim')} say the same: give one")
     if "mrope_section" in keys:
@@ -198,17 +198,17 @@ def _convention(keys: dict, name, base: MropeConvention) -> MropeConvention:
         fields["interleaved"] = _flag(name("mrope_interleaved"), keys["mrope_interleaved"])
     if "axes_frequencies" in keys:
         fields["frequencies"] = choice(name("axes_frequencies"), keys["axes_frequencies"], FREQUENCIES)
-    if "axes_theta" in keys:
-        fields["theta"] = _numbers(name("axes_theta"), keys["axes_theta"], float)
-    if "mrope_layout" in keys:
-        fields["layout"] = choice(name("mrope_layout"), keys["mrope_layout"], LAYOUTS)
+    if "base" in keys:
+        fields["theta"] = _numbers(name("base"), keys["base"], float)
+    if "layout" in keys:
+        fields["layout"] = choice(name("layout"), keys["layout"], LAYOUTS)
     if "axes" in fields and "sections" not in fields and len(fields["axes"]) != len(base.axes):
-        raise UsageError(f"{name('mrope_axes')}: {len(fields['axes'])} axes need their sections "
+        raise UsageError(f"{name('axes')}: {len(fields['axes'])} axes need their sections "
                          f"({name('mrope_section')} or {name('axes_dim')})")
     try:
         return dataclasses.replace(base, **fields)
     except ValueError as error:
-        raise UsageError(f"{name('mrope_preset')} with the keys given: {error}") from None
+        raise UsageError(f"{name('convention')} with the keys given: {error}") from None
 
 
 def _check_signature(signature: str, convention: MropeConvention, name) -> None:

@@ -71,7 +71,7 @@ def described(target, how: dict):
     handing ``q`` and ``k`` returns the pair, joined back into one ``x``."""
     made = Described(target, how["call"])
     sizes = how.get("sizes") or {}
-    declared = {"rope_theta": sizes.get("rope_theta"), "max_positions": sizes.get("max_positions")}
+    declared = {"base": sizes.get("base"), "max_positions": sizes.get("max_positions")}
     api, layout = how.get("api"), how.get("x_layout")
     splits = any(argument == ["role", role] for step in how["call"] if step[0] == "call"
                  for argument in (*step[1], *step[2].values()) for role in ("q", "k"))

@@ -9,7 +9,7 @@ from posenc_spec.text import value_text
 
 def rope_keys(convention: dict, api: str, layout: str | None) -> dict:
     """The rotary keys of an identified convention (``convention``: the answer's fields)."""
-    keys = {"rope_type": convention["rope_type"], "rope_theta": number(convention["theta"])}
+    keys = {"rope_type": convention["rope_type"], "base": number(convention["theta"])}
     if convention.get("params"):
         keys["rope_parameters"] = {name: number(value) for name, value in convention["params"].items()}
     if convention.get("rotary_dim") is not None:
@@ -19,7 +19,7 @@ def rope_keys(convention: dict, api: str, layout: str | None) -> dict:
     if convention.get("rotary_features", "first") != "first" and api == "rope-apply":
         keys["rotary_features"] = convention["rotary_features"]
     if layout is not None and api == "rope-apply":
-        keys["rope_layout"] = layout
+        keys["layout"] = layout
     elif layout is not None and api == "rope-cache":
         keys["cache_layout"] = layout
     return keys

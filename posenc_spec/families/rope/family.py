@@ -77,7 +77,7 @@ class Rope(Family):
 
 
 # The APIs each call flag of identify goes with (None: every rotary API).
-_READ_BY = {"head_dim": None, "rope_layout": ("rope-apply",), "cache_layout": ("rope-cache",),
+_READ_BY = {"head_dim": None, "layout": ("rope-apply",), "cache_layout": ("rope-cache",),
             "cache_form": ("rope-cache",), "cache_call": ("rope-cache",), "x_layout": ("rope-apply",)}
 
 
@@ -111,7 +111,7 @@ class _Identification:
                                cache_layout=pick("cache_layout", CACHE_LAYOUTS, None),
                                cache_call=pick("cache_call", CACHE_CALLS, "positions"),
                                x_layout=pick("x_layout", X_LAYOUTS, "bshd"),
-                               rope_layout=pick("rope_layout", ROPE_LAYOUTS, None))
+                               rope_layout=pick("layout", ROPE_LAYOUTS, None))
 
     def run(self, options) -> dict:
         from posenc_spec.families.rope.identify import identify_many
@@ -120,7 +120,7 @@ class _Identification:
         return identify_many([call.target], self.shape, self.head_dim, call.max_positions, call.timeout, options)[0]
 
     def compared_keys(self, flags: dict) -> dict:
-        return {**flags, **{key: self.flags[key] for key in ("rope_layout", "cache_layout") if key in self.flags}}
+        return {**flags, **{key: self.flags[key] for key in ("layout", "cache_layout") if key in self.flags}}
 
     def differences(self, answer: dict, declared) -> list[str]:
         from posenc_spec.families.rope.declared import rope_differences

@@ -10,7 +10,7 @@ SLIPS = {
     "positions-ignored": "the positions passed are ignored",
     "rope-layout": "rotate-half and interleaved pairs mixed up",
     "cache-layout": "the cache's half and interleaved column orders mixed up",
-    "theta": "rope_theta off",
+    "theta": "the base (rope_theta) off",
     "angle-sign": "the angle's sign flipped",
     "scale-twice": "a scaling factor applied twice",
     "scaling-type-dropped": "the scaling type (rope_type) not applied",
@@ -28,28 +28,28 @@ NAMES = FamilyKeys(
     name="rope",
     noun="a rotary embedding",
     apis=("rope-freqs", "rope-cache", "rope-apply"),
-    keys=("rope_config", "rope_theta", "rope_type", "layer_type", "rope_parameters", "partial_rotary_factor",
-          "rotary_dim", "rotary_features", "attention_factor", "rope_layout", "cache_layout", "cache_form",
+    keys=("model_config", "base", "rope_type", "layer_type", "rope_parameters", "partial_rotary_factor",
+          "rotary_dim", "rotary_features", "attention_factor", "layout", "cache_layout", "cache_form",
           "cache_call", "head_dim"),
     signatures={"rope-freqs": ("d",), "rope-cache": ("cache",),
                 "rope-apply": ("x-positions", "q-k-cos-sin", "xq-xk-freqs-cis", "x-offset", "x-input-pos")},
-    sizes={api: ("head_dim", "num_positions", "max_positions", "rope_theta")
+    sizes={api: ("head_dim", "num_positions", "max_positions", "base", "rope_theta")
            for api in ("rope-freqs", "rope-cache", "rope-apply")},
     # What a call description may hand a rotary target (docs/declaring.md, "Call descriptions").
-    roles={"rope-freqs": ("head_dim", "rope_theta", "max_positions"),
-           "rope-cache": ("positions", "num_positions", "head_dim", "x", "dtype", "rope_theta", "max_positions"),
-           "rope-apply": ("x", "q", "k", "positions", "cos", "sin", "freqs_cis", "head_dim", "dtype", "rope_theta",
+    roles={"rope-freqs": ("head_dim", "base", "max_positions"),
+           "rope-cache": ("positions", "num_positions", "head_dim", "x", "dtype", "base", "max_positions"),
+           "rope-apply": ("x", "q", "k", "positions", "cos", "sin", "freqs_cis", "head_dim", "dtype", "base",
                           "max_positions")},
     # The signatures said as descriptions (the others: adapters.py's own calls).
     presets={"rope-freqs": {"d": "fn(head_dim)"},
              "rope-apply": {"x-positions": "fn(x, positions)", "xq-xk-freqs-cis": "fn(q, k, freqs_cis)"}},
-    number_keys=("rope_theta", "partial_rotary_factor", "rotary_dim", "head_dim"),
+        number_keys=("base", "partial_rotary_factor", "rotary_dim", "head_dim"),
     repeated=("rope_parameters",),
     flags={"rope_parameters": "--rope-param"},
-    config_key="rope_config",
+    config_key="model_config",
     help={
-        "rope_config": ("FILE", "a Hugging Face config.json stating the rotary convention (flags override it)"),
-        "rope_theta": ("B", "the RoPE base (default 10000)"),
+        "model_config": ("FILE", "a Hugging Face config.json stating the rotary convention (flags override it)"),
+        "base": ("B", "the RoPE base, Hugging Face's rope_theta (default 10000)"),
         "rope_type": ("TYPE", "default, linear, dynamic, yarn, llama3, longrope or proportional"),
         "layer_type": ("NAME", "pick one entry of a per-layer-type rope_parameters (Gemma 3/4)"),
         "rope_parameters": ("KEY=VALUE", "a parameter of the rope type, Hugging Face's name, VALUE in JSON "
@@ -58,7 +58,7 @@ NAMES = FamilyKeys(
         "rotary_dim": ("N", "the rotated size itself (GPT-J, CodeGen)"),
         "rotary_features": ("first|last", "which features rotate (default first; DeepSeek-V3: last)"),
         "attention_factor": ("in-cache|separate", "A multiplies cos/sin (default) or is applied elsewhere"),
-        "rope_layout": ("half|interleaved", "pairs (i, i + r/2) (default) or (2i, 2i + 1)"),
+        "layout": ("half|interleaved", "pairs (i, i + r/2) (default) or (2i, 2i + 1)"),
         "cache_layout": ("half|interleaved|compact", "rope-cache: each of cos and sin (default half)"),
         "cache_form": ("FORM", "rope-cache: cos-sin (default), complex, angles, sin-cos-cat, cos-sin-cat or stacked"),
         "cache_call": ("CALL", "rope-cache: positions (default), batched, length or x-positions"),
@@ -73,14 +73,15 @@ NAMES = FamilyKeys(
               "history at [d=D...]; after the grid (at a declared head_dim, before it), the call sequences real code "
               "plays: dtype-order, decode, offsets, grow, batch, rows and view at [d=D]. See "
               "posenc_spec.families.rope.grid and .sequences.",
-    identify_keys=("head_dim", "rope_layout", "cache_layout", "cache_form", "cache_call", "x_layout"),
+    identify_keys=("head_dim", "layout", "cache_layout", "cache_form", "cache_call", "x_layout"),
     identify_help={
         "head_dim": ("N", "the model's head size: identify calls only it (default: 64 and 128)"),
-        "rope_layout": ("half|interleaved", "rope-apply: judge under this pairing (default: the pairing the calls "
+        "layout": ("half|interleaved", "rope-apply: judge under this pairing (default: the pairing the calls "
                                             "show)"),
         "cache_layout": ("half|interleaved|compact", "rope-cache: each of cos and sin: half, interleaved or compact "
                                                      "(default: read from the columns)"),
     },
     adapters=True,
     slips=SLIPS,
+    aliases={"rope_config": "model_config", "rope_theta": "base", "rope_layout": "layout"},
 )

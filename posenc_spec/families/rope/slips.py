@@ -101,7 +101,7 @@ def _pairing(spec, api: str) -> list[Variant]:
         changed = dataclasses.replace(spec, rope_layout=other)
         return [Variant((Change("rope-layout", f"rotate-half and interleaved pairs mixed up: the code rotates "
                                                f"{words[other]} where {words[spec.rope_layout]} is declared",
-                                (("rope_layout", other),)),), lambda call: (changed, call.probe, call.outcome),
+                                (("layout", other),)),), lambda call: (changed, call.probe, call.outcome),
                         ("pairing",))]
     if api == "rope-cache" and spec.cache_layout in ("half", "interleaved") and spec.cache_form not in (
             "complex", "stacked", "angles"):
@@ -325,7 +325,7 @@ def _readings(spec, api: str, calls: list[Call]) -> list[Reading]:
 
 
 def _theta_change(conv, theta: float, head_dims) -> Change:
-    """rope_theta off, or the exponent over the wrong size where ``theta`` is the declared
+    """The base (rope_theta) off, or the exponent over the wrong size where ``theta`` is the declared
     theta to the power ``r/d`` (``d/r`` under proportional) at one of the head sizes."""
     declared = conv.theta
     for head_dim in head_dims:
@@ -339,8 +339,8 @@ def _theta_change(conv, theta: float, head_dims) -> Change:
                                                                        rel_tol=1e-4):
             return Change("exponent-over-rotary-dim", "the exponent divides by the rotated size where proportional "
                                                       "divides by head_dim (`2i/r` for `2i/d`)")
-    return Change("theta", f"rope_theta {theta:.6g} where {declared:g} is declared",
-                  (("rope_theta", number(theta)),))
+    return Change("theta", f"base (rope_theta) {theta:.6g} where {declared:g} is declared",
+                  (("base", number(theta)),))
 
 
 def _thetas(spec, readings: list[Reading]) -> list[Variant]:

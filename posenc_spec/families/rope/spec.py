@@ -1,9 +1,10 @@
 """A RoPE declaration: the convention, the head size, and how the target's API is shaped.
 
-Keys (Hugging Face names where Hugging Face has one; every one also a ``--`` flag)::
+Keys (the shared vocabulary's where families share a concept, docs/keys.md; else Hugging
+Face names where Hugging Face has one; every one also a ``--`` flag)::
 
-    rope_config            a Hugging Face config.json (its keys are read, explicit keys win)
-    rope_theta             the base (default 10000)
+    model_config           a Hugging Face config.json (its keys are read, explicit keys win)
+    base                   the base, Hugging Face's rope_theta (default 10000)
     rope_type              default | linear | dynamic | yarn | llama3 | longrope | proportional
     layer_type             one entry of a per-layer-type rope_parameters (Gemma 3/4)
     rope_parameters        that type's parameters (a table; --rope-param KEY=VALUE on the command line)
@@ -11,7 +12,7 @@ Keys (Hugging Face names where Hugging Face has one; every one also a ``--`` fla
     rotary_dim             or the rotated size itself (GPT-J, CodeGen)
     rotary_features        first (default) | last (DeepSeek-V3)
     attention_factor       in-cache (default: A multiplies cos/sin) | separate
-    rope_layout            half (default) | interleaved: the pairs (i, i + r/2) or (2i, 2i + 1)
+    layout                 half (default) | interleaved: the pairs (i, i + r/2) or (2i, 2i + 1)
     cache_layout           half (default) | interleaved | compact            (rope-cache)
     cache_form             cos-sin (default) | complex | angles | sin-cos-cat | cos-sin-cat | stacked
     cache_call             positions (default) | batched | length | x-positions
@@ -85,7 +86,7 @@ class RopeSpec:
         return [self.describe()]  # a rotary head size is even by definition: no odd widths
 
     def child_sizes(self) -> dict:
-        return {"rope_theta": self.convention.theta}
+        return {"base": self.convention.theta, "rope_theta": self.convention.theta}
 
     def child_options(self) -> dict:
         return {"x_layout": self.x_layout, "config": self.config}
@@ -121,17 +122,17 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
     """The :class:`RopeSpec` of the RoPE keys in ``keys``; ``name(key)`` names a key in
     messages, ``where`` prefixes the others."""
     head_dim = valid_head_dim(name("head_dim"), keys["head_dim"]) if "head_dim" in keys else None
-    layout = choice(name("rope_layout"), keys["rope_layout"], ROPE_LAYOUTS) if "rope_layout" in keys else None
+    layout = choice(name("layout"), keys["layout"], ROPE_LAYOUTS) if "layout" in keys else None
     config_path = layer_type = None
     overrides = _overrides(keys, name, max_positions)
     try:
-        if "rope_config" in keys:
-            config_path, layer_type = _path(keys["rope_config"], base_dir, name), keys.get("layer_type")
+        if "model_config" in keys:
+            config_path, layer_type = _path(keys["model_config"], base_dir, name), keys.get("layer_type")
             if head_dim is not None:
                 overrides["head_dim"] = head_dim
             model = read_config(config_path, layer_type, overrides)
             convention = model.convention
-            head_dim = head_dim or valid_head_dim(f"{name('rope_config')}: head_dim", model.head_dim)
+            head_dim = head_dim or valid_head_dim(f"{name('model_config')}: head_dim", model.head_dim)
             layout = layout or model.layout
         else:
             if "layer_type" in keys:
@@ -143,7 +144,7 @@ def rope_spec(keys: dict, base_dir, name, max_positions=None, where="") -> RopeS
     except UsageError:
         raise
     except RopeConfigError as error:
-        raise UsageError(f"{name('rope_config')}: {error}") from None
+        raise UsageError(f"{name('model_config')}: {error}") from None
     except (ValueError, TypeError) as error:
         raise UsageError(f"{where}the rotary convention: {error}") from None
     return RopeSpec(
@@ -228,16 +229,21 @@ def declare(keys: dict, context) -> RopeSpec:
     return spec
 
 
+# The config reader's (Hugging Face's) name of a key's field, where the key is named otherwise.
+CONFIG_NAMES = {"base": "rope_theta"}
+
+
 def _overrides(keys: dict, name, max_positions) -> dict:
     """The convention's fields the keys state, validated, under the names the config reader takes."""
     validators = {
         "rope_type": lambda key, value: choice(key, value, ROPE_TYPES),
-        "rope_theta": lambda key, value: number(key, value, above=0),
+        "base": lambda key, value: number(key, value, above=0),
         "partial_rotary_factor": lambda key, value: number(key, value, above=0, maximum=1),
         "rotary_dim": lambda key, value: integer(key, value, minimum=2, maximum=MAX_HEAD_DIM),
         "rotary_features": lambda key, value: choice(key, value, ROTARY_FEATURES),
     }
-    overrides = {field: check(name(field), keys[field]) for field, check in validators.items() if field in keys}
+    overrides = {CONFIG_NAMES.get(key, key): check(name(key), keys[key]) for key, check in validators.items()
+                 if key in keys}
     if "attention_factor" in keys:
         overrides["attention_factor_placement"] = choice(name("attention_factor"), keys["attention_factor"],
                                                          ATTENTION_FACTOR_PLACEMENTS)
@@ -250,7 +256,7 @@ def _overrides(keys: dict, name, max_positions) -> dict:
 
 def _path(value, base_dir, name) -> str:
     if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise UsageError(f"{name('rope_config')} must be a file path, got {value!r}")
+        raise UsageError(f"{name('model_config')} must be a file path, got {value!r}")
     return str(Path(value) if Path(value).is_absolute() or base_dir is None else Path(base_dir) / value)
 
 

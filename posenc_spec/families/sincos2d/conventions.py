@@ -14,6 +14,8 @@ The keys (every one has a default; the presets below name the common codebases):
                    diffusers, big_vision, vit-pytorch) | row (DETR's cat(pos_y, pos_x), transformers 5)
     grouping       by-axis: [A | B], each half a 1-D table | by-function: [sin A | sin B | cos A | cos B]
     pairing        concat: [sin ... | cos ...] within a half | interleaved: sin0 cos0 sin1 cos1 ... (DETR)
+    first_function sin: each pair's sine first (every preset) | cos: its cosine first, [cos ... | sin ...]
+                   or cos0 sin0 ... (diffusers' flip_sin_to_cos=True); by-function: [cos A | cos B | sin A | sin B]
     freq_shift     0: k / (D/4) | 1: k / (D/4 - 1), the lowest frequency exactly 1/base (big_vision)
     base           both axes (10000; 20 in DAB-DETR and DINO); row_base, col_base: one axis each
     position       index | relative | crop | normalized, with the parameters below
@@ -46,6 +48,7 @@ import numpy as np
 from posenc_spec.families.sinusoidal.conventions import Convention, UndefinedWidthError
 
 AXES = ("row", "col")
+FUNCTIONS = ("sin", "cos")
 GROUPINGS = ("by-axis", "by-function")
 PAIRINGS = ("concat", "interleaved")
 POSITIONS = ("index", "relative", "crop", "normalized")
@@ -113,6 +116,7 @@ class Sincos2d:
     first_axis: str = "col"
     grouping: str = "by-axis"
     pairing: str = "concat"
+    first_function: str = "sin"
     freq_shift: int = 0
     row_base: float = 10000.0
     col_base: float = 10000.0
@@ -131,6 +135,7 @@ class Sincos2d:
         _choice("first_axis", self.first_axis, AXES)
         _choice("grouping", self.grouping, GROUPINGS)
         _choice("pairing", self.pairing, PAIRINGS)
+        _choice("first_function", self.first_function, FUNCTIONS)
         _choice("position", self.position, POSITIONS)
         _choice("token_order", self.token_order, TOKEN_ORDERS)
         _choice("output_layout", self.output_layout, OUTPUT_LAYOUTS)
@@ -201,15 +206,23 @@ class Sincos2d:
         parameters = ",".join(f"{name}={value:g}" for name, value in self.position_parameters().items())
         bases = f"base{self.row_base:g}" if self.row_base == self.col_base else \
             f"row-base{self.row_base:g}/col-base{self.col_base:g}"
-        return (f"{self.first_axis}-first/{self.grouping}/{self.pairing}/shift{self.freq_shift}/{bases}"
+        functions = "/cos-first" if self.first_function == "cos" else ""
+        return (f"{self.first_axis}-first/{self.grouping}/{self.pairing}{functions}/shift{self.freq_shift}/{bases}"
                 f"/{self.position}({parameters})/extra{self.extra_tokens}/{self.token_order}/{self.output_layout}")
 
     def axis_base(self, axis: int) -> float:
         return (self.row_base, self.col_base)[axis]
 
     def axis_convention(self, axis: int) -> Convention:
-        """The 1-D member each half holds (positions apart): width ``D/2`` in the declared pairing."""
-        return Convention(layout=self.pairing, first="sin", freq_shift=self.freq_shift, base=self.axis_base(axis))
+        """The 1-D member each half holds (positions apart): width ``D/2`` in the declared pairing,
+        its declared function first."""
+        return Convention(layout=self.pairing, first=self.first_function, freq_shift=self.freq_shift,
+                          base=self.axis_base(axis))
+
+    def is_sine(self, columns) -> np.ndarray:
+        """Whether each column of a half (``axis_convention(...).columns(D/2)``) holds a sine:
+        its first function's columns under sin first, the others under cos first."""
+        return columns.is_first == (self.first_function == "sin")
 
     @property
     def first(self) -> int:
@@ -284,7 +297,7 @@ class Sincos2d:
             quarter = half // 2
             axis = np.tile(np.repeat(order, quarter), 2)
             half_column = np.concatenate([np.tile(np.arange(quarter), 2), np.tile(np.arange(quarter, half), 2)])
-        return Columns2d(axis=axis, pair=one_d.pair[half_column], is_sin=one_d.is_first[half_column],
+        return Columns2d(axis=axis, pair=one_d.pair[half_column], is_sin=self.is_sine(one_d)[half_column],
                          half_column=half_column)
 
     def token_cells(self, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:

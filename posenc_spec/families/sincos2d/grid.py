@@ -32,7 +32,7 @@ the last two also at a ViT-Base width, 768 (:data:`WIDE_GRIDS`: a wide table cos
 check, and the narrow ones already tell every slip), each through every check of
 :data:`CHECK_NAMES` (``{check}[{H}x{W}:d={D}]``);
 width 4 at ``2x3``; widths 6, 10 and 766 (not multiples of 4) at ``2x3``, where the call
-must raise (``indivisible[d=D]``); under ``grid_freq_shift = 1`` width 4 has no value and
+must raise (``indivisible[d=D]``); under ``freq_shift = 1`` width 4 has no value and
 must raise too (``undefined[d=4]``, or return the limit omega = 1); then ``determinism``
 (``13x32:d=64`` again). A ``dim-size`` target gets the square grids ``1x1``, ``2x2``, ``7x7``
 and ``16x16`` instead. ``max_positions`` caps every side, and so does ``pos_embed_max_size``

@@ -257,7 +257,7 @@ class Identification:
 def _field(key: str) -> str:
     from .keys import FIELDS
 
-    return "row_base" if key == "grid_base" else FIELDS[key]
+    return "row_base" if key == "base" else FIELDS[key]
 
 
 def answer(grids, outcomes) -> dict:

@@ -5,7 +5,7 @@ array of real numbers), then the properties of :mod:`.properties` in :data:`~.ca
 order; after a failed ``call``, ``finite`` or ``shape`` the checks that read the table are not
 run, naming the check that stopped them. A call of a width with no value (role ``refuse``)
 must raise: ``indivisible[d=D]`` (not a multiple of 4); ``undefined[d=4]`` under
-``grid_freq_shift = 1`` (``k / (D/4 - 1)`` is 0/0) also accepts a finite table equal to the
+``freq_shift = 1`` (``k / (D/4 - 1)`` is 0/0) also accepts a finite table equal to the
 limit omega = 1, and fails a NaN.
 """
 
@@ -98,7 +98,7 @@ def judge_refusal(probe, outcome, conv: Sincos2d):
     if outcome.status == "not-run":
         return skipped(check_id, outcome.message)
     if outcome.status == "raised":
-        why = "not a multiple of 4" if probe.dim % 4 else "under grid_freq_shift 1, k / (D/4 - 1) is 0/0"
+        why = "not a multiple of 4" if probe.dim % 4 else "under freq_shift 1, k / (D/4 - 1) is 0/0"
         return passed(check_id, f"{outcome.message} (fine: width {probe.dim} has no value, {why})")
     if not outcome.ok:
         return failed(check_id, f"{probe.size}: {outcome.message} (width {probe.dim} has no value: raise)")
@@ -112,7 +112,7 @@ def judge_refusal(probe, outcome, conv: Sincos2d):
     table = outcome.table
     if np.isnan(table).any():
         return failed(check_id, f"{probe.size}: silent NaN: {int(np.isnan(table).sum())} NaN values (under "
-                                "grid_freq_shift 1, width 4 has no value: raise, or use the limit omega = 1)")
+                                "freq_shift 1, width 4 has no value: raise, or use the limit omega = 1)")
     limit = conv.replace(freq_shift=0)  # D = 4: one pair per axis, omega_0 = 1 (tensor2tensor's max(n - 1, 1))
     exp = expectation(probe.height, probe.width, probe.dim, limit, outcome.dtype)
     for check in (properties.check_shape, properties.check_formula):

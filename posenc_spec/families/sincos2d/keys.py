@@ -8,11 +8,11 @@ API = "sincos2d"
 PRESET_NAMES = ("mae", "mae-cls", "transformers", "diffusers", "sd3", "detr", "deformable-detr", "dab-detr",
                 "big-vision", "moco-v3")
 # Each declaration key and the field of posenc_spec.families.sincos2d.conventions.Sincos2d it
-# sets (grid_base sets both bases), in the order --help lists them.
+# sets (base sets both bases), in the order --help lists them.
 FIELDS = {
-    "first_axis": "first_axis", "grouping": "grouping", "pairing": "pairing", "grid_freq_shift": "freq_shift",
-    "grid_base": "base", "row_base": "row_base", "col_base": "col_base", "position_transform": "position",
-    "position_offset": "offset", "position_scale": "scale", "base_size": "base_size",
+    "first_axis": "first_axis", "grouping": "grouping", "layout": "pairing", "first": "first_function",
+    "freq_shift": "freq_shift", "base": "base", "row_base": "row_base", "col_base": "col_base",
+    "position_transform": "position", "offset": "offset", "scale": "scale", "base_size": "base_size",
     "interpolation_scale": "interpolation_scale", "pos_embed_max_size": "max_size", "position_eps": "eps",
     "extra_tokens": "extra_tokens", "token_order": "token_order", "output_layout": "output_layout",
 }
@@ -26,17 +26,19 @@ SIZES = ("height", "width", "dim", "half_dim", "sample_height", "sample_width", 
          "max_positions")
 
 _HELP = {
-    "grid_convention": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default mae)"),
+    "convention": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default mae)"),
     "first_axis": ("row|col", "the coordinate whose half comes first"),
     "grouping": ("by-axis|by-function", "[A | B], each half a 1-D table, or [sin A | sin B | cos A | cos B]"),
-    "pairing": ("concat|interleaved", "each half's [sin ... | cos ...] or sin0 cos0 sin1 cos1 ..."),
-    "grid_freq_shift": ("0|1", "the exponent's denominator: 0 for D/4, 1 for D/4 - 1 (big_vision)"),
-    "grid_base": ("B", "the base (temperature) of both axes (> 1)"),
+    "layout": ("concat|interleaved", "each half's [sin ... | cos ...] or sin0 cos0 sin1 cos1 ..."),
+    "first": ("sin|cos", "the function of each pair that comes first (default sin; diffusers' flip_sin_to_cos: "
+                         "cos)"),
+    "freq_shift": ("0|1", "the exponent's denominator: 0 for D/4, 1 for D/4 - 1 (big_vision)"),
+    "base": ("B", "the base (temperature) of both axes (> 1)"),
     "row_base": ("B", "the row axis's base alone"),
     "col_base": ("B", "the column axis's base alone"),
     "position_transform": ("NAME", "index, relative (diffusers), crop (SD3) or normalized (DETR)"),
-    "position_offset": ("X", "index: p = scale (i + offset); normalized: (i + 1 + offset) / (L + eps) scale"),
-    "position_scale": ("X", "the positions' factor (index 1, normalized 2 pi)"),
+    "offset": ("X", "index: p = scale (i + offset); normalized: (i + 1 + offset) / (L + eps) scale"),
+    "scale": ("X", "the positions' factor (index 1, normalized 2 pi)"),
     "base_size": ("N", "relative and crop: the grid size the positions stretch to (diffusers' base_size)"),
     "interpolation_scale": ("X", "relative and crop: diffusers' interpolation_scale"),
     "pos_embed_max_size": ("M", "crop: the side of the table the grid is cut from (required)"),
@@ -77,20 +79,22 @@ NAMES = FamilyKeys(
     name="sincos2d",
     noun="a 2-D sincos table",
     apis=(API,),
-    keys=("grid_convention", *FIELDS, *CALL_KEYS),
+    keys=("convention", *FIELDS, *CALL_KEYS),
     signatures={API: SIGNATURES},
     sizes={API: SIZES},
-    number_keys=("grid_freq_shift", "grid_base", "row_base", "col_base", "position_offset", "position_scale",
+    number_keys=("freq_shift", "base", "row_base", "col_base", "offset", "scale",
                  "base_size", "interpolation_scale", "pos_embed_max_size", "position_eps", "extra_tokens",
                  "in_channels", "patch_size"),
     help=_HELP,
     group=f"2-D sincos tables for patch grids (--api {API})",
     adapters=True,
     slips=SLIPS,
+    aliases={"grid_convention": "convention", "pairing": "layout", "grid_freq_shift": "freq_shift",
+             "grid_base": "base", "position_offset": "offset", "position_scale": "scale"},
     title="2-D sinusoidal tables for patch grids (MAE, ViT, DiT, SD3, DETR)",
     page="docs/families/sincos2d.md",
     check_ids="2-D sincos tables (H x W a grid, D a width): call, finite, shape, formula, extra-tokens, separable, "
               "axis-order, axis-member, positions and pair-norm at [HxW:d=D]; indivisible[d=D] for widths not a "
-              "multiple of 4 and undefined[d=4] under grid_freq_shift 1 (the call must raise); determinism. See "
+              "multiple of 4 and undefined[d=4] under freq_shift 1 (the call must raise); determinism. See "
               "posenc_spec.families.sincos2d.grid.",
 )

@@ -32,15 +32,14 @@ def axis_angles(length: int, width: int, conv: Sincos2d, axis: int) -> tuple[np.
     return conv.positions(length)[:, None] * omega[None, :], -np.log(omega)
 
 
-def axis_values(positions: np.ndarray, width: int, conv: Sincos2d, axis: int,
-                swap: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def axis_values(positions: np.ndarray, width: int, conv: Sincos2d, axis: int) -> tuple[np.ndarray, np.ndarray,
+                                                                                       np.ndarray]:
     """``(values, angles, x)`` of one axis's 1-D table ``(L, D/2)`` in float64, in the declared
-    pairing, at the given ``positions`` (``x = -ln omega`` of each column); ``swap`` puts cos
-    where sin belongs and sin where cos does."""
+    pairing and function order, at the given ``positions`` (``x = -ln omega`` of each column)."""
     omega = conv.frequencies(width, axis)
     columns = conv.axis_convention(axis).columns(width // 2)
     angles = np.asarray(positions, dtype=np.float64)[:, None] * omega[None, columns.pair]
-    sine = columns.is_first != swap
+    sine = conv.is_sine(columns)
     return np.where(sine[None, :], np.sin(angles), np.cos(angles)), angles, -np.log(omega)[columns.pair]
 
 
@@ -93,10 +92,11 @@ def exact_axis_table(length: int, width: int, conv: Sincos2d, axis: int) -> np.n
     with mpmath.workdps(EXACT_DIGITS):
         base = mpmath.mpf(conv.axis_base(axis))
         omega = [base ** (-mpmath.mpf(numerator * k) / denominator) for k in range(half // 2)]
+        sine = conv.is_sine(columns)
         for i, p in enumerate(conv.exact_positions(length, mpmath)):
             for j in range(half):
                 angle = p * omega[columns.pair[j]]
-                out[i, j] = float(mpmath.sin(angle) if columns.is_first[j] else mpmath.cos(angle))
+                out[i, j] = float(mpmath.sin(angle) if sine[j] else mpmath.cos(angle))
     return out
 
 

@@ -233,7 +233,7 @@ def check_axis_member(table, exp: Expectation2d, name="axis-member") -> CheckRes
 def _pairs(exp: Expectation2d, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """The 1-D columns (within a half) of each pair's sine and cosine."""
     one_d = exp.convention.axis_convention(axis).columns(exp.dim // 2)
-    sin_columns = np.flatnonzero(one_d.is_first)
+    sin_columns = np.flatnonzero(exp.convention.is_sine(one_d))
     return sin_columns, one_d.partner[sin_columns]
 
 

@@ -3,9 +3,9 @@
 A slip is named only when its table explains every table the run holds, each element
 within the bound of the dtype it came in (:func:`explained`), and differs from the declared
 table on at least one of them (a slip that changes nothing on the run's grids is not seen).
-Slips a declaration can state (another ``first_axis``, ``token_order``, base, denominator,
-position parameter) are members of the family and carry the keys that declare them; the
-others (sin and cos swapped, positions normalised by the other axis's length, linspace
+Slips a declaration can state (another ``first_axis``, ``token_order``, ``first`` function,
+base, denominator, position parameter) are members of the family and carry the keys that
+declare them; the others (positions normalised by the other axis's length, linspace
 positions, an uncentred crop, positions rounded to float16, the class row appended) are
 tables no key declares.
 
@@ -42,12 +42,12 @@ def affine(conv: Sincos2d, length: int) -> tuple[float, float]:
     return step, step * (1 + conv.offset)
 
 
-def table_at(conv: Sincos2d, height: int, width: int, dim: int, positions=None, swap: bool = False,
+def table_at(conv: Sincos2d, height: int, width: int, dim: int, positions=None,
              extra_last: bool = False) -> np.ndarray:
     """``conv``'s table in float64 at ``positions`` (the row's and the column's; default the
-    declared ones), with sin and cos swapped (``swap``) or the extra rows last (``extra_last``)."""
+    declared ones), with the extra rows last (``extra_last``)."""
     rows, cols = positions if positions is not None else (conv.positions(height), conv.positions(width))
-    per_axis = tuple(oracle.axis_values(p, dim, conv, axis, swap)[0] for axis, p in enumerate((rows, cols)))
+    per_axis = tuple(oracle.axis_values(p, dim, conv, axis)[0] for axis, p in enumerate((rows, cols)))
     table = conv.arrange(oracle.assemble(per_axis, dim, conv))
     return np.roll(table, -conv.extra_tokens, axis=0) if extra_last and conv.extra_tokens else table
 
@@ -82,7 +82,9 @@ def _member_slips(conv: Sincos2d) -> list[Slip]:
     other_order = TOKEN_ORDERS[1 - TOKEN_ORDERS.index(conv.token_order)]
     made = [Slip(("axes-swapped",), f"the {conv.first_axis} coordinate in the second half and the {other_axis} "
                                     "coordinate in the first (meshgrid's argument order)",
-                 conv.replace(first_axis=other_axis))]
+                 conv.replace(first_axis=other_axis)),
+            Slip(("sin-cos-swapped",), "cos where sin belongs and sin where cos does",
+                 conv.replace(first_function="cos" if conv.first_function == "sin" else "sin"))]
     if conv.output_layout == "tokens":
         made += [
             Slip(("flatten-transposed",), f"tokens flattened {other_order} where {conv.token_order} is declared",
@@ -180,8 +182,7 @@ def _table_slips(conv: Sincos2d) -> list[Slip]:
         return lambda height, width, dim: table_at(conv, height, width, dim, positions_of(height, width), **options)
 
     positions = _Positions(conv)
-    made = [Slip(("sin-cos-swapped",), "cos where sin belongs and sin where cos does",
-                 make=at(positions.declared, swap=True))]
+    made = []
     if conv.position != "index":
         lengths = ("the height", "the width")
         made += [Slip(("normalised-by-other-axis",), f"the row positions formed with {lengths[rows]} and the "

@@ -3,15 +3,16 @@ is made (the channels and patch size of what a module is handed, the dtype a tar
 
 Keys (each field of :class:`~.conventions.Sincos2d` has one; :data:`.keys.FIELDS` maps them)::
 
-    grid_convention      a preset name (default "mae"): mae, mae-cls, transformers, diffusers, sd3,
+    convention           a preset name (default "mae"): mae, mae-cls, transformers, diffusers, sd3,
                          detr, deformable-detr, dab-detr, big-vision, moco-v3
     first_axis           "row" | "col"
-    grouping             "by-axis" | "by-function" (by-function takes pairing "concat")
-    pairing              "concat" | "interleaved"
-    grid_freq_shift      0 | 1
-    grid_base            finite, > 1: both axes' base; row_base, col_base: one axis's
+    grouping             "by-axis" | "by-function" (by-function takes layout "concat")
+    layout               "concat" | "interleaved" (each half's sin/cos pairs; the field ``pairing``)
+    first                "sin" | "cos": each pair's function that comes first (the field ``first_function``)
+    freq_shift           0 | 1
+    base                 finite, > 1: both axes' base; row_base, col_base: one axis's
     position_transform   "index" | "relative" | "crop" | "normalized"
-    position_offset, position_scale, base_size, interpolation_scale, pos_embed_max_size, position_eps
+    offset, scale, base_size, interpolation_scale, pos_embed_max_size, position_eps
                          the transform's parameters (a parameter of another transform is refused)
     extra_tokens         0 .. 64 zero rows before the grid (output_layout "tokens" only)
     token_order          "row-major" | "column-major"
@@ -35,6 +36,7 @@ from posenc_spec.gate.values import choice, fail, integer, number
 
 from .conventions import (
     AXES,
+    FUNCTIONS,
     GROUPINGS,
     MAX_EXTRA_TOKENS,
     MAX_GRID,
@@ -62,15 +64,15 @@ PARAMETER_KEYS = {field: key for key, field in FIELDS.items() if field in
 
 def _value(key: str, value, name):
     """The value of one convention key, validated (``name(key)`` names it in messages)."""
-    if key in ("first_axis", "grouping", "pairing", "position_transform", "token_order", "output_layout"):
-        choices = {"first_axis": AXES, "grouping": GROUPINGS, "pairing": PAIRINGS, "position_transform": POSITIONS,
-                   "token_order": TOKEN_ORDERS, "output_layout": OUTPUT_LAYOUTS}[key]
+    if key in ("first_axis", "grouping", "layout", "first", "position_transform", "token_order", "output_layout"):
+        choices = {"first_axis": AXES, "grouping": GROUPINGS, "layout": PAIRINGS, "first": FUNCTIONS,
+                   "position_transform": POSITIONS, "token_order": TOKEN_ORDERS, "output_layout": OUTPUT_LAYOUTS}[key]
         return choice(name(key), value, choices)
-    if key == "grid_freq_shift":
+    if key == "freq_shift":
         if isinstance(value, bool):
             fail(name(key), "0 or 1", value)
         return choice(name(key), value, (0, 1))
-    if key in ("grid_base", "row_base", "col_base"):
+    if key in ("base", "row_base", "col_base"):
         return float(number(name(key), value, above=1))
     if key == "pos_embed_max_size":
         return integer(name(key), value, maximum=MAX_GRID)
@@ -80,7 +82,7 @@ def _value(key: str, value, name):
         return float(number(name(key), value, above=0))
     if key == "position_eps":
         return float(number(name(key), value, minimum=0))
-    return float(number(name(key), value, nonzero=key == "position_scale"))
+    return float(number(name(key), value, nonzero=key == "scale"))
 
 
 def _fields(keys: dict, preset: Sincos2d, name) -> dict:
@@ -97,7 +99,7 @@ def _fields(keys: dict, preset: Sincos2d, name) -> dict:
                          "table the grid is cut from")
     if fields.get("grouping", preset.grouping) == "by-function" and fields.get("pairing", preset.pairing) != "concat":
         raise UsageError(f"{name('grouping')} 'by-function' ([sin A | sin B | cos A | cos B]) takes "
-                         f"{name('pairing')} 'concat', got {fields.get('pairing', preset.pairing)!r}")
+                         f"{name('layout')} 'concat', got {fields.get('pairing', preset.pairing)!r}")
     layout = fields.get("output_layout", preset.output_layout)
     if fields.get("extra_tokens", preset.extra_tokens) and layout != "tokens":
         raise UsageError(f"{name('extra_tokens')} needs {name('output_layout')} 'tokens' (a {layout} table has no "
@@ -106,13 +108,13 @@ def _fields(keys: dict, preset: Sincos2d, name) -> dict:
 
 
 def keys_between(declared: Sincos2d, member: Sincos2d) -> dict:
-    """The declaration keys whose values take ``declared`` to ``member`` (``grid_base`` when
+    """The declaration keys whose values take ``declared`` to ``member`` (``base`` when
     both bases change to one value)."""
     keys = {key: getattr(member, field) for key, field in FIELDS.items()
             if field != "base" and getattr(member, field) != getattr(declared, field)
             and getattr(member, field) is not None}
     if "row_base" in keys and keys.get("col_base") == keys["row_base"]:
-        keys = {"grid_base": keys.pop("row_base"), **keys}
+        keys = {"base": keys.pop("row_base"), **keys}
         keys.pop("col_base")
     return keys
 
@@ -120,7 +122,7 @@ def keys_between(declared: Sincos2d, member: Sincos2d) -> dict:
 def convention_keys(member: Sincos2d) -> dict:
     """The declaration of ``member``: the preset it differs least from and the keys that differ."""
     preset = min(PRESET_NAMES, key=lambda name: len(keys_between(PRESETS[name], member)))
-    return {"grid_convention": preset, **keys_between(PRESETS[preset], member)}
+    return {"convention": preset, **keys_between(PRESETS[preset], member)}
 
 
 def _short(value) -> str:
@@ -178,7 +180,7 @@ def declare(keys: dict, context) -> Sincos2dSpec:
     if "x_layout" in keys:
         raise UsageError(f"{name('x_layout')}: the {context.api} API hands no x (in_channels and patch_size say "
                          "what a module is handed)")
-    preset = choice(name("grid_convention"), keys.get("grid_convention", DEFAULT_PRESET), PRESET_NAMES)
+    preset = choice(name("convention"), keys.get("convention", DEFAULT_PRESET), PRESET_NAMES)
     fields = _fields(keys, PRESETS[preset], name)
     signature = context.calling.signature
     in_channels = integer(name("in_channels"), keys["in_channels"], maximum=MAX_CHANNELS) \
@@ -197,6 +199,6 @@ def declare(keys: dict, context) -> Sincos2dSpec:
     try:
         convention = get_convention(preset, **fields)
     except (ValueError, TypeError) as error:  # what _fields leaves: the conventions' own checks
-        raise UsageError(f"{name('grid_convention')} {preset}: {error}") from None
+        raise UsageError(f"{name('convention')} {preset}: {error}") from None
     _refuse_infinite_positions(convention, name)
     return Sincos2dSpec(convention, preset, in_channels, patch_size, call_dtype)

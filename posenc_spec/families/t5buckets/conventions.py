@@ -105,12 +105,18 @@ class BucketConvention:
 
 
 def from_keys(keys: dict, name=str) -> BucketConvention:
-    """The convention a declaration's keys state: ``bucket_preset`` (a preset, default
+    """The convention a declaration's keys state: ``convention`` (a preset, default
     ``t5-encoder``) and any of :data:`KEYS` over it. ``name(key)`` names a key in messages;
     each bad value is one line naming it. (The gate's declarations go through
     :func:`posenc_spec.families.t5buckets.spec.declare`, which reads a config file and
-    command-line text too.)"""
-    base = PRESETS[choice(name("bucket_preset"), keys.get("bucket_preset", "t5-encoder"), tuple(PRESETS))]
+    command-line text too.) A key's former name (``bucket_preset``) is read as the key, as a
+    declaration reads it (:func:`posenc_spec.gate.declaration.renamed`)."""
+    from posenc_spec.gate.declaration import renamed
+
+    from .keys import NAMES
+
+    keys = renamed(dict(keys), NAMES)
+    base = PRESETS[choice(name("convention"), keys.get("convention", "t5-encoder"), tuple(PRESETS))]
     fields = {**base.as_dict(), **{key: keys[key] for key in KEYS if key in keys}}
     return BucketConvention(**checked_fields(fields, name))
 

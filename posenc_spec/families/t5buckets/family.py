@@ -22,11 +22,13 @@ class T5Buckets(Family):
 
     def probes(self, declaration) -> list:
         spec = declaration.spec
-        return grid.probes_for(spec.convention, spec.signature, spec.query_offset, spec.square_only)
+        return grid.probes_for(spec.convention, spec.signature, spec.query_offset, spec.square_only,
+                               declaration.max_positions)
 
     def sequence_probes(self, declaration) -> list:
         spec = declaration.spec
-        return grid.decode_probes(spec.convention, spec.signature, spec.query_offset, spec.square_only)
+        return grid.decode_probes(spec.convention, spec.signature, spec.query_offset, spec.square_only,
+                                  declaration.max_positions)
 
     def plan_ids(self, calls) -> list[str]:
         return grid.plan_ids(calls)
@@ -94,13 +96,15 @@ class _Identification:
 
         member = BucketConvention(**result["convention"])
         preset = next((name for name, convention in PRESETS.items() if convention == member), None)
-        keys = {"bucket_preset": preset} if preset else {"bucket_preset": "t5-encoder", **changed_fields(member)}
+        keys = {"convention": preset} if preset else {"convention": "t5-encoder", **changed_fields(member)}
         spec = self.declaration.spec
         keys.update(self.declaration.calling.declared_keys())
-        said = spec.as_dict()
-        keys.update({key: said[key] for key in ("bucket_args", "bucket_config") if said[key]})
+        if spec.args:
+            keys["arg_names"] = dict(spec.args)
+        if spec.config:
+            keys["model_config"] = spec.config
         if spec.query_offset != "start":
-            keys["bucket_query_offset"] = spec.query_offset
+            keys["query_positions"] = "last"
         if spec.signature == "bias" and spec.embedding != DEFAULT_EMBEDDING:
             keys["bucket_embedding"] = spec.embedding
         return keys

@@ -60,7 +60,13 @@ The calls (``S`` names a slot)::
     table calls (table, bias): (q_len, k_len) of (1, 1), (5, 9), (9, 5), (1, L), (L, L) with
       L = min(max_distance + 2, TABLE_LIMIT); the square ones alone for a square-only target
 
-    decode sequence (table, bias, with bucket_query_offset = end and both lengths): after the
+    With ``max_positions`` N declared (the model's longest sequence: positions 0 .. N-1), no
+    call hands a relative position beyond N - 1 either way: the positions calls keep those
+    within it, ``int64:2d`` shrinks to fit, ``extremes:D`` are the largest distances N allows,
+    +-(N - 1) and +-(N - 2) (within the dtype), and ``int-min:D`` is not called (it is further
+    still); no table or decode call is longer than N.
+
+    decode sequence (table, bias, with query_positions = last and both lengths): after the
       grid, a prefill of P x P (P = min(max_distance + 3, TABLE_LIMIT - 3), a size the grid never
       asks) and three decoding steps of one query, 1 x (P + 1), 1 x (P + 2), 1 x (P + 3), on the
       same module, each judged exactly: ``decode``
@@ -159,9 +165,11 @@ class Probe:
         return -relative if convention.relative_position == "query-minus-memory" else relative
 
 
-def dense_positions(convention: BucketConvention) -> np.ndarray:
-    """The relative positions of the ``int64`` and ``int32`` slots (memory - query, sorted)."""
-    reach = 4 * convention.max_distance
+def dense_positions(convention: BucketConvention, max_positions: int | None = None) -> np.ndarray:
+    """The relative positions of the ``int64`` and ``int32`` slots (memory - query, sorted), none
+    beyond ``max_positions - 1`` either way."""
+    reach = 4 * convention.max_distance if max_positions is None else min(4 * convention.max_distance,
+                                                                          max_positions - 1)
     if 2 * reach + 1 <= DENSE_LIMIT:
         return np.arange(-reach, reach + 1, dtype=np.int64)
     starts = np.array(oracle.bucket_starts(convention), dtype=np.int64)
@@ -177,11 +185,16 @@ def _declared(relative: np.ndarray, convention: BucketConvention) -> np.ndarray:
     return -relative if convention.relative_position == "query-minus-memory" else relative
 
 
-def extremes(dtype: str) -> np.ndarray:
-    """The ``extremes:D`` inputs: the largest distances of both signs a dtype holds."""
+def extremes(dtype: str, max_positions: int | None = None) -> np.ndarray:
+    """The ``extremes:D`` inputs: the largest distances of both signs a dtype holds, or those
+    ``max_positions`` allows (at most ``max_positions - 1``)."""
     top = int(np.iinfo(dtype).max)
-    values = [top, top - 1]
-    if dtype == "int64":
+    if max_positions is not None:
+        longest = min(max_positions - 1, top)
+        values = [longest, max(longest - 1, 0)]
+    else:
+        values = [top, top - 1]
+    if dtype == "int64" and max_positions is None:
         values += [2**31, 2**32, 2**53 + 1]
     return np.array(sorted({sign * value for value in values for sign in (-1, 1)}), dtype=np.int64)
 
@@ -195,38 +208,47 @@ def unreachable(dtype: str) -> str:
 
 
 def probes_for(convention: BucketConvention, signature: str = "static", query_offset: str = "start",
-               square_only: bool = False) -> list[Probe]:
-    """Every call of a target of this signature, in order, the determinism repeat last."""
+               square_only: bool = False, max_positions: int | None = None) -> list[Probe]:
+    """Every call of a target of this signature, in order, the determinism repeat last; none
+    hands a relative position beyond ``max_positions - 1`` (see the module docstring)."""
     if signature not in SIGNATURES:
         raise ValueError(f"signature must be one of {', '.join(SIGNATURES)}, got {signature!r}")
+    longest = TABLE_LIMIT if max_positions is None else max_positions
     if signature in ("static", "method"):
-        dense = _declared(dense_positions(convention), convention)
-        past = min(2 * convention.max_distance, DENSE_LIMIT // (2 * TWO_D_ROWS))
-        two_d = np.arange(2 * past + 1, dtype=np.int64)[None, :] - (np.arange(TWO_D_ROWS, dtype=np.int64)[:, None]
+        dense = _declared(dense_positions(convention, max_positions), convention)
+        # The (q, k) matrix spans k - (q + past) for q < rows, k <= 2 past: |r| <= rows - 1 + past.
+        rows = min(TWO_D_ROWS, longest)
+        past = min(2 * convention.max_distance, DENSE_LIMIT // (2 * TWO_D_ROWS), longest - rows)
+        two_d = np.arange(2 * past + 1, dtype=np.int64)[None, :] - (np.arange(rows, dtype=np.int64)[:, None]
                                                                      + past)
         probes = [Probe("int64", "positions", values=dense, dtype="int64")]
         if dense.size and np.abs(dense).max() <= np.iinfo(np.int32).max:
             probes.append(Probe("int32", "positions", values=dense, dtype="int32"))
         probes.append(Probe("int64:2d", "positions", values=_declared(two_d, convention), dtype="int64"))
         for dtype in ("int32", "int64"):
-            probes.append(Probe(f"extremes:{dtype}", "positions", "extremes", extremes(dtype), dtype))
-            minimum = np.array([np.iinfo(dtype).min], dtype=np.int64)
-            probes.append(Probe(f"int-min:{dtype}", "positions", "int-min", minimum, dtype))
+            probes.append(Probe(f"extremes:{dtype}", "positions", "extremes", extremes(dtype, max_positions), dtype))
+            if max_positions is None:  # -2**(b-1) is beyond any declared bound
+                minimum = np.array([np.iinfo(dtype).min], dtype=np.int64)
+                probes.append(Probe(f"int-min:{dtype}", "positions", "int-min", minimum, dtype))
     else:
-        side = min(convention.max_distance + 2, TABLE_LIMIT)
+        side = min(convention.max_distance + 2, TABLE_LIMIT, longest)
         shapes = [(1, 1), (side, side)] if square_only else [(1, 1), (5, 9), (9, 5), (1, side), (side, side)]
+        shapes = list(dict.fromkeys((min(q, longest), min(k, longest)) for q, k in shapes))
         probes = [Probe(f"{q}x{k}", "table", shape=(q, k), query_offset=query_offset) for q, k in shapes]
     first = probes[0]
     probes.append(Probe(first.slot, first.kind, "repeat", first.values, first.dtype, first.shape, first.query_offset))
     return probes
 
 
-def decode_probes(convention: BucketConvention, signature: str, query_offset: str, square_only: bool) -> list[Probe]:
+def decode_probes(convention: BucketConvention, signature: str, query_offset: str, square_only: bool,
+                  max_positions: int | None = None) -> list[Probe]:
     """The decode sequence (see the module docstring); none where the queries are not the last
-    keys or one length is all the target takes."""
-    if signature not in ("table", "bias") or query_offset != "end" or square_only:
+    keys, one length is all the target takes, or ``max_positions`` leaves no room for a prefill
+    and three steps."""
+    longest = TABLE_LIMIT if max_positions is None else min(max_positions, TABLE_LIMIT)
+    if signature not in ("table", "bias") or query_offset != "end" or square_only or longest < 4:
         return []
-    prefill = min(convention.max_distance + 3, TABLE_LIMIT - 3)
+    prefill = min(convention.max_distance + 3, longest - 3)
     shapes = [(prefill, prefill), *((1, prefill + step) for step in (1, 2, 3))]
     return [Probe(f"decode:{q}x{k}", "table", "sequence", shape=(q, k), query_offset="end") for q, k in shapes]
 

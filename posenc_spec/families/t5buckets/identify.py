@@ -1,7 +1,7 @@
 """``identify`` of a T5-bucket target: its bucket parameters, read from the buckets it returns.
 
 The target is called as ``check`` calls it under the declaration the flags make (signature,
-``init``, ``bucket_args`` ...; a function that takes its settings gets the ``bidirectional``,
+``init``, ``arg_names`` ...; a function that takes its settings gets the ``bidirectional``,
 ``num_buckets`` and ``max_distance`` given, T5's encoder by default): every call of that
 grid. The answer is the member (:func:`~.slips.nearest_member`: direction, bucket count,
 distance and sign) whose buckets every call returned within the float32 band, fitted on the

@@ -6,11 +6,11 @@ from posenc_spec.gate.family import FamilyKeys
 API = "t5-buckets"
 PRESET_NAMES = ("t5-encoder", "t5-decoder", "wavlm", "layoutlm-2d", "cpmant", "gluonnlp-encoder")
 SIGNATURES = ("static", "method", "table", "bias")
-# The arguments a call hands over, each under its own name unless bucket_args renames it.
+# The arguments a call hands over, each under its own name unless arg_names renames it.
 ROLES = ("relative_position", "bidirectional", "num_buckets", "max_distance", "query_length", "key_length", "x")
 # The keys that say how a target is called (identify reads them to call it; it finds the rest).
-CALL_KEYS = ("signature", "init", "method", "kwargs", "bucket_args", "bucket_query_offset", "bucket_embedding",
-             "bucket_config")
+CALL_KEYS = ("signature", "init", "method", "kwargs", "arg_names", "query_positions", "bucket_embedding",
+             "model_config")
 
 # The slips a hint names (posenc_spec.gate.identify.hint), in docs/checks.md's words.
 SLIPS = {
@@ -37,31 +37,31 @@ NAMES = FamilyKeys(
     name="t5buckets",
     noun="T5 relative-position buckets",
     apis=(API,),
-    keys=("bucket_preset", "bidirectional", "num_buckets", "max_distance", "relative_position", "log_dtype",
-          "bucket_args", "bucket_query_offset", "bucket_embedding", "bucket_config"),
+    keys=("convention", "bidirectional", "num_buckets", "max_distance", "relative_position", "compute_dtype",
+          "arg_names", "query_positions", "bucket_embedding", "model_config"),
     signatures={API: SIGNATURES},
     sizes={API: ("num_buckets", "max_distance", "bidirectional", "causal", "query_length", "key_length",
                  "max_positions", "config")},
     number_keys=("num_buckets", "max_distance"),
-    repeated=("bucket_args",),
-    flags={"bucket_args": "--bucket-arg"},
-    config_key="bucket_config",
+    repeated=("arg_names",),
+    flags={"arg_names": "--arg-name", "bucket_args": "--bucket-arg"},
+    config_key="model_config",
     help={
-        "bucket_preset": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default t5-encoder)"),
+        "convention": ("NAME", f"the declared preset: {', '.join(PRESET_NAMES)} (default t5-encoder)"),
         "bidirectional": ("true|false", "true for an encoder, false for a decoder's self-attention (overrides the "
                                         "preset)"),
         "num_buckets": ("N", "the buckets of both directions together (overrides the preset)"),
         "max_distance": ("M", "the distance from which every key shares its direction's last bucket (overrides the "
                               "preset)"),
         "relative_position": ("SIGN", "memory-minus-query (T5 and its copies; default) or query-minus-memory"),
-        "log_dtype": ("DTYPE", "the dtype the logarithm is taken in: float32 (default), float64 or float16"),
-        "bucket_args": ("ROLE=NAME", "the target's name for an argument (relative_position, bidirectional, "
+        "compute_dtype": ("DTYPE", "the dtype the logarithm is taken in: float32 (default), float64 or float16"),
+        "arg_names": ("ROLE=NAME", "the target's name for an argument (relative_position, bidirectional, "
                                      "num_buckets, max_distance, query_length, key_length, x); NAME causal passes "
                                      "the flag negated, an empty NAME passes nothing (repeatable)"),
-        "bucket_query_offset": ("start|end", "table and bias signatures: the queries are the first keys (default) "
-                                             "or the last ones"),
+        "query_positions": ("first|last", "table and bias signatures: the queries are the first keys (default) or "
+                                          "the last ones"),
         "bucket_embedding": ("ATTR", "bias signature: the nn.Embedding the bias is looked up in"),
-        "bucket_config": ("FILE", "a transformers config.json: its bucket settings, and the object --init config "
+        "model_config": ("FILE", "a transformers config.json: its bucket settings, and the object --init config "
                                   "builds"),
     },
     group="T5 relative-position buckets (--api t5-buckets)",
@@ -82,4 +82,7 @@ NAMES = FamilyKeys(
     },
     adapters=True,
     slips=SLIPS,
+    aliases={"bucket_preset": "convention", "log_dtype": "compute_dtype", "bucket_args": "arg_names",
+             "bucket_query_offset": "query_positions", "bucket_config": "model_config"},
+    alias_values={"bucket_query_offset": {"start": "first", "end": "last"}},
 )

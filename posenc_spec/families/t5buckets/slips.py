@@ -232,7 +232,7 @@ def _table_slips(observations, declared: BucketConvention) -> list[Hint]:
         other = "end" if tables[0].query_offset == "start" else "start"
         return [Hint(("t5-query-offset",), f"the table's queries sit at the {other} of the keys, where "
                                            f"{tables[0].query_offset} is declared",
-                     (("bucket_query_offset", other),))]
+                     (("query_positions", "first" if other == "start" else "last"),))]
     for shift in (1, -1):
         if is_member([_moved(seen, shift, declared) for seen in tables], declared):
             return [Hint(("positions-offset",), f"every offset of the table is {shift:+d} from its declared one: "

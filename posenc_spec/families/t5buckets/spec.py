@@ -1,20 +1,21 @@
 """A T5-bucket declaration: the convention, the dtype of the logarithm, and how the target is called.
 
-Keys (every one also a ``--`` flag; ``bucket_args`` is ``--bucket-arg ROLE=NAME``, repeated)::
+Keys (every one also a ``--`` flag; ``arg_names`` is ``--arg-name ROLE=NAME``, repeated)::
 
-    bucket_preset        t5-encoder (default) | t5-decoder | wavlm | layoutlm-2d | cpmant | gluonnlp-encoder
+    convention           t5-encoder (default) | t5-decoder | wavlm | layoutlm-2d | cpmant | gluonnlp-encoder
     bidirectional        true | false                 override the preset's settings, as do
-    num_buckets          an integer                   the bucket settings of bucket_config
+    num_buckets          an integer                   the bucket settings of model_config
     max_distance         an integer                   (explicit keys win)
     relative_position    memory-minus-query (default) | query-minus-memory
-    log_dtype            float32 (default) | float64 | float16: the logarithm's dtype, whose band
+    compute_dtype        float32 (default) | float64 | float16: the logarithm's dtype, whose band
                          of rounding decides which neighbouring bucket is also accepted
-    bucket_args          {ROLE = NAME, ...}: the target's parameter names (roles: relative_position,
+    arg_names            {ROLE = NAME, ...}: the target's parameter names (roles: relative_position,
                          bidirectional, num_buckets, max_distance, query_length, key_length, x);
                          NAME "causal" passes the flag negated, "" passes nothing
-    bucket_query_offset  start (default) | end          (table and bias signatures)
+    query_positions      first (default) | last: the queries are the first or the last keys
+                         (table and bias signatures; the spec's query_offset start | end)
     bucket_embedding     the nn.Embedding a bias is looked up in (bias; default relative_attention_bias)
-    bucket_config        a transformers config.json: its bucket settings
+    model_config         a transformers config.json: its bucket settings
                          (relative_attention_num_buckets / relative_attention_max_distance,
                          rel_pos_bins / max_rel_pos, position_bias_num_buckets /
                          position_bias_max_distance, num_buckets / max_bucket_distance,
@@ -41,7 +42,9 @@ from .tolerance import LOG_DTYPES, REFUSED, check_band
 
 DEFAULT_PRESET = "t5-encoder"
 DEFAULT_EMBEDDING = "relative_attention_bias"  # T5's, MPNet's and x-transformers' name
-QUERY_OFFSETS = ("start", "end")
+# The declared place of the queries among the keys (query_positions, as ALiBi says it), and the
+# offset of the first query it means: the queries are the first keys, or the last ones.
+QUERY_POSITIONS = {"first": "start", "last": "end"}
 TABLES = ("table", "bias")
 MAX_CONFIG_BYTES = 1 << 22
 # What a config.json calls each setting, by the models that call it so.
@@ -52,7 +55,7 @@ CONFIG_NAMES = {
 }
 _ATTRIBUTE = re.compile(r"\w+(\.\w+)*")
 _NAME = re.compile(r"[A-Za-z_]\w*")
-# The roles each signature hands over, and those passed only when bucket_args names them.
+# The roles each signature hands over, and those passed only when arg_names names them.
 PASSED = {"static": ("relative_position", "bidirectional", "num_buckets", "max_distance"),
           "method": ("relative_position",),
           "table": ("query_length", "key_length", "bidirectional", "num_buckets", "max_distance"),
@@ -122,7 +125,7 @@ def _flag_value(name: str, value):
 
 
 def _args(name: str, value, signature: str) -> tuple:
-    """``bucket_args``: a table, or ``ROLE=NAME`` texts (the command line's repeated flag)."""
+    """``arg_names``: a table, or ``ROLE=NAME`` texts (the command line's repeated flag)."""
     if isinstance(value, str):
         value = [value]
     if isinstance(value, (list, tuple)):
@@ -180,12 +183,12 @@ def declare(keys: dict, context) -> BucketSpec:
     :class:`UsageError` naming its key."""
     name, calling = context.name, context.calling
     signature = calling.signature
-    preset = choice(name("bucket_preset"), keys.get("bucket_preset", DEFAULT_PRESET), tuple(PRESETS))
+    preset = choice(name("convention"), keys.get("convention", DEFAULT_PRESET), tuple(PRESETS))
     fields = PRESETS[preset].as_dict()
     config = None
-    if "bucket_config" in keys:
-        config = _config_path(name("bucket_config"), keys["bucket_config"], context.base_dir)
-        fields.update(config_settings(config, name("bucket_config")))
+    if "model_config" in keys:
+        config = _config_path(name("model_config"), keys["model_config"], context.base_dir)
+        fields.update(config_settings(config, name("model_config")))
     if "bidirectional" in keys:
         fields["bidirectional"] = _flag_value(name("bidirectional"), keys["bidirectional"])
     for key in ("num_buckets", "max_distance"):
@@ -194,23 +197,24 @@ def declare(keys: dict, context) -> BucketSpec:
     if "relative_position" in keys:
         fields["relative_position"] = choice(name("relative_position"), keys["relative_position"], RELATIVE_POSITIONS)
     convention = BucketConvention(**checked_fields(fields, name))
-    log_dtype = _log_dtype(name("log_dtype"), keys.get("log_dtype", "float32"), convention)
-    args = _args(name("bucket_args"), keys["bucket_args"], signature) if "bucket_args" in keys else ()
-    for key, readers in (("bucket_query_offset", TABLES), ("bucket_embedding", ("bias",))):
+    log_dtype = _log_dtype(name("compute_dtype"), keys.get("compute_dtype", "float32"), convention)
+    args = _args(name("arg_names"), keys["arg_names"], signature) if "arg_names" in keys else ()
+    for key, readers in (("query_positions", TABLES), ("bucket_embedding", ("bias",))):
         if key in keys and signature not in readers:
             raise UsageError(f"{name(key)} is read by the {' and '.join(readers)} signature"
                              f"{'s' * (len(readers) > 1)}, not by {signature}")
-    query_offset = choice(name("bucket_query_offset"), keys.get("bucket_query_offset", "start"), QUERY_OFFSETS)
+    queries = choice(name("query_positions"), keys.get("query_positions", "first"), tuple(QUERY_POSITIONS))
+    query_offset = QUERY_POSITIONS[queries]
     embedding = keys.get("bucket_embedding", DEFAULT_EMBEDDING)
     if not isinstance(embedding, str) or not _ATTRIBUTE.fullmatch(embedding):
         fail(name("bucket_embedding"), "an attribute of the module, such as relative_attention_bias", embedding)
     if isinstance(calling.init, tuple) and "{config}" in dict(calling.init).values() and config is None:
-        raise UsageError(f"{name('init')}: \"{{config}}\" stands for the object built from {name('bucket_config')}, "
+        raise UsageError(f"{name('init')}: \"{{config}}\" stands for the object built from {name('model_config')}, "
                          "and none is given")
     spec = BucketSpec(convention, preset, log_dtype, signature, args, query_offset, embedding, config)
     if signature in TABLES and not any(spec.names().get(role) for role in ("query_length", "key_length", "x")) \
             and calling.init is None:
-        raise UsageError(f"{name('bucket_args')}: a {signature} call that takes no length needs an object built "
+        raise UsageError(f"{name('arg_names')}: a {signature} call that takes no length needs an object built "
                          f"for it ({name('init')} with \"{{key_length}}\")")
     return spec
 

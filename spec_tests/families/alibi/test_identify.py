@@ -48,7 +48,7 @@ def test_init_writes_an_entry_check_accepts(impl, capsys):
     (impl / "pyproject.toml").write_text('[project]\nname = "x"\n')
     assert main(["init", "impl:mpt_bias", "--api", "alibi-bias", "--signature", "heads-length-max"]) == 0
     written = (impl / "pyproject.toml").read_text()
-    assert 'alibi_convention = "mpt"' in written and 'signature = "heads-length-max"' in written, written
+    assert 'convention = "mpt"' in written and 'signature = "heads-length-max"' in written, written
     assert main(["check"]) == 0, capsys.readouterr()
 
 
@@ -56,6 +56,6 @@ def test_a_note_is_no_failure_of_the_answer(impl, capsys):
     """Code that builds the whole (heads, keys, keys) square is the paper's member: check accepts
     it, naming the note on the decoding step at 8192 keys it could not allocate under 1 GiB."""
     status, answer = _identify(capsys, "impl:FullSquare", "--api", "alibi-bias", "--signature", "module-ij",
-                               "--init", "heads={num_heads}", "--attention-heads", "12", "--max-memory", "1GiB")
+                               "--init", "heads={num_heads}", "--num-heads", "12", "--max-memory", "1GiB")
     assert (status, answer["name"], answer["check"]) == (0, "paper", "conforms"), answer["message"]
     assert "check accepts it on its whole grid (notes, no failure: call[p=8192])" in answer["message"], answer

@@ -8,10 +8,11 @@ import pytest
 
 from meta_tests.corpus.mrope_registry import MROPE_ENTRIES
 from posenc_spec.families.mrope.identify import Identification, member_of
+from posenc_spec.families.mrope.keys import NAMES
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.options import run_options
 
-CALL_KEYS = ("signature", "init", "method", "kwargs", "attention_head_dim", "mrope_patch", "mrope_config")
+CALL_KEYS = ("signature", "init", "method", "kwargs", "head_dim", "mrope_patch", "model_config")
 # entry -> the member identify names (None: the entry's own declared convention)
 EXPECTED = {"qwen3_vl_interleaved": None, "flux_complex": None, "hunyuan_dit_2d": None,
             "theta_ten_thousand": "axes_theta", "qwen3_contiguous": "mrope_interleaved"}
@@ -19,7 +20,8 @@ EXPECTED = {"qwen3_vl_interleaved": None, "flux_complex": None, "hunyuan_dit_2d"
 
 def _identify(entry):
     table = entry.config_table()
-    flags = {key: value for key, value in table.items() if key in CALL_KEYS}
+    flags = {NAMES.aliases.get(key, key): value for key, value in table.items()
+             if NAMES.aliases.get(key, key) in CALL_KEYS}
     call = declare({"target": table["target"], "api": table["api"]})
     return Identification(call, flags).run(run_options(jobs=1))
 

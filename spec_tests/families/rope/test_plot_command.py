@@ -115,7 +115,7 @@ def test_rope_plot_of_a_target_that_always_raises_exits_1(targets, tmp_path, cap
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--api", "rope-cache", "--dim", "64"], "--dim sizes a table; it does not apply to --api rope-cache"),
-    (["--api", "rope-apply", "--rope-layout", "diagonal"], "--rope-layout must be one of"),
+    (["--api", "rope-apply", "--layout", "diagonal"], "--layout must be one of"),
     (["--api", "rope-cache"], "--out DIR is required"),
 ])
 def test_rope_plot_usage_errors_exit_2(argv, message, capsys):

@@ -47,3 +47,12 @@ class FeatureMapSine(torch.nn.Module):
         pos_x = torch.stack((pos_x[:, :, :, 0::2].sin(), pos_x[:, :, :, 1::2].cos()), dim=4).flatten(3)
         pos_y = torch.stack((pos_y[:, :, :, 0::2].sin(), pos_y[:, :, :, 1::2].cos()), dim=4).flatten(3)
         return torch.cat((pos_y, pos_x), dim=3).permute(0, 3, 1, 2)
+
+
+def mae_cos_first(height, width, dim):
+    """MAE's table with each half's cosines first, as diffusers' ``flip_sin_to_cos=True`` gives."""
+    if dim % 4:
+        raise ValueError(f"embed_dim must be a multiple of 4, got {dim}")
+    rows, cols = np.meshgrid(np.arange(height, dtype=np.float64), np.arange(width, dtype=np.float64), indexing="ij")
+    halves = [_one_axis(axis.ravel(), dim // 2) for axis in (cols, rows)]
+    return np.concatenate([np.roll(half, dim // 4, axis=1) for half in halves], axis=1)

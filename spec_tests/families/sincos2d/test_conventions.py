@@ -25,6 +25,18 @@ def test_columns_written_out_for_width_8():
     assert grouped.of_axis(0).tolist() == [2, 3, 6, 7]
 
 
+def test_cos_first_columns_written_out_for_width_8():
+    """Cos first puts [cos col | sin col | cos row | sin row]; interleaved cos0 sin0 ...; by
+    function [cos A | cos B | sin A | sin B]: the same frequencies, each pair's functions swapped."""
+    concat = Sincos2d(first_function="cos").columns(8)
+    assert concat.axis.tolist() == [1, 1, 1, 1, 0, 0, 0, 0] and concat.pair.tolist() == [0, 1, 0, 1] * 2
+    assert concat.is_sin.tolist() == [False, False, True, True] * 2
+    interleaved = Sincos2d(pairing="interleaved", first_function="cos").columns(8)
+    assert interleaved.pair.tolist() == [0, 0, 1, 1] * 2 and interleaved.is_sin.tolist() == [False, True] * 4
+    grouped = Sincos2d(grouping="by-function", first_function="cos").columns(8)
+    assert grouped.pair.tolist() == [0, 1] * 4 and grouped.is_sin.tolist() == [False] * 4 + [True] * 4
+
+
 def test_positions_of_each_transform():
     """Each transform's positions for a 3-long axis, written out."""
     np.testing.assert_allclose(Sincos2d(offset=1.0, scale=0.5).positions(3), [0.5, 1.0, 1.5])

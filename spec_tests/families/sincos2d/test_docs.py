@@ -68,4 +68,4 @@ def test_the_toml_example_declares_its_targets():
     """The document's [[tool.posenc-spec.targets]] tables are declarations the gate accepts."""
     [text] = blocks("toml")
     for table in tomllib.loads(text)["tool"]["posenc-spec"]["targets"]:
-        assert declare(table).spec.preset == table["grid_convention"]
+        assert declare(table).spec.preset == table["convention"]

@@ -64,7 +64,7 @@ def test_signatures_real_code_has_are_declared_without_a_wrapper(keys):
 def test_cli_verdicts_and_json(tmp_path, capsys):
     """check --api sincos2d: exit 0 for a conforming target, 1 for a wrong one, with the
     report naming the declared preset."""
-    assert main(["check", CORRECT, "--api", "sincos2d", "--grid-convention", "mae"]) == 0, capsys.readouterr().out
+    assert main(["check", CORRECT, "--api", "sincos2d", "--convention", "mae"]) == 0, capsys.readouterr().out
     status = main(["check", SWAPPED, "--api", "sincos2d", "--json", str(tmp_path / "report.json")])
     output = capsys.readouterr().out
     assert status == 1, output
@@ -111,15 +111,15 @@ def test_the_plugin_runs_the_family(pytester):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--grid-convention", "maee"], "--grid-convention must be one of mae, mae-cls"),
+    (["--convention", "maee"], "--convention must be one of mae, mae-cls"),
     (["--first-axis", "rows"], "--first-axis must be one of row, col"),
-    (["--grid-base", "1"], "--grid-base must be"),
-    (["--position-offset", "1", "--grid-convention", "diffusers"], "--position-offset is not a parameter of "
-                                                                   "position_transform 'relative'"),
+    (["--base", "1"], "--base must be"),
+    (["--offset", "1", "--convention", "diffusers"], "--offset is not a parameter of position_transform 'relative'"),
+    (["--first", "tan"], "--first must be one of sin, cos"),
     (["--position-transform", "crop"], "--position-transform 'crop' needs --pos-embed-max-size"),
     (["--patch-size", "2"], "--patch-size: the h-w-dim signature hands no sample of patches"),
     (["--signature", "adds-to-patches"], "--signature adds-to-patches needs --init"),
-    (["--base", "100"], "--base"),
+    (["--rope-type", "linear"], "--rope-type declares a rotary embedding, not a 2-D sincos table"),
     (["--signature", "dim_pair"], "--signature must be one of h-w-dim, w-h-dim"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(argv, words, capsys):
@@ -143,9 +143,9 @@ def test_identify_names_the_member_and_how_it_differs(capsys):
     assert main(["identify", CORRECT, "--api", "sincos2d", "--json", "-"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["name"] == "mae" and answer["check"] == "conforms", answer
-    assert main(["identify", SWAPPED, "--api", "sincos2d", "--grid-convention", "mae"]) == 0
+    assert main(["identify", SWAPPED, "--api", "sincos2d", "--convention", "mae"]) == 0
     output = capsys.readouterr().out
-    assert "transformers: declare --grid-convention transformers" in output, output
+    assert "transformers: declare --convention transformers" in output, output
     assert "first_axis 'row' (declared 'col')" in output, output
 
 
@@ -176,3 +176,14 @@ def test_identify_answers_none_for_a_table_no_member_is(capsys):
     answer = json.loads(capsys.readouterr().out)
     assert answer["name"] == "none" and answer["convention"] is None, answer
     assert answer["nearest"]["max_error_ratio"] > 1 and "misses the fitted tables" in answer["message"], answer
+
+
+def test_a_cos_first_table_is_declared_by_first():
+    """A table whose pairs hold the cosine first conforms under first = "cos"; declared as MAE's
+    sin-first table it fails, and the hint advises that key, which makes it conform."""
+    target = f"{TARGETS}:mae_cos_first"
+    assert_conforms(_check(target=target, first="cos"))
+    report = _check(target=target)
+    assert not report.conforms
+    assert [hint.declare for hint in report.hints] == [(("first", "cos"),)], [hint.text() for hint in report.hints]
+    assert report.hints[0].slips == ("sin-cos-swapped",)

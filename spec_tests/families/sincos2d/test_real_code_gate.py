@@ -19,33 +19,33 @@ DETR = {"signature": "shape-device-dtype", "init": {"num_position_features": "{h
 # name -> (library, declaration keys, the verdict: "conforms" or (failing check id, words of its message))
 TARGETS = {
     "diffusers get_2d_sincos_pos_embed": ("diffusers", {
-        "target": "diffusers.models.embeddings:get_2d_sincos_pos_embed", "grid_convention": "diffusers",
+        "target": "diffusers.models.embeddings:get_2d_sincos_pos_embed", "convention": "diffusers",
         "signature": "dim-pair"}, "conforms"),
     "diffusers PatchEmbed (SD3)": ("diffusers", {
-        "target": "diffusers.models.embeddings:PatchEmbed", "grid_convention": "sd3", "signature": "adds-to-patches",
+        "target": "diffusers.models.embeddings:PatchEmbed", "convention": "sd3", "signature": "adds-to-patches",
         "init": {"height": 128, "width": 128, "patch_size": 2, "in_channels": 4, "embed_dim": "{dim}",
                  "pos_embed_max_size": 192}, "in_channels": 4, "patch_size": 2}, "conforms"),
     "diffusers PatchEmbed (no max size)": ("diffusers", {
-        "target": "diffusers.models.embeddings:PatchEmbed", "grid_convention": "mae", "signature": "adds-to-patches",
+        "target": "diffusers.models.embeddings:PatchEmbed", "convention": "mae", "signature": "adds-to-patches",
         "init": {"height": "{height}", "width": "{width}", "patch_size": 1, "in_channels": 1, "embed_dim": "{dim}"}},
         ("call[1x7:d=8]", "must match the size of tensor b")),
     "transformers build_2d_sinusoidal_position_embedding": ("transformers", {
         "target": "transformers.models.vit_mae.modeling_vit_mae:build_2d_sinusoidal_position_embedding",
-        "grid_convention": "transformers"}, "conforms"),
+        "convention": "transformers"}, "conforms"),
     "transformers RTDetrSinePositionEmbedding": ("transformers", {
         "target": "transformers.models.rt_detr.modeling_rt_detr:RTDetrSinePositionEmbedding",
-        "grid_convention": "transformers", "signature": "w-h-device-dtype", "init": {"embed_dim": "{dim}"}},
+        "convention": "transformers", "signature": "w-h-device-dtype", "init": {"embed_dim": "{dim}"}},
         "conforms"),
     "transformers DetrSinePositionEmbedding": ("transformers", {
-        "target": "transformers.models.detr.modeling_detr:DetrSinePositionEmbedding", "grid_convention": "detr",
+        "target": "transformers.models.detr.modeling_detr:DetrSinePositionEmbedding", "convention": "detr",
         **DETR}, "conforms"),
     "transformers DetrSinePositionEmbedding (float16)": ("transformers", {
-        "target": "transformers.models.detr.modeling_detr:DetrSinePositionEmbedding", "grid_convention": "detr",
+        "target": "transformers.models.detr.modeling_detr:DetrSinePositionEmbedding", "convention": "detr",
         "call_dtype": "float16", **DETR}, ("formula[1x7:d=8]", "float16")),
     "transformers DeformableDetrSinePositionEmbedding": ("transformers", {
         "target": "transformers.models.deformable_detr.modeling_deformable_detr:DeformableDetrSinePositionEmbedding",
-        "grid_convention": "deformable-detr", **DETR}, "conforms"),
-    "vit-pytorch posemb_sincos_2d": ("vit-pytorch", {"grid_convention": "big-vision"},
+        "convention": "deformable-detr", **DETR}, "conforms"),
+    "vit-pytorch posemb_sincos_2d": ("vit-pytorch", {"convention": "big-vision"},
                                      ("undefined[d=4]", "silent NaN")),
 }
 

@@ -92,7 +92,7 @@ def _rope_calls(spec, made: RopeConvention, api="rope-cache"):
 
 
 @pytest.mark.parametrize(("declared", "made", "slip", "flags"), [
-    (RopeConvention(theta=500000.0), RopeConvention(), "theta", "--rope-theta 10000"),
+    (RopeConvention(theta=500000.0), RopeConvention(), "theta", "--base 10000"),
     (RopeConvention("linear", params={"factor": 2.0}), RopeConvention("linear", params={"factor": 4.0}),
      "scale-twice", "--rope-param factor=4"),
 ], ids=["theta off", "linear factor applied twice"])

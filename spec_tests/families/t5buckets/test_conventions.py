@@ -65,17 +65,19 @@ def test_from_keys_names_the_key_as_the_caller_spells_it():
         return "--" + key.replace("_", "-")
 
     with pytest.raises(UsageError, match=r"^--max-distance must exceed max_exact = 16 \(.*causal"):
-        from_keys({"bucket_preset": "t5-decoder", "max_distance": 16}, flag)
-    with pytest.raises(UsageError, match=r"^--bucket-preset must be one of t5-encoder, .*did you mean 't5-decoder'"):
-        from_keys({"bucket_preset": "t5_decoder"}, flag)
+        from_keys({"convention": "t5-decoder", "max_distance": 16}, flag)
+    with pytest.raises(UsageError, match=r"^--convention must be one of t5-encoder, .*did you mean 't5-decoder'"):
+        from_keys({"convention": "t5_decoder"}, flag)
     with pytest.raises(UsageError, match=r"^--bidirectional must be true or false, got 'yes'$"):
         from_keys({"bidirectional": "yes"}, flag)
 
 
 def test_from_keys_overrides_a_preset():
-    """Keys override the preset they name; text integers are read as integers (as from the command line)."""
-    convention = from_keys({"bucket_preset": "wavlm", "max_distance": "1000"})
+    """Keys override the preset they name; text integers are read as integers (as from the command
+    line); the preset's former key name reads as it."""
+    convention = from_keys({"convention": "wavlm", "max_distance": "1000"})
     assert convention == BucketConvention(True, 320, 1000)
+    assert from_keys({"bucket_preset": "wavlm", "max_distance": "1000"}) == convention
     assert from_keys({}) == PRESETS["t5-encoder"]
 
 

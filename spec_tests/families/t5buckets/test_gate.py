@@ -42,6 +42,15 @@ TARGETS = textwrap.dedent("""
     def halving_forgotten(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
         return t5(relative_position, bidirectional, num_buckets, max_distance, halve=False)
 
+    # The buckets of a model of 512 positions, looked up: no |r| beyond 511 has one.
+    _LOOKUP = t5(torch.arange(-511, 512))
+
+    def looked_up(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+        index = relative_position.long() + 511
+        if bool((index < 0).any()) or bool((index >= _LOOKUP.numel()).any()):
+            raise IndexError("relative position beyond the model's 512 positions")
+        return _LOOKUP[index]
+
     class Bias(torch.nn.Module):
         def __init__(self, num_buckets, max_distance, heads=2):
             super().__init__()
@@ -79,13 +88,13 @@ def test_correct_function_conforms_and_a_slip_fails_with_its_hint(folder):
 
 
 def test_command_line_renames_an_argument_and_builds_a_bias_module(folder, capsys):
-    """check: a function whose flag is `causal` (declared --bucket-arg bidirectional=causal)
+    """check: a function whose flag is `causal` (declared --arg-name bidirectional=causal)
     conforms as a decoder; a bias module built with --init conforms; a wrong target exits 1."""
-    assert main(["check", "--api", "t5-buckets", "--bucket-preset", "t5-decoder", "--bucket-arg",
+    assert main(["check", "--api", "t5-buckets", "--convention", "t5-decoder", "--arg-name",
                  "bidirectional=causal", "buckets:causal_flag"]) == 0, capsys.readouterr().out
     assert main(["check", "--api", "t5-buckets", "--signature", "bias", "--init", "num_buckets={num_buckets}",
-                 "--init", "max_distance={max_distance}", "--bucket-arg", "query_length=q_len",
-                 "--bucket-arg", "key_length=k_len", "buckets:Bias"]) == 0, capsys.readouterr().out
+                 "--init", "max_distance={max_distance}", "--arg-name", "query_length=q_len",
+                 "--arg-name", "key_length=k_len", "buckets:Bias"]) == 0, capsys.readouterr().out
     assert main(["check", "--api", "t5-buckets", "buckets:halving_forgotten"]) == 1
     assert "hint: the buckets are those of bidirectional, 64 buckets" in capsys.readouterr().out
 
@@ -101,7 +110,7 @@ def test_pyproject_table_declares_the_family(folder, capsys):
         bidirectional = false
         num_buckets = 64
         max_distance = 256
-        bucket_args = {bidirectional = "causal"}
+        arg_names = {bidirectional = "causal"}
     """), encoding="utf-8")
     assert main(["check", "--json", "report.json"]) == 0, capsys.readouterr().out
     [entry] = json.loads((folder / "report.json").read_text())["targets"]
@@ -114,7 +123,7 @@ def test_python_api_takes_a_function_object(folder):
     """posenc_spec.check takes the function itself and the family's keys as keyword arguments."""
     import buckets
 
-    report = posenc_spec.check(buckets.t5, api="t5-buckets", bucket_preset="wavlm")
+    report = posenc_spec.check(buckets.t5, api="t5-buckets", convention="wavlm")
     assert report.conforms, _failed(report)
     with pytest.raises(UsageError, match="num_buckets must be a number, got '32'"):
         posenc_spec.check(buckets.t5, api="t5-buckets", num_buckets="32")
@@ -126,29 +135,29 @@ def test_plugin_makes_an_item_of_each_check(pytester):
     pytester.syspathinsert()
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-n", "0", "--posenc-target",
                                           "buckets:halving_forgotten", "--posenc-api", "t5-buckets",
-                                          "--posenc-bucket-preset", "t5-encoder")
+                                          "--posenc-convention", "t5-encoder")
     output = "\n".join(result.outlines)
     assert result.ret == 1 and "FAILED posenc::buckets:halving_forgotten::range[int64]" in output, output
     assert "hint: the buckets are those of bidirectional, 64 buckets" in output, output
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["--bucket-preset", "t5_decoder"], "--bucket-preset must be one of t5-encoder"),
+    (["--convention", "t5_decoder"], "--convention must be one of t5-encoder"),
     (["--num-buckets", "many"], "--num-buckets must be an integer"),
     (["--max-distance", "8"], "--max-distance must exceed max_exact = 8"),
     (["--bidirectional", "yes"], "--bidirectional must be true or false, got 'yes'"),
-    (["--log-dtype", "bfloat16"], "--log-dtype must be one of float64, float32, float16, got 'bfloat16'"),
-    (["--bucket-preset", "wavlm", "--log-dtype", "float16"], "--log-dtype: log_dtype float16 cannot place"),
-    (["--bucket-arg", "distance=n"], "--bucket-arg role must be one of relative_position"),
-    (["--bucket-arg", "query_length=q"], "the static signature hands over no query_length"),
+    (["--compute-dtype", "bfloat16"], "--compute-dtype must be one of float64, float32, float16, got 'bfloat16'"),
+    (["--convention", "wavlm", "--compute-dtype", "float16"], "--compute-dtype: log_dtype float16 cannot place"),
+    (["--arg-name", "distance=n"], "--arg-name role must be one of relative_position"),
+    (["--arg-name", "query_length=q"], "the static signature hands over no query_length"),
     (["--bucket-embedding", "emb"], "--bucket-embedding is read by the bias signature, not by static"),
-    (["--bucket-config", "missing.json"], "--bucket-config: cannot read the bucket config missing.json"),
-    (["--rope-theta", "10000"], "--rope-theta declares a rotary embedding, not T5 relative-position buckets"),
+    (["--model-config", "missing.json"], "--model-config: cannot read the bucket config missing.json"),
+    (["--rope-type", "linear"], "--rope-type declares a rotary embedding, not T5 relative-position buckets"),
     (["--signature", "table"], "a table call that takes no length needs an object built for it"),
 ])
 def test_usage_errors_are_one_line_naming_the_flag(folder, capsys, arguments, message):
     """A bad value, a key of another signature or family, a missing file: exit 2, one line naming it."""
-    extra = ["--bucket-arg", "query_length=", "--bucket-arg", "key_length="] if "table" in arguments else []
+    extra = ["--arg-name", "query_length=", "--arg-name", "key_length="] if "table" in arguments else []
     assert main(["check", "--api", "t5-buckets", *arguments, *extra, "buckets:t5"]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err, err
@@ -165,7 +174,7 @@ def test_identify_names_the_member_and_refuses_a_slip(folder, capsys):
     assert main(["identify", "--api", "t5-buckets", "buckets:halving_forgotten"]) == 1
     assert "none: bidirectional, 64 buckets, max_distance 128 fits" in capsys.readouterr().out
     assert main(["identify", "--api", "t5-buckets", "--signature", "bias", "--init", "num_buckets={num_buckets}",
-                 "--init", "max_distance={max_distance}", "--bucket-arg", "query_length=q_len", "--bucket-arg",
+                 "--init", "max_distance={max_distance}", "--arg-name", "query_length=q_len", "--arg-name",
                  "key_length=k_len", "--num-buckets", "64", "buckets:Bias"]) == 0
     assert "buckets:Bias: bidirectional, 64 buckets, max_distance 128" in capsys.readouterr().out
 
@@ -191,3 +200,14 @@ def test_check_plots_and_the_python_api_draw_a_failing_target(folder):
     import buckets
 
     assert list(posenc_spec.check(buckets.halving_forgotten, api="t5-buckets").plot()) == ["bucket_map"]
+
+
+def test_max_positions_bounds_the_relative_positions_the_grid_hands(folder):
+    """A function that has buckets only for the relative positions of a 512-position model
+    conforms under max_positions = 512 (no call hands |r| > 511, the extremes included), and
+    fails its extremes without it."""
+    report = check_target(declare({"target": "buckets:looked_up", "api": "t5-buckets", "max_positions": 512}))
+    assert report.conforms, _failed(report)
+    assert not any(check.name.startswith("int-min") for check in report.checks)
+    unbounded = check_target(declare({"target": "buckets:looked_up", "api": "t5-buckets"}))
+    assert {"call[extremes:int64]", "call[extremes:int32]"} <= set(_failed(unbounded)), _failed(unbounded)

@@ -212,3 +212,19 @@ def test_decode_sequence_follows_the_grid_where_queries_are_the_last_keys():
     assert not grid.decode_probes(ENCODER, "bias", "start", False) and not grid.decode_probes(ENCODER, "bias", "end",
                                                                                               True)
     assert not grid.decode_probes(ENCODER, "static", "end", False)
+
+
+@pytest.mark.parametrize("max_positions", [1, 2, 5, 17, 100, 130, 700, 2**40])
+@pytest.mark.parametrize("signature", grid.SIGNATURES)
+@pytest.mark.parametrize("preset", ["t5-encoder", "t5-decoder", "cpmant"])
+def test_no_call_hands_a_relative_position_beyond_max_positions(max_positions, signature, preset):
+    """Under max_positions N every call, the decode sequence's too, hands relative positions of
+    at most N - 1 either way; the extremes reach it (within the dtype) and -2**(b-1) is not called."""
+    convention = PRESETS[preset]
+    probes = [*grid.probes_for(convention, signature, "end", max_positions=max_positions),
+              *grid.decode_probes(convention, signature, "end", False, max_positions)]
+    longest = max(int(np.abs(probe.relative_positions(convention)).max()) for probe in probes)
+    assert longest <= max_positions - 1
+    assert not any(probe.role == "int-min" for probe in probes)
+    for probe in (probe for probe in probes if probe.role == "extremes"):
+        assert int(np.abs(probe.values).max()) == min(max_positions - 1, np.iinfo(probe.dtype).max), probe.slot
