@@ -18,11 +18,12 @@ its own, and every child is forked from the template.
 from __future__ import annotations
 
 import os
+import pkgutil
 import re
 import sys
 import threading
 import time
-from importlib.machinery import PathFinder
+from importlib.machinery import ModuleSpec
 
 from .child.learned import in_site_folder
 from .loader import TargetError, parse_target
@@ -94,7 +95,7 @@ class LearnedModules:
         locations, files = [*first, os.getcwd(), *sys.path], []
         for depth in range(1, len(parts) + 1):
             try:
-                spec = PathFinder.find_spec(".".join(parts[:depth]), locations)
+                spec = _find_spec(".".join(parts[:depth]), locations)
             except (ImportError, ValueError, OSError):
                 return None
             if spec is None or not self._unchanged(spec):
@@ -121,3 +122,23 @@ class LearnedModules:
         except OSError:
             return False
         return info.st_ctime_ns < self.started_ns and info.st_mtime_ns < self.started_ns
+
+
+def _find_spec(name: str, locations) -> ModuleSpec | None:
+    """The spec the path finder would find for ``name`` in ``locations``, its folders a plain
+    list: PathFinder's own namespace path looks the parent package up in ``sys.modules``, and
+    the gate never imports what it learns (a library's ``einx._src``)."""
+    portions = []
+    for folder in locations:
+        finder = pkgutil.get_importer(folder) if isinstance(folder, str) else None
+        spec = finder.find_spec(name) if finder is not None and hasattr(finder, "find_spec") else None
+        if spec is None:
+            continue
+        if spec.loader is not None:
+            return spec
+        portions.extend(spec.submodule_search_locations or ())
+    if not portions:
+        return None
+    spec = ModuleSpec(name, None, is_package=True)
+    spec.submodule_search_locations = portions
+    return spec

@@ -87,6 +87,19 @@ def test_a_file_written_after_the_run_started_is_not_learned(tmp_path, monkeypat
     assert "written_late" not in sys.modules
 
 
+def test_a_module_inside_namespace_packages_the_gate_never_imported_is_learned(tmp_path, monkeypatch):
+    """A library's module under namespace packages (einx's ``einx._src``), none of them
+    imported in the gate's process, is found in the library's folders and learned."""
+    module = tmp_path / "site-packages" / "nsx_library" / "inner" / "mod.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("VALUE = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    learned = LearnedModules([declare({"target": "numpy:sin", "api": "table"})])
+    learned.add(["nsx_library.inner.mod"])
+    assert learned.names == ["nsx_library.inner.mod"]
+    assert "nsx_library" not in sys.modules
+
+
 def test_the_child_names_only_installed_libraries_imported_since_its_last_reply(tmp_path, monkeypatch):
     """A child's list: the installed modules imported since it last answered, a library's
     submodules included, not the standard library's or the user's."""
