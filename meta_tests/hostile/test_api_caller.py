@@ -54,6 +54,29 @@ def test_a_callable_neither_writes_the_callers_shared_memory_nor_keeps_its_lock(
     assert lock.acquire(block=False)
 
 
+def test_a_mapping_longer_than_its_file_is_copied_as_far_as_the_file_goes(tmp_path):
+    """The caller maps a file shared and the file shrinks (a read past its end would die of
+    SIGBUS): the child still detaches the mapping, the callable conforms, and what it writes
+    there reaches neither the caller's mapping nor the file."""
+    path = tmp_path / "mapped"
+    path.write_bytes(b"\x07" * 3 * mmap.PAGESIZE)
+    with open(path, "r+b") as handle:
+        mapping = mmap.mmap(handle.fileno(), 3 * mmap.PAGESIZE)
+    os.truncate(path, mmap.PAGESIZE + 10)
+
+    def writes_the_mapped_file(num_positions, dim):
+        mapping[:4] = b"\x01" * 4
+        return _vaswani(num_positions, dim)
+
+    try:
+        report = posenc_spec.check(writes_the_mapped_file, convention="vaswani", odd="skip",
+                                   max_positions=MAX_POSITIONS)
+        assert report.conforms, report.failures()[:3]
+        assert mapping[:4] == b"\x07" * 4 and path.read_bytes()[:4] == b"\x07" * 4
+    finally:
+        mapping.close()
+
+
 SIGNALLING_CALLER = '''\
 import json
 import os

@@ -1,5 +1,6 @@
 """State a call may leave changed beyond what ``os.environ``, ``sys`` and the libraries'
-own settings show (``meta_tests/hostile/unwatched_state.py``): each target fails
+own settings show, and process settings the first survey left out
+(``meta_tests/hostile/unwatched_state.py``): each target fails
 ``global-state`` naming it, and a target that only computes with ``decimal`` (setting its
 context's flags, as any computation does) conforms.
 """
@@ -17,7 +18,14 @@ from posenc_spec.gate.options import run_options
 
 CHANGES = {"putenv_only": "C library environment", "rounds_toward_zero": "floating-point rounding mode",
            "blocks_a_signal": "signal mask", "leaves_a_profiler": "trace and profile hooks",
-           "stops_the_collector": "garbage collector", "narrows_decimal_precision": "decimal context"}
+           "stops_the_collector": "garbage collector", "narrows_decimal_precision": "decimal context",
+           "lowers_a_resource_limit": "resource limits (RLIMIT_NOFILE",
+           "configures_root_logging": "logging (root_handlers, root_level 30 -> 10)",
+           "disables_logging": "logging (disabled_below 0 -> 40)",
+           "leaves_a_thread_profiler": "thread trace and profile hooks",
+           "stretches_the_switch_interval": "interpreter settings (switch_interval 0.005 -> 1.0)",
+           "limits_integer_strings": "interpreter settings (int_max_str_digits 4300 -> 640)",
+           "replaces_the_excepthook": "interpreter hooks (sys.excepthook)"}
 TARGETS = [*CHANGES, "computes_with_decimals"]
 
 

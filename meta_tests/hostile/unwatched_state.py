@@ -1,7 +1,9 @@
 """Targets that leave a piece of the process's state changed that Python's own views of it
 do not show, or that the first survey of the global state left out: the C library's
 environment (``os.putenv``), the floating-point rounding mode, the signal mask, a profile
-hook, the garbage collector, the ``decimal`` context. Each returns the correct table; each
+hook, the garbage collector, the ``decimal`` context, a resource limit, the root logger and
+``logging.disable``, a thread profile hook, the interpreter's switch interval and integer
+string limit, its exception hook. Each returns the correct table; each
 must fail ``global-state`` naming what it changed. See ``meta_tests/hostile/test_unwatched_state.py``.
 """
 
@@ -11,10 +13,13 @@ import ctypes
 import ctypes.util
 import decimal
 import gc
+import logging
 import os
 import platform
+import resource
 import signal
 import sys
+import threading
 
 from hostile_tables import vaswani
 
@@ -55,6 +60,49 @@ def stops_the_collector(num_positions, dim):
 def narrows_decimal_precision(num_positions, dim):
     """Leaves the ``decimal`` context at 5 digits."""
     decimal.getcontext().prec = 5
+    return vaswani(num_positions, dim)
+
+
+def lowers_a_resource_limit(num_positions, dim):
+    """Leaves its soft limit of open files one lower (a soft limit can be raised back)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
+    return vaswani(num_positions, dim)
+
+
+def configures_root_logging(num_positions, dim):
+    """Leaves the root logger at DEBUG with a handler of ``logging.basicConfig``."""
+    logging.basicConfig(level=logging.DEBUG)
+    return vaswani(num_positions, dim)
+
+
+def disables_logging(num_positions, dim):
+    """Leaves every message below CRITICAL dropped (``logging.disable``)."""
+    logging.disable(logging.ERROR)
+    return vaswani(num_positions, dim)
+
+
+def leaves_a_thread_profiler(num_positions, dim):
+    """Leaves a profile hook for every thread started later (``threading.setprofile``)."""
+    threading.setprofile(lambda frame, event, argument: None)
+    return vaswani(num_positions, dim)
+
+
+def stretches_the_switch_interval(num_positions, dim):
+    """Leaves the interpreter switching threads once a second."""
+    sys.setswitchinterval(1.0)
+    return vaswani(num_positions, dim)
+
+
+def limits_integer_strings(num_positions, dim):
+    """Leaves ``str(int)`` refusing integers of more than 640 digits."""
+    sys.set_int_max_str_digits(640)
+    return vaswani(num_positions, dim)
+
+
+def replaces_the_excepthook(num_positions, dim):
+    """Leaves uncaught exceptions silenced (``sys.excepthook``)."""
+    sys.excepthook = lambda kind, value, traceback: None
     return vaswani(num_positions, dim)
 
 

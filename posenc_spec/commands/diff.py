@@ -2,7 +2,9 @@
 
 For example a CPU run against a GPU run, or two library versions; where the two were
 recorded in different numeric environments (:mod:`posenc_spec.environment`), a line says
-how. Exit status: 0 every output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable,
+how. Both files are read a block of elements at a time
+(:func:`posenc_spec.regression.compare.compare_files`): a few MiB of memory, whatever they
+hold. Exit status: 0 every output within ``--max-ulp``; 1 beyond; 2 a missing, unreadable,
 truncated or tampered snapshot, or two snapshots of different calls or APIs; 3 the
 ``--json`` file could not be written at the end.
 """
@@ -40,20 +42,17 @@ def _run(args, held) -> int:
     from posenc_spec.gate.output import destination, json_report
     from posenc_spec.gate.values import integer
     from posenc_spec.regression import SnapshotError
-    from posenc_spec.regression.compare import compare_snapshots
-    from posenc_spec.regression.snapshot_reader import read_snapshot
+    from posenc_spec.regression.compare import compare_files
 
     try:
         max_ulp = integer("--max-ulp", args.max_ulp if args.max_ulp is not None else 0, minimum=0, maximum=MAX_ULP)
         json_out, = open_outputs(held, ("--json", args.json))
-        old = read_snapshot(args.old)
-        new = read_snapshot(args.new, expect_api=old.api)
-        diffs = compare_snapshots(old, new, max_ulp)
+        old_meta, new_meta, diffs = compare_files(args.old, args.new, max_ulp)
     except (UsageError, SnapshotError) as problem:
         return error("diff", problem)
     failing = [diff for diff in diffs if not diff.passed]
     out = sys.stderr if args.json == "-" else sys.stdout
-    differences = numeric_differences(old.meta["environment"], new.meta["environment"])
+    differences = numeric_differences(old_meta["environment"], new_meta["environment"])
     lines = [f"  recorded in different numeric environments: {'; '.join(differences)}"] if differences else []
     destination.emit(lines + [f"  {diff.describe()}" for diff in failing], out)
     destination.emit(f"{args.old} -> {args.new}: {_verdict(len(diffs), len(failing), max_ulp)}", out)

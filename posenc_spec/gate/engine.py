@@ -37,7 +37,7 @@ from .loader import module_key
 from .options import RunOptions
 from .report import GateReport, finish
 from .runner import Slot
-from .sandbox import Limits, root_template
+from .sandbox import Limits, a_run, root_template
 from .sources import SourceWatch
 
 
@@ -321,7 +321,7 @@ def check_many(declarations, options: RunOptions | None = None, keep_table: bool
         declaration.family.assert_checkable(declaration)
     options = options or RunOptions()
     sources = SourceWatch(declarations)  # read before any target runs: a target may rewrite another's
-    with root_template(options.preload) if root is None else contextlib.nullcontext(root) as root:
+    with a_run(), root_template(options.preload) if root is None else contextlib.nullcontext(root) as root:
         if declarations[0].formula:
             declarations[0].family.prepare(declarations[0])  # while the template imports torch
         reports = _Lanes(root, declarations, options, keep_table).run()

@@ -60,6 +60,29 @@ def writable_folders() -> list[str]:
 
 _run_folder: tuple[int, str] | None = None
 _folder_lock = threading.Lock()
+FILE_CLOCK = 5  # Linux's CLOCK_REALTIME_COARSE, which the kernel stamps file times with (time does not name it)
+_runs = {"going": 0, "started": None}  # how many runs are going on, and when the first of them began
+
+
+@contextlib.contextmanager
+def a_run():
+    """Around a run: while one goes on, :func:`run_started` is when the first began."""
+    with _folder_lock:
+        if not _runs["going"]:
+            _runs["started"] = time.clock_gettime_ns(FILE_CLOCK)
+        _runs["going"] += 1
+    try:
+        yield
+    finally:
+        with _folder_lock:
+            _runs["going"] -= 1
+
+
+def run_started() -> int | None:
+    """When the runs going on (or the last one) began, on the clock file times are taken
+    from (the kernel's coarse clock): a module file created or changed since is the target's
+    (:mod:`posenc_spec.gate.child.attribution`). None before the first run."""
+    return _runs["started"]
 
 
 def run_folder() -> str:
@@ -147,7 +170,7 @@ class Limits:
         import path."""
         init = {"environ": dict(os.environ), "cwd": os.getcwd(),
                 "sys_path": [*search_path, os.getcwd(), *sys.path], "private": run_folder(),
-                "confine": confinement_wanted(), "writable": writable_folders()}
+                "confine": confinement_wanted(), "writable": writable_folders(), "run_started": run_started()}
         if calls is not None:
             cpu = int(self.timeout * (calls + 2)) + 1
             init["limits"] = {"memory": self.memory, "cpu_seconds": cpu, "processes": self.processes,
@@ -292,6 +315,11 @@ def root_template(preload: tuple[str, ...] = ()):
     need is imported here, before any target runs (:mod:`.preimport`)."""
     preload = tuple(preload)
     run_folder()
+    with a_run():
+        yield _started_root(preload)
+
+
+def _started_root(preload: tuple[str, ...]) -> Template:
     with _root_lock:
         root = _roots.get(preload)
         if root is None or not root.alive():
@@ -307,7 +335,7 @@ def root_template(preload: tuple[str, ...] = ()):
             if isinstance(error, SandboxError):
                 raise PreloadError(f"--preload {','.join(preload)}: {error}") from None
             raise
-    yield root
+    return root
 
 
 def revive_root(dead: Template) -> Template:

@@ -6,8 +6,9 @@ outputs both times, each with the same dtype, shape and container, and every ele
 the payload of a NaN do not count). Anything else fails, and says what changed: a shape
 or dtype (naming both), raising instead of returning (or the reverse, or another type),
 the number of outputs, or the largest distance with its index and both values. Distances
-are computed a block of elements at a time (:data:`CHUNK_ELEMENTS`), so that comparing
-outputs at the snapshot's cap takes little memory beyond the outputs themselves.
+are computed a block of elements at a time (:data:`CHUNK_ELEMENTS`); :func:`compare_files`
+also reads the two files a block at a time, so that comparing snapshots at the cap takes a
+few blocks of memory, not the arrays.
 
 Two recordings can only be compared when they are of the same calls: the same labels, each
 with bit-identical arguments. When they are not, :class:`SnapshotError` names the first
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -134,19 +136,64 @@ def compare_call(old: RecordedCall, new: RecordedCall, max_ulp: int = 0) -> Call
 
 def _compare_outputs(old: RecordedCall, new: RecordedCall, allowed: int) -> CallDiff:
     """:func:`compare_call` once the inputs are known to be the same."""
+    return _outcome_diff(old.label, (old.raised, _arrays(old.outputs)), (new.raised, _arrays(new.outputs)), allowed)
+
+
+def _outcome_diff(label: str, old: tuple, new: tuple, allowed: int) -> CallDiff:
+    """A call's outcomes compared: each ``(raised, outputs)``, the outputs a list of :class:`_Array` or None."""
 
     def fail(problem: str) -> CallDiff:
-        return CallDiff(old.label, False, allowed, problem=problem)
+        return CallDiff(label, False, allowed, problem=problem)
 
-    if old.raised or new.raised:
-        if old.raised == new.raised:
-            return CallDiff(old.label, True, allowed, raised=old.raised)
-        return fail(f"{_outcome(old)} before, {_outcome(new)} now")
-    if len(old.outputs) != len(new.outputs):
-        return fail(f"returned {len(old.outputs)} outputs before, {len(new.outputs)} now")
+    (old_raised, old_outputs), (new_raised, new_outputs) = old, new
+    if old_raised or new_raised:
+        if old_raised == new_raised:
+            return CallDiff(label, True, allowed, raised=old_raised)
+        return fail(f"{_outcome(*old)} before, {_outcome(*new)} now")
+    if len(old_outputs) != len(new_outputs):
+        return fail(f"returned {len(old_outputs)} outputs before, {len(new_outputs)} now")
     outputs = tuple(_compare_output(i, before, after, allowed)
-                    for i, (before, after) in enumerate(zip(old.outputs, new.outputs, strict=True)))
-    return CallDiff(old.label, all(output.passed for output in outputs), allowed, outputs=outputs)
+                    for i, (before, after) in enumerate(zip(old_outputs, new_outputs, strict=True)))
+    return CallDiff(label, all(output.passed for output in outputs), allowed, outputs=outputs)
+
+
+@dataclass(frozen=True)
+class _Array:
+    """An array as a comparison sees it: dtype, shape, container, and ``blocks()``, its
+    elements flat in C order a block at a time (from memory, or read from a file)."""
+
+    dtype: str
+    shape: tuple
+    container: str
+    blocks: Callable[[], Iterator[np.ndarray]]
+
+    @classmethod
+    def of(cls, array: RecordedArray) -> _Array:
+        flat = array.values.reshape(-1)
+        return cls(array.dtype, array.values.shape, array.container,
+                   lambda: (flat[start:start + CHUNK_ELEMENTS] for start in range(0, flat.size, CHUNK_ELEMENTS)))
+
+
+def _arrays(values) -> list[_Array] | None:
+    return None if values is None else [_Array.of(value) for value in values]
+
+
+def _paired(first: Iterator[np.ndarray], second: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Two streams of blocks of the same number of elements as pairs of blocks of equal size;
+    both streams are read to their end (where a file's reader checks what follows)."""
+    left = right = None
+    while True:
+        if left is None or not left.size:
+            left = next(first, None)
+        if right is None or not right.size:
+            right = next(second, None)
+        if left is None or right is None:
+            for _ in (second if left is None else first):
+                pass
+            return
+        size = min(left.size, right.size)
+        yield left[:size], right[:size]
+        left, right = left[size:], right[size:]
 
 
 def compare_snapshots(old: Snapshot, new: Snapshot, max_ulp: int = 0) -> list[CallDiff]:
@@ -154,13 +201,9 @@ def compare_snapshots(old: Snapshot, new: Snapshot, max_ulp: int = 0) -> list[Ca
     _check_types(old, new, Snapshot)
     allowed = _check_max_ulp(max_ulp)
     new_calls = {call.label: call for call in new.calls}
-    old_labels = {call.label for call in old.calls}
-    for call in old.calls:
-        if call.label not in new_calls:
-            raise SnapshotError(f"cannot compare the snapshots: call {call.label!r} is in the old one, not the new")
-    for call in new.calls:
-        if call.label not in old_labels:
-            raise SnapshotError(f"cannot compare the snapshots: call {call.label!r} is in the new one, not the old")
+    problem = _labels_difference([call.label for call in old.calls], list(new_calls))
+    if problem:
+        raise SnapshotError(f"cannot compare the snapshots: {problem}")
     for call in old.calls:
         difference = input_difference(call, new_calls[call.label])
         if difference:
@@ -168,75 +211,149 @@ def compare_snapshots(old: Snapshot, new: Snapshot, max_ulp: int = 0) -> list[Ca
     return [_compare_outputs(call, new_calls[call.label], allowed) for call in old.calls]
 
 
+def compare_files(old_path, new_path, max_ulp: int = 0) -> tuple[dict, dict, list[CallDiff]]:
+    """The metadata of the snapshot files ``old_path`` and ``new_path`` and
+    ``compare_snapshots(old, new, max_ulp)`` of what they hold, reading each array a block at
+    a time (memory stays a few blocks whatever the files hold). The files are read as
+    :func:`.snapshot_reader.read_snapshot` reads them (``new`` recorded for ``old``'s API);
+    a damaged file is refused before a difference of their calls is said."""
+    from .snapshot_reader import opened_snapshot
+
+    allowed = _check_max_ulp(max_ulp)
+    with opened_snapshot(old_path) as old, opened_snapshot(new_path, expect_api=old.api) as new:
+        new_calls = {call["label"]: call for call in new.calls}
+        problem = _labels_difference([call["label"] for call in old.calls], list(new_calls))
+        diffs = []
+        for call in old.calls if problem is None else ():
+            other = new_calls[call["label"]]
+            difference = _arguments_difference([_argument(old, arg) for arg in call["args"]],
+                                               [_argument(new, arg) for arg in other["args"]])
+            if difference:
+                problem = f"call {call['label']!r}: {difference}"
+                break
+            diffs.append(_outcome_diff(call["label"], _streamed_outcome(old, call), _streamed_outcome(new, other),
+                                       allowed))
+        old.check_hash()
+        new.check_hash()
+    if problem:
+        raise SnapshotError(f"cannot compare the snapshots: {problem}")
+    return old.meta, new.meta, diffs
+
+
+def _argument(snapshot, arg: dict):
+    if arg["kind"] == "float":
+        return struct.unpack(">d", bytes.fromhex(arg["bits"]))[0]
+    if arg["kind"] == "int":
+        return arg["value"]
+    return _streamed(snapshot, arg)
+
+
+def _streamed(snapshot, ref: dict) -> _Array:
+    return _Array(ref["dtype"], tuple(ref["shape"]), ref["container"], lambda: snapshot.blocks(ref))
+
+
+def _streamed_outcome(snapshot, call: dict) -> tuple:
+    outputs = call["outputs"]
+    return call["raised"], None if outputs is None else [_streamed(snapshot, ref) for ref in outputs]
+
+
+def _labels_difference(old: list[str], new: list[str]) -> str | None:
+    """The first call of one recording that the other lacks, or None."""
+    old_labels, new_labels = set(old), set(new)
+    for label in old:
+        if label not in new_labels:
+            return f"call {label!r} is in the old one, not the new"
+    for label in new:
+        if label not in old_labels:
+            return f"call {label!r} is in the new one, not the old"
+    return None
+
+
 def input_difference(old: RecordedCall, new: RecordedCall) -> str | None:
     """How the inputs of two recorded calls differ (label, then arguments bit by bit), or None."""
     if old.label != new.label:
         return f"labels {old.label!r} and {new.label!r} differ"
-    if len(old.args) != len(new.args):
-        return f"{len(old.args)} arguments in the old, {len(new.args)} in the new"
-    for i, (before, after) in enumerate(zip(old.args, new.args, strict=True)):
+    return _arguments_difference(
+        [_Array.of(value) if isinstance(value, RecordedArray) else value for value in old.args],
+        [_Array.of(value) if isinstance(value, RecordedArray) else value for value in new.args])
+
+
+def _arguments_difference(old: list, new: list) -> str | None:
+    """How two calls' arguments (ints, floats, :class:`_Array`) differ bit by bit, or None."""
+    if len(old) != len(new):
+        return f"{len(old)} arguments in the old, {len(new)} in the new"
+    for i, (before, after) in enumerate(zip(old, new, strict=True)):
         if type(before) is not type(after):
-            return f"argument {i} is a {type(before).__name__} in the old, a {type(after).__name__} in the new"
+            return f"argument {i} is a {_kind(before)} in the old, a {_kind(after)} in the new"
         if isinstance(before, float) and struct.pack("<d", before) != struct.pack("<d", after):
             return f"argument {i} is {before!r} in the old, {after!r} in the new"
         if isinstance(before, int) and before != after:
             return f"argument {i} is {before} in the old, {after} in the new"
-        if isinstance(before, RecordedArray) and before != after:
-            return f"argument {i}: {_array_difference(before, after)}"
+        if isinstance(before, _Array) and (difference := _array_difference(before, after)):
+            return f"argument {i}: {difference}"
     return None
 
 
-def _array_difference(old: RecordedArray, new: RecordedArray) -> str:
-    for what in ("dtype", "container"):
+def _kind(value) -> str:
+    return "RecordedArray" if isinstance(value, _Array) else type(value).__name__
+
+
+def _array_difference(old: _Array, new: _Array) -> str | None:
+    for what in ("dtype", "container", "shape"):
         if getattr(old, what) != getattr(new, what):
             return f"{what} {getattr(old, what)} in the old, {getattr(new, what)} in the new"
-    if old.values.shape != new.values.shape:
-        return f"shape {old.values.shape} in the old, {new.values.shape} in the new"
-    width = old.values.dtype.itemsize
-    old_bytes = np.ascontiguousarray(old.values).reshape(-1).view(np.uint8).reshape(-1, width)
-    new_bytes = np.ascontiguousarray(new.values).reshape(-1).view(np.uint8).reshape(-1, width)
-    first = int(np.flatnonzero((old_bytes != new_bytes).any(axis=1))[0])
-    index = [int(i) for i in np.unravel_index(first, old.values.shape)]
-    return f"element {index} is {_value(old, first)!r} in the old, {_value(new, first)!r} in the new"
+    start, found = 0, None
+    for before, after in _paired(old.blocks(), new.blocks()):
+        if found is None:
+            width = before.dtype.itemsize
+            differs = (before.view(np.uint8).reshape(-1, width) != after.view(np.uint8).reshape(-1, width)).any(axis=1)
+            if differs.any():
+                first = int(np.argmax(differs))
+                found = (start + first, _element(before, first, old.dtype), _element(after, first, new.dtype))
+        start += before.size
+    if found is None:
+        return None
+    index = [int(i) for i in np.unravel_index(found[0], old.shape)]
+    return f"element {index} is {found[1]!r} in the old, {found[2]!r} in the new"
 
 
-def _compare_output(position: int, old: RecordedArray, new: RecordedArray, allowed: int) -> OutputDiff:
-    for what, before, after in (("dtype", old.dtype, new.dtype), ("shape", old.values.shape, new.values.shape),
+def _compare_output(position: int, old: _Array, new: _Array, allowed: int) -> OutputDiff:
+    for what, before, after in (("dtype", old.dtype, new.dtype), ("shape", old.shape, new.shape),
                                 ("container", old.container, new.container)):
         if before != after:
             return OutputDiff(position, False, problem=f"output {position} changed {what} from {before} to {after}",
                               max_ulp=math.inf)
-    size, histogram, worst, largest_distance = old.values.size, dict.fromkeys(HISTOGRAM_LABELS, 0), 0, None
-    old_flat, new_flat = old.values.reshape(-1), new.values.reshape(-1)
-    for start in range(0, size, CHUNK_ELEMENTS):  # a few MiB of distances at a time, whatever the size
-        distances = ulp_distance(old_flat[start:start + CHUNK_ELEMENTS], new_flat[start:start + CHUNK_ELEMENTS],
-                                 old.dtype)
+    size, histogram, worst, largest_distance = 0, dict.fromkeys(HISTOGRAM_LABELS, 0), None, None
+    for before, after in _paired(old.blocks(), new.blocks()):  # a few MiB of distances at a time, whatever the size
+        distances = ulp_distance(before, after, old.dtype)
         for label, count in ulp_histogram(distances).items():
             histogram[label] += count
         index = int(np.argmax(distances))
         if largest_distance is None or distances[index] > largest_distance:  # the first of the largest, as argmax
-            worst, largest_distance = start + index, distances[index]
+            largest_distance = distances[index]
+            worst = (size + index, _element(before, index, old.dtype), _element(after, index, new.dtype))
+        size += before.size
     num_changed = size - histogram["0"]
     if not num_changed:
         return OutputDiff(position, True, size=size, histogram=histogram)
     largest = math.inf if largest_distance == INFINITE_ULP else int(largest_distance)
     return OutputDiff(position, largest <= allowed, None, largest,
-                      tuple(int(i) for i in np.unravel_index(worst, old.values.shape)),
-                      _value(old, worst), _value(new, worst), num_changed, size, histogram)
+                      tuple(int(i) for i in np.unravel_index(worst[0], old.shape)),
+                      worst[1], worst[2], num_changed, size, histogram)
 
 
-def _value(array: RecordedArray, flat_index: int):
-    """The element as a Python number: exact (bfloat16 widened from its bits to float32)."""
-    value = array.values.reshape(-1)[flat_index]
-    if array.dtype == "bfloat16":
+def _element(values: np.ndarray, flat_index: int, dtype: str):
+    """An element as a Python number: exact (bfloat16 widened from its bits to float32)."""
+    value = values.reshape(-1)[flat_index]
+    if dtype == "bfloat16":
         value = bfloat16_values(value)[()]
     return value.item()
 
 
-def _outcome(call: RecordedCall) -> str:
-    if call.raised:
-        return f"raised {call.raised}"
-    return f"returned {len(call.outputs)} output{'s' if len(call.outputs) != 1 else ''}"
+def _outcome(raised: str | None, outputs: list | None) -> str:
+    if raised:
+        return f"raised {raised}"
+    return f"returned {len(outputs)} output{'s' if len(outputs) != 1 else ''}"
 
 
 def _check_types(old, new, kind) -> None:

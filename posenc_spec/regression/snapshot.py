@@ -82,12 +82,27 @@ def file_dtype(dtype: str) -> np.dtype:
 
 
 def content_hash(document: dict, members: dict[str, np.ndarray]) -> str:
-    digest = hashlib.sha256(_canonical(document))
+    digest = hash_of_document(document)
     for name, array in members.items():
-        data = np.asarray(array, dtype=array.dtype.newbyteorder("<")).tobytes(order="C")
-        digest.update(name.encode("ascii") + b"\0" + len(data).to_bytes(8, "little"))
+        data = little_endian_bytes(array)
+        update_member_hash(digest, name, len(data))
         digest.update(data)
     return digest.hexdigest()
+
+
+def hash_of_document(document: dict):
+    """The content hash's state after the JSON document (without ``sha256``), before any member."""
+    return hashlib.sha256(_canonical(document))
+
+
+def update_member_hash(digest, name: str, size: int) -> None:
+    """What precedes a member's data in the content hash: its name, a zero byte, its size in bytes."""
+    digest.update(name.encode("ascii") + b"\0" + size.to_bytes(8, "little"))
+
+
+def little_endian_bytes(array: np.ndarray) -> bytes:
+    """The data of an array as the content hash takes it: little-endian, C order."""
+    return np.asarray(array, dtype=array.dtype.newbyteorder("<")).tobytes(order="C")
 
 
 def _layout(snapshot: Snapshot) -> tuple[dict, dict[str, np.ndarray], dict[str, np.ndarray]]:

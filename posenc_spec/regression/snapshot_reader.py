@@ -14,6 +14,7 @@ the file. Formats 1 and 2 are read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -29,7 +30,15 @@ import numpy.lib.format as npy
 
 from posenc_spec.text import one_line
 
-from .encoding import PREDICTED_DTYPES, EncodingError, decode, most_stored_bytes
+from . import encoding
+from .encoding import (
+    MOST_RATIO,
+    PREDICTED_DTYPES,
+    EncodingError,
+    decode_blocks,
+    most_stored_bytes,
+    unpacked_bytes,
+)
 from .predict import ANGLE_DTYPES, FUNCTIONS, OPERATIONS, Prediction, rows_of
 from .records import (
     CONTAINERS,
@@ -48,11 +57,12 @@ from .snapshot import (
     MAX_TOTAL_ELEMENTS,
     READ_VERSIONS,
     as_path,
-    content_hash,
     file_dtype,
-    rows_argument,
+    hash_of_document,
+    little_endian_bytes,
+    update_member_hash,
 )
-from .ulp import DTYPES, holding_dtype
+from .ulp import DTYPES, bfloat16_values, holding_dtype
 
 _MEMBER_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _TOP_KEYS = {"format", "format_version", "meta", "calls", "sha256"}
@@ -62,11 +72,20 @@ _REFERENCE_KEYS = {1: {"member", "dtype", "shape", "container"},
 _PREDICTOR_KEYS = {"rows_arg", "offset", "scale", "functions", "angle_dtype", "operation"}
 _HEX64 = re.compile(r"[0-9a-f]{16}")
 _NPY_PREFIX = 16  # the magic string, the version and the header length before the header
+# Deflate codes a match of at most 258 bytes as at least a bit of length code and a bit of distance code.
+DEFLATE_MOST_RATIO = 258 * 8 // 2
 
 
 def read_snapshot(path, expect_api: str | None = None) -> Snapshot:
     """The snapshot in ``path``, checked as the module docstring says; with ``expect_api``, a
     snapshot recorded for another API is refused."""
+    with opened_snapshot(path, expect_api) as snapshot:
+        return snapshot.whole()
+
+
+@contextlib.contextmanager
+def opened_snapshot(path, expect_api: str | None = None):
+    """``path`` open as a :class:`SnapshotFile`: its metadata checked, its arrays not yet read."""
     path = as_path(path)
     if expect_api is not None and not isinstance(expect_api, str):
         raise TypeError(f"expect_api must be a str or None, got {expect_api!r}")
@@ -80,13 +99,21 @@ def read_snapshot(path, expect_api: str | None = None) -> Snapshot:
         except OSError as error:
             raise SnapshotError(f"snapshot {path} cannot be read: {one_line(error.strerror or error)}") from None
         with archive:
-            try:
-                return _read(archive, path, expect_api)
-            except SnapshotError:
-                raise
-            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError,
-                    RuntimeError) as error:
-                raise SnapshotError(f"snapshot {path} is damaged: {one_line(error)}") from None
+            with _damage_said(path):
+                snapshot = SnapshotFile(archive, path, expect_api, os.fstat(stream.fileno()).st_size)
+            yield snapshot
+
+
+@contextlib.contextmanager
+def _damage_said(path: Path):
+    """What zipfile, zlib and NumPy raise on a damaged file, as one line naming ``path``."""
+    try:
+        yield
+    except SnapshotError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError,
+            RuntimeError) as error:
+        raise SnapshotError(f"snapshot {path} is damaged: {one_line(error)}") from None
 
 
 def _open_regular(path: Path):
@@ -138,37 +165,209 @@ def json_depth(text: bytes) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-def _read(archive: zipfile.ZipFile, path: Path, expect_api: str | None) -> Snapshot:
-    def fail(problem: str) -> SnapshotError:
-        return SnapshotError(f"snapshot {path}: {problem}")
+class SnapshotFile:
+    """An open snapshot whose metadata is checked: ``meta``, ``api``, ``calls`` (the JSON of
+    its calls), and its arrays read a block at a time (:meth:`blocks`) or whole
+    (:meth:`whole`). The content hash covers every array: :meth:`check_hash` once they are
+    read; the arrays streamed in the order the calls name them are hashed as they pass."""
 
-    entries: dict[str, zipfile.ZipInfo] = {}
-    for info in archive.infolist():
-        if info.filename in entries:
-            raise fail(f"member {info.filename} appears twice")
-        entries[info.filename] = info
-    if "meta.npy" not in entries:
-        raise fail("no meta member: not a posenc-spec snapshot")
-    document = _document(_read_member(archive, entries["meta.npy"], "uint8", None, fail).tobytes(), fail)
-    members = _Members(fail, document["format_version"])
-    for i, call in enumerate(document["calls"]):
-        members.check_call(call, f"calls[{i}]")
-    if expect_api is not None and document["meta"]["api"] != expect_api:
-        raise fail(f"recorded for the {document['meta']['api']} API, checked as {expect_api}")
-    expected = {f"{name}.npy" for name in members.declared} | {"meta.npy"}
-    missing, extra = sorted(expected - set(entries)), sorted(set(entries) - expected)
-    if missing:
-        raise fail(f"member {missing[0]} is missing")
-    if extra:
-        raise fail(f"unexpected member {extra[0]}")
-    arrays = _decoded(archive, entries, document, members, fail)
-    recorded_hash = document.pop("sha256")
-    if content_hash(document, arrays) != recorded_hash:
-        raise fail("content hash mismatch: the file was changed after it was written")
-    try:
-        return _snapshot(document, arrays)
-    except (TypeError, ValueError) as error:
-        raise fail(one_line(error)) from None
+    def __init__(self, archive: zipfile.ZipFile, path: Path, expect_api: str | None, file_size: int):
+        self.archive, self.path = archive, path
+        self.entries: dict[str, zipfile.ZipInfo] = {}
+        for info in archive.infolist():
+            if info.filename in self.entries:
+                raise self.fail(f"member {info.filename} appears twice")
+            self.entries[info.filename] = info
+        packed = sum(info.compress_size for info in self.entries.values())
+        if packed > file_size:
+            raise self.fail(f"its members claim {packed} bytes of a file of {file_size}")
+        if "meta.npy" not in self.entries:
+            raise self.fail("no meta member: not a posenc-spec snapshot")
+        meta_entry = self.entries["meta.npy"]
+        document = _document(self._read_whole(meta_entry, "uint8", None), self.fail)
+        self.members = _Members(self.fail, document["format_version"])
+        for i, call in enumerate(document["calls"]):
+            self.members.check_call(call, f"calls[{i}]")
+        if expect_api is not None and document["meta"]["api"] != expect_api:
+            raise self.fail(f"recorded for the {document['meta']['api']} API, checked as {expect_api}")
+        expected = {f"{name}.npy" for name in self.members.declared} | {"meta.npy"}
+        missing, extra = sorted(expected - set(self.entries)), sorted(set(self.entries) - expected)
+        if missing:
+            raise self.fail(f"member {missing[0]} is missing")
+        if extra:
+            raise self.fail(f"unexpected member {extra[0]}")
+        self.recorded_hash = document.pop("sha256")
+        self.document, self.calls, self.meta = document, document["calls"], document["meta"]
+        self.rows = {ref["member"]: call["args"][ref["predictor"]["rows_arg"]] for call in self.calls
+                     for ref in call["outputs"] or () if ref.get("predictor")}
+        self._order = list(self.members.declared)
+        self._hashed, self._hash_broken, self._digest = 0, False, hash_of_document(document)
+        self._data_starts: dict[str, int] = {}
+
+    @property
+    def api(self) -> str:
+        return self.meta["api"]
+
+    def fail(self, problem: str) -> SnapshotError:
+        return SnapshotError(f"snapshot {self.path}: {problem}")
+
+    def blocks(self, ref: dict, hashed: bool = True):
+        """The array ``ref`` (an array reference of :attr:`calls`) flat in C order, as held, at
+        most :data:`.encoding.BLOCK_ELEMENTS` elements at a time."""
+        name = ref["member"]
+        in_order = hashed and not self._hash_broken and self._order[self._hashed:self._hashed + 1] == [name]
+        self._hash_broken = self._hash_broken or hashed  # until the member is hashed to its end
+        dtype, shape = self.members.declared[name]
+        if in_order:
+            update_member_hash(self._digest, name, math.prod(shape) * holding_dtype(dtype).itemsize)
+        with _damage_said(self.path):
+            for block in self._decoded(ref, dtype, shape):
+                if in_order:
+                    self._digest.update(little_endian_bytes(block))
+                yield block
+        if in_order:
+            self._hashed, self._hash_broken = self._hashed + 1, False
+
+    def whole(self) -> Snapshot:
+        """The snapshot, every array read whole and the hash checked."""
+        arrays = {}
+        for call in self.calls:
+            for ref in [*call["args"], *(call["outputs"] or ())]:
+                if ref.get("kind", "array") == "array":
+                    dtype, shape = self.members.declared[ref["member"]]
+                    values = np.empty(math.prod(shape), dtype=holding_dtype(dtype))
+                    filled = 0
+                    for block in self.blocks(ref):
+                        values[filled:filled + block.size] = block
+                        filled += block.size
+                    arrays[ref["member"]] = values.reshape(shape)
+        self.check_hash()
+        try:
+            return _snapshot(self.document, arrays)
+        except (TypeError, ValueError) as error:
+            raise self.fail(one_line(error)) from None
+
+    def check_hash(self) -> None:
+        """The content hash against the arrays: those hashed as they streamed past, or, where
+        they were read out of order or in part, every array read once more."""
+        digest = self._digest
+        if self._hash_broken or self._hashed != len(self._order):
+            digest = hash_of_document(self.document)
+            for name in self._order:
+                dtype, shape = self.members.declared[name]
+                update_member_hash(digest, name, math.prod(shape) * holding_dtype(dtype).itemsize)
+                for block in self.blocks(self.members.references[name], hashed=False):
+                    digest.update(little_endian_bytes(block))
+        if digest.hexdigest() != self.recorded_hash:
+            raise self.fail("content hash mismatch: the file was changed after it was written")
+
+    def _decoded(self, ref: dict, dtype: str, shape: tuple):
+        name = ref["member"]
+        info = self.entries[f"{name}.npy"]
+        if self.members.version == 1:
+            yield from self._plain_blocks(info, dtype, shape)
+            return
+        stored = ref["stored"]
+        start = self._data_start(info, "uint8", (stored,))
+
+        def open_payload():
+            stream = self.archive.open(info)
+            stream.read(start)
+            return stream
+
+        predict = self._prediction(ref) if ref["predictor"] else None
+        try:
+            yield from decode_blocks(open_payload, dtype, shape, predict)
+        except EncodingError as error:
+            raise self.fail(f"member {name}: {error}") from None
+
+    def _plain_blocks(self, info: zipfile.ZipInfo, dtype: str, shape: tuple):
+        """A format-1 member's array: its ``.npy`` data, a block at a time."""
+        stored = file_dtype(dtype)
+        start, left = self._data_start(info, dtype, shape), math.prod(shape)
+        with self.archive.open(info) as stream:
+            stream.read(start)
+            while left:
+                count = min(left, encoding.BLOCK_ELEMENTS)
+                buffer = _read_exactly(stream, count * stored.itemsize, info.filename, self.fail, count == left)
+                yield np.frombuffer(buffer, dtype=stored).astype(holding_dtype(dtype))
+                left -= count
+            if not math.prod(shape):
+                _read_exactly(stream, 0, info.filename, self.fail, True)
+
+    def _prediction(self, ref: dict):
+        """``predict`` of :func:`.encoding.decode_blocks` for a predicted array: its rows from the
+        call's argument (an int n: 0 .. n-1; an array: its values, read alongside)."""
+        predictor, rows_ref = ref["predictor"], self.rows[ref["member"]]
+        offset, scale = (struct.unpack(">d", bytes.fromhex(predictor[key]))[0] for key in ("offset", "scale"))
+        if rows_ref["kind"] == "int":
+            step = encoding.BLOCK_ELEMENTS
+            source = (np.arange(start, min(start + step, rows_ref["value"]), dtype=np.float64)
+                      for start in range(0, rows_ref["value"], step))
+        else:
+            bfloat = rows_ref["dtype"] == "bfloat16"
+            source = ((bfloat16_values(block) if bfloat else block).astype(np.float64)
+                      for block in self.blocks(rows_ref, hashed=False))
+        pending = np.empty(0)
+
+        def next_rows(count: int) -> Prediction:
+            nonlocal pending
+            while pending.size < count:
+                pending = np.concatenate([pending, next(source)])
+            values, pending = pending[:count], pending[count:]
+            return Prediction(rows_of(values, offset, scale), columns, predictor["functions"],
+                              predictor["angle_dtype"], predictor["operation"])
+
+        def predict(found_columns: np.ndarray):
+            nonlocal columns
+            columns = found_columns
+            return next_rows
+
+        columns = None
+        return predict
+
+    def _data_start(self, info: zipfile.ZipInfo, dtype: str, shape: tuple) -> int:
+        """Where a member's data starts, once its entry and ``.npy`` header agree with ``dtype`` and ``shape``."""
+        if info.filename not in self._data_starts:
+            with self.archive.open(self._checked_entry(info, dtype, shape)) as stream:
+                _read_npy_header(stream, info.filename, file_dtype(dtype), dtype, shape, self.fail)
+                start = stream.tell()
+            data_bytes = math.prod(shape) * file_dtype(dtype).itemsize
+            if info.file_size - start != data_bytes:
+                raise self.fail(f"member {info.filename} holds {info.file_size - start} bytes of data where its "
+                                f"header needs {data_bytes}")
+            self._data_starts[info.filename] = start
+        return self._data_starts[info.filename]
+
+    def _checked_entry(self, info: zipfile.ZipInfo, dtype: str, shape) -> zipfile.ZipInfo:
+        """``info``, once its zip entry may hold ``dtype`` ``shape`` (None: the meta member, at
+        most MAX_META_BYTES): not encrypted, stored or deflated, no larger than that with a
+        header, and no more unpacked bytes per packed one than its compression method makes."""
+        name, fail = info.filename, self.fail
+        if info.flag_bits & 0x1:
+            raise fail(f"member {name} is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise fail(f"member {name} uses compression method {info.compress_type}, not stored or deflated")
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+            raise fail(f"member {name} is stored, yet claims {info.file_size} bytes in {info.compress_size}")
+        if info.file_size > DEFLATE_MOST_RATIO * info.compress_size:
+            raise fail(f"member {name} claims to unpack to {info.file_size} bytes from {info.compress_size}: "
+                       f"deflate unpacks to at most {DEFLATE_MOST_RATIO} bytes per byte")
+        most_bytes = (MAX_META_BYTES if shape is None else math.prod(shape)) * file_dtype(dtype).itemsize
+        if info.file_size > most_bytes + MAX_NPY_HEADER + _NPY_PREFIX:
+            raise fail(f"member {name} unpacks to {info.file_size} bytes, more than its "
+                       f"{most_bytes} bytes of data and a header")
+        return info
+
+    def _read_whole(self, info: zipfile.ZipInfo, dtype: str, shape) -> bytes:
+        """A small member's data whole (the meta member: ``shape`` None, read from its header)."""
+        with self.archive.open(self._checked_entry(info, dtype, shape)) as stream:
+            shape = _read_npy_header(stream, info.filename, file_dtype(dtype), dtype, shape, self.fail)
+            data_bytes = math.prod(shape) * file_dtype(dtype).itemsize
+            if info.file_size - stream.tell() != data_bytes:
+                raise self.fail(f"member {info.filename} holds {info.file_size - stream.tell()} bytes of data "
+                                f"where its header needs {data_bytes}")
+            return bytes(_read_exactly(stream, data_bytes, info.filename, self.fail, True))
 
 
 def _document(text: bytes, fail) -> dict:
@@ -183,42 +382,6 @@ def _document(text: bytes, fail) -> dict:
         raise fail(f"meta is not UTF-8 JSON ({one_line(error)})") from None
     _check_header(document, fail)
     return document
-
-
-def _decoded(archive, entries, document, members, fail) -> dict[str, np.ndarray]:
-    """Every member's array, call by call (a prediction's rows are the call's argument)."""
-    arrays = {}
-    for call in document["calls"]:
-        arguments = []
-        for ref in [*call["args"], *(call["outputs"] or ())]:
-            if ref.get("kind", "array") != "array":
-                arguments.append(ref.get("value"))
-                continue
-            name = ref["member"]
-            dtype, shape = members.declared[name]
-            if members.version == 1:
-                arrays[name] = _read_member(archive, entries[f"{name}.npy"], dtype, shape, fail)
-            else:
-                payload = _read_member(archive, entries[f"{name}.npy"], "uint8", (ref["stored"],), fail)
-                rows_for = _rows_for(ref["predictor"], arguments, arrays) if ref["predictor"] else None
-                try:
-                    arrays[name] = decode(payload.tobytes(), dtype, shape, rows_for)
-                except EncodingError as error:
-                    raise fail(f"member {name}: {error}") from None
-            if len(arguments) < len(call["args"]):
-                arguments.append(RecordedArray(arrays[name], dtype, ref["container"]))
-    return arrays
-
-
-def _rows_for(predictor: dict, arguments: list, arrays: dict):
-    """The prediction of a payload, from its column values (see :mod:`.predict`)."""
-    values = rows_argument(arguments[predictor["rows_arg"]])
-    rows = rows_of(values, *(struct.unpack(">d", bytes.fromhex(predictor[key]))[0] for key in ("offset", "scale")))
-
-    def prediction(columns: np.ndarray) -> Prediction:
-        return Prediction(rows, columns, predictor["functions"], predictor["angle_dtype"], predictor["operation"])
-
-    return prediction
 
 
 def _refuse_constant(name: str):
@@ -254,6 +417,7 @@ class _Members:
     def __init__(self, fail, version: int):
         self.fail, self.version = fail, version
         self.declared: dict[str, tuple[str, tuple]] = {}
+        self.references: dict[str, dict] = {}
         self.labels: set[str] = set()
         self.total = 0
 
@@ -314,7 +478,12 @@ class _Members:
             if type(ref["stored"]) is not int or not 0 < ref["stored"] <= most:
                 raise fail(f"{where}: stored size {ref['stored']!r} is not an int in [1, {most}] "
                            f"for {dtype} {tuple(shape)}")
+            unpacked = unpacked_bytes(dtype, tuple(shape), predicted)
+            if unpacked > MOST_RATIO * ref["stored"]:
+                raise fail(f"{where}: {ref['stored']} stored bytes cannot unpack to the {unpacked} of "
+                           f"{dtype} {tuple(shape)}: LZMA2 unpacks to at most {MOST_RATIO} bytes per byte")
         self.declared[name] = (dtype, tuple(shape))
+        self.references[name] = ref
 
     def check_predictor(self, ref, args: list, where: str) -> None:
         predictor, fail = ref["predictor"], self.fail
@@ -338,28 +507,6 @@ class _Members:
         if predictor["angle_dtype"] not in ANGLE_DTYPES or predictor["operation"] not in OPERATIONS:
             raise fail(f"{where}: angle_dtype must be one of {', '.join(ANGLE_DTYPES)} and operation one of "
                        f"{', '.join(OPERATIONS)}")
-
-
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, dtype: str, shape, fail) -> np.ndarray:
-    """One ``.npy`` member, after its entry size and header agree with ``dtype`` and ``shape``
-    (``shape=None``: the meta member, a 1-D uint8 array of at most MAX_META_BYTES)."""
-    name, expected = info.filename, file_dtype(dtype)
-    if info.flag_bits & 0x1:
-        raise fail(f"member {name} is encrypted")
-    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise fail(f"member {name} uses compression method {info.compress_type}, not stored or deflated")
-    most_bytes = (MAX_META_BYTES if shape is None else math.prod(shape)) * expected.itemsize
-    if info.file_size > most_bytes + MAX_NPY_HEADER + _NPY_PREFIX:
-        raise fail(f"member {name} unpacks to {info.file_size} bytes, more than its "
-                   f"{most_bytes} bytes of data and a header")
-    with archive.open(info) as stream:
-        shape = _read_npy_header(stream, name, expected, dtype, shape, fail)
-        data_bytes = math.prod(shape) * expected.itemsize
-        if info.file_size - stream.tell() != data_bytes:
-            raise fail(f"member {name} holds {info.file_size - stream.tell()} bytes of data where its "
-                       f"header needs {data_bytes}")
-        buffer = _read_exactly(stream, data_bytes, name, fail)
-    return np.frombuffer(buffer, dtype=expected).reshape(shape).astype(holding_dtype(dtype), copy=False)
 
 
 def _read_npy_header(stream, name: str, expected: np.dtype, dtype: str, shape, fail) -> tuple:
@@ -388,8 +535,8 @@ def _read_npy_header(stream, name: str, expected: np.dtype, dtype: str, shape, f
     return tuple(shape)
 
 
-def _read_exactly(stream, size: int, name: str, fail) -> bytearray:
-    """``size`` bytes, then the end of the member (reading to the end makes zipfile check the CRC)."""
+def _read_exactly(stream, size: int, name: str, fail, last: bool) -> bytearray:
+    """``size`` bytes; if ``last``, then the end of the member (reading to the end makes zipfile check the CRC)."""
     buffer = bytearray(size)
     view, filled = memoryview(buffer), 0
     while filled < size:
@@ -397,7 +544,7 @@ def _read_exactly(stream, size: int, name: str, fail) -> bytearray:
         if not count:
             raise fail(f"member {name} is truncated")
         filled += count
-    if stream.read(1):
+    if last and stream.read(1):
         raise fail(f"member {name} holds more data than its zip entry declares")
     return buffer
 

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import json
 import os
+import pathlib
+import py_compile
 import sys
 import textwrap
+import time
 
 import pytest
 
 from posenc_spec.gate.child import attribution, state
+from posenc_spec.gate.sandbox import FILE_CLOCK
 
 
 @pytest.fixture
@@ -179,3 +184,50 @@ def test_settle_keeps_import_side_effects_and_restores_the_rest(modules, clean_e
     assert sys.getrecursionlimit() == limit and "POSENC_OWN" not in os.environ, lines
     assert any(line.startswith("recursion limit") for line in lines), lines
     assert state.compare_and_restore(baseline) == []
+
+
+def test_a_loader_not_exactly_standard_or_a_lying_origin_is_not_installed(modules):
+    """A SourceFileLoader subclass of a library's file, and a standard loader of the user's file
+    in a spec whose origin names the standard library: neither is installed."""
+    modules("posenc_attr_lib_loaded", "")
+    modules("posenc_attr_user_loaded", "", installed=False)
+    library_file = importlib.util.find_spec("posenc_attr_lib_loaded").origin
+    user_file = importlib.util.find_spec("posenc_attr_user_loaded").origin
+
+    class Subclass(importlib.machinery.SourceFileLoader):
+        pass
+
+    standard = importlib.util.spec_from_loader("a", importlib.machinery.SourceFileLoader("a", library_file))
+    subclassed = importlib.util.spec_from_loader("b", Subclass("b", library_file))
+    lying = importlib.util.spec_from_loader("c", importlib.machinery.SourceFileLoader("c", user_file),
+                                            origin=json.__file__)
+    verdicts = [attribution.installed(spec) for spec in (standard, subclassed, lying)]
+    assert verdicts == [True, False, False], verdicts
+
+
+def _after_the_clock_passes(path) -> int:
+    """The file clock's time once it is past ``path``'s change time (a run begun then)."""
+    written = path.stat().st_ctime_ns
+    while (now := time.clock_gettime_ns(FILE_CLOCK)) <= written:
+        time.sleep(0.001)
+    return now
+
+
+def test_a_file_changed_during_the_run_is_not_a_librarys(modules, monkeypatch):
+    """A library file older than the run is a library's; rewritten since, or with a cached
+    ``.pyc`` written since that is not its compiled source, it is the target's. A ``.pyc``
+    that is its compiled source (the import system writes one on a first import) changes nothing."""
+    modules("posenc_attr_lib_dated", "VALUE = 1\n")
+    source = importlib.util.find_spec("posenc_attr_lib_dated").origin
+    cached = importlib.util.cache_from_source(source)
+    monkeypatch.setattr(attribution, "RUN_STARTED", _after_the_clock_passes(pathlib.Path(source)))
+    loader = importlib.machinery.SourceFileLoader("posenc_attr_lib_dated", source)
+    assert not attribution.changed_during_run(source, loader)
+    py_compile.compile(source, cfile=cached, dfile=source)
+    assert not attribution.changed_during_run(source, loader), "the compiled source counted as a change"
+    other = pathlib.Path(source).with_name("posenc_attr_other_code.py")
+    other.write_text("VALUE = 2\n")
+    py_compile.compile(str(other), cfile=cached, dfile=source)
+    assert attribution.changed_during_run(source, loader), "a .pyc of other code passed"
+    pathlib.Path(source).write_text("VALUE = 3\n")
+    assert attribution.changed_during_run(source, loader), "a rewritten source passed"

@@ -9,21 +9,30 @@ state (:mod:`.state`) when each module's code starts and when it ends: each chan
 attributed to the module whose code was running when it happened, or to the target when
 none was.
 
-The rule: a change made while a module of an *installed library* was being imported
-(loaded by Python's own loaders from the standard library or a site folder; the target's
-own module excepted) is that import's side effect: kept,
-as the caller's program would keep it, and reported as a warning naming the module. Every
-other change is the target's: its own code, its own module, and any module loaded from
-elsewhere (the user's source tree, a temporary folder).
+The rule: a change made while a module of an *installed library* was being imported is
+that import's side effect: kept, as the caller's program would keep it, and reported as a
+warning naming the module. A module is an installed library's when it is built in or
+frozen, or when a loader of exactly one of Python's own classes (not a subclass), whose
+methods and the import system's functions are those this process started with, loads it
+from the standard library or a site folder, from a file that was not created or changed
+since the run began (:data:`RUN_STARTED`; a cached ``.pyc`` changed since must be the
+compilation of its source). The file is the loader's own, never the origin its spec names.
+The target's own module is never a library's. Every other change is the target's: its own
+code, its own module, a module it wrote or rewrote, one a loader of its own ran, and any
+module loaded from elsewhere (the user's source tree, a temporary folder).
 
-What it cannot tell: code of the target that runs *inside* such an import (an import hook
-the target installed earlier, or a library function it replaced that the library calls
-while it is imported) is taken for the library's.
+What it cannot tell: code of the target that runs *inside* an untouched library's import
+(an import hook of its own, which the import system asks about each module the library
+imports, or a library function the library calls while it is imported, replaced by the
+target) is taken for the library's.
 """
 
 from __future__ import annotations
 
+import builtins
 import importlib.machinery
+import importlib.util
+import marshal
 import os
 import site
 import sys
@@ -36,8 +45,13 @@ from . import state
 
 try:
     import _frozen_importlib as _bootstrap  # where ``import`` runs a module's code
+    import _frozen_importlib_external as _bootstrap_external
 except ImportError:  # not CPython: every change is the target's
-    _bootstrap = None
+    _bootstrap = _bootstrap_external = None
+
+# When the run began, on the clock file times are taken from (set by the gate; None: no file
+# counts as changed during the run).
+RUN_STARTED: int | None = None
 
 _STANDARD_LOADERS = (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader,
                      importlib.machinery.ExtensionFileLoader, importlib.machinery.NamespaceLoader,
@@ -64,18 +78,55 @@ def _library_roots() -> tuple[str, ...]:
 _ROOTS = _library_roots()
 
 
+def _import_functions() -> dict:
+    """What a standard loader calls while it loads a module: the methods of its classes, the
+    import system's functions, ``exec`` and ``marshal.loads``."""
+    found = {("builtins", "exec"): builtins.exec, ("marshal", "loads"): marshal.loads}
+    for cls in {base for loader in _STANDARD_LOADERS for base in loader.__mro__ if base is not object}:
+        found |= {(cls.__qualname__, name): value for name, value in vars(cls).items()}
+    for module in (_bootstrap, _bootstrap_external):
+        found |= {(module.__name__, name): value for name, value in vars(module).items()
+                  if callable(value) and name != "_load_unlocked"}  # the Watch's own hook
+    return found
+
+
+_PRISTINE = _import_functions() if _bootstrap is not None else {}
+
+
 def installed(spec) -> bool:
     """Whether ``spec`` (a module spec) is a module of an installed library: built in or
-    frozen, or loaded by a standard loader from the standard library or a site folder."""
+    frozen, or loaded by a standard loader, as this process started with it, from an
+    unchanged file of the standard library or a site folder (see the module docstring)."""
     loader = spec.loader
-    if loader in _STANDARD_IMPORTERS or isinstance(loader, _STANDARD_IMPORTERS):
+    if loader in _STANDARD_IMPORTERS:
         return True
-    if not isinstance(loader, _STANDARD_LOADERS):
+    if type(loader) not in _STANDARD_LOADERS or _import_functions() != _PRISTINE:
         return False
-    origin = spec.origin
-    if origin is None:  # a namespace package runs no code of its own
+    if isinstance(loader, importlib.machinery.NamespaceLoader):  # a namespace package runs no code of its own
         return True
-    return os.path.realpath(origin).startswith(_ROOTS)
+    path = loader.archive if isinstance(loader, zipimport.zipimporter) else loader.path
+    return os.path.realpath(path).startswith(_ROOTS) and not changed_during_run(path, loader)
+
+
+def changed_during_run(path: str, loader=None) -> bool:
+    """Whether the file ``path`` was created or changed since the run began; for a source
+    file, also its cached ``.pyc``, unless that holds exactly the compiled source (the
+    import system writes it on a first import)."""
+    if RUN_STARTED is None:
+        return False
+    try:
+        if os.stat(path).st_ctime_ns >= RUN_STARTED:
+            return True
+        if not isinstance(loader, importlib.machinery.SourceFileLoader):
+            return False
+        cached = importlib.util.cache_from_source(path)
+        if not os.path.exists(cached) or os.stat(cached).st_ctime_ns < RUN_STARTED:
+            return False
+        with open(path, "rb") as source, open(cached, "rb") as compiled:
+            code = compile(importlib.util.decode_source(source.read()), path, "exec", dont_inherit=True)
+            return marshal.loads(compiled.read()[16:]) != code
+    except (OSError, ValueError, SyntaxError, EOFError, TypeError, NotImplementedError):
+        return True
 
 
 @dataclass

@@ -224,10 +224,30 @@ def _writable_shared_mappings() -> list[tuple[int, int]]:
     return found
 
 
+class _Span(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
+
+
+def _readable_contents(libc, start: int, size: int) -> bytes:
+    """What this process can read at ``[start, start + size)``: up to the first page that
+    would fault, zeros after it. A file mapped beyond its end (truncated since, say) faults
+    there, and a plain read would die of SIGBUS; ``process_vm_readv`` on this very process
+    stops short instead. Where that call is refused, the whole range is read."""
+    buffer = ctypes.create_string_buffer(size)
+    local, remote = _Span(ctypes.addressof(buffer), size), _Span(start, size)
+    libc.process_vm_readv.restype = ctypes.c_ssize_t
+    libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.POINTER(_Span), ctypes.c_ulong,
+                                      ctypes.POINTER(_Span), ctypes.c_ulong, ctypes.c_ulong]
+    if libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) < 0:
+        return ctypes.string_at(start, size)
+    return buffer.raw
+
+
 def detach_shared_memory() -> int:
     """Replace every writable shared mapping this process inherited (a tensor moved to shared
     memory, a shared ``mmap``, the semaphore of a ``multiprocessing.Lock``) by a private copy
-    of it at the same address: what this process reads there is unchanged, what it writes or
+    of it at the same address: what this process reads there is unchanged (a file mapped
+    beyond its end reads as zeros past it, where it would have faulted), what it writes or
     locks there is its own. The number of mappings replaced."""
     mappings = _writable_shared_mappings()
     if not mappings:
@@ -237,7 +257,7 @@ def detach_shared_memory() -> int:
     libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
     for start, end in mappings:
         size = end - start
-        contents = ctypes.string_at(start, size)
+        contents = _readable_contents(libc, start, size)
         if libc.mmap(start, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != start:
             raise OSError(ctypes.get_errno(), "replacing a shared mapping failed")
         ctypes.memmove(start, contents, size)

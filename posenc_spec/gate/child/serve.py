@@ -75,6 +75,7 @@ def setup(init: dict) -> None:
     os.environ.update(init["environ"])
     os.chdir(init["cwd"])
     sys.path[:] = init["sys_path"]
+    attribution.RUN_STARTED = init.get("run_started")
     if torch is not None:
         # One thread: the gate judges one table while the child computes the next.
         torch.set_num_threads(1)

@@ -22,10 +22,13 @@ import functools
 import gc
 import hashlib
 import locale
+import logging
 import os
 import random
+import resource
 import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -295,6 +298,45 @@ def _stack(names, length, pop):
     return names, restore
 
 
+_RESOURCES = {name: getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")}
+
+
+def _resource_limits() -> dict:
+    return {name: resource.getrlimit(number) for name, number in _RESOURCES.items()}
+
+
+def _restore_resource_limits(values: dict) -> None:
+    """Each limit as it was; a hard limit lowered since cannot be raised again without privileges."""
+    for name, limit in values.items():
+        if resource.getrlimit(_RESOURCES[name]) != limit:
+            resource.setrlimit(_RESOURCES[name], limit)
+
+
+def _logging_settings():
+    """The root logger's level and handlers, and the level ``logging.disable`` set."""
+    root = logging.getLogger()
+    return _settings(
+        root_level=(lambda: root.level, root.setLevel),
+        root_handlers=(lambda: list(root.handlers), lambda value: root.handlers.__setitem__(slice(None), value)),
+        disabled_below=(lambda: root.manager.disable, logging.disable))
+
+
+def _interpreter_settings():
+    return _settings(
+        switch_interval=(sys.getswitchinterval, sys.setswitchinterval),
+        int_max_str_digits=(sys.get_int_max_str_digits, sys.set_int_max_str_digits),
+        dlopen_flags=(sys.getdlopenflags, sys.setdlopenflags),
+        dont_write_bytecode=_attribute(sys, "dont_write_bytecode"))
+
+
+def _interpreter_hooks():
+    """What the interpreter calls on an uncaught exception (in any thread), an unraisable one,
+    ``breakpoint()`` and an expression's value at the prompt."""
+    return _settings(**{f"sys.{name}": _attribute(sys, name)
+                        for name in ("excepthook", "unraisablehook", "breakpointhook", "displayhook")},
+                     **{"threading.excepthook": _attribute(threading, "excepthook")})
+
+
 def _python_entries() -> list[Entry]:
     return [
         Entry("environment variables", _environ, _restore_environ),
@@ -321,6 +363,12 @@ def _python_entries() -> list[Entry]:
         Entry("trace and profile hooks", lambda: (sys.gettrace(), sys.getprofile()), _restore_hooks),
         Entry("garbage collector", lambda: (gc.isenabled(), gc.get_threshold()), _restore_collector),
         Entry("decimal context", _decimal_context, _restore_decimal_context),
+        Entry("resource limits", _resource_limits, _restore_resource_limits),
+        Entry("logging", *_logging_settings()),
+        Entry("thread trace and profile hooks", lambda: (threading.gettrace(), threading.getprofile()),
+              lambda value: threading.settrace(value[0]) or threading.setprofile(value[1])),
+        Entry("interpreter settings", *_interpreter_settings()),
+        Entry("interpreter hooks", *_interpreter_hooks()),
         *([Entry("floating-point rounding mode", _LIBM.fegetround, _LIBM.fesetround, numeric=True)]
           if _LIBM is not None else []),
     ]
