@@ -25,7 +25,7 @@ import threading
 import time
 from importlib.machinery import ModuleSpec
 
-from .child.learned import in_site_folder
+from .child.site_folders import in_site_folder
 from .loader import TargetError, parse_target
 
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")

@@ -42,6 +42,7 @@ import zipimport
 from dataclasses import dataclass, field
 
 from . import state
+from .site_folders import LIBRARY_FOLDERS
 
 try:
     import _frozen_importlib as _bootstrap  # where ``import`` runs a module's code
@@ -57,14 +58,13 @@ _STANDARD_LOADERS = (importlib.machinery.SourceFileLoader, importlib.machinery.S
                      importlib.machinery.ExtensionFileLoader, importlib.machinery.NamespaceLoader,
                      zipimport.zipimporter)
 _STANDARD_IMPORTERS = (importlib.machinery.BuiltinImporter, importlib.machinery.FrozenImporter)
-_LIBRARY_FOLDERS = ("site-packages", "dist-packages")
 
 
 def _library_roots() -> tuple[str, ...]:
     """The folders installed code lives in: the standard library's, every site folder, and
     the ``site-packages`` and ``dist-packages`` folders on the import path as the gate
     found it (``PYTHONPATH``); never a folder a target adds."""
-    roots = {entry for entry in sys.path if os.path.basename(os.path.normpath(entry or ".")) in _LIBRARY_FOLDERS}
+    roots = {entry for entry in sys.path if os.path.basename(os.path.normpath(entry or ".")) in LIBRARY_FOLDERS}
     for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
         paths = sysconfig.get_paths(vars=scheme_vars or None)
         roots |= {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}

@@ -18,20 +18,13 @@ import sys
 import threading
 
 from . import attribution
+from .site_folders import in_site_folder
 
 # Per reply, beside its other fields within the protocol's 64 KiB header: transformers with a
 # model's code is about 2,000 modules, 60 KiB of names. They come in the order their imports
 # started, outer modules first, and importing those imports most of the rest.
 MAX_NAME_BYTES = 32 * 1024
 MAX_NAME_LENGTH = 200
-LIBRARY_FOLDERS = ("site-packages", "dist-packages")
-
-
-def in_site_folder(origin: str) -> bool:
-    """Whether the file ``origin`` lies in a folder installed packages go to (not the standard
-    library, whose modules cost little to import again and include some that act when imported)."""
-    parts = os.path.realpath(origin).split(os.sep)
-    return any(folder in parts for folder in LIBRARY_FOLDERS)
 
 
 class NewModules:
