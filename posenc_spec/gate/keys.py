@@ -60,11 +60,16 @@ CORE_HELP = {
     "against": "a snapshot (posenc-spec snapshot) whose calls are replayed and compared",
     "max_ulp": "the largest ULP distance against allows",
     "strict": "fail on notes too (findings on inputs no use produces)",
+    "call": "the target's call as written, with roles for what the gate hands: fn(head_dim, num_positions) "
+            "(docs/declaring.md, \"Call descriptions\"); replaces signature, init, method and kwargs",
     "signature": "how the target is called, if not in the API's form",
     "init": "build an object of a class TARGET first: its keyword arguments, or \"config\" (model_config)",
     "method": "the method to call on the object init builds",
     "kwargs": "keyword arguments passed on every call",
     "x_layout": "how the x the target takes is laid out",
+    "framework": "what the target is written in: numpy, torch, jax, tensorflow or keras (default: read from its "
+                 "module)",
+    "keras_backend": "the backend a keras target runs on: jax, tensorflow, torch or numpy",
     "xfails": "a file of known deviations: check ids or glob patterns",
 }
 
