@@ -10,6 +10,7 @@ the run (:func:`add_identify_arguments`, :func:`identify`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 
@@ -99,28 +100,45 @@ class Request:
     options: object = None
 
 
+def call_keys(names) -> tuple[str, ...]:
+    """The keys ``identify`` and ``init`` read to call a target of ``names``' family: every
+    key of how any target is called (:data:`~posenc_spec.gate.keys.CALLING_KEYS`), and the
+    family's own (its ``identify_keys``), as ``check`` takes them."""
+    from posenc_spec.gate.keys import CALLING_KEYS
+
+    return tuple(dict.fromkeys((*CALLING_KEYS, *names.identify_keys)))
+
+
 def request_of(args) -> Request:
-    """The request the flags make, every flag validated (UsageError before any call)."""
+    """The request the flags make, every flag validated (UsageError before any call).
+
+    The call's declaration holds every key of how the target is called that was given, as
+    ``check`` reads them, so that what ``identify`` and ``init`` take is what ``check`` takes;
+    ``strict`` is the flag's, else the compared entry's (identify's acceptance check is the
+    user's own)."""
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.sandbox import check_preload
 
-    call = declare({"target": args.target, "api": args.api, "t_max": args.t_max,
-                    "max_positions": args.max_positions, "timeout": args.timeout}, flags=True)
-    own = registry.names_of_api(call.api)
+    api = declare({"target": args.target, "api": args.api}, flags=True).api
+    own = registry.names_of_api(api)
+    reads = call_keys(own)
     for names in registry.names():
         given = [key for key in names.identify_keys if names is not own and getattr(args, key, None) is not None
-                 and key not in own.identify_keys]
-        if given and registry.owner_of_key(given[0]) is None:  # a key of how any target is called
-            raise UsageError(f"{flag(given[0])}: identify calls --api {call.api} targets in the API's own form "
-                             f"(check takes {flag(given[0])})")
+                 and key not in reads]
         if given:
             raise UsageError(f"{flag(given[0])} describes {names.noun}: give --api {' or '.join(names.apis)}")
-    flags = {key: getattr(args, key) for key in own.identify_keys if getattr(args, key, None) is not None}
+    flags = {key: getattr(args, key) for key in reads if getattr(args, key, None) is not None}
+    run = {"target": args.target, "api": api, "t_max": args.t_max, "max_positions": args.max_positions,
+           "timeout": args.timeout}
+    call = declare({**run, **flags, "strict": args.strict}, flags=True)
     if args.t_max is not None:
         flags["t_max"] = args.t_max
     request = Request(call, call.family.identify_request(flags, call), options=run_options_of(args))
     request.compared, request.source = _compared(args, call, request.asked)
+    if request.compared is not None and request.compared.strict and not call.strict:
+        request.call = dataclasses.replace(call, strict=True)
+        request.asked = call.family.identify_request(flags, request.call)
     check_preload(request.options.preload)
     return request
 

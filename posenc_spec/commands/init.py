@@ -176,13 +176,17 @@ def _checked(pyproject: Pyproject, new: bytes, keys: dict, replace: int | None, 
 
 
 def _entry_keys(target: str, result: dict, request, defaults: dict) -> dict:
-    """The entry: the target, the answer's keys, and explicit values for the keys the table's
-    defaults would otherwise give it."""
+    """The entry: the target, its API (unless it is the default one and the table's defaults
+    say none), how it is called (the keys of the call's declaration that differ from the API's
+    own call, as ``check`` reads them), the answer's keys, and explicit values for the keys the
+    table's defaults would otherwise give it."""
+    from posenc_spec.gate.identify import call_keys_of
+    from posenc_spec.gate.keys import APIS
+
     call = request.call
-    keys = request.asked.entry_keys(result, defaults)
-    if "api" in defaults and "api" not in keys:
-        keys["api"] = call.api
-    return {"target": target, **keys}
+    keys = {**call_keys_of(call), **request.asked.entry_keys(result, defaults)}
+    api = keys.pop("api", call.api if call.api != APIS[0] or "api" in defaults else None)
+    return {"target": target, **({"api": api} if api is not None else {}), **keys}
 
 
 def run(args) -> int:

@@ -97,6 +97,10 @@ def hints(declaration, probes, outcomes, report) -> list:
 
 
 def identify_command(declaration) -> str:
-    """The ``identify`` command that says which member a target computes."""
+    """The ``identify`` command that says which member a target computes, with the flags of
+    how ``check`` called it (:func:`~posenc_spec.gate.identify.call_keys_of`)."""
+    from .identify import call_keys_of, toml_text
+
     extra = f" --api {declaration.api}" if declaration.api != APIS[0] else ""
-    return f"posenc-spec identify {declaration.name}{extra}"
+    keys = call_keys_of(declaration)
+    return f"posenc-spec identify {declaration.name}{extra}" + (f" {toml_text.flags(keys)}" if keys else "")

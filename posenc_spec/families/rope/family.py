@@ -109,10 +109,13 @@ class _Identification:
                                rope_layout=pick("rope_layout", ROPE_LAYOUTS, None))
 
     def run(self, options) -> dict:
-        from posenc_spec.families.rope.identify import identify_many
+        from posenc_spec.families.rope.identify import identify_handed_rotation, identify_many
 
         call = self.call
-        return identify_many([call.target], self.shape, self.head_dim, call.max_positions, call.timeout, options)[0]
+        if call.calling.signature in WITH_ROTATION:
+            return identify_handed_rotation(call, self.flags.get("rope_layout"), options)
+        return identify_many([call.target], self.shape, self.head_dim, call.max_positions, call.timeout, options,
+                             call=call)[0]
 
     def compared_keys(self, flags: dict) -> dict:
         return {**flags, **{key: self.flags[key] for key in ("rope_layout", "cache_layout") if key in self.flags}}
@@ -127,7 +130,7 @@ class _Identification:
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         from posenc_spec.families.rope.declared import rope_answer_keys
 
-        return rope_answer_keys(result, self.shape, self.head_dim, self.call.max_positions)
+        return rope_answer_keys(result, self.shape, self.head_dim, self.call.max_positions, self.call)
 
 
 FAMILY = Rope()

@@ -26,6 +26,7 @@ from posenc_spec.tolerance import compare
 
 from . import oracle
 from .conventions import AXES, MAX_EXTRA_TOKENS, PRESETS, TOKEN_ORDERS, Sincos2d
+from .grid import SQUARE_ONLY
 from .judge import table_problem
 from .properties import layout_keys
 from .slips import OTHER_BASES, candidates
@@ -40,6 +41,11 @@ VALIDATION_GRIDS = ((7, 11, 64), (2, 3, 12))
 PRESET_POSITIONS = tuple(dict.fromkeys((conv.position, tuple(conv.position_parameters().items()))
                                        for conv in PRESETS.values()))
 EXTRA_POSITIONS = (("index", (("offset", 1.0), ("scale", 1.0))),)
+# A target that takes one side (grid.SQUARE_ONLY) is fitted on square grids: three sides and
+# widths, as the non-square fit (a square grid cannot tell a swapped axis hidden by a
+# transposed token order, and neither can any call such a target takes).
+SQUARE_FIT_GRIDS = ((3, 3, 16), (5, 5, 8), (4, 4, 32))
+SQUARE_VALIDATION_GRIDS = ((7, 7, 64), (2, 2, 12))
 # How many members at most the nearest-member fit reads a failing run's tables for.
 NEAREST_GRIDS = 3
 
@@ -214,7 +220,9 @@ def hints(declaration, probes, outcomes, report) -> list:
 
 
 class Identification:
-    """``identify`` of a 2-D sincos target called ``fn(height, width, dim)``."""
+    """``identify`` of a 2-D sincos target, called as its declaration says (``call``: the
+    signature, ``init``, ``method``, ``kwargs`` and the family's call keys, each as ``check``
+    reads it; a target that takes square grids only is fitted on square ones)."""
 
     def __init__(self, call, flags: dict):
         from posenc_spec.gate.errors import UsageError
@@ -225,20 +233,22 @@ class Identification:
 
     def run(self, options) -> dict:
         from posenc_spec.gate.declaration import declare
-        from posenc_spec.gate.identify import answer_each
+        from posenc_spec.gate.identify import answer_each, call_keys_of
 
         call = self.call
-        grids = [*FIT_GRIDS, *VALIDATION_GRIDS]
+        square = call.calling.signature in SQUARE_ONLY
+        grids = [*(SQUARE_FIT_GRIDS if square else FIT_GRIDS), *(SQUARE_VALIDATION_GRIDS if square else VALIDATION_GRIDS)]
         requests = [CallRequest(f"fit-{h}x{w}:d={d}", (h, w, d), (h * w + MAX_EXTRA_TOKENS, d)) for h, w, d in grids]
 
         def answer_of(target, outcomes):
             return answer(grids, outcomes)
 
         def declaration_of(target, result):
-            return declare({"target": target, "api": API, **result["keys"], "timeout": call.timeout,
-                            **({"max_positions": call.max_positions} if call.max_positions else {})})
+            return declare({"target": target, "api": API, **call_keys_of(call), **result["keys"],
+                            "timeout": call.timeout})
 
-        return answer_each([call.target], requests, call.timeout, options, answer_of, declaration_of)[0]
+        return answer_each([call.target], requests, call.timeout, options, answer_of, declaration_of,
+                           how=call.how(), strict=call.strict)[0]
 
     def compared_keys(self, flags: dict) -> dict:
         return flags
