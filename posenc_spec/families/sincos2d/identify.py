@@ -237,7 +237,7 @@ class Identification:
 
         call = self.call
         square = call.calling.signature in SQUARE_ONLY
-        grids = [*(SQUARE_FIT_GRIDS if square else FIT_GRIDS), *(SQUARE_VALIDATION_GRIDS if square else VALIDATION_GRIDS)]
+        grids = [*SQUARE_FIT_GRIDS, *SQUARE_VALIDATION_GRIDS] if square else [*FIT_GRIDS, *VALIDATION_GRIDS]
         requests = [CallRequest(f"fit-{h}x{w}:d={d}", (h, w, d), (h * w + MAX_EXTRA_TOKENS, d)) for h, w, d in grids]
 
         def answer_of(target, outcomes):
