@@ -167,9 +167,13 @@ def _compared(args, call, asked):
 def identify(request: Request) -> dict:
     """The answer (see the module docstring), compared with the request's declaration.
     IdentifyError when the target cannot be imported."""
+    from posenc_spec.gate.identify import with_slip
+
     call = request.call
     result = request.asked.run(request.options)
     result["target"] = call.name
+    if result["convention"] is not None:
+        result = with_slip(result, request.asked.slip(result, request.compared))
     if request.compared is not None:
         result = _with_differences(result, request)
     elif request.source:

@@ -119,7 +119,8 @@ class Identification:
         from posenc_spec.gate.declaration import declare
 
         keys = {"target": call.target, "api": call.api, "timeout": call.timeout, "max_positions": call.max_positions}
-        self.declaration = declare({**keys, "mrope_preset": _first_preset(flags), **flags}, flags=True)
+        self.declaration = dataclasses.replace(declare({**keys, "mrope_preset": _first_preset(flags), **flags},
+                                                       flags=True), strict=call.strict)
 
     def run(self, options) -> dict:
         return identify_target(self.declaration, options)
@@ -130,6 +131,21 @@ class Identification:
     def differences(self, answer: dict, declared) -> list[str]:
         said = declared.spec.convention.as_dict()
         return [f"{key} {answer[key]} (declared {said[key]})" for key in said if answer.get(key) != said[key]]
+
+    def slip(self, result: dict, compared):
+        """With a declaration, the variant of it (:func:`.slips.variants`) the answer is; without
+        one none (every member, and every variant of a preset, is one some model means)."""
+        from posenc_spec.gate.identify.hint import Hint
+        from posenc_spec.gate.identify.toml_text import assignments
+
+        if compared is None:
+            return None
+        found = member_of(result["convention"])
+        for variant in slips.variants(compared.spec.convention):
+            if variant.rows is None and variant.convention == found:
+                said = assignments(dict(variant.keys))
+                return Hint((variant.slip,), f"it is the declared convention with a slip ({said})")
+        return None
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         member = member_of(result["convention"])

@@ -127,6 +127,18 @@ class _Identification:
         layout = spec.rope_layout if self.call.api == "rope-apply" else spec.cache_layout
         return rope_differences(answer, answer.get("layout"), spec.convention, layout)
 
+    def slip(self, result: dict, compared):
+        """With a declaration, the slips that take it to the answer (theta, the pairing, a
+        scaling or a partial rotary size dropped); without one none: every rotary member is one
+        some model means."""
+        from posenc_spec.families.rope.identify import known_slip
+
+        if compared is None:
+            return None
+        spec = compared.spec
+        layout = spec.rope_layout if self.call.api == "rope-apply" else spec.cache_layout
+        return known_slip(result["convention"], spec.convention, layout)
+
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         from posenc_spec.families.rope.declared import rope_answer_keys
 

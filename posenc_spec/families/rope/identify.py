@@ -283,3 +283,26 @@ def identify_handed_rotation(call, declared_layout: str | None, options: RunOpti
         candidates.append((result, declaration))
     answers = check_each(candidates, call.timeout, options)
     return next((answer for answer in answers if answer["convention"] is not None), answers[0])
+
+
+def known_slip(found: dict, declared, declared_layout: str | None):
+    """The :class:`~posenc_spec.gate.identify.hint.Hint` of the slips that take ``declared`` (a
+    declared :class:`~.conventions.RopeConvention` and its pairing) to ``found`` (an answer's
+    convention), where each difference is one a slip makes; None when none is."""
+    from posenc_spec.families.rope.declared import rope_differences
+    from posenc_spec.gate.identify.hint import Hint
+
+    slips = []
+    if found.get("layout") is not None and declared_layout is not None and found["layout"] != declared_layout:
+        slips.append("rope-layout")
+    if not math.isclose(found["theta"], declared.theta, rel_tol=1e-9):
+        slips.append("theta")
+    if found["rope_type"] == "default" and declared.rope_type != "default":
+        slips.append("scaling-type-dropped")
+    full = found.get("rotary_dim") is None and found.get("partial_rotary_factor", 1.0) == 1.0
+    if full and (declared.rotary_dim is not None or declared.partial_rotary_factor != 1.0):
+        slips.append("partial-rotary-ignored")
+    if not slips:
+        return None
+    words = "; ".join(rope_differences(found, found.get("layout"), declared, declared_layout))
+    return Hint(tuple(slips), f"it is the declared convention with a slip ({words})")

@@ -254,14 +254,43 @@ class Identification:
         return flags
 
     def differences(self, answer: dict, declared) -> list[str]:
+        from posenc_spec.gate.identify.toml_text import value
+
         keys = keys_between(declared.spec.convention, Sincos2d(**answer))
-        return [f"{key} {value!r} (declared {getattr(declared.spec.convention, _field(key))!r})"
-                for key, value in keys.items()]
+        return [f"{key} {value(found)} (declared {value(getattr(declared.spec.convention, _field(key)))})"
+                for key, found in keys.items()]
+
+    def slip(self, result: dict, compared):
+        """A member one of :func:`~.slips.candidates`' slips makes of the declared convention (the
+        meshgrid's swapped axes make mae transformers), or, without a declaration, of a preset
+        when the answer is no preset itself."""
+        return known_slip(Sincos2d(**result["convention"]),
+                          compared.spec.convention if compared is not None else None)
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         from posenc_spec.gate.identify.toml_text import number
 
         return {"api": API, **{key: number(value) for key, value in result["keys"].items()}}
+
+
+def known_slip(found: Sincos2d, declared: Sincos2d | None = None):
+    """The :class:`~posenc_spec.gate.identify.hint.Hint` of the slip that makes ``found`` of
+    ``declared`` (else of a preset, when ``found`` is none of them); None when none does."""
+    from posenc_spec.gate.identify.hint import Hint
+
+    if declared is not None:
+        nearby = {"the declared convention": declared}
+    elif any(not keys_between(preset, found) for preset in PRESETS.values()):
+        return None
+    else:
+        nearby = PRESETS
+    for name, member in nearby.items():
+        if not keys_between(member, found):
+            continue
+        for slip in candidates(member):
+            if slip.member is not None and not keys_between(slip.member, found):
+                return Hint(slip.slips, f"it is {name} with a slip: {slip.says}")
+    return None
 
 
 def _field(key: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from posenc_spec.gate.family import Family
 
 from . import grid
@@ -74,7 +76,7 @@ class _Identification:
         from posenc_spec.gate.declaration import declare
 
         keys = {"target": call.target, "api": call.api, "timeout": call.timeout, "max_positions": call.max_positions}
-        self.declaration = declare({**keys, **flags}, flags=True)
+        self.declaration = dataclasses.replace(declare({**keys, **flags}, flags=True), strict=call.strict)
 
     def run(self, options) -> dict:
         from .identify import identify_target
@@ -88,6 +90,22 @@ class _Identification:
         declared_fields = declared.spec.convention.as_dict()
         return [f"{key} {_text(answer[key])} (declared {_text(declared_fields[key])})"
                 for key in declared_fields if answer.get(key) != declared_fields[key]]
+
+    def slip(self, result: dict, compared):
+        """With a declaration, the slip each field that differs from it names (every T5 member
+        is one some code means, so without one no answer is a slip)."""
+        from posenc_spec.gate.identify.hint import Hint
+
+        if compared is None:
+            return None
+        declared = compared.spec.convention.as_dict()
+        differs = [key for key in declared if key in FIELD_SLIPS and result["convention"].get(key) != declared[key]]
+        if not differs:
+            return None
+        said = "; ".join(f"{key} {_text(result['convention'][key])} where {_text(declared[key])} is declared"
+                         for key in differs)
+        return Hint(tuple(dict.fromkeys(FIELD_SLIPS[key] for key in differs)),
+                    f"it is the declared convention with a slip ({said})")
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         from .conventions import PRESETS, BucketConvention
@@ -104,6 +122,11 @@ class _Identification:
         if spec.signature == "bias" and spec.embedding != DEFAULT_EMBEDDING:
             keys["bucket_embedding"] = spec.embedding
         return keys
+
+
+# The slip each field of an answer that differs from the declared member names.
+FIELD_SLIPS = {"bidirectional": "t5-direction", "relative_position": "t5-sign-flipped", "num_buckets": "t5-settings",
+               "max_distance": "t5-settings"}
 
 
 def _text(value) -> str:

@@ -41,6 +41,22 @@ def call_keys_of(declaration) -> dict:
     return {**declaration.calling.declared_keys(), **keys, **run}
 
 
+# What init needs to write an answer that is a known slip of a nearby member.
+ACCEPT_SLIP = "--accept-slip"
+
+
+def with_slip(result: dict, slip) -> dict:
+    """``result`` with the known slip its answer is (``slip``: a
+    :class:`~.hint.Hint` whose message names the nearby member; None: the answer is no known
+    slip): said in the message, and under ``"slip"`` in the JSON. ``init`` writes such an
+    answer only with :data:`ACCEPT_SLIP`: ``check`` on the same code would name the slip."""
+    if slip is None:
+        return result
+    return {**result, "slip": slip.as_dict(),
+            "message": f"{result['message']}; a known slip: {slip.text()}; init writes this answer only with "
+                       f"{ACCEPT_SLIP}"}
+
+
 class IdentifyError(Exception):
     """The target could not be imported (exit status 2)."""
 
