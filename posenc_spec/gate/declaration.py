@@ -97,6 +97,7 @@ class Declaration:
     formula: bool = True
     calling: Calling = Calling("n-d")
     strict: bool = False
+    spelling: str = field(default="toml", compare=False)  # how the user writes keys: flags, toml or python
 
     @property
     def name(self) -> str:
@@ -172,6 +173,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         max_ulp_given="max_ulp" in keys,
         formula=against is None or any(key in keys for key in own.keys), calling=how,
         strict=boolean(name("strict"), keys["strict"]) if "strict" in keys else False,
+        spelling="flags" if flags else "toml",
     )
 
 

@@ -27,6 +27,10 @@ PLAIN_SLIPS = {
 SLIPS = {**PLAIN_SLIPS, **{slip: words for names in registry.names() for slip, words in names.slips.items()}}
 
 
+# How a user writes declaration keys, by where the declaration came from (Declaration.spelling).
+SPELLINGS = ("flags", "toml", "python")
+
+
 @dataclass(frozen=True)
 class Hint:
     """One diagnosis: ``slips`` (ids of :data:`SLIPS`), ``message`` what the tables show and
@@ -49,13 +53,26 @@ class Hint:
     def keys(self) -> str:
         return toml_text.assignments(dict(self.declare)) if self.declare else ""
 
-    def text(self) -> str:
-        """The message, when a key declares it the flags and keys to paste if it was meant, and
-        the slips' ids (those the JSON's ``slips`` lists and docs/checks.md explains)."""
+    @property
+    def keywords(self) -> str:
+        """The keys as ``posenc_spec.check``'s keyword arguments: ``base=100``."""
+        return toml_text.keywords(dict(self.declare)) if self.declare else ""
+
+    def advice(self, spelling: str | None = None) -> str:
+        """The keys to declare, spelled as the user writes them (:data:`SPELLINGS`: ``flags`` on
+        the command line, ``toml`` in a file, ``python`` for ``posenc_spec.check``; None: the
+        flags, then the TOML keys in parentheses, for a report read anywhere)."""
+        spelled = {"flags": self.flags, "toml": self.keys, "python": self.keywords}
+        return spelled[spelling] if spelling is not None else f"{self.flags} ({self.keys})"
+
+    def text(self, spelling: str | None = None) -> str:
+        """The message, when a key declares it the keys to declare if it was meant (spelled as
+        :meth:`advice` says), and the slips' ids (those the JSON's ``slips`` lists and
+        docs/checks.md explains)."""
         named = f"slip{'s' if len(self.slips) > 1 else ''}: {', '.join(self.slips)}"
         if not self.declare:
             return f"{self.message} ({named})"
-        return f"{self.message}; if that is intended, declare {self.flags} ({self.keys}) ({named})"
+        return f"{self.message}; if that is intended, declare {self.advice(spelling)} ({named})"
 
     def without_advice(self) -> Hint:
         """The same diagnosis with no keys to declare (where declaring them cannot make the target conform)."""
@@ -63,4 +80,5 @@ class Hint:
 
     def as_dict(self) -> dict:
         return {"slips": list(self.slips), "text": self.text(), "flags": self.flags or None,
-                "keys": self.keys or None}
+                "keys": self.keys or None, "keywords": self.keywords or None,
+                "declare": dict(self.declare) or None}

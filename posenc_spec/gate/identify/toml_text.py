@@ -100,3 +100,9 @@ def flags(keys: dict) -> str:
         else:
             parts.append(f"{flag(key)} {_flag_value(item)}")
     return " ".join(parts)
+
+
+def keywords(keys: dict) -> str:
+    """The same keys as ``posenc_spec.check``'s keyword arguments: ``layout='concat', base=100``
+    (a table as a dict, ``rope_parameters={'factor': 8}``)."""
+    return ", ".join(f"{key}={item!r}" for key, item in keys.items())
