@@ -51,6 +51,15 @@ class T5Buckets(Family):
         declared = declaration.spec.convention
         return diagnose(observations_of(zip(probes, outcomes, strict=True), declared), declared)
 
+    def handed_keys(self, declaration) -> set[str]:
+        """The settings the signature passes the target (``bidirectional``, ``num_buckets``,
+        ``max_distance``, each unless ``bucket_args`` passes it nothing): declaring another value
+        hands the target that value too, so a hint that names one (a halving forgotten reads as
+        twice the buckets) names the slip and advises no key."""
+        passed = declaration.spec.names()
+        handed = {setting for setting in SETTINGS if passed.get(setting)}
+        return super().handed_keys(declaration) | handed
+
     def kept_figures(self, report) -> dict:
         from .plot import kept_figures  # matplotlib: only when asked
 
@@ -124,6 +133,8 @@ class _Identification:
         return keys
 
 
+# The settings a signature may pass the target (the convention's fields under their keys' names).
+SETTINGS = ("bidirectional", "num_buckets", "max_distance")
 # The slip each field of an answer that differs from the declared member names.
 FIELD_SLIPS = {"bidirectional": "t5-direction", "relative_position": "t5-sign-flipped", "num_buckets": "t5-settings",
                "max_distance": "t5-settings"}
