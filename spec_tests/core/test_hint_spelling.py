@@ -83,3 +83,23 @@ def test_the_command_line_spells_flags_and_a_config_file_toml_keys(project, caps
         [hint] = json.load(report)["targets"][0]["hints"]
     assert (hint["flags"], hint["keys"], hint["keywords"], hint["declare"]) == (
         "--first cos", 'first = "cos"', "first='cos'", {"first": "cos"}), hint
+
+
+def geometric_slopes(n):
+    import torch
+
+    return torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float32)
+
+
+def test_alibis_nearest_member_is_spelled_as_declared(project, capsys):
+    """ALiBi's nearest member names its keys as the declaration was written: check's keywords
+    from Python, flags on the command line (never Python reprs on the command line)."""
+    report = posenc_spec.check(geometric_slopes, api="alibi-slopes")
+    assert "(slope_rule='geometric')" in report.nearest, report.nearest
+    (project / "slopes.py").write_text("import torch\n\n\ndef geometric_slopes(n):\n    return torch.tensor("
+                                       "[2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float32)\n")
+    assert main(["check", "slopes:geometric_slopes", "--api", "alibi-slopes", "--json", "slopes.json"]) == 1
+    capsys.readouterr()
+    with open("slopes.json", encoding="utf-8") as written:
+        nearest = json.load(written)["targets"][0]["nearest"]["message"]
+    assert "(--slope-rule geometric)" in nearest and "'" not in nearest.partition(":")[0], nearest

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from posenc_spec.gate.identify.hint import Hint
+from posenc_spec.gate.identify.toml_text import spelled
 from posenc_spec.results import CheckResult
 from posenc_spec.tolerance import compare
 
@@ -301,6 +302,6 @@ def nearest(declaration, judged: AlibiJudge) -> dict | None:
     if variant is None or not variant.changes:
         return None
     found = variant.convention(spec.convention)
-    keys = ", ".join(f"{key} = {value!r}" for key, value in variant.changes)
+    keys = spelled(dict(variant.changes), declaration.spelling)  # as the user declares keys
     return {"name": found.name(), "convention": found.as_dict(),
             "message": f"the values are {found.name()} ({keys}): {variant.words}"}

@@ -62,8 +62,9 @@ class Hint:
         """The keys to declare, spelled as the user writes them (:data:`SPELLINGS`: ``flags`` on
         the command line, ``toml`` in a file, ``python`` for ``posenc_spec.check``; None: the
         flags, then the TOML keys in parentheses, for a report read anywhere)."""
-        spelled = {"flags": self.flags, "toml": self.keys, "python": self.keywords}
-        return spelled[spelling] if spelling is not None else f"{self.flags} ({self.keys})"
+        if spelling is None:
+            return f"{self.flags} ({self.keys})"
+        return toml_text.spelled(dict(self.declare), spelling) if self.declare else ""
 
     def text(self, spelling: str | None = None) -> str:
         """The message, when a key declares it the keys to declare if it was meant (spelled as
