@@ -196,12 +196,46 @@ def _explains(slip, conv: Sincos2d, kept) -> bool:
     return differs
 
 
+def _token_rows(conv: Sincos2d, probes, outcomes) -> list:
+    """The hint where every token table has ``k`` rows more than its grid's tokens, ``k`` not
+    the declared ``extra_tokens`` (a class token's row returned undeclared, or one declared
+    and never returned), and the declaration with ``extra_tokens = k`` is every such table
+    within its bound; empty otherwise (a table of the declared count, or of no such member)."""
+    from posenc_spec.gate.identify.hint import Hint
+
+    if conv.output_layout != "tokens":
+        return []
+    samples, counts = [], set()
+    for probe, outcome in zip(probes, outcomes, strict=True):
+        if probe.role != "table" or table_problem(outcome):
+            continue
+        table = _as_table(outcome.table)
+        if table.ndim != 2 or table.shape[1] != probe.dim:
+            return []
+        counts.add(table.shape[0] - probe.height * probe.width)
+        samples.append(_sample(probe.height, probe.width, probe.dim, table, outcome.dtype))
+    if len(counts) != 1 or not samples:
+        return []
+    count = counts.pop()
+    if count == conv.extra_tokens or not 0 <= count <= MAX_EXTRA_TOKENS:
+        return []
+    member = conv.replace(extra_tokens=count)
+    if ratio(member, samples) > 1:
+        return []
+    said = f"every table has {count} row{'s' * (count != 1)} before the grid's tokens where extra_tokens " \
+           f"{conv.extra_tokens} is declared (a class token's row)"
+    return [Hint(("extra-tokens-count",), said, (("extra_tokens", count),))]
+
+
 def hints(declaration, probes, outcomes, report) -> list:
     """The slip the run's tables show (each a :class:`~posenc_spec.gate.identify.hint.Hint`):
     those whose tables explain every table the run judged."""
     from posenc_spec.gate.identify.hint import Hint
 
     conv = declaration.spec.convention
+    rows = _token_rows(conv, probes, outcomes)
+    if rows:
+        return rows
     statuses = {check.name: check.status for check in report.checks}
     kept = [_sample(probe.height, probe.width, probe.dim, outcome.table, outcome.dtype)
             for probe, outcome in zip(probes, outcomes, strict=True)

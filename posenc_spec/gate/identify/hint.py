@@ -23,6 +23,7 @@ from . import toml_text
 PLAIN_SLIPS = {
     "values-all-zero": "every value zero (a table never filled)",
     "values-constant": "every value one constant",
+    "values-nan": "NaN among the values (a 0/0, a log of zero, inf - inf)",
 }
 SLIPS = {**PLAIN_SLIPS, **{slip: words for names in registry.names() for slip, words in names.slips.items()}}
 
