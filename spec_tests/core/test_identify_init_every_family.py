@@ -100,6 +100,8 @@ CASES = {
     "alibi": (["enc:paper_slopes", "--api", "alibi-slopes"], {"api": "alibi-slopes", "alibi_convention": None}),
     "t5buckets": (["enc:t5_bucket", "--api", "t5-buckets"], {"api": "t5-buckets", "bucket_preset": "t5-encoder"}),
     "mrope": (FLUX, {"api": "mrope-cache", "signature": "ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}}),
+    "mrope-apply": (["diffusers.models.embeddings:apply_rotary_emb", "--api", "mrope-apply", "--signature", "x-cos-sin"],
+                    {"api": "mrope-apply", "signature": "x-cos-sin", "mrope_layout": "interleaved"}),
 }
 
 
@@ -124,7 +126,7 @@ def test_init_writes_an_entry_check_passes(project, capsys, case):
     """init calls the target as the flags say, writes the API, the call keys and the answer,
     and check passes the entry as written."""
     argv, expected = CASES[case]
-    if case == "mrope":
+    if case.startswith("mrope"):
         pytest.importorskip("diffusers")
     assert main(["init", *argv]) == 0, capsys.readouterr()
     entry = tomllib.loads((project / "pyproject.toml").read_text())["tool"]["posenc-spec"]["targets"][0]
