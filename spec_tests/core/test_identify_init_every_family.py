@@ -100,8 +100,8 @@ CASES = {
     "alibi": (["enc:paper_slopes", "--api", "alibi-slopes"], {"api": "alibi-slopes", "alibi_convention": None}),
     "t5buckets": (["enc:t5_bucket", "--api", "t5-buckets"], {"api": "t5-buckets", "bucket_preset": "t5-encoder"}),
     "mrope": (FLUX, {"api": "mrope-cache", "signature": "ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}}),
-    "mrope-apply": (["diffusers.models.embeddings:apply_rotary_emb", "--api", "mrope-apply", "--signature", "x-cos-sin"],
-                    {"api": "mrope-apply", "signature": "x-cos-sin", "mrope_layout": "interleaved"}),
+    "mrope-apply": (["diffusers.models.embeddings:apply_rotary_emb", "--api", "mrope-apply", "--signature",
+                     "x-cos-sin"], {"api": "mrope-apply", "signature": "x-cos-sin", "mrope_layout": "interleaved"}),
 }
 
 
