@@ -74,6 +74,10 @@ def _plain_cause(calls) -> list:
                                        f"{first.item()!r}: the positions and the widths change nothing")]
 
 
+# What a narrow float's range makes of a NaN: an angle or a product past its largest value is inf.
+_NARROW = {"float16": "float16, whose largest value is 65504: past it an angle is inf"}
+
+
 def _nan_cause(calls) -> list:
     """A hint where some of the grid's calls returned NaN and nothing else explains the values:
     which calls, and where the first NaN sits (no member of any family has one, and no key
@@ -87,9 +91,11 @@ def _nan_cause(calls) -> list:
             values = np.asarray(array)
             if values.dtype.kind in "fc" and values.size and np.isnan(values).any():
                 first = [int(index) for index in np.argwhere(np.isnan(values))[0]]
+                narrow = _NARROW.get(str(getattr(outcome, "dtype", "")))
                 said = (f"the call at {getattr(probe, 'slot', '?')} returned {int(np.isnan(values).sum())} NaN of "
                         f"{values.size} values, the first at {first}: a 0/0, a log or a square root of zero or less, "
-                        "or inf - inf in the code (no member of the family has one)")
+                        "inf - inf, or the sine of an infinite angle in the code"
+                        + (f" (its values are {narrow})" if narrow else "") + "; no member of the family has one")
                 return [Hint(("values-nan",), said)]
     return []
 
