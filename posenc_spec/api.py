@@ -9,6 +9,7 @@
     print(report)              # what ``posenc-spec check`` prints for this target
     report.failures()          # the failed checks: .name, .status, .message, .worst
     report.plot()              # the diagnostic figures of a failing table (matplotlib)
+    report.hints               # the slips its values show: .slips, .text, .keys (keyword -> value)
 
 ``target`` is an import path (``"pkg.mod:fn"``, ``"path/file.py:fn"``, relative to the
 working directory), run exactly as ``posenc-spec check TARGET`` runs it, or a callable
@@ -74,10 +75,12 @@ def _check(target, keys: dict) -> Report:
     refuse_quoted_numbers(declared)
     options = _run_options({key: value for key, value in keys.items() if key in RUN_KEYS})
     if isinstance(target, str):
-        return Report(check_many([declare({"target": target, **declared})], options, keep_table=True)[0])
+        declaration = dataclasses.replace(declare({"target": target, **declared}), spelling="python")
+        return Report(check_many([declaration], options, keep_table=True)[0])
     with callables.registered(target) as registered:
         name = callables.label(target)
-        declaration = dataclasses.replace(declare({"target": registered, **declared}), written=name)
+        declaration = dataclasses.replace(declare({"target": registered, **declared}), written=name,
+                                          spelling="python")
         if declaration.formula:
             declaration.family.assert_checkable(declaration)  # before anything is forked
         with callables.caller_template(options.preload) as root:
@@ -110,6 +113,22 @@ def _renamed(report, registered: str, name: str):
     return report
 
 
+@dataclasses.dataclass(frozen=True)
+class Hint:
+    """The slip a failing target's values show: ``slips`` its ids (several when the values
+    cannot tell them apart; docs/checks.md lists them), ``text`` what it says, written with
+    :func:`check`'s keywords, and ``keys`` the keyword arguments (name -> value) that declare
+    what the code computes, for when it was meant (empty where no key can: the advice,
+    applied, conforms, and a hint never advises a value the gate hands the target)."""
+
+    slips: tuple[str, ...]
+    text: str
+    keys: dict = dataclasses.field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class Report:
     """The verdict on one target, as ``posenc-spec check`` gives it.
 
@@ -118,7 +137,9 @@ class Report:
     check of the plan in order (each a :class:`~posenc_spec.results.CheckResult`: ``name``,
     ``status``, ``message``, ``worst``); :meth:`failures` the failed ones; ``worst`` the
     worst element of each failed check that has one (index, actual, expected, error,
-    tolerance); ``advice`` the cause common to many failed checks with its likely fix;
+    tolerance); ``hints`` the slips its values show (each a :class:`Hint`: the slip ids, the
+    text in this API's keywords, the keys to pass to declare what the code computes);
+    ``advice`` the cause common to many failed checks with its likely fix;
     ``nearest`` the member of the family the target computes when a formula check failed;
     ``warnings``; ``where`` the file and line of the target's function. ``str(report)`` is
     the command's text (every line printable: control characters escaped), :meth:`text`
@@ -159,6 +180,10 @@ class Report:
     @property
     def worst(self) -> dict:
         return {check.name: check.worst for check in self.failures() if check.worst is not None}
+
+    @property
+    def hints(self) -> list[Hint]:
+        return [Hint(hint.slips, hint.text("python"), dict(hint.declare)) for hint in self.gate_report.hints]
 
     @property
     def advice(self) -> list[str]:

@@ -149,7 +149,8 @@ class GateItem(pytest.Item):
         if result.status == "skipped":
             pytest.skip(said)
         if result.status == "failed":
-            raise GateFailure("\n".join([said, *(shown_line(f"  hint: {hint.text()}") for hint in report.hints)]))
+            hinted = [shown_line(f"  hint: {hint.text(report.declaration.spelling)}") for hint in report.hints]
+            raise GateFailure("\n".join([said, *hinted]))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, GateFailure):

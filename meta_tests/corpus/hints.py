@@ -37,8 +37,9 @@ SINUSOIDAL: dict[str, str] = {
     "floor_divided_angle": NOT_A_MEMBER,
     "precedence_power": NOT_A_MEMBER,
     # From width 20 on, log(base) / half_dim - 1 is negative: frequencies that grow, a base below 1 that no
-    # member has, so no variant fits the whole grid (the narrow widths alone showed the slip).
-    "precedence_half_dim_minus_one": NOT_A_MEMBER,
+    # member has, so no variant fits the whole grid (the narrow widths alone showed the slip); the timesteps'
+    # frequencies overflow to NaN, which the plain hint names.
+    "precedence_half_dim_minus_one": "values-nan",
     "positions_from_one": "positions-offset",
     "fairseq_starts_at_padding_idx": "positions-offset",
     "fairseq_without_offset": "positions-offset",
@@ -86,12 +87,12 @@ SINUSOIDAL: dict[str, str] = {
 
 ROPE: dict[str, str] = {
     "positions_arange_bfloat16": "positions-bfloat16",
-    "cache_in_activation_dtype": LOW_PRECISION,  # positions and inv_freq in bfloat16 together
+    "cache_in_activation_dtype": "values-nan",  # positions and inv_freq in float16: angles past 65504 are inf
     "matmul_under_bf16_autocast": LOW_PRECISION,
     "mistral_regenerates_in_bfloat16": LOW_PRECISION,
-    "angles_cached_in_float16": LOW_PRECISION,
+    "angles_cached_in_float16": "values-nan",  # the float16 angle table is inf past 65504
     "inv_freq_downcast_to_bfloat16": NOT_VALUES,  # call: bfloat16 frequencies
-    "apply_angles_in_query_dtype": LOW_PRECISION,
+    "apply_angles_in_query_dtype": "values-nan",  # float16 q: positions times inv_freq past 65504 are inf
     "cache_leaves_default_dtype_float64": NOT_VALUES,  # global-state
     "interleaved_flag_ignored": "rope-layout",
     "meta_rotation_on_hf_layout": "rope-layout",
@@ -108,7 +109,7 @@ ROPE: dict[str, str] = {
     "dynamic_ntk_built_once": NOT_A_MEMBER,  # one fixed base: no theta under the declared dynamic type fits the grid
     "dynamic_base_not_scaled_back": NOT_VALUES,  # history
     "dynamic_cache_extended_row_by_row": NOT_A_MEMBER,  # rows of several bases
-    "dynamic_ntk_below_trained_length": NOT_VALUES,  # finite: NaN
+    "dynamic_ntk_below_trained_length": "values-nan",  # finite fails: a negative base to a fractional power
     "attention_factor_on_cos_only": "attention-factor-cos-only",
     "yarn_mscale_defaults_collapse": "attention-factor-missing",
     "yarn_mscale_ratio_ignored": "attention-factor",

@@ -16,7 +16,7 @@ import pytest
 
 from meta_tests.corpus.alibi_registry import ALIBI_CORRECT, ALIBI_ENTRIES, ALIBI_WRONG
 from posenc_spec.gate.declaration import declare
-from spec_tests.assertions import assert_fail_fast_agrees, assert_hint, check_named
+from spec_tests.assertions import assert_advice_conforms, assert_fail_fast_agrees, assert_hint, check_named
 from spec_tests.assertions import failure_summary as _summary
 
 CALL_FAILS = "the call fails (raises, or returns another shape): no values to show the slip"
@@ -161,3 +161,10 @@ def test_real_code_conforms_or_fails_with_its_known_deviation(real, reports):
         assert report.conforms, f"{real_id}: {_summary(report)}"
     else:
         assert deviation in [check.name for check in report.failures()], f"{real_id}: {_summary(report)}"
+
+
+def test_each_hints_advice_applied_conforms(reports):
+    """Every hint that names keys, pasted into its entry's declaration, makes every call the
+    hint reads conform and fails nothing new: a hint is true or absent."""
+    assert_advice_conforms({entry.id: reports[entry.id] for entry in ALIBI_WRONG},
+                           {entry.id: entry.config_table() for entry in ALIBI_WRONG})

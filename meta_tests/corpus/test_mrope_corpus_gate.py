@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from meta_tests.corpus.mrope_registry import MROPE_BUG_CLASSES, MROPE_CORRECT, MROPE_ENTRIES, MROPE_WRONG
-from spec_tests.assertions import assert_hint, check_named
+from spec_tests.assertions import assert_advice_conforms, assert_hint, check_named
 from spec_tests.assertions import failure_summary as _summary
 
 NOT_A_SLIP = "no slip the hints know: the failed checks' own messages say what is wrong"
@@ -83,3 +83,10 @@ def test_the_corpus_is_large_enough_and_every_wrong_entry_is_expected():
     assert len(MROPE_CORRECT) >= 10 and len(MROPE_WRONG) >= 25
     assert set(EXPECTED) == {entry.id for entry in MROPE_WRONG}
     assert all(entry.bug_classes and set(entry.bug_classes) <= set(MROPE_BUG_CLASSES) for entry in MROPE_WRONG)
+
+
+def test_each_hints_advice_applied_conforms(reports):
+    """Every hint that names keys, pasted into its entry's declaration, makes every call the
+    hint reads conform and fails nothing new: a hint is true or absent."""
+    assert_advice_conforms({entry.id: reports[entry.id] for entry in MROPE_WRONG},
+                           {entry.id: entry.config_table() for entry in MROPE_WRONG})

@@ -57,7 +57,7 @@ HINTS = {
     "grouped_by_function": "grouping",
     "interleaved_where_concat": "layout",
     "flip_sin_to_cos_left_on": "sin-cos-swapped",
-    "cls_token_without_extra_tokens": NOT_VALUES,
+    "cls_token_without_extra_tokens": "extra-tokens-count",
     "cls_row_at_the_end": "extra-tokens-appended",
     "detr_channels_last": NOT_VALUES,
     "detr_in_float16": LOW_PRECISION,

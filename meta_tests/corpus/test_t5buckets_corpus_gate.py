@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from meta_tests.corpus.t5buckets_registry import T5_CORRECT, T5_ENTRIES, T5_WRONG
-from spec_tests.assertions import assert_hint, check_named
+from spec_tests.assertions import assert_advice_conforms, assert_hint, check_named
 from spec_tests.assertions import failure_summary as _summary
 
 NOT_A_SLIP = "no slip the hints know: the failed checks' own messages say what is wrong"
@@ -96,3 +96,10 @@ def test_copies_of_transformers_code_are_noted_at_int_min_alone(entry_id, noted,
     found = [check for check in report.checks if check.status == "noted"]
     assert [check.name for check in found] == noted
     assert all("is no difference of two int" in check.message for check in found), [c.message for c in found]
+
+
+def test_each_hints_advice_applied_conforms(reports):
+    """Every hint that names keys, pasted into its entry's declaration, makes every call the
+    hint reads conform and fails nothing new: a hint is true or absent."""
+    assert_advice_conforms({entry.id: reports[entry.id] for entry in T5_WRONG},
+                           {entry.id: entry.config_table() for entry in T5_WRONG})

@@ -10,6 +10,7 @@ the run (:func:`add_identify_arguments`, :func:`identify`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 
@@ -91,31 +92,52 @@ class Request:
     options: object = None
 
 
+def call_keys(names) -> tuple[str, ...]:
+    """The keys ``identify`` and ``init`` read to call a target of ``names``' family: every
+    key of how any target is called (:data:`~posenc_spec.gate.keys.CALLING_KEYS`), and the
+    family's own (its ``identify_keys``), as ``check`` takes them."""
+    from posenc_spec.gate.keys import CALLING_KEYS
+
+    return tuple(dict.fromkeys((*CALLING_KEYS, *names.identify_keys)))
+
+
 def request_of(args) -> Request:
-    """The request the flags make, every flag validated (UsageError before any call)."""
+    """The request the flags make, every flag validated (UsageError before any call).
+
+    The call's declaration holds every key of how the target is called that was given, as
+    ``check`` reads them, so that what ``identify`` and ``init`` take is what ``check`` takes;
+    ``strict`` is the flag's, else the compared entry's (identify's acceptance check is the
+    user's own)."""
     from posenc_spec.gate.declaration import declare
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.sandbox import check_preload
 
-    call = declare({"target": args.target, "api": args.api, "t_max": args.t_max,
-                    "max_positions": args.max_positions, "timeout": args.timeout}, flags=True)
-    own = registry.names_of_api(call.api)
+    api = declare({"target": args.target, "api": args.api}, flags=True).api
+    own = registry.names_of_api(api)
     _read_former_names(args, own)
+    reads = call_keys(own)
     for names in registry.names():
         given = [key for key in names.identify_keys if names is not own and getattr(args, key, None) is not None
-                 and key not in own.identify_keys]
-        owners = registry.owners_of_key(given[0]) if given else ()
-        if given and not owners:  # a key of how any target is called
-            raise UsageError(f"{flag(given[0])}: identify calls --api {call.api} targets in the API's own form "
-                             f"(check takes {flag(given[0])})")
-        if given and own not in owners:
+                 and key not in reads]
+        owners = (registry.owners_of_key(given[0]) or (names,)) if given else ()
+        if given and own not in owners:  # a key the family shares (base) is its own family's too
             raise UsageError(f"{flag(given[0])} describes {registry.nouns(owners)}: give --api "
                              f"{registry.apis_of(owners)}")
-    flags = {key: getattr(args, key) for key in own.identify_keys if getattr(args, key, None) is not None}
+    flags = {key: getattr(args, key) for key in reads if getattr(args, key, None) is not None}
+    run = {"target": args.target, "api": api, "t_max": args.t_max, "max_positions": args.max_positions,
+           "timeout": args.timeout}
+    try:
+        call = declare({**run, **flags, "strict": args.strict}, flags=True)
+    except UsageError:  # a call the family's default member cannot be declared with (ALiBi's one-row mask
+        # signature needs a key-only form): the family's request validates those keys itself
+        call = declare({**run, "strict": args.strict}, flags=True)
     if args.t_max is not None:
         flags["t_max"] = args.t_max
     request = Request(call, call.family.identify_request(flags, call), options=run_options_of(args))
     request.compared, request.source = _compared(args, call, request.asked)
+    if request.compared is not None and request.compared.strict and not call.strict:
+        request.call = dataclasses.replace(call, strict=True)
+        request.asked = call.family.identify_request(flags, request.call)
     check_preload(request.options.preload)
     return request
 
@@ -159,9 +181,13 @@ def _compared(args, call, asked):
 def identify(request: Request) -> dict:
     """The answer (see the module docstring), compared with the request's declaration.
     IdentifyError when the target cannot be imported."""
+    from posenc_spec.gate.identify import with_slip
+
     call = request.call
     result = request.asked.run(request.options)
     result["target"] = call.name
+    if result["convention"] is not None:
+        result = with_slip(result, request.asked.slip(result, request.compared))
     if request.compared is not None:
         result = _with_differences(result, request)
     elif request.source:

@@ -8,7 +8,8 @@ added after them as text (the standard library reads TOML but does not write it)
 result must read back with the old content unchanged and with the entry declaring the
 answer, else nothing is written. An entry for the same target is replaced only with
 ``--force`` (and only one written as a ``[[tool.posenc-spec.targets]]`` table); "none" is
-refused, saying why.
+refused, saying why, and so is an answer that is a known slip of a nearby member (``base =
+100`` where the code meant 10000 with ``2i/d``) unless ``--accept-slip`` says it is meant.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from .arguments import error
 from .identify import add_command, identify, request_of
 
 EPILOG = """\
-exit status: 0 the entry was written; 1 identify answers "none" (nothing written, the answer
-says why); 2 usage error (an entry for TARGET already there without --force, a
-pyproject.toml that cannot be read or extended, a TARGET that cannot be imported); 3 the
-file could not be written at the end.
+exit status: 0 the entry was written; 1 identify answers "none", or an answer that is a known
+slip of a nearby member without --accept-slip (nothing written, the answer says why); 2
+usage error (an entry for TARGET already there without --force, a pyproject.toml that cannot
+be read or extended, a TARGET that cannot be imported); 3 the file could not be written at
+the end.
 """
 TABLE = "tool.posenc-spec"
 ENTRY_HEADER = "[[tool.posenc-spec.targets]]"
@@ -43,6 +45,9 @@ def register(subparsers) -> None:
                                      "grid) and append the declaration it finds to the nearest pyproject.toml as a "
                                      "[[tool.posenc-spec.targets]] entry, leaving the rest of the file as it is.")
     parser.add_argument("--force", action="store_true", help="replace an entry already there for TARGET")
+    parser.add_argument("--accept-slip", dest="accept_slip", action="store_true",
+                        help="write the answer even where it is a known slip of a nearby member (base = 100 for the "
+                             "i/d-for-2i/d slip, axes swapped, geometric ALiBi slopes ...): the code means it")
 
 
 def nearest_pyproject(start=None) -> Path:
@@ -176,13 +181,17 @@ def _checked(pyproject: Pyproject, new: bytes, keys: dict, replace: int | None, 
 
 
 def _entry_keys(target: str, result: dict, request, defaults: dict) -> dict:
-    """The entry: the target, the answer's keys, and explicit values for the keys the table's
-    defaults would otherwise give it."""
+    """The entry: the target, its API (unless it is the default one and the table's defaults
+    say none), how it is called (the keys of the call's declaration that differ from the API's
+    own call, as ``check`` reads them), the answer's keys, and explicit values for the keys the
+    table's defaults would otherwise give it."""
+    from posenc_spec.gate.identify import call_keys_of
+    from posenc_spec.gate.keys import APIS
+
     call = request.call
-    keys = request.asked.entry_keys(result, defaults)
-    if "api" in defaults and "api" not in keys:
-        keys["api"] = call.api
-    return {"target": target, **keys}
+    keys = {**call_keys_of(call), **request.asked.entry_keys(result, defaults)}
+    api = keys.pop("api", call.api if call.api != APIS[0] or "api" in defaults else None)
+    return {"target": target, **({"api": api} if api is not None else {}), **keys}
 
 
 def run(args) -> int:
@@ -216,7 +225,7 @@ def _write(args, request, pyproject, target, existing, result, out) -> int:
     from posenc_spec.gate.output import destination
     from posenc_spec.gate.output.destination import Unwritten
 
-    if result["convention"] is None:
+    if result["convention"] is None or (result.get("slip") and not args.accept_slip):
         destination.emit(f"posenc-spec init: {args.target}: nothing written to {pyproject.path}: {result['message']}",
                          sys.stderr)
         return 1

@@ -79,16 +79,51 @@ def _plain_cause(calls) -> list:
                                        f"{first.item()!r}: the positions and the widths change nothing")]
 
 
+# What a narrow float's range makes of a NaN: an angle or a product past its largest value is inf.
+_NARROW = {"float16": "float16, whose largest value is 65504: past it an angle is inf"}
+
+
+def _nan_cause(calls) -> list:
+    """A hint where some of the grid's calls returned NaN and nothing else explains the values:
+    which calls, and where the first NaN sits (no member of any family has one, and no key
+    declares it)."""
+    from .identify.hint import Hint
+
+    for probe, outcome in calls:
+        if getattr(probe, "role", None) != "table" or not outcome.ok:
+            continue
+        for array in outcome.arrays:
+            values = np.asarray(array)
+            if values.dtype.kind in "fc" and values.size and np.isnan(values).any():
+                first = [int(index) for index in np.argwhere(np.isnan(values))[0]]
+                narrow = _NARROW.get(str(getattr(outcome, "dtype", "")))
+                said = (f"the call at {getattr(probe, 'slot', '?')} returned {int(np.isnan(values).sum())} NaN of "
+                        f"{values.size} values, the first at {first}: a 0/0, a log or a square root of zero or less, "
+                        "inf - inf, or the sine of an infinite angle in the code"
+                        + (f" (its values are {narrow})" if narrow else "") + "; no member of the family has one")
+                return [Hint(("values-nan",), said)]
+    return []
+
+
+def _finite_failed(report) -> bool:
+    return any(check.status == "failed" and check.name.startswith("finite[") for check in report.checks)
+
+
 def hints(declaration, probes, outcomes, report) -> list:
     """What the run's own values say the slip is (the family's
     :meth:`~posenc_spec.gate.family.Family.hints`): empty unless a check of the values
-    failed, and when nothing explains them. The calls a known deviation covers are not
-    asked to fit the slip: the deviation already explains them, and the hint explains the rest."""
-    if not _values_failed(report):
+    failed, and when nothing explains them; NaN among the values where nothing else does (a
+    ``finite`` check that fails runs no check of the values). The calls a known deviation
+    covers are not asked to fit the slip: the deviation already explains them, and the hint
+    explains the rest."""
+    values_failed = _values_failed(report)
+    if not values_failed and not _finite_failed(report):
         return []
     excused = _excused_slots(report)
     kept = [(probe, outcome) for probe, outcome in zip(probes, outcomes, strict=True)
             if getattr(probe, "slot", None) not in excused]
+    if not values_failed:
+        return _nan_cause(kept)
     plain = _plain_cause(kept)
     if plain:
         return plain
@@ -98,10 +133,16 @@ def hints(declaration, probes, outcomes, report) -> list:
         handed = declaration.family.handed_keys(declaration)
     except Exception:  # a hint is advice: whatever a target returned, the verdict stands without it
         return []
+    if not found:
+        return _nan_cause(kept)
     return [hint.without_advice() if handed & {key for key, _ in hint.declare} else hint for hint in found]
 
 
 def identify_command(declaration) -> str:
-    """The ``identify`` command that says which member a target computes."""
+    """The ``identify`` command that says which member a target computes, with the flags of
+    how ``check`` called it (:func:`~posenc_spec.gate.identify.call_keys_of`)."""
+    from .identify import call_keys_of, toml_text
+
     extra = f" --api {declaration.api}" if declaration.api != APIS[0] else ""
-    return f"posenc-spec identify {declaration.name}{extra}"
+    keys = call_keys_of(declaration)
+    return f"posenc-spec identify {declaration.name}{extra}" + (f" {toml_text.flags(keys)}" if keys else "")

@@ -106,6 +106,7 @@ class Declaration:
     strict: bool = False
     framework: str | None = None
     keras_backend: str | None = None
+    spelling: str = field(default="toml", compare=False)  # how the user writes keys: flags, toml or python
 
     @property
     def name(self) -> str:
@@ -196,6 +197,7 @@ def declare(keys: dict, base_dir=None, where: str = "", flags: bool = False) -> 
         formula=against is None or any(key in keys for key in own.keys), calling=how,
         strict=boolean(name("strict"), keys["strict"]) if "strict" in keys else False,
         **_framework(keys, name),
+        spelling="flags" if flags else "toml",
     )
 
 

@@ -274,3 +274,10 @@ class Identification(Protocol):
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         """The declaration keys of an answer, for ``init``'s entry (explicit where ``defaults``,
         the table's, would otherwise give the key another value)."""
+
+    def slip(self, result: dict, compared: Declaration | None):
+        """The known slip an answer that names a member is, of a nearby member (``compared``'s
+        convention when there is a declaration, else the family's presets), as a
+        :class:`~posenc_spec.gate.identify.hint.Hint` whose message names that member; None
+        when it is none. Without a declaration, only a value no member takes on purpose
+        (``base = 100`` for ``i/d``) is a slip; with one, any known slip of the declared member."""

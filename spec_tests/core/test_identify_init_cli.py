@@ -143,14 +143,11 @@ def test_init_refuses_a_file_it_cannot_extend(project, capsys, table, says):
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["--api", "rope-apply", "--signature", "q-k-cos-sin"],
-     "identify calls --api rope-apply targets in the API's own form"),
-    (["--api", "sincos2d", "--init", "dim={dim}"], "identify calls --api sincos2d targets in the API's own form"),
     (["--api", "table", "--num-buckets", "32"], "--num-buckets describes T5 relative-position buckets"),
-], ids=["a signature identify does not call", "an init identify does not call", "another family's key"])
-def test_identify_refuses_keys_it_does_not_read_naming_why(project, capsys, argv, says):
-    """A key of how a target is called that the API's identify does not read is refused as
-    such, not attributed to the first family that reads it; another family's key names it."""
+    (["--api", "table", "--cache-form", "complex"], "--cache-form describes a rotary embedding"),
+], ids=["T5's key", "a rotary key"])
+def test_identify_refuses_another_familys_keys_naming_it(project, capsys, argv, says):
+    """A key of another family than the API's is refused, naming the family that reads it."""
     assert main(["identify", "enc:vaswani", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err

@@ -24,6 +24,7 @@ the fitted member as the nearest and the first check that fails.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -37,6 +38,11 @@ from .keys import BIAS_API, BIAS_FIELDS, FIELD_KEYS
 from .slips import Reading, fits, measured_slopes
 
 FIT_HEADS = (1, 2, 3, 5, 8, 12, 71, 112)
+# The slip each field of an answer that differs from the nearby member names ((key, value) first).
+FIELD_SLIPS = {("slope_rule", "geometric"): "alibi-geometric-slopes", "slope_rule": "alibi-slope-rule",
+               "alibi_bias_max": "alibi-bias-max", "alibi_heads": "alibi-partial-heads",
+               "bias_form": "alibi-form", "query_positions": "alibi-queries-first", "key_positions": "alibi-padding",
+               ("bias_dtype", "bfloat16"): "alibi-bfloat16"}
 BIAS_MAXES = (8.0, 16.0, 4.0, 1.0, 2.0, 12.0, 32.0)
 # Relative: a measured slope names a rule when it is this close. Loose, because a bias rounded to
 # bfloat16 measures its slopes from rounded steps; formula, then check, decide after.
@@ -125,6 +131,11 @@ def bias_candidates(conv: AlibiConvention, signature: str) -> list[AlibiConventi
                                           query_positions=queries, up_to_row_constant=row_constant, bias_dtype=dtype)
                              for dtype in (None, "bfloat16", "float16")]
     return made
+
+
+def _slip_of(key: str, value) -> str | None:
+    """The slip a field of an answer that differs from the nearby member's names (None: none known)."""
+    return FIELD_SLIPS.get((key, value), FIELD_SLIPS.get(key))
 
 
 def _preset(conv: AlibiConvention) -> str:
@@ -220,7 +231,8 @@ class Identification:
         from posenc_spec.gate.engine import check_many
         from posenc_spec.gate.identify import NOT_THE_CONVENTION
 
-        report = check_many([self.answer_declaration(answer["convention"])], options)[0]
+        declaration = self.answer_declaration(answer["convention"])
+        report = check_many([dataclasses.replace(declaration, strict=self.call.strict)], options)[0]
         notes = [check.name for check in report.checks if check.status == "noted"]
         noted = f" (notes, no failure: {', '.join(notes)})" if notes else ""
         failed = [check for check in report.failures() if check.name not in NOT_THE_CONVENTION]
@@ -246,9 +258,31 @@ class Identification:
                                                              "num_heads") if key in self.flags}}
 
     def differences(self, answer: dict, declared) -> list[str]:
+        from posenc_spec.gate.identify.toml_text import value
+
         conv = declared.spec.convention
-        return [f"{key} {answer[field]!r} where {getattr(conv, field)!r} is declared"
+        return [f"{key} {value(answer[field])} where {value(getattr(conv, field))} is declared"
                 for field, key in FIELD_KEYS.items() if field in answer and answer[field] != getattr(conv, field)]
+
+    def slip(self, result: dict, compared):
+        """Slopes of one geometric sequence at head counts that are not powers of two (the
+        counts identify calls include such) are the paper's rule with the slip, unless the
+        declaration says geometric; with a declaration, each other field that differs is its slip."""
+        from posenc_spec.gate.identify.hint import Hint
+        from posenc_spec.gate.identify.toml_text import value
+
+        fields = result["convention"]
+        declared = compared.spec.convention if compared is not None else None
+        differs = [key for key in FIELD_KEYS if key in fields and _slip_of(key, fields[key])
+                   and (fields[key] != getattr(declared, key) if declared is not None else
+                        key == "slope_rule" and fields[key] == "geometric")]
+        if not differs:
+            return None
+        slips = tuple(dict.fromkeys(_slip_of(key, fields[key]) for key in differs))
+        member = "the declared convention" if declared is not None else "the paper's slopes"
+        said = "; ".join(f"{FIELD_KEYS[key]} {value(fields[key])}" for key in differs)
+        return Hint(slips, f"it is {member} with a slip ({said}): the heads' slopes at counts that are not powers "
+                           "of two show it" if differs == ["slope_rule"] else f"it is {member} with a slip ({said})")
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         """``convention`` and the keys of the fields that differ from it, with how the target is called."""

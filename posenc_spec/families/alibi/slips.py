@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from posenc_spec.gate.identify.hint import Hint
+from posenc_spec.gate.identify.toml_text import spelled
 from posenc_spec.results import CheckResult
 from posenc_spec.tolerance import compare
 
@@ -301,6 +302,6 @@ def nearest(declaration, judged: AlibiJudge) -> dict | None:
     if variant is None or not variant.changes:
         return None
     found = variant.convention(spec.convention)
-    keys = ", ".join(f"{FIELD_KEYS[field]} = {value!r}" for field, value in variant.changes)
+    keys = spelled({FIELD_KEYS[field]: value for field, value in variant.changes}, declaration.spelling)
     return {"name": found.name(), "convention": found.as_dict(),
             "message": f"the values are {found.name()} ({keys}): {variant.words}"}

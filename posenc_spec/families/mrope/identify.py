@@ -9,8 +9,10 @@ is the first candidate every readable cache fits within its bounds (a cropped gr
 are a rule of their own: ``check`` judges them). ``check`` then judges the answer on its whole grid, so that what
 ``identify`` names, ``check`` accepts. Where none fits, the answer is "none".
 
-Position-id targets (``mrope-positions``) have no member to find: their rule is one; the answer
-is "none" with what ``check`` says.
+Position-id targets (``mrope-positions``) have no member to find: their rule is one, and the
+answer is the declaration itself when ``check`` accepts it. An apply handed its cache
+(``q-k-cos-sin``, ``x-cos-sin``) decides only its pairing: each ``mrope_layout`` is judged by
+``check``'s grid, the declared first (:func:`_as_declared`).
 """
 
 from __future__ import annotations
@@ -70,9 +72,37 @@ def member_of(fields: dict) -> MropeConvention:
                            fields["mrope_interleaved"], tuple(fields["axes_theta"]), fields["mrope_layout"])
 
 
+def _as_declared(declaration, options=None) -> dict:
+    """The answer for a target whose values the gate's inputs and the declaration decide: an
+    apply handed its cache (``q-k-cos-sin``, ``x-cos-sin``) decides only how it pairs the
+    features (each ``mrope_layout`` is judged, the declared first), and position ids follow
+    the one rule the declaration's merge size and temporal step make. ``check``'s whole grid
+    judges each candidate; the first it accepts is the answer, else "none"."""
+    from posenc_spec.gate.identify import check_each
+
+    spec = declaration.spec
+    members = [spec.convention]
+    if declaration.api == APPLY_API:
+        other = "half" if spec.convention.layout == "interleaved" else "interleaved"
+        members.append(dataclasses.replace(spec.convention, layout=other))
+    candidates = []
+    for member in members:
+        what = "pairs of the cache it is handed" if declaration.api == APPLY_API else "position ids"
+        result = {"target": declaration.name, "name": member.name(), "convention": member.as_dict(),
+                  "preset": spec.preset, "max_error_ratio": 0.0, "nearest": None,
+                  "message": f"{member.name()}: the {member.layout} {what}" if declaration.api == APPLY_API
+                  else f"{spec.preset}'s {what} (spatial_merge_size {spec.spatial_merge_size})"}
+        candidates.append((result, dataclasses.replace(declaration, spec=dataclasses.replace(spec, convention=member))))
+    answers = check_each(candidates, declaration.timeout, options)
+    return next((answer for answer in answers if answer["convention"] is not None), answers[0])
+
+
 def identify_target(declaration, options=None) -> dict:
     """The answer for ``declaration``'s target (see the module docstring)."""
     spec = declaration.spec
+    if declaration.api == POSITIONS_API or (declaration.api == APPLY_API
+                                            and spec.signature in grid.APPLY_SIGNATURES_WITH_CACHE):
+        return _as_declared(declaration, options)
     if declaration.api == APPLY_API:
         probes = grid.apply_probes(spec.convention, spec.signature, spec.head_dim, declaration.max_positions)
     elif declaration.api == POSITIONS_API:
@@ -84,7 +114,8 @@ def identify_target(declaration, options=None) -> dict:
     def answer_of(target, outcomes):
         if declaration.api != CACHE_API:
             what = ("position ids follow one rule" if declaration.api == POSITIONS_API else
-                    "an apply is judged under its declared cache (identify the cache: --api mrope-cache)")
+                    "an apply that computes its own rotation is judged under its declared cache (identify the "
+                    "cache: --api mrope-cache)")
             return {"target": target, "name": "none", "convention": None, "max_error_ratio": math.inf,
                     "nearest": None, "message": f"none: {what}; check says where they differ"}
         return _answer(target, spec, list(zip(probes, outcomes, strict=True)))
@@ -119,7 +150,8 @@ class Identification:
         from posenc_spec.gate.declaration import declare
 
         keys = {"target": call.target, "api": call.api, "timeout": call.timeout, "max_positions": call.max_positions}
-        self.declaration = declare({**keys, "convention": _first_preset(flags), **flags}, flags=True)
+        self.declaration = dataclasses.replace(declare({**keys, "convention": _first_preset(flags), **flags},
+                                                       flags=True), strict=call.strict)
 
     def run(self, options) -> dict:
         return identify_target(self.declaration, options)
@@ -130,6 +162,21 @@ class Identification:
     def differences(self, answer: dict, declared) -> list[str]:
         said = declared.spec.convention.as_dict()
         return [f"{key} {answer[key]} (declared {said[key]})" for key in said if answer.get(key) != said[key]]
+
+    def slip(self, result: dict, compared):
+        """With a declaration, the variant of it (:func:`.slips.variants`) the answer is; without
+        one none (every member, and every variant of a preset, is one some model means)."""
+        from posenc_spec.gate.identify.hint import Hint
+        from posenc_spec.gate.identify.toml_text import assignments
+
+        if compared is None:
+            return None
+        found = member_of(result["convention"])
+        for variant in slips.variants(compared.spec.convention):
+            if variant.rows is None and variant.convention == found:
+                said = assignments(dict(variant.keys))
+                return Hint((variant.slip,), f"it is the declared convention with a slip ({said})")
+        return None
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         member = member_of(result["convention"])

@@ -63,15 +63,18 @@ def listed(value) -> str:
 ROPE_CALL_DEFAULTS = {"cache_form": "cos-sin", "cache_call": "positions", "x_layout": "bshd"}
 
 
-def rope_answer_keys(answer: dict, shape, head_dim=None, max_positions=None) -> dict:
+def rope_answer_keys(answer: dict, shape, head_dim=None, max_positions=None, call=None) -> dict:
     """The keys that declare a rotary answer of ``identify`` (``shape``: how the target is
-    called, :class:`~posenc_spec.families.rope.readings.CallShape`)."""
+    called, :class:`~posenc_spec.families.rope.readings.CallShape`; ``call``: the declaration
+    of how it is called, whose signature, ``init``, ``method`` and ``kwargs`` the keys keep)."""
     convention = answer["convention"]
     keys = {"api": shape.api, **rope_keys(convention, shape.api, convention.get("layout"))}
+    calling = call.calling.declared_keys() if call is not None else {}
     for key, default in ROPE_CALL_DEFAULTS.items():
         value = getattr(shape, key)
-        if value != default and (key == "x_layout") == (shape.api == "rope-apply"):
+        if (value != default or "signature" in calling) and (key == "x_layout") == (shape.api == "rope-apply"):
             keys[key] = value
+    keys.update(calling)
     if head_dim is not None:
         keys["head_dim"] = head_dim
     if max_positions is not None:

@@ -114,10 +114,13 @@ class _Identification:
                                rope_layout=pick("layout", ROPE_LAYOUTS, None))
 
     def run(self, options) -> dict:
-        from posenc_spec.families.rope.identify import identify_many
+        from posenc_spec.families.rope.identify import identify_handed_rotation, identify_many
 
         call = self.call
-        return identify_many([call.target], self.shape, self.head_dim, call.max_positions, call.timeout, options)[0]
+        if call.calling.signature in WITH_ROTATION:
+            return identify_handed_rotation(call, self.flags.get("rope_layout"), options)
+        return identify_many([call.target], self.shape, self.head_dim, call.max_positions, call.timeout, options,
+                             call=call)[0]
 
     def compared_keys(self, flags: dict) -> dict:
         return {**flags, **{key: self.flags[key] for key in ("layout", "cache_layout") if key in self.flags}}
@@ -129,10 +132,22 @@ class _Identification:
         layout = spec.rope_layout if self.call.api == "rope-apply" else spec.cache_layout
         return rope_differences(answer, answer.get("layout"), spec.convention, layout)
 
+    def slip(self, result: dict, compared):
+        """With a declaration, the slips that take it to the answer (theta, the pairing, a
+        scaling or a partial rotary size dropped); without one none: every rotary member is one
+        some model means."""
+        from posenc_spec.families.rope.identify import known_slip
+
+        if compared is None:
+            return None
+        spec = compared.spec
+        layout = spec.rope_layout if self.call.api == "rope-apply" else spec.cache_layout
+        return known_slip(result["convention"], spec.convention, layout)
+
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         from posenc_spec.families.rope.declared import rope_answer_keys
 
-        return rope_answer_keys(result, self.shape, self.head_dim, self.call.max_positions)
+        return rope_answer_keys(result, self.shape, self.head_dim, self.call.max_positions, self.call)
 
 
 FAMILY = Rope()

@@ -228,9 +228,11 @@ def _problems(fit_results) -> list[str]:
 
 
 def identify_many(targets, shape: CallShape, head_dim=None, max_positions=None, timeout: float = DEFAULT_TIMEOUT,
-                  options: RunOptions | None = None) -> list[dict]:
+                  options: RunOptions | None = None, call=None) -> list[dict]:
     """The identify answer for each target, each imported and called in its own sealed
-    child. :class:`IdentifyError` when a target cannot be imported."""
+    child, as ``call`` (the declaration of how it is called: signature, ``init``, ``method``,
+    ``kwargs``; None: the API's own call) says. :class:`IdentifyError` when a target cannot
+    be imported."""
     fits, checks = probes(shape, head_dim, max_positions)
     calls = [*fits, *checks]
 
@@ -249,8 +251,58 @@ def identify_many(targets, shape: CallShape, head_dim=None, max_positions=None, 
         from posenc_spec.families.rope.declared import rope_answer_keys
         from posenc_spec.gate.declaration import declare
 
-        return declare({"target": target, **rope_answer_keys(result, shape, head_dim, max_positions),
+        return declare({"target": target, **rope_answer_keys(result, shape, head_dim, max_positions, call),
                         "timeout": timeout})
 
-    return answer_each(targets, [call.probe.request() for call in calls], timeout, options, answer_of,
-                       declaration_of)
+    return answer_each(targets, [made.probe.request() for made in calls], timeout, options, answer_of,
+                       declaration_of, how=call.how() if call is not None else None,
+                       strict=call is not None and call.strict)
+
+
+def identify_handed_rotation(call, declared_layout: str | None, options: RunOptions | None = None) -> dict:
+    """The answer for an apply target handed its rotation (``q-k-cos-sin``, ``xq-xk-freqs-cis``):
+    the gate hands cos and sin (or ``freqs_cis``) of ``call``'s convention, so the target decides
+    only how it pairs the features with them. Each pairing (``declared_layout`` first) is judged
+    by ``check``'s whole grid in one sealed child; the first it accepts is the answer, else
+    "none" with the declared (or default) pairing's verdict as the nearest."""
+    import dataclasses
+
+    from posenc_spec.families.rope.spec import ROPE_LAYOUTS
+    from posenc_spec.gate.identify import check_each
+
+    layouts = tuple(dict.fromkeys((declared_layout or call.spec.rope_layout, *ROPE_LAYOUTS)))
+    heads = list(call.spec.head_dims)
+    candidates = []
+    for layout in layouts:
+        declaration = dataclasses.replace(call, spec=dataclasses.replace(call.spec, rope_layout=layout))
+        convention = {**call.spec.convention.as_dict(), "layout": layout, "head_dim": heads}
+        result = {"target": call.name, "name": call.spec.convention.rope_type, "convention": convention,
+                  "max_error_ratio": 0.0, "nearest": None,
+                  "message": f"identified {layout} pairs of the cos and sin it is handed "
+                             f"({call.calling.signature}, {call.spec.convention.describe()})"}
+        candidates.append((result, declaration))
+    answers = check_each(candidates, call.timeout, options)
+    return next((answer for answer in answers if answer["convention"] is not None), answers[0])
+
+
+def known_slip(found: dict, declared, declared_layout: str | None):
+    """The :class:`~posenc_spec.gate.identify.hint.Hint` of the slips that take ``declared`` (a
+    declared :class:`~.conventions.RopeConvention` and its pairing) to ``found`` (an answer's
+    convention), where each difference is one a slip makes; None when none is."""
+    from posenc_spec.families.rope.declared import rope_differences
+    from posenc_spec.gate.identify.hint import Hint
+
+    slips = []
+    if found.get("layout") is not None and declared_layout is not None and found["layout"] != declared_layout:
+        slips.append("rope-layout")
+    if not math.isclose(found["theta"], declared.theta, rel_tol=1e-9):
+        slips.append("theta")
+    if found["rope_type"] == "default" and declared.rope_type != "default":
+        slips.append("scaling-type-dropped")
+    full = found.get("rotary_dim") is None and found.get("partial_rotary_factor", 1.0) == 1.0
+    if full and (declared.rotary_dim is not None or declared.partial_rotary_factor != 1.0):
+        slips.append("partial-rotary-ignored")
+    if not slips:
+        return None
+    words = "; ".join(rope_differences(found, found.get("layout"), declared, declared_layout))
+    return Hint(tuple(slips), f"it is the declared convention with a slip ({words})")

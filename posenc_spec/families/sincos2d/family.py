@@ -11,6 +11,8 @@ from .keys import NAMES
 
 class Sincos2dFamily(Family):
     names = NAMES
+    # A table with rows the declaration does not count fails shape, not formula: its values still show why.
+    value_checks = ("formula", "shape")
 
     def declare(self, keys, context):
         return spec.declare(keys, context)

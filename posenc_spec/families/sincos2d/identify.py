@@ -26,6 +26,7 @@ from posenc_spec.tolerance import compare
 
 from . import oracle
 from .conventions import AXES, MAX_EXTRA_TOKENS, PRESETS, TOKEN_ORDERS, Sincos2d
+from .grid import SQUARE_ONLY
 from .judge import table_problem
 from .properties import layout_keys
 from .slips import OTHER_BASES, candidates
@@ -40,6 +41,11 @@ VALIDATION_GRIDS = ((7, 11, 64), (2, 3, 12))
 PRESET_POSITIONS = tuple(dict.fromkeys((conv.position, tuple(conv.position_parameters().items()))
                                        for conv in PRESETS.values()))
 EXTRA_POSITIONS = (("index", (("offset", 1.0), ("scale", 1.0))),)
+# A target that takes one side (grid.SQUARE_ONLY) is fitted on square grids: three sides and
+# widths, as the non-square fit (a square grid cannot tell a swapped axis hidden by a
+# transposed token order, and neither can any call such a target takes).
+SQUARE_FIT_GRIDS = ((3, 3, 16), (5, 5, 8), (4, 4, 32))
+SQUARE_VALIDATION_GRIDS = ((7, 7, 64), (2, 2, 12))
 # How many members at most the nearest-member fit reads a failing run's tables for.
 NEAREST_GRIDS = 3
 
@@ -190,12 +196,46 @@ def _explains(slip, conv: Sincos2d, kept) -> bool:
     return differs
 
 
+def _token_rows(conv: Sincos2d, probes, outcomes) -> list:
+    """The hint where every token table has ``k`` rows more than its grid's tokens, ``k`` not
+    the declared ``extra_tokens`` (a class token's row returned undeclared, or one declared
+    and never returned), and the declaration with ``extra_tokens = k`` is every such table
+    within its bound; empty otherwise (a table of the declared count, or of no such member)."""
+    from posenc_spec.gate.identify.hint import Hint
+
+    if conv.output_layout != "tokens":
+        return []
+    samples, counts = [], set()
+    for probe, outcome in zip(probes, outcomes, strict=True):
+        if probe.role != "table" or table_problem(outcome):
+            continue
+        table = _as_table(outcome.table)
+        if table.ndim != 2 or table.shape[1] != probe.dim:
+            return []
+        counts.add(table.shape[0] - probe.height * probe.width)
+        samples.append(_sample(probe.height, probe.width, probe.dim, table, outcome.dtype))
+    if len(counts) != 1 or not samples:
+        return []
+    count = counts.pop()
+    if count == conv.extra_tokens or not 0 <= count <= MAX_EXTRA_TOKENS:
+        return []
+    member = conv.replace(extra_tokens=count)
+    if ratio(member, samples) > 1:
+        return []
+    said = f"every table has {count} row{'s' * (count != 1)} before the grid's tokens where extra_tokens " \
+           f"{conv.extra_tokens} is declared (a class token's row)"
+    return [Hint(("extra-tokens-count",), said, (("extra_tokens", count),))]
+
+
 def hints(declaration, probes, outcomes, report) -> list:
     """The slip the run's tables show (each a :class:`~posenc_spec.gate.identify.hint.Hint`):
     those whose tables explain every table the run judged."""
     from posenc_spec.gate.identify.hint import Hint
 
     conv = declaration.spec.convention
+    rows = _token_rows(conv, probes, outcomes)
+    if rows:
+        return rows
     statuses = {check.name: check.status for check in report.checks}
     kept = [_sample(probe.height, probe.width, probe.dim, outcome.table, outcome.dtype)
             for probe, outcome in zip(probes, outcomes, strict=True)
@@ -214,7 +254,9 @@ def hints(declaration, probes, outcomes, report) -> list:
 
 
 class Identification:
-    """``identify`` of a 2-D sincos target called ``fn(height, width, dim)``."""
+    """``identify`` of a 2-D sincos target, called as its declaration says (``call``: the
+    signature, ``init``, ``method``, ``kwargs`` and the family's call keys, each as ``check``
+    reads it; a target that takes square grids only is fitted on square ones)."""
 
     def __init__(self, call, flags: dict):
         from posenc_spec.gate.errors import UsageError
@@ -225,33 +267,64 @@ class Identification:
 
     def run(self, options) -> dict:
         from posenc_spec.gate.declaration import declare
-        from posenc_spec.gate.identify import answer_each
+        from posenc_spec.gate.identify import answer_each, call_keys_of
 
         call = self.call
-        grids = [*FIT_GRIDS, *VALIDATION_GRIDS]
+        square = call.calling.signature in SQUARE_ONLY
+        grids = [*SQUARE_FIT_GRIDS, *SQUARE_VALIDATION_GRIDS] if square else [*FIT_GRIDS, *VALIDATION_GRIDS]
         requests = [CallRequest(f"fit-{h}x{w}:d={d}", (h, w, d), (h * w + MAX_EXTRA_TOKENS, d)) for h, w, d in grids]
 
         def answer_of(target, outcomes):
             return answer(grids, outcomes)
 
         def declaration_of(target, result):
-            return declare({"target": target, "api": API, **result["keys"], "timeout": call.timeout,
-                            **({"max_positions": call.max_positions} if call.max_positions else {})})
+            return declare({"target": target, "api": API, **call_keys_of(call), **result["keys"],
+                            "timeout": call.timeout})
 
-        return answer_each([call.target], requests, call.timeout, options, answer_of, declaration_of)[0]
+        return answer_each([call.target], requests, call.timeout, options, answer_of, declaration_of,
+                           how=call.how(), strict=call.strict)[0]
 
     def compared_keys(self, flags: dict) -> dict:
         return flags
 
     def differences(self, answer: dict, declared) -> list[str]:
+        from posenc_spec.gate.identify.toml_text import value
+
         keys = keys_between(declared.spec.convention, Sincos2d(**answer))
-        return [f"{key} {value!r} (declared {getattr(declared.spec.convention, _field(key))!r})"
-                for key, value in keys.items()]
+        return [f"{key} {value(found)} (declared {value(getattr(declared.spec.convention, _field(key)))})"
+                for key, found in keys.items()]
+
+    def slip(self, result: dict, compared):
+        """A member one of :func:`~.slips.candidates`' slips makes of the declared convention (the
+        meshgrid's swapped axes make mae transformers), or, without a declaration, of a preset
+        when the answer is no preset itself."""
+        return known_slip(Sincos2d(**result["convention"]),
+                          compared.spec.convention if compared is not None else None)
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         from posenc_spec.gate.identify.toml_text import number
 
         return {"api": API, **{key: number(value) for key, value in result["keys"].items()}}
+
+
+def known_slip(found: Sincos2d, declared: Sincos2d | None = None):
+    """The :class:`~posenc_spec.gate.identify.hint.Hint` of the slip that makes ``found`` of
+    ``declared`` (else of a preset, when ``found`` is none of them); None when none does."""
+    from posenc_spec.gate.identify.hint import Hint
+
+    if declared is not None:
+        nearby = {"the declared convention": declared}
+    elif any(not keys_between(preset, found) for preset in PRESETS.values()):
+        return None
+    else:
+        nearby = PRESETS
+    for name, member in nearby.items():
+        if not keys_between(member, found):
+            continue
+        for slip in candidates(member):
+            if slip.member is not None and not keys_between(slip.member, found):
+                return Hint(slip.slips, f"it is {name} with a slip: {slip.says}")
+    return None
 
 
 def _field(key: str) -> str:

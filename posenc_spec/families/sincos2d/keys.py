@@ -73,6 +73,7 @@ SLIPS = {
     "positions-float16": "positions formed in float16 (rounded)",
     "positions-bfloat16": "positions formed in bfloat16 (rounded)",
     "extra-tokens-appended": "the extra tokens' rows after the grid's instead of before them",
+    "extra-tokens-count": "another number of extra token rows (a class token's) than the declared `extra_tokens`",
 }
 
 NAMES = FamilyKeys(

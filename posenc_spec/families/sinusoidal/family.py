@@ -113,7 +113,8 @@ class _Identification:
 
         call = self.call
         return identify_target(call.target, api=call.api, t_max=call.t_max, timeout=call.timeout,
-                               max_positions=call.max_positions, options=options, calling=self.calling)
+                               max_positions=call.max_positions, options=options, calling=self.calling,
+                               strict=call.strict)
 
     def compared_keys(self, flags: dict) -> dict:
         return flags
@@ -124,6 +125,13 @@ class _Identification:
         odd = answer.get("odd")
         found = Convention(**{**answer, "odd": odd or declared.spec.convention.odd})
         return sinusoidal_differences(found, declared.spec.convention, odd is not None and not declared.spec.skip_odd)
+
+    def slip(self, result: dict, compared):
+        from posenc_spec.families.sinusoidal.identify import known_slip
+
+        found = Convention(**{**result["convention"], "odd": "error"})
+        declared = compared.spec.convention if compared is not None else None
+        return known_slip(found, declared, "timesteps" if self.call.api == "timesteps" else "positions")
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         from posenc_spec.families.sinusoidal.declared import answer_keys

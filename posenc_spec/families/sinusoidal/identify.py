@@ -64,11 +64,12 @@ def probes(api: str, t_max: float = DEFAULT_T_MAX, max_positions=None) -> tuple[
 
 
 def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, timeout: float = DEFAULT_TIMEOUT,
-                  max_positions=None, options: RunOptions | None = None, calling: dict | None = None) -> list[dict]:
+                  max_positions=None, options: RunOptions | None = None, calling: dict | None = None,
+                  strict: bool = False) -> list[dict]:
     """The identify answer for each target (each imported and called in its own sealed
     child, as ``calling`` declares: ``signature``, ``init``, ``method``, ``kwargs``,
-    ``x_layout``, in a declaration's typed form; none: as it is). :class:`IdentifyError`
-    when a target cannot be imported."""
+    ``x_layout``, in a declaration's typed form; none: as it is; ``strict``: the check of
+    the answer fails on a note). :class:`IdentifyError` when a target cannot be imported."""
     from posenc_spec.gate.declaration import declare
 
     calling = dict(calling or {})
@@ -95,8 +96,38 @@ def identify_many(targets, api: str = "table", t_max: float = DEFAULT_T_MAX, tim
                         "timeout": timeout, **calling})
 
     return answer_each(targets, [probe.request() for probe in calls], timeout, options, answer_of, declaration_of,
-                       how=how)
+                       how=how, strict=strict)
 
 
 def identify_target(target: str, **options) -> dict:
     return identify_many([target], **options)[0]
+
+
+# The slips whose value no convention takes on purpose: an answer one of them away from a
+# preset is that preset with the slip (base 100 is vaswani's 10000 with `i/d` for `2i/d`).
+SLIP_ONLY = ("exponent-i-over-d", "log10-for-ln", "log2-for-ln")
+
+
+def known_slip(found, declared=None, what: str = "positions"):
+    """The :class:`~posenc_spec.gate.identify.hint.Hint` of the known slip ``found`` (a
+    :class:`~.conventions.Convention`) is: of ``declared`` (every change from it a named slip),
+    else of the preset it is one :data:`SLIP_ONLY` slip away from; None when it is none."""
+    from posenc_spec.families.sinusoidal.conventions import PRESETS
+    from posenc_spec.families.sinusoidal.slips import changes
+    from posenc_spec.gate.identify.hint import Hint
+
+    found = found.replace(odd="error")
+    if declared is not None:
+        nearby = {"the declared convention": declared.replace(odd="error")}
+    elif any(not changes(found, preset.replace(odd="error"), what) for preset in PRESETS.values()):
+        return None
+    else:
+        nearby = {name: preset.replace(odd="error") for name, preset in PRESETS.items()}
+    for name, member in nearby.items():
+        found_changes = changes(found, member, what)
+        if not found_changes or (declared is None and (len(found_changes) != 1
+                                                       or found_changes[0].slip not in SLIP_ONLY)):
+            continue
+        words = "; ".join(change.words for change in found_changes)
+        return Hint(tuple(change.slip for change in found_changes), f"it is {name} with a slip: {words}")
+    return None

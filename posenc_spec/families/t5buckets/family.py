@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from posenc_spec.gate.family import Family
 
 from . import grid
@@ -51,6 +53,15 @@ class T5Buckets(Family):
         declared = declaration.spec.convention
         return diagnose(observations_of(zip(probes, outcomes, strict=True), declared), declared)
 
+    def handed_keys(self, declaration) -> set[str]:
+        """The settings the signature passes the target (``bidirectional``, ``num_buckets``,
+        ``max_distance``, each unless ``bucket_args`` passes it nothing): declaring another value
+        hands the target that value too, so a hint that names one (a halving forgotten reads as
+        twice the buckets) names the slip and advises no key."""
+        passed = declaration.spec.names()
+        handed = {setting for setting in SETTINGS if passed.get(setting)}
+        return super().handed_keys(declaration) | handed
+
     def kept_figures(self, report) -> dict:
         from .plot import kept_figures  # matplotlib: only when asked
 
@@ -76,7 +87,7 @@ class _Identification:
         from posenc_spec.gate.declaration import declare
 
         keys = {"target": call.target, "api": call.api, "timeout": call.timeout, "max_positions": call.max_positions}
-        self.declaration = declare({**keys, **flags}, flags=True)
+        self.declaration = dataclasses.replace(declare({**keys, **flags}, flags=True), strict=call.strict)
 
     def run(self, options) -> dict:
         from .identify import identify_target
@@ -90,6 +101,22 @@ class _Identification:
         declared_fields = declared.spec.convention.as_dict()
         return [f"{key} {_text(answer[key])} (declared {_text(declared_fields[key])})"
                 for key in declared_fields if answer.get(key) != declared_fields[key]]
+
+    def slip(self, result: dict, compared):
+        """With a declaration, the slip each field that differs from it names (every T5 member
+        is one some code means, so without one no answer is a slip)."""
+        from posenc_spec.gate.identify.hint import Hint
+
+        if compared is None:
+            return None
+        declared = compared.spec.convention.as_dict()
+        differs = [key for key in declared if key in FIELD_SLIPS and result["convention"].get(key) != declared[key]]
+        if not differs:
+            return None
+        said = "; ".join(f"{key} {_text(result['convention'][key])} where {_text(declared[key])} is declared"
+                         for key in differs)
+        return Hint(tuple(dict.fromkeys(FIELD_SLIPS[key] for key in differs)),
+                    f"it is the declared convention with a slip ({said})")
 
     def entry_keys(self, result: dict, defaults: dict) -> dict:
         from .conventions import PRESETS, BucketConvention
@@ -108,6 +135,13 @@ class _Identification:
         if spec.signature == "bias" and spec.embedding != DEFAULT_EMBEDDING:
             keys["bucket_embedding"] = spec.embedding
         return keys
+
+
+# The settings a signature may pass the target (the convention's fields under their keys' names).
+SETTINGS = ("bidirectional", "num_buckets", "max_distance")
+# The slip each field of an answer that differs from the declared member names.
+FIELD_SLIPS = {"bidirectional": "t5-direction", "relative_position": "t5-sign-flipped", "num_buckets": "t5-settings",
+               "max_distance": "t5-settings"}
 
 
 def _text(value) -> str:

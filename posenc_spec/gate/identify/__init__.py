@@ -12,6 +12,7 @@ the hints a failing run gives are :class:`.hint.Hint`.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 
 from posenc_spec.gate.loader import module_key
@@ -20,18 +21,55 @@ from posenc_spec.gate.runner import Slot
 from posenc_spec.gate.sandbox import Limits, root_template
 
 
+def call_keys_of(declaration) -> dict:
+    """The keys of how ``declaration``'s target is called, as ``identify`` and ``init`` take
+    them: the core's (signature, ``init``, ``method``, ``kwargs`` and the x layout) and its
+    family's ``identify_keys``, each where it differs from the API's own call, and the run's
+    lengths (``max_positions``, ``t_max``) where declared. ``check``'s advice to run
+    ``identify`` says them, so that the command it gives calls the target as ``check`` did."""
+    from posenc_spec import registry
+    from posenc_spec.gate.declaration import declare
+
+    plain = declare({"target": declaration.target, "api": declaration.api})
+    said, default = declaration.as_dict(), plain.as_dict()
+    names = registry.names_of_api(declaration.api)
+    keys = {key: said[key] for key in names.identify_keys if key in said and said[key] != default.get(key)}
+    x_layout = getattr(declaration.spec, "x_layout", None)
+    if x_layout is not None and x_layout != getattr(plain.spec, "x_layout", None):
+        keys["x_layout"] = x_layout
+    run = {key: said[key] for key in ("max_positions", "t_max") if said[key] is not None and said[key] != default[key]}
+    return {**declaration.calling.declared_keys(), **keys, **run}
+
+
+# What init needs to write an answer that is a known slip of a nearby member.
+ACCEPT_SLIP = "--accept-slip"
+
+
+def with_slip(result: dict, slip) -> dict:
+    """``result`` with the known slip its answer is (``slip``: a
+    :class:`~.hint.Hint` whose message names the nearby member; None: the answer is no known
+    slip): said in the message, and under ``"slip"`` in the JSON. ``init`` writes such an
+    answer only with :data:`ACCEPT_SLIP`: ``check`` on the same code would name the slip."""
+    if slip is None:
+        return result
+    return {**result, "slip": slip.as_dict(),
+            "message": f"{result['message']}; a known slip: {slip.text()}; init writes this answer only with "
+                       f"{ACCEPT_SLIP}"}
+
+
 class IdentifyError(Exception):
     """The target could not be imported (exit status 2)."""
 
 
 def answer_each(targets, requests, timeout: float, options: RunOptions | None, answer_of,
-                declaration_of=None, how: dict | None = None) -> list[dict]:
+                declaration_of=None, how: dict | None = None, strict: bool = False) -> list[dict]:
     """``answer_of(target, outcomes)`` for each target, its ``requests`` made in its own sealed
     child (a module shared by several targets imported once for them all; ``how``: how the
     child calls it, :meth:`~posenc_spec.gate.declaration.Declaration.how`), then checked:
     ``declaration_of(target, answer)`` gives the declaration of an answer that names a
     convention, and ``check``'s whole grid runs under it in the same slot
-    (:func:`checked`). :class:`IdentifyError` when a target cannot be imported."""
+    (:func:`checked`; ``strict``: a note fails it, as under the user's ``strict``).
+    :class:`IdentifyError` when a target cannot be imported."""
     options = options or RunOptions()
     results = []
     with root_template(options.preload) as root:
@@ -47,11 +85,32 @@ def answer_each(targets, requests, timeout: float, options: RunOptions | None, a
                     raise IdentifyError(run.import_message)
                 result = answer_of(target, run.outcomes)
                 if declaration_of is not None and result["convention"] is not None:
-                    result = checked(result, declaration_of(target, result), slot)
+                    declared = declaration_of(target, result)
+                    result = checked(result, dataclasses.replace(declared, strict=declared.strict or strict), slot)
                 results.append(result)
         finally:
             slot.close()
     return results
+
+
+def check_each(candidates, timeout: float, options: RunOptions | None) -> list[dict]:
+    """``check``'s verdict on one target under each candidate ``(result, declaration)`` in
+    turn (:func:`checked`), in one sealed child, up to the first it accepts: for a target
+    whose values the gate's own inputs decide (a rotation handed to an apply function), the
+    candidates are what the target itself decides. :class:`IdentifyError` when it cannot be
+    imported."""
+    options = options or RunOptions()
+    answers = []
+    with root_template(options.preload) as root:
+        slot = Slot(root, Limits.of_run(options, timeout))
+        try:
+            for result, declaration in candidates:
+                answers.append(checked(result, declaration, slot))
+                if answers[-1]["convention"] is not None:
+                    break
+        finally:
+            slot.close()
+    return answers
 
 
 # Checks that say nothing about the convention: a target that fails only these computes it.
@@ -71,6 +130,8 @@ def checked(result: dict, declaration, slot: Slot) -> dict:
 
     calls = Calls.of(declaration)
     run = slot.run(declaration.target, calls.requests(), declaration.search_path, how=declaration.how())
+    if not run.imported:
+        raise IdentifyError(run.import_message)
     report = judge_run(declaration, calls, run)
     failed = report.failures()
     hints = [hint.text() for hint in report.hints]

@@ -23,8 +23,13 @@ from . import toml_text
 PLAIN_SLIPS = {
     "values-all-zero": "every value zero (a table never filled)",
     "values-constant": "every value one constant",
+    "values-nan": "NaN among the values (a 0/0, a log of zero, inf - inf)",
 }
 SLIPS = {**PLAIN_SLIPS, **{slip: words for names in registry.names() for slip, words in names.slips.items()}}
+
+
+# How a user writes declaration keys, by where the declaration came from (Declaration.spelling).
+SPELLINGS = ("flags", "toml", "python")
 
 
 @dataclass(frozen=True)
@@ -49,13 +54,27 @@ class Hint:
     def keys(self) -> str:
         return toml_text.assignments(dict(self.declare)) if self.declare else ""
 
-    def text(self) -> str:
-        """The message, when a key declares it the flags and keys to paste if it was meant, and
-        the slips' ids (those the JSON's ``slips`` lists and docs/checks.md explains)."""
+    @property
+    def keywords(self) -> str:
+        """The keys as ``posenc_spec.check``'s keyword arguments: ``base=100``."""
+        return toml_text.keywords(dict(self.declare)) if self.declare else ""
+
+    def advice(self, spelling: str | None = None) -> str:
+        """The keys to declare, spelled as the user writes them (:data:`SPELLINGS`: ``flags`` on
+        the command line, ``toml`` in a file, ``python`` for ``posenc_spec.check``; None: the
+        flags, then the TOML keys in parentheses, for a report read anywhere)."""
+        if spelling is None:
+            return f"{self.flags} ({self.keys})"
+        return toml_text.spelled(dict(self.declare), spelling) if self.declare else ""
+
+    def text(self, spelling: str | None = None) -> str:
+        """The message, when a key declares it the keys to declare if it was meant (spelled as
+        :meth:`advice` says), and the slips' ids (those the JSON's ``slips`` lists and
+        docs/checks.md explains)."""
         named = f"slip{'s' if len(self.slips) > 1 else ''}: {', '.join(self.slips)}"
         if not self.declare:
             return f"{self.message} ({named})"
-        return f"{self.message}; if that is intended, declare {self.flags} ({self.keys}) ({named})"
+        return f"{self.message}; if that is intended, declare {self.advice(spelling)} ({named})"
 
     def without_advice(self) -> Hint:
         """The same diagnosis with no keys to declare (where declaring them cannot make the target conform)."""
@@ -63,4 +82,5 @@ class Hint:
 
     def as_dict(self) -> dict:
         return {"slips": list(self.slips), "text": self.text(), "flags": self.flags or None,
-                "keys": self.keys or None}
+                "keys": self.keys or None, "keywords": self.keywords or None,
+                "declare": dict(self.declare) or None}

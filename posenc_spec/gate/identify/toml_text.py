@@ -100,3 +100,15 @@ def flags(keys: dict) -> str:
         else:
             parts.append(f"{flag(key)} {_flag_value(item)}")
     return " ".join(parts)
+
+
+def keywords(keys: dict) -> str:
+    """The same keys as ``posenc_spec.check``'s keyword arguments: ``layout='concat', base=100``
+    (a table as a dict, ``rope_parameters={'factor': 8}``)."""
+    return ", ".join(f"{key}={item!r}" for key, item in keys.items())
+
+
+def spelled(keys: dict, spelling: str) -> str:
+    """``keys`` as the user writes them: ``flags``, ``toml`` (assignments) or ``python``
+    (``posenc_spec.check``'s keywords); see :attr:`~posenc_spec.gate.declaration.Declaration.spelling`."""
+    return {"flags": flags, "toml": assignments, "python": keywords}[spelling](keys)

@@ -10,7 +10,7 @@ The JSON Schema ships as ``posenc_spec/data/report-v1.schema.json``. In short::
                   "status", "seconds", "warnings": [...], "checks": [{"id", "status",
                   "reason", "worst": {"index", "size", "actual", "expected", "error",
                   "tolerance", "ratio"} or null}], "hints": [{"slips", "text", "flags",
-                  "keys"}] (only when the tables show a slip), ...}]}
+                  "keys", "keywords", "declare"}] (only when the tables show a slip), ...}]}
 
 ``position`` is the target's place in the whole run, so that shard reports merge back in
 order (:func:`merge`); ``run_digest`` (SHA-256 of every target of the whole run with its

@@ -14,6 +14,9 @@ from ..against import regression_rule
 
 MAX_FAILURE_LINES = 6  # check kinds listed without -v
 MAX_HINTED_LINES = 3  # where a hint names the slip (the lines are its evidence)
+# How a user asks for every check, by how the declaration was written (Declaration.spelling).
+EVERY_CHECK = {"flags": "-v lists every check", "toml": "-v lists every check",
+               "python": "posenc_spec.check(...).text(verbose=True) lists every check"}
 REGRESSION = "regression"
 TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS",
         "noted": "note "}
@@ -144,7 +147,7 @@ def _by_kind(report) -> list[str]:
         more = ", ".join(_kind(checks[0].name) for checks in rest)
         hidden = sum(map(len, rest))
         lines = lines[:limit] + [f"  ... and {hidden} check{'s' * (hidden != 1)} of {len(rest)} more "
-                                 f"kind{'s' * (len(rest) != 1)} ({more}; -v lists every check)"]
+                                 f"kind{'s' * (len(rest) != 1)} ({more}; {EVERY_CHECK[report.declaration.spelling]})"]
     regression = [check for check in report.checks if check.name == REGRESSION]
     for check in regression:  # always said, with what changed
         lines += [f"  {TAGS[check.status]} {check.name}: {check.message}", *detail_lines(check)]
@@ -158,7 +161,7 @@ def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
     the slip), a cause every call shares, then one line per failing check kind with its worst
     call (every check with ``verbose``), the warnings and ``extra_lines``."""
     lines = [target_header(report), _tally(report)]
-    lines += [f"  hint: {hint.text()}" for hint in report.hints]
+    lines += [f"  hint: {hint.text(report.declaration.spelling)}" for hint in report.hints]
     if report.nearest is not None and not report.hints:
         lines.append(f"  nearest: {report.nearest['message']}")
     lines += [f"  {line}" for line in report.advice]

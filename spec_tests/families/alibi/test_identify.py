@@ -24,7 +24,7 @@ def test_slopes_are_named_by_their_rule(impl, capsys):
     assert (status, answer["name"], answer["check"]) == (0, "paper", "conforms"), answer["message"]
     status, answer = _identify(capsys, "impl:geometric_slopes", "--api", "alibi-slopes", "--slope-rule", "paper")
     assert (status, answer["name"]) == (0, "geometric"), answer["message"]
-    assert answer["declared"]["differences"] == ["slope_rule 'geometric' where 'paper' is declared"]
+    assert answer["declared"]["differences"] == ['slope_rule "geometric" where "paper" is declared']
 
 
 def test_a_module_and_a_bias_builder_are_named_by_their_form(impl, capsys):

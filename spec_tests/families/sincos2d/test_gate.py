@@ -139,14 +139,14 @@ def test_a_key_of_the_family_in_python_is_validated_there():
 
 def test_identify_names_the_member_and_how_it_differs(capsys):
     """identify: the correct target is mae, checked on the whole grid; the swapped one is the
-    transformers preset, differing from the declared mae by first_axis."""
+    transformers preset, differing from the declared mae by first_axis: the axes-swapped slip of mae."""
     assert main(["identify", CORRECT, "--api", "sincos2d", "--json", "-"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["name"] == "mae" and answer["check"] == "conforms", answer
     assert main(["identify", SWAPPED, "--api", "sincos2d", "--convention", "mae"]) == 0
     output = capsys.readouterr().out
     assert "transformers: declare --convention transformers" in output, output
-    assert "first_axis 'row' (declared 'col')" in output, output
+    assert 'first_axis "row" (declared "col")' in output and "(slip: axes-swapped)" in output, output
 
 
 def test_plot_writes_the_difference_and_the_halves(tmp_path, capsys):

@@ -117,15 +117,18 @@ def _hinted_report():
 
 
 def test_every_report_gives_the_same_hint():
-    """The text summary, the JSON report (valid under the shipped schema), the JUnit failure and
-    its suite's properties, and a GitHub notice all carry the hint's text, flags and keys."""
+    """The text summary (its keys spelled as the declaration was: TOML keys here), the JSON
+    report (valid under the shipped schema), the JUnit failure and its suite's properties, and
+    a GitHub notice all carry the hint's text, flags and keys."""
     text = HINT.text()
     assert text.endswith('declare --layout concat (layout = "concat") (slip: layout)'), text
-    assert f"  hint: {text}" in summary_lines(_hinted_report())
+    assert '  hint: the columns are concat where interleaved is declared; if that is intended, declare layout = ' \
+           '"concat" (slip: layout)' in summary_lines(_hinted_report())
     data = report_json([_hinted_report()])
     jsonschema.validate(data, json_report.schema())
     assert data["targets"][0]["hints"] == [{"slips": ["layout"], "text": text, "flags": "--layout concat",
-                                            "keys": 'layout = "concat"'}]
+                                            "keys": 'layout = "concat"', "keywords": "layout='concat'",
+                                            "declare": {"layout": "concat"}}]
     suite = ElementTree.fromstring(junit.junit_xml(data)).find("testsuite")
     assert suite.find("testcase/failure").text.splitlines()[-1] == f"hint: {text}"
     assert [prop.get("value") for prop in suite.iter("property") if prop.get("name") == "hint"] == [text]

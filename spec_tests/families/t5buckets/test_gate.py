@@ -78,13 +78,15 @@ def _failed(report) -> list[str]:
 
 def test_correct_function_conforms_and_a_slip_fails_with_its_hint(folder):
     """In-process gate: T5's function conforms; with the halving forgotten it fails range and
-    formula, and the hint names the slip and the keys its buckets declare."""
+    formula, and the hint names the slip and advises no key: the gate hands the function its
+    num_buckets, so declaring the count its buckets show would only hand it that count."""
     report = check_target(declare({"target": "buckets:t5", "api": "t5-buckets"}))
     assert report.conforms, _failed(report)
     wrong = check_target(declare({"target": "buckets:halving_forgotten", "api": "t5-buckets"}))
     assert {"range[int64]", "formula[int64]"} <= set(_failed(wrong)), _failed(wrong)
     [hint] = wrong.hints
-    assert hint.slips == ("t5-settings", "t5-halving-forgotten") and hint.keys == "num_buckets = 64", hint.text()
+    assert hint.slips == ("t5-settings", "t5-halving-forgotten") and hint.declare == (), hint.text()
+    assert "t5-halving-forgotten" in hint.text() and "if that is intended" not in hint.text(), hint.text()
 
 
 def test_command_line_renames_an_argument_and_builds_a_bias_module(folder, capsys):
