@@ -92,16 +92,16 @@ FLUX = ["diffusers.models.transformers.transformer_flux:FluxPosEmbed", "--api", 
 CASES = {
     "sinusoidal": (["enc:vaswani", "--max-positions", "512"], {"convention": "vaswani", "max_positions": 512}),
     "rope": (["enc:apply_rotary_pos_emb", "--api", "rope-apply", "--signature", "q-k-cos-sin", "--x-layout", "bhsd"],
-             {"api": "rope-apply", "signature": "q-k-cos-sin", "x_layout": "bhsd", "rope_layout": "half"}),
+             {"api": "rope-apply", "signature": "q-k-cos-sin", "x_layout": "bhsd", "layout": "half"}),
     "rope-interleaved": (["enc:apply_interleaved", "--api", "rope-apply", "--signature", "q-k-cos-sin"],
-                         {"signature": "q-k-cos-sin", "x_layout": "bshd", "rope_layout": "interleaved"}),
+                         {"signature": "q-k-cos-sin", "x_layout": "bshd", "layout": "interleaved"}),
     "sincos2d": (["enc:sincos_w_h", "--api", "sincos2d", "--signature", "w-h-dim"],
-                 {"api": "sincos2d", "signature": "w-h-dim", "grid_convention": "mae"}),
-    "alibi": (["enc:paper_slopes", "--api", "alibi-slopes"], {"api": "alibi-slopes", "alibi_convention": None}),
-    "t5buckets": (["enc:t5_bucket", "--api", "t5-buckets"], {"api": "t5-buckets", "bucket_preset": "t5-encoder"}),
+                 {"api": "sincos2d", "signature": "w-h-dim", "convention": "mae"}),
+    "alibi": (["enc:paper_slopes", "--api", "alibi-slopes"], {"api": "alibi-slopes", "convention": None}),
+    "t5buckets": (["enc:t5_bucket", "--api", "t5-buckets"], {"api": "t5-buckets", "convention": "t5-encoder"}),
     "mrope": (FLUX, {"api": "mrope-cache", "signature": "ids", "init": {"theta": 10000, "axes_dim": "{axes_dim}"}}),
     "mrope-apply": (["diffusers.models.embeddings:apply_rotary_emb", "--api", "mrope-apply", "--signature",
-                     "x-cos-sin"], {"api": "mrope-apply", "signature": "x-cos-sin", "mrope_layout": "interleaved"}),
+                     "x-cos-sin"], {"api": "mrope-apply", "signature": "x-cos-sin", "layout": "interleaved"}),
 }
 
 
