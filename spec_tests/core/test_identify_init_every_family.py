@@ -27,6 +27,12 @@ def vaswani(n, d):
     return pe
 
 
+def precompute_freqs_cis(dim, end, theta=10000.0):  # Meta's Llama: the head size first, then the length
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    freqs = torch.outer(torch.arange(end, device=freqs.device), freqs).float()
+    return torch.polar(torch.ones_like(freqs), freqs)
+
+
 def rotate_half(x):  # transformers' apply_rotary_pos_emb
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     return torch.cat((-x2, x1), dim=-1)
@@ -95,6 +101,9 @@ CASES = {
              {"api": "rope-apply", "signature": "q-k-cos-sin", "x_layout": "bhsd", "layout": "half"}),
     "rope-interleaved": (["enc:apply_interleaved", "--api", "rope-apply", "--signature", "q-k-cos-sin"],
                          {"signature": "q-k-cos-sin", "x_layout": "bshd", "layout": "interleaved"}),
+    "rope-call": (["enc:precompute_freqs_cis", "--api", "rope-cache", "--call", "f(head_dim, num_positions)",
+                   "--cache-form", "complex", "--cache-layout", "compact"],
+                  {"api": "rope-cache", "call": "f(head_dim, num_positions)", "cache_call": "length", "base": 10000}),
     "sincos2d": (["enc:sincos_w_h", "--api", "sincos2d", "--signature", "w-h-dim"],
                  {"api": "sincos2d", "signature": "w-h-dim", "convention": "mae"}),
     "alibi": (["enc:paper_slopes", "--api", "alibi-slopes"], {"api": "alibi-slopes", "convention": None}),

@@ -109,7 +109,8 @@ class _Identification:
         self.head_dim = valid_head_dim(flag("head_dim"), flags["head_dim"]) if "head_dim" in flags else None
         self.shape = CallShape(call.api, cache_form=pick("cache_form", CACHE_FORMS, "cos-sin"),
                                cache_layout=pick("cache_layout", CACHE_LAYOUTS, None),
-                               cache_call=pick("cache_call", CACHE_CALLS, "positions"),
+                               # a call description's roles imply the cache call (spec.py's _cache_call)
+                               cache_call=pick("cache_call", CACHE_CALLS, getattr(call.spec, "cache_call", "positions")),
                                x_layout=pick("x_layout", X_LAYOUTS, "bshd"),
                                rope_layout=pick("layout", ROPE_LAYOUTS, None))
 
