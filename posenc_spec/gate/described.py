@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import difflib
 import itertools
+import math
 from dataclasses import dataclass
 
 from .errors import UsageError
@@ -138,6 +139,8 @@ class _Reader:
         constant = self.constant(node)
         if constant is None and not (isinstance(node, ast.Constant) and node.value is None):
             self.refuse(node, "is neither a role nor a constant")
+        if type(constant) is float and not math.isfinite(constant):
+            self.refuse(node, "is not a finite number")
         return ("value", constant)
 
     @staticmethod

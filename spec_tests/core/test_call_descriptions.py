@@ -52,9 +52,12 @@ def test_a_misspelled_role_gets_the_nearest_and_the_list():
     ("fn(positions)[head_dim]", "'head_dim'"),
     ("fn(x=[1, 2], positions=positions)", "'[1, 2]'"),
     ("make()(positions) + 1", "'make()(positions) + 1'"),
+    ("fn(positions, theta=1e400)", "'1e400' is not a finite number"),
+    ("fn(positions, theta=-1e400)", "'-1e400' is not a finite number"),
 ])
 def test_anything_but_roles_literals_and_one_chain_is_refused(text, part):
-    """Arithmetic, unpacking, slices, containers and expressions name the offending part and the roles."""
+    """Arithmetic, unpacking, slices, containers, expressions and numbers beyond a float name the
+    offending part and the roles."""
     refused({"api": "rope-cache", "call": text}, "call", part, "roles of the rope-cache API")
 
 
