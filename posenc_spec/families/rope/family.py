@@ -110,7 +110,8 @@ class _Identification:
         self.shape = CallShape(call.api, cache_form=pick("cache_form", CACHE_FORMS, "cos-sin"),
                                cache_layout=pick("cache_layout", CACHE_LAYOUTS, None),
                                # a call description's roles imply the cache call (spec.py's _cache_call)
-                               cache_call=pick("cache_call", CACHE_CALLS, getattr(call.spec, "cache_call", "positions")),
+                               cache_call=pick("cache_call", CACHE_CALLS,
+                                               getattr(call.spec, "cache_call", "positions")),
                                x_layout=pick("x_layout", X_LAYOUTS, "bshd"),
                                rope_layout=pick("layout", ROPE_LAYOUTS, None))
 
