@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 
+from . import state
 from .state import Entry
 
 
@@ -37,18 +38,15 @@ def _module(name: str):
 
 
 def _settings(owner: str, settings: dict):
-    """``(read, restore)`` over named ``(get, set)`` pairs of the framework ``owner``, read as
-    a dict by name so that a change names the setting."""
-    def read():
+    """``(read, restore)`` over named ``(get, set)`` pairs of the framework ``owner``
+    (:func:`.state.named_settings`), read only once ``owner`` is imported."""
+    read, restore = state.named_settings(**settings)
+
+    def read_imported():
         _module(owner)
-        return {name: get() for name, (get, _) in settings.items()}
+        return read()
 
-    def restore(values):
-        for name, (get, put) in settings.items():
-            if name in values and get() != values[name]:
-                put(values[name])
-
-    return read, restore
+    return read_imported, restore
 
 
 # -- JAX ------------------------------------------------------------------------------------------

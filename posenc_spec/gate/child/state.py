@@ -272,7 +272,7 @@ def _attribute(owner, name: str):
     return (lambda: getattr(owner, name)), (lambda value: setattr(owner, name, value))
 
 
-def _settings(**settings):
+def named_settings(**settings):
     """An entry's read and restore over named settings, each ``(get, set)``: read as a dict
     by name, so that a change names the setting."""
     def read():
@@ -315,14 +315,14 @@ def _restore_resource_limits(values: dict) -> None:
 def _logging_settings():
     """The root logger's level and handlers, and the level ``logging.disable`` set."""
     root = logging.getLogger()
-    return _settings(
+    return named_settings(
         root_level=(lambda: root.level, root.setLevel),
         root_handlers=(lambda: list(root.handlers), lambda value: root.handlers.__setitem__(slice(None), value)),
         disabled_below=(lambda: root.manager.disable, logging.disable))
 
 
 def _interpreter_settings():
-    return _settings(
+    return named_settings(
         switch_interval=(sys.getswitchinterval, sys.setswitchinterval),
         int_max_str_digits=(sys.get_int_max_str_digits, sys.set_int_max_str_digits),
         dlopen_flags=(sys.getdlopenflags, sys.setdlopenflags),
@@ -332,7 +332,7 @@ def _interpreter_settings():
 def _interpreter_hooks():
     """What the interpreter calls on an uncaught exception (in any thread), an unraisable one,
     ``breakpoint()`` and an expression's value at the prompt."""
-    return _settings(**{f"sys.{name}": _attribute(sys, name)
+    return named_settings(**{f"sys.{name}": _attribute(sys, name)
                         for name in ("excepthook", "unraisablehook", "breakpointhook", "displayhook")},
                      **{"threading.excepthook": _attribute(threading, "excepthook")})
 
@@ -394,7 +394,7 @@ def _autocast():
 
         return (lambda: (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))), put
 
-    return _settings(cache=(torch.is_autocast_cache_enabled, torch.set_autocast_cache_enabled),
+    return named_settings(cache=(torch.is_autocast_cache_enabled, torch.set_autocast_cache_enabled),
                      **{device: setting(device) for device in _autocast_devices()})
 
 
@@ -405,13 +405,13 @@ def _deterministic():
     def warn_only(value):
         torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled(), warn_only=value)
 
-    return _settings(enabled=(torch.are_deterministic_algorithms_enabled, enabled),
+    return named_settings(enabled=(torch.are_deterministic_algorithms_enabled, enabled),
                      warn_only=(torch.is_deterministic_algorithms_warn_only_enabled, warn_only),
                      fill_uninitialized_memory=_attribute(torch.utils.deterministic, "fill_uninitialized_memory"))
 
 
 def _anomaly():
-    return _settings(enabled=(torch.is_anomaly_enabled,
+    return named_settings(enabled=(torch.is_anomaly_enabled,
                               lambda value: torch.set_anomaly_enabled(value, torch.is_anomaly_check_nan_enabled())),
                      check_nan=(torch.is_anomaly_check_nan_enabled,
                                 lambda value: torch.set_anomaly_enabled(torch.is_anomaly_enabled(), value)))
@@ -424,7 +424,7 @@ def _fp32_precision():
               "cudnn.conv": backends.cudnn.conv, "cudnn.rnn": backends.cudnn.rnn, "mkldnn": backends.mkldnn,
               "mkldnn.matmul": backends.mkldnn.matmul, "mkldnn.conv": backends.mkldnn.conv,
               "mkldnn.rnn": backends.mkldnn.rnn}
-    return _settings(**{name: _attribute(owner, "fp32_precision") for name, owner in places.items()
+    return named_settings(**{name: _attribute(owner, "fp32_precision") for name, owner in places.items()
                         if hasattr(owner, "fp32_precision")})
 
 
@@ -445,29 +445,29 @@ def _torch_entries() -> list[Entry]:
         ("torch float32 matmul precision", torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
         ("torch float32 precision settings", *_fp32_precision()),
         ("torch TF32 and reduced-precision flags",
-         *_settings(allow_tf32=_attribute(cuda.matmul, "allow_tf32"),
+         *named_settings(allow_tf32=_attribute(cuda.matmul, "allow_tf32"),
                     allow_fp16_reduced_precision_reduction=_attribute(cuda.matmul,
                                                                       "allow_fp16_reduced_precision_reduction"),
                     allow_bf16_reduced_precision_reduction=_attribute(cuda.matmul,
                                                                       "allow_bf16_reduced_precision_reduction"),
                     allow_fp16_accumulation=_attribute(cuda.matmul, "allow_fp16_accumulation"))),
-        ("torch cuDNN flags", *_settings(**{name: _attribute(backends.cudnn, name) for name in (
+        ("torch cuDNN flags", *named_settings(**{name: _attribute(backends.cudnn, name) for name in (
             "enabled", "allow_tf32", "deterministic", "benchmark", "benchmark_limit")})),
         ("torch SDPA kernels",
-         *_settings(flash=(cuda.flash_sdp_enabled, cuda.enable_flash_sdp),
+         *named_settings(flash=(cuda.flash_sdp_enabled, cuda.enable_flash_sdp),
                     mem_efficient=(cuda.mem_efficient_sdp_enabled, cuda.enable_mem_efficient_sdp),
                     math=(cuda.math_sdp_enabled, cuda.enable_math_sdp),
                     cudnn=(cuda.cudnn_sdp_enabled, cuda.enable_cudnn_sdp),
                     fp16_bf16_reduction_math=(cuda.fp16_bf16_reduction_math_sdp_allowed,
                                               cuda.allow_fp16_bf16_reduction_math_sdp))),
         ("torch preferred linear algebra and BLAS libraries",
-         *_settings(linalg=(cuda.preferred_linalg_library, cuda.preferred_linalg_library),
+         *named_settings(linalg=(cuda.preferred_linalg_library, cuda.preferred_linalg_library),
                     blas=(cuda.preferred_blas_library, cuda.preferred_blas_library))),
-        ("torch oneDNN flags", *_settings(enabled=_attribute(backends.mkldnn, "enabled"),
+        ("torch oneDNN flags", *named_settings(enabled=_attribute(backends.mkldnn, "enabled"),
                                           deterministic=_attribute(backends.mkldnn, "deterministic"))),
         ("torch multi-head attention fast path",
          backends.mha.get_fastpath_enabled, backends.mha.set_fastpath_enabled),
-        ("torch opt_einsum flags", *_settings(enabled=_attribute(backends.opt_einsum, "enabled"),
+        ("torch opt_einsum flags", *named_settings(enabled=_attribute(backends.opt_einsum, "enabled"),
                                               strategy=_attribute(backends.opt_einsum, "strategy"))),
         ("torch function overrides", torch._C._get_torch_function_state, torch._C._set_torch_function_state),
         ("torch function modes",
