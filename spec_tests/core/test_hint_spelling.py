@@ -14,6 +14,7 @@ import pytest
 import posenc_spec
 from posenc_spec.cli import main
 from posenc_spec.testing import assert_conforms
+from spec_tests.core.projects import make_project
 
 QUICK = {"max_positions": 64, "odd": "skip"}  # the smallest grid that tells the conventions apart
 SPELLED = {"python": "declare first='cos'", "flags": "declare --first cos", "toml": 'declare first = "cos"'}
@@ -38,11 +39,7 @@ def swapped(n, d):
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A repository of its own holding enc.py."""
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "enc.py").write_text(SWAPPED)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    return make_project(tmp_path, monkeypatch, SWAPPED)
 
 
 def _spelled_only(text: str, spelling: str) -> None:

@@ -9,12 +9,12 @@ entry already there without --force (exit 2), and writes nothing for "none" (exi
 
 from __future__ import annotations
 
-import json
 import tomllib
 
 import pytest
 
 from posenc_spec.cli import main
+from spec_tests.core.projects import identify, make_project
 
 TARGETS = """\
 import math
@@ -51,24 +51,14 @@ OLD = b'[project]\r\nname = "enc"   # a comment init keeps\r\n\r\n[tool.ruff]\r\
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A repository of its own (a .git folder stops the search for pyproject.toml) holding enc.py."""
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "enc.py").write_text(TARGETS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    return make_project(tmp_path, monkeypatch, TARGETS)
 
-
-def _identify(*argv) -> tuple[int, dict]:
-    out = "answer.json"
-    status = main(["identify", *argv, "--json", out])
-    with open(out, encoding="utf-8") as answer:
-        return status, json.load(answer)
 
 
 def test_identify_names_none_where_check_rejects_the_fit(project):
     """float16 positions: the fitted tables are vaswani's, check fails formula[4096x1024];
     the answer is none, vaswani the nearest, with the check, its worst row and the hint."""
-    status, answer = _identify("enc:float16_positions")
+    status, answer = identify("enc:float16_positions")
     assert status == 1 and answer["name"] == "none" and answer["nearest"]["name"] == "vaswani", answer["message"]
     assert "check rejects it on its whole grid" in answer["message"] and "first formula[4096x1024]" in answer["message"]
     assert "row 2049 of 4096x1024 is position 2049 computed as 2048" in answer["message"], answer["message"]
@@ -77,12 +67,12 @@ def test_identify_names_none_where_check_rejects_the_fit(project):
 
 def test_identify_says_how_the_answer_differs_from_the_declaration(project):
     """Declared by flags, or in the nearest [tool.posenc-spec]: the difference in words."""
-    status, answer = _identify("enc:concat", "--max-positions", "64", "--convention", "vaswani")
+    status, answer = identify("enc:concat", "--max-positions", "64", "--convention", "vaswani")
     assert status == 0 and answer["declared"] == {"source": "the flags",
                                                   "differences": ["layout concat where interleaved is declared"]}
     (project / "pyproject.toml").write_text('[[tool.posenc-spec.targets]]\ntarget = "enc:concat"\n'
                                             'convention = "concat"\nbase = 500\n')
-    status, answer = _identify("enc:concat", "--max-positions", "64")
+    status, answer = identify("enc:concat", "--max-positions", "64")
     assert answer["declared"]["differences"] == ["base 10000 where 500 is declared"], answer["message"]
     assert answer["message"].endswith("against the declaration in "
                                       f"{project / 'pyproject.toml'}: base 10000 where 500 is declared")
@@ -158,7 +148,7 @@ def test_identify_and_init_call_a_target_as_declared(project, capsys):
     called so, and init writes the keys that say how to call it: check then conforms."""
     call = ["enc:AddsToX", "--signature", "adds-to-x", "--init", "d_model={dim}", "--init", "max_len={num_positions}",
             "--max-positions", "64"]
-    status, answer = _identify(*call)
+    status, answer = identify(*call)
     assert (status, answer["name"]) == (0, "vaswani"), answer
     assert main(["init", *call]) == 0
     entry = tomllib.loads((project / "pyproject.toml").read_text())["tool"]["posenc-spec"]["targets"][0]

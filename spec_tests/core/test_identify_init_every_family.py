@@ -12,6 +12,7 @@ import tomllib
 import pytest
 
 from posenc_spec.cli import main
+from spec_tests.core.projects import identify, make_project
 
 TARGETS = """\
 import math
@@ -117,17 +118,8 @@ CASES = {
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A repository of its own (a .git folder stops the search for pyproject.toml) holding enc.py."""
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "enc.py").write_text(TARGETS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    return make_project(tmp_path, monkeypatch, TARGETS)
 
-
-def _identify(argv) -> tuple[int, dict]:
-    status = main(["identify", *argv, "--json", "answer.json"])
-    with open("answer.json", encoding="utf-8") as answer:
-        return status, json.load(answer)
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
@@ -147,7 +139,7 @@ def test_init_writes_an_entry_check_passes(project, capsys, case):
 def test_identify_says_no_pairing_fits_a_rotation_it_does_not_apply(project):
     """An apply function that returns q and k unrotated fits neither pairing: none, exit 1."""
     (project / "enc.py").write_text(TARGETS + "\n\ndef unrotated(q, k, cos, sin, unsqueeze_dim=1):\n    return q, k\n")
-    status, answer = _identify(["enc:unrotated", "--api", "rope-apply", "--signature", "q-k-cos-sin"])
+    status, answer = identify("enc:unrotated", "--api", "rope-apply", "--signature", "q-k-cos-sin")
     assert (status, answer["name"], answer["convention"]) == (1, "none", None), answer["message"]
 
 
@@ -162,5 +154,5 @@ def test_the_identify_a_failing_check_advises_calls_the_target_as_check_did(proj
         nearest = json.load(report)["targets"][0]["nearest"]["message"]
     command = shlex.split(nearest.removeprefix("run "))
     assert command[:2] == ["posenc-spec", "identify"], nearest
-    status, answer = _identify(command[2:])
+    status, answer = identify(*command[2:])
     assert (status, answer["convention"]["layout"], answer["check"]) == (0, "half", "conforms"), answer["message"]

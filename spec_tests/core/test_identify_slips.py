@@ -5,12 +5,12 @@ acceptance check is the user's: under ``strict`` a note fails it."""
 
 from __future__ import annotations
 
-import json
 import tomllib
 
 import pytest
 
 from posenc_spec.cli import main
+from spec_tests.core.projects import identify, make_project
 from spec_tests.core.test_identify_init_every_family import TARGETS
 
 SLIPS = TARGETS + '''
@@ -44,17 +44,8 @@ def meshgrid_swapped(h, w, dim):  # MAE's table with meshgrid's arguments the ot
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A repository of its own holding enc.py."""
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "enc.py").write_text(SLIPS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    return make_project(tmp_path, monkeypatch, SLIPS)
 
-
-def _identify(argv) -> tuple[int, dict]:
-    status = main(["identify", *argv, "--json", "answer.json"])
-    with open("answer.json", encoding="utf-8") as answer:
-        return status, json.load(answer)
 
 
 CASES = {
@@ -69,7 +60,7 @@ def test_identify_names_the_slip_and_init_writes_it_only_when_accepted(project, 
     """The answer names the slip in its message and its JSON; init writes nothing (exit 1)
     until --accept-slip, then writes the answer."""
     argv, slip = CASES[case]
-    status, answer = _identify(argv)
+    status, answer = identify(*argv)
     assert status == 0 and answer["slip"]["slips"] == [slip], answer
     assert f"slip: {slip}" in answer["message"] and "--accept-slip" in answer["message"], answer["message"]
     capsys.readouterr()
@@ -86,20 +77,20 @@ def test_identify_names_the_slip_and_init_writes_it_only_when_accepted(project, 
                          ids=["base 100 declared", "geometric declared", "transformers declared"])
 def test_an_answer_declared_on_purpose_is_no_slip(project, argv):
     """The same answers, compared with a declaration that states them, are no slip."""
-    status, answer = _identify(argv)
+    status, answer = identify(*argv)
     assert status == 0 and "slip" not in answer, answer["message"]
 
 
 def test_a_preset_answered_without_a_declaration_is_no_slip(project):
     """The meshgrid-swapped table is transformers' preset: without a declaration, no slip."""
-    status, answer = _identify(["enc:meshgrid_swapped", "--api", "sincos2d"])
+    status, answer = identify("enc:meshgrid_swapped", "--api", "sincos2d")
     assert (status, answer["name"]) == (0, "transformers") and "slip" not in answer, answer["message"]
 
 
 def test_identify_checks_the_answer_under_strict(project):
     """T5's code returns -2**63 unchanged (a note of check); under --strict that note fails the
     answer's check, so the answer is none, as check --strict would say."""
-    status, answer = _identify(["enc:t5_bucket", "--api", "t5-buckets"])
+    status, answer = identify("enc:t5_bucket", "--api", "t5-buckets")
     assert (status, answer["check"]) == (0, "conforms") and answer["notes"], answer["message"]
-    status, answer = _identify(["enc:t5_bucket", "--api", "t5-buckets", "--strict"])
+    status, answer = identify("enc:t5_bucket", "--api", "t5-buckets", "--strict")
     assert (status, answer["name"]) == (1, "none") and "strict" in answer["message"], answer["message"]
