@@ -154,6 +154,18 @@ def test_preloading_a_module_that_starts_jax_is_refused():
         check_many([declaration], run_options(jobs=1, preload=("meta_tests.hostile.jax_started_at_import",)))
 
 
+def test_a_caller_that_computed_with_jax_still_checks_its_numpy_functions():
+    """posenc_spec.check from a process whose own work started JAX's backend (a notebook's)
+    judges a NumPy function as ever: only a preloaded module that starts JAX is refused."""
+    _need("jax", "jax")
+    program = ("import jax.numpy as jnp; jnp.zeros(3).block_until_ready(); import posenc_spec; "
+               "from posenc_spec.families.sinusoidal.references.numpy_vectorized import positional_encoding; "
+               "report = posenc_spec.check(positional_encoding, max_positions=64); "
+               "print(report.conforms); print(report.text())")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert done.stdout.startswith("True"), done.stdout[-2000:] + done.stderr[-2000:]
+
+
 def test_a_jax_slip_gets_the_verdict_and_hint_of_its_numpy_twin():
     """cos first in JAX fails the same checks, with the same hint, as the same slip in NumPy."""
     _need("jax", "jax")

@@ -199,8 +199,11 @@ def announce_and_loop(sock, preload) -> None:
     not_dumpable()  # no process of the same user traces it or reads it through /proc
     # The user's modules first: one that cannot be imported is said at once, not after torch.
     failure = _preload(preload)
-    threads = _started_threads() if failure is None else None
-    if threads is not None:  # every child forked from here would hang at its first computation
+    # Every child forked from here would hang at its first JAX computation: refused for the
+    # modules the user preloads. A caller's own process (the Python API's template is forked
+    # from it) may have used JAX for its own work: its NumPy and torch targets run as ever.
+    threads = _started_threads() if failure is None and preload else None
+    if threads is not None:
         failure = (f"--preload {','.join(preload)}: {threads} while imported, and a forked child loses its "
                    "threads; preload jax itself, or the modules that do not compute when imported")
     if failure is not None:
