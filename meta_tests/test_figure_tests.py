@@ -80,7 +80,8 @@ def infinite_shown_as_identical(distances: np.ndarray) -> np.ndarray:
 
 
 def llama3_never_scaled() -> Figure:
-    """The wavelengths with llama3's curve the default one (its scaling never applied, bug 28 of ROPE.md)."""
+    """The wavelengths with llama3's curve the default one (its scaling never applied: bug 28 of
+    docs/families/rope-reference.md)."""
     frequencies = rope_tests.scaling_frequencies()
     return rope_tests.wavelength_figure({**frequencies, "llama3": frequencies["default"]})
 

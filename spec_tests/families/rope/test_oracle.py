@@ -228,7 +228,8 @@ def test_positions_are_exact_up_to_the_dtypes_integer_limit(angle_dtype, exact_u
     ("exponent over head_dim", PHI2, 80, torch.float32, {"exponent_width": 80}),
 ])
 def test_realistic_cache_bugs_fail(bug, conv, head_dim, out_dtype, kwargs):
-    """Each bug of ROPE.md's precision and partial-rotary lists exceeds the bound somewhere."""
+    """Each bug of the precision and partial-rotary lists of the RoPE reference
+    (docs/families/rope-reference.md) exceeds the bound somewhere."""
     expected_cos, _ = oracle.cache(POSITIONS, conv, head_dim)
     tol = rope_cache_tolerance(POSITIONS, conv, head_dim, out_dtype)
     cos, _ = torch_cache(conv, head_dim, out_dtype, **kwargs)

@@ -11,8 +11,9 @@ Each is declared with the convention it implements, from the example config of
 ``spec_tests/data/rope_configs/`` that fits it (the ``rope_config`` key) or from keys, and
 conforms; each is also declared with a plausible wrong convention (a wrong base, factor,
 layer type, layout, rotary size or attention factor) and the gate names the check that
-catches it. Where a real implementation departs from ROPE.md, the test asserts what the gate
-reports and its docstring says why: a deviation the gate finds is a result.
+catches it. Where a real implementation departs from the RoPE reference
+(docs/families/rope-reference.md), the test asserts what the gate reports and its docstring
+says why: a deviation the gate finds is a result.
 
 The adapters live in ``spec_tests/real_targets/`` and only the gate's child imports them;
 one ``check_many`` on one lane, with transformers' shared modules preloaded, imports each
@@ -90,7 +91,7 @@ REAL = {
     "lucidrains-interpolated-angles": {"target": lucidrains("interpolated_angles"), **ANGLES, "cache_call": "length",
                                        "rope_type": "linear", "rope_parameters": {"factor": 2.0}},
 }
-# Declared right, and departing from ROPE.md (see the tests below).
+# Declared right, and departing from the RoPE reference (see the tests below).
 DEVIATING = {
     "llama-cache-dynamic": {"target": hf("llama_cache_dynamic"), **X_POSITIONS, **DYNAMIC},
     "lucidrains-rotate-queries": {"target": lucidrains("rotate_queries"), "api": "rope-apply",
@@ -158,7 +159,7 @@ def test_real_rotary_code_fails_a_wrong_declaration(name, reports):
 def test_transformers_dynamic_ntk_keeps_the_longest_calls_frequencies(reports):
     """Deviation. transformers' dynamic update recomputes ``inv_freq`` when a call is longer
     than any before, and restores the original only below ``L0``: after the 131073-position
-    call, a call of length ``L0 + 1`` keeps the long call's base (ROPE.md: the base follows
+    call, a call of length ``L0 + 1`` keeps the long call's base (the RoPE reference: the base follows
     each call's own length). Fresh, the same call is right; the short call after the long one
     is right too (restored). So ``history[d=D]`` fails at the ``L0 + 1`` call, for every head
     size, and nothing else does."""

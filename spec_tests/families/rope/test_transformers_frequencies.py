@@ -7,12 +7,12 @@ For every rope type, transformers builds its config from an example file (or a d
 ``LlamaRotaryEmbedding`` cache and ``apply_rotary_pos_emb`` are judged at positions up to
 131071, and a doubled yarn attention factor (bug 19) is shown to fail.
 
-Where transformers 5.23 departs from ROPE.md, a test below says how and why, and asserts
-the departure (so that it is noticed when it changes): dynamic NTK takes L0 from
-``max_position_embeddings`` whatever the RoPE dict states; Llama's default frequencies
-ignore ``partial_rotary_factor``. The departures the gate itself reports (a per-layer yarn
-``truncate`` lost, dynamic NTK keeping a longer call's frequencies) are asserted through the
-gate in ``spec_tests/families/rope/test_real_code.py``.
+Where transformers 5.23 departs from the RoPE reference (docs/families/rope-reference.md), a
+test below says how and why, and asserts the departure (so that it is noticed when it
+changes): dynamic NTK takes L0 from ``max_position_embeddings`` whatever the RoPE dict
+states; Llama's default frequencies ignore ``partial_rotary_factor``. The departures the gate
+itself reports (a per-layer yarn ``truncate`` lost, dynamic NTK keeping a longer call's
+frequencies) are asserted through the gate in ``spec_tests/families/rope/test_real_code.py``.
 """
 
 from __future__ import annotations
