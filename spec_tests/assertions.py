@@ -108,15 +108,17 @@ def _table_slots(declaration) -> set[str]:
     return {probe.slot for probe in declaration.family.probes(declaration) if probe.role == "table"}
 
 
-def assert_advice_conforms(reports: dict, tables: dict) -> int:
-    """Each report (name -> report) whose hints name keys: its entry's ``[[targets]]`` table
-    (name -> table) with them applied passes every check of the calls the hint reads (the
-    grid's tables), and fails nothing that passed before (a second, unrelated slip, such as a
-    width with no value answered, may still fail as it did). Returns how many were replayed."""
+def assert_advice_conforms(reports: dict, entries) -> int:
+    """Each corpus entry (its ``id`` and ``config_table()``) whose report (id -> report) has
+    hints naming keys: its ``[[targets]]`` table with them applied passes every check of the
+    calls the hint reads (the grid's tables), and fails nothing that passed before (a second,
+    unrelated slip, such as a width with no value answered, may still fail as it did).
+    Returns how many were replayed."""
     from posenc_spec.gate.declaration import declare
 
-    replays = {name: declare(advised(tables[name], report.hints)) for name, report in reports.items()
-               if any(hint.declare for hint in report.hints)}
+    reports = {entry.id: reports[entry.id] for entry in entries}
+    replays = {entry.id: declare(advised(entry.config_table(), reports[entry.id].hints)) for entry in entries
+               if any(hint.declare for hint in reports[entry.id].hints)}
     judged = check_named(replays) if replays else {}
     untrue = []
     for name, declaration in replays.items():

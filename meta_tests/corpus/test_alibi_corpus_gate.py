@@ -166,5 +166,4 @@ def test_real_code_conforms_or_fails_with_its_known_deviation(real, reports):
 def test_each_hints_advice_applied_conforms(reports):
     """Every hint that names keys, pasted into its entry's declaration, makes every call the
     hint reads conform and fails nothing new: a hint is true or absent."""
-    assert_advice_conforms({entry.id: reports[entry.id] for entry in ALIBI_WRONG},
-                           {entry.id: entry.config_table() for entry in ALIBI_WRONG})
+    assert assert_advice_conforms(reports, ALIBI_WRONG) > 0, "no hint of the corpus names keys: nothing was replayed"

@@ -57,10 +57,7 @@ def test_each_hints_advice_applied_conforms(reports):
     """Every hint that names keys, pasted into its entry's declaration, makes every call the
     hint reads conform and fails nothing new: a hint is true or absent (and some hints here
     name keys)."""
-    wrong = WRONG
-    replayed = assert_advice_conforms({entry.id: reports[entry.id] for entry in wrong},
-                                      {entry.id: entry.config_table() for entry in wrong})
-    assert replayed > 0, "no hint of the corpus names keys: nothing was replayed"
+    assert assert_advice_conforms(reports, WRONG) > 0, "no hint of the corpus names keys: nothing was replayed"
 
 
 @pytest.mark.parametrize("entry", WRONG, ids=[entry.id for entry in WRONG])
