@@ -83,3 +83,12 @@ def sets_tf_threads(num_positions, dim):
 
     tf.config.threading.set_intra_op_parallelism_threads(2)
     return _tf_vaswani(num_positions, dim)
+
+
+def jax_then_aborts(num_positions, dim):
+    """Computes the table in JAX, then ``os.abort()``: its process dies from SIGABRT of the
+    target's own doing, which the verdict must not lay on JAX's needs."""
+    import os
+
+    _jax_vaswani(num_positions, dim).block_until_ready()
+    os.abort()

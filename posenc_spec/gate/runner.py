@@ -89,11 +89,14 @@ class _Child:
         self.sock, self.pid = template.spawn(limits, calls, search_path)
         self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
         self.tokens: dict[int, str] = {}
+        self.framework: str | None = None  # JAX or TensorFlow: whose arrays the loaded target takes
 
     def load(self, target: str, deadline: OwnTime, how: dict | None = None):
         send(self.sock, {"op": "load", "target": target, "how": how})
         header, _, _ = self.reader.read(deadline, 0)
         self._learn(header)
+        if header.get("framework") in FOREIGN:
+            self.framework = header["framework"]
         where = header.get("where")
         self.where = None
         if isinstance(where, dict) and isinstance(where.get("file"), str) and type(where.get("line")) is int:
@@ -147,6 +150,20 @@ class _Child:
             return False
         return header == {"op": "synced", "token": token, "nbytes": []}
 
+    def exercise(self, framework: str, deadline: OwnTime) -> tuple[bool | None, int | None]:
+        """Whether this child, which loaded no target, survives starting ``framework`` and
+        computing with it (:func:`~posenc_spec.gate.child.frameworks.exercise`; None when it
+        did not answer in time), and the threads it then ran."""
+        try:
+            send(self.sock, {"op": "exercise", "framework": framework})
+            header, _, _ = self.reader.read(deadline, 0)
+        except ChannelTimeout:
+            return None, None
+        except (ChannelError, TargetLimitExceeded, OSError):
+            return False, None
+        threads = header.get("threads")
+        return header.get("ok") is True, threads if type(threads) is int else None
+
     def finish(self) -> int | None:
         try:
             self.sock.close()
@@ -164,6 +181,7 @@ class Slot:
         self._taught: tuple[Template | None, int] = (None, 0)  # the slot template, and how many names it imported
         self._module: tuple[str, Template | None, TargetRun] | None = None
         self._unshared: set = set()  # modules whose import starts threads a fork would lose
+        self._framework_deaths: dict[tuple, str] = {}  # (template, framework) -> what framework_death says
 
     @property
     def template(self) -> Template:
@@ -331,6 +349,20 @@ class Slot:
             return "the gate's module template process died or was stopped"
         return None
 
+    def framework_death(self, template: Template, framework: str, status: int | None) -> str:
+        """What to add to the death of a ``framework`` target's process by ``status``: that
+        the framework itself dies under this lane's limits, and which limit, when a process
+        forked from ``template`` that runs no target code dies the same way (tried once per
+        template); else nothing."""
+        import os
+
+        if status is None or not os.WIFSIGNALED(status):
+            return ""
+        key = (template.pid, framework)
+        if key not in self._framework_deaths:
+            self._framework_deaths[key] = _framework_death(template, self.template.pid, self.limits, framework)
+        return self._framework_deaths[key]
+
     def close(self) -> None:
         self.end_module()
         if self._template is not None:
@@ -363,7 +395,7 @@ class _Turn:
             return False, f"importing {self.target} {error}", ImportState()
         except (ChannelError, OSError):
             status = self._finish()
-            return False, f"importing {self.target}: {describe_status(status)}", ImportState()
+            return False, f"importing {self.target}: {self._death(status, None)}", ImportState()
 
     def _finish(self) -> int | None:
         child, self.child = self.child, None
@@ -375,11 +407,19 @@ class _Turn:
             self.helper_failure = self.helper_failure or str(error)
             return None
 
+    def _death(self, status: int | None, framework: str | None) -> str:
+        """A child's death in words, with what its framework's runtime needs when that is
+        what killed it (:meth:`Slot.framework_death`)."""
+        framework = framework or _declared_framework(self.how)
+        why = self.slot.framework_death(self.template, framework, status) if framework else ""
+        return describe_status(status) + why
+
     def _died(self) -> Outcome:
         """The outcome of a call whose process died (with the template above it, if that failed too)."""
+        framework = self.child.framework if self.child is not None else None
         status = self._finish()
         if self.helper_failure is None:
-            return Outcome("died", describe_status(status))
+            return Outcome("died", self._death(status, framework))
         return Outcome("died", f"{HELPER_FAILED} during this call (a target must not stop or kill its parent "
                                f"processes): {self.helper_failure}")
 
@@ -509,6 +549,67 @@ def run_target(declaration, requests: list[CallRequest], options) -> TargetRun:
             return slot.run(declaration.target, requests, declaration.search_path, how=declaration.how())
         finally:
             slot.close()
+
+
+# The frameworks a probe process can exercise, and what to call each in a verdict.
+FRAMEWORK_NAMES = {"jax": "JAX (XLA)", "tensorflow": "TensorFlow"}
+FOREIGN = tuple(FRAMEWORK_NAMES)
+# The limits a probe raises one at a time, to find which one the framework needs more of:
+# (field of Limits, the option that sets it, what of the framework needs it, the limit in words).
+_NEEDS = (("processes", "--max-processes", "thread pools need", lambda value: f"{value} processes and threads"),
+          ("memory", "--max-memory", "reservation of address space needs", lambda value: f"{value / 2**30:.3g} GiB"))
+
+
+def _declared_framework(how: dict | None) -> str | None:
+    """The JAX or TensorFlow a target's declaration names (Keras's backend for keras)."""
+    framework = (how or {}).get("framework") or {}
+    name = framework.get("keras_backend") if framework.get("name") == "keras" else framework.get("name")
+    return name if name in FOREIGN else None
+
+
+def _exercised(template: Template, slot_pid: int, limits: Limits, framework: str) -> tuple[bool | None, int | None]:
+    """Whether a process forked from ``template`` (below the slot template ``slot_pid``)
+    under ``limits`` survives ``framework``'s exercise (None: it did not answer within the
+    timeout), and the threads it ran."""
+    child = _Child(template, limits, 1, slot_pid)
+    try:
+        return child.exercise(framework, OwnTime(limits.timeout, child.pid))
+    finally:
+        child.finish()
+
+
+def _framework_death(template: Template, slot_pid: int, limits: Limits, framework: str) -> str:
+    """What a process under ``limits`` that runs no target code shows of ``framework``'s
+    needs: ``; JAX (XLA) itself dies under ...`` when it dies starting the framework and
+    computing a table, with the limit that, raised alone, lets it live; ``; JAX (XLA)
+    alone runs ...`` when it lives but its threads take at least half of what
+    ``--max-processes`` allows (that limit counts every process and thread of the user, so
+    the rest is soon taken); else nothing."""
+    import dataclasses
+
+    from . import options
+    from .child.frameworks import EXERCISE_SHAPE
+
+    name = FRAMEWORK_NAMES[framework]
+    exercise = (f"a process of this target's limits that runs no target code, only starts {name.split()[0]} and "
+                f"computes a {EXERCISE_SHAPE[0]}x{EXERCISE_SHAPE[1]} table")
+    try:
+        survived, threads = _exercised(template, slot_pid, limits, framework)
+        if survived and threads is not None and 2 * (threads - 1) >= limits.processes:
+            return (f"; {name} alone runs {threads - 1} threads beyond the first of the {limits.processes} "
+                    f"--max-processes allows ({exercise}), and that limit counts every process and thread of "
+                    "your user: raise --max-processes")
+        if survived is not False:
+            return ""
+        roomy = {"processes": options.DEFAULT_MAX_PROCESSES, "memory": options.memory_bytes() // 2}
+        needs = [(flag, what, words(getattr(limits, field))) for field, flag, what, words in _NEEDS
+                 if getattr(limits, field) < roomy[field]
+                 and _exercised(template, slot_pid, dataclasses.replace(limits, **{field: roomy[field]}),
+                                framework)[0]]
+    except SandboxError:
+        return ""
+    said = f"; {name} itself dies under this target's limits: {exercise}, died too"
+    return said + "".join(f"; its {what} more than {value}: raise {flag}" for flag, what, value in needs)
 
 
 def _framework_key(framework: dict | None) -> tuple:

@@ -166,6 +166,38 @@ def test_a_caller_that_computed_with_jax_still_checks_its_numpy_functions():
     assert done.stdout.startswith("True"), done.stdout[-2000:] + done.stderr[-2000:]
 
 
+# -- under tight limits -------------------------------------------------------------------------
+
+# the limit (run_options keyword) -> the words of the failure, which names the one JAX needs raised
+TIGHT = {"max_processes": ("8", "its thread pools need more than 8 processes and threads: raise --max-processes"),
+         "max_memory": ("1GiB", "its reservation of address space needs more than 1 GiB: raise --max-memory")}
+
+
+@pytest.mark.parametrize("limit", TIGHT)
+def test_jax_dying_under_a_tight_limit_is_named_with_the_limit(limit):
+    """A correct JAX table under a limit JAX cannot start under fails naming JAX (XLA) and the limit to raise."""
+    _need("jax", "jax")
+    from posenc_spec.gate.engine import check_many
+    from posenc_spec.gate.options import run_options
+
+    value, words = TIGHT[limit]
+    declaration = declare({"target": target("framework_targets", "jax_vaswani"), **TABLE, "framework": "jax"})
+    [report] = check_many([declaration], run_options(jobs=1, **{limit: value}))
+    [failure, *_] = report.failures()
+    assert "JAX (XLA) itself dies under this target's limits" in failure.message, failure_summary(report)
+    assert words in failure.message, failure_summary(report)
+
+
+def test_a_jax_target_that_aborts_itself_is_not_laid_on_jax():
+    """A JAX target that calls os.abort() under the default limits dies from SIGABRT, and JAX is not blamed."""
+    _need("jax", "jax")
+    [report] = check_named({"aborts": declare({"target": target("framework_targets", "jax_then_aborts"), **TABLE,
+                                               "framework": "jax"})}).values()
+    [failure, *_] = report.failures()
+    assert "the process died from SIGABRT" in failure.message, failure_summary(report)
+    assert "JAX (XLA)" not in failure.message, failure_summary(report)
+
+
 def test_a_jax_slip_gets_the_verdict_and_hint_of_its_numpy_twin():
     """cos first in JAX fails the same checks, with the same hint, as the same slip in NumPy."""
     _need("jax", "jax")

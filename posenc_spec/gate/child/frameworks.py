@@ -190,6 +190,13 @@ def to_tensorflow(value, what: str = "an argument"):
 _CONVERTERS = {"jax": to_jax, "tensorflow": to_tensorflow}
 
 
+def kind_of(target, request: dict | None) -> str | None:
+    """The framework whose arrays ``target`` takes (Keras's backend for keras), declared in
+    ``request`` or shown by its module (:func:`infer`); None when it shows none."""
+    name = (request or {}).get("name") or infer(target)
+    return None if name is None else backend_of(name)
+
+
 def boundary(target, request: dict | None):
     """``target`` called through its framework's boundary (itself for NumPy and torch):
     the declared framework (``request``), else the one its module shows."""
@@ -236,6 +243,40 @@ class _Built:
     def __getattr__(self, name: str):
         value = getattr(self._made, name)
         return _wrap(value, self._to_framework) if callable(value) and not isinstance(value, type) else value
+
+
+# -- what a framework needs to run -------------------------------------------------------------
+
+EXERCISE_SHAPE = (4096, 1024)  # the grid's largest table
+
+
+def exercise(name: str) -> int | None:
+    """Start framework ``name``'s runtime and compute with it as a target at the least makes
+    it: a jitted (JAX) or traced (TensorFlow) sinusoidal table of the grid's largest shape,
+    and the eager operations on it; the process's threads then (None where they cannot be
+    counted). The gate runs this, without any target's code, in a process under a target's
+    limits when that target's process died, to learn whether the framework itself dies under
+    them, or how many of the threads they allow it takes."""
+    positions, width = EXERCISE_SHAPE
+    if name == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        def table(angles):
+            return jnp.concatenate([jnp.sin(angles), jnp.cos(angles)], axis=-1)
+
+        angles = jnp.arange(positions, dtype=jnp.float32)[:, None] * jnp.ones(width // 2, jnp.float32)
+        jax.block_until_ready(jax.jit(table)(angles) + table(angles))
+    elif name == "tensorflow":
+        import tensorflow as tf
+
+        angles = tf.range(positions, dtype=tf.float32)[:, None] * tf.ones(width // 2, tf.float32)
+        table = tf.function(lambda angles: tf.concat([tf.sin(angles), tf.cos(angles)], axis=-1))
+        (table(angles) + tf.sin(angles)[:, :1]).numpy()
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
 
 
 # -- inference ----------------------------------------------------------------------------------

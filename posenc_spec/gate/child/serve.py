@@ -172,17 +172,19 @@ def import_target(target: str, module_only: bool = False, framework: dict | None
 
 
 def _through_framework(function, framework: dict | None, message: str):
-    """The target behind its framework's boundary (:mod:`.frameworks`), and the load's
-    message; None and why when the framework is not as declared. The boundary's module is
-    imported only for a target whose framework is declared or whose module imports one."""
+    """The target behind its framework's boundary (:mod:`.frameworks`), the load's message
+    and the framework whose arrays it takes (None: NumPy's or torch's); None and why when
+    the framework is not as declared. The boundary's module is imported only for a target
+    whose framework is declared or whose module imports one."""
     if not framework and not {"jax", "tensorflow", "keras"} & sys.modules.keys():
-        return function, message
-    from .frameworks import FrameworkError, boundary
+        return function, message, None
+    from .frameworks import FOREIGN, FrameworkError, boundary, kind_of
 
     try:
-        return boundary(function, framework), message
+        kind = kind_of(function, framework)
+        return boundary(function, framework), message, kind if kind in FOREIGN else None
     except FrameworkError as error:
-        return None, str(error)
+        return None, str(error), None
 
 
 def target_module(target: str) -> str | None:
@@ -376,13 +378,19 @@ def serve(sock, init: dict) -> None:
                                                                           framework=how.get("framework"))
             baseline, module = state.snapshot(), target_module(request["target"])
             written = function  # where the target is defined, for annotations
+            kind = None
             if function is not None:
-                function, message = _through_framework(function, how.get("framework"), message)
+                function, message, kind = _through_framework(function, how.get("framework"), message)
             if function is not None and how:
                 function = adapters.adapt(function, how)
             reply, data = {"op": "loaded", "ok": function is not None, "message": message,
                            "import_changes": changes, "import_effects": effects, "import_failures": failures,
-                           "isolation": ISOLATION, "where": _where(written), "learned": new_modules.take()}, []
+                           "isolation": ISOLATION, "where": _where(written), "learned": new_modules.take(),
+                           "framework": kind}, []
+        elif request.get("op") == "exercise" and function is None:  # a process of no target (see frameworks.exercise)
+            from .frameworks import exercise
+
+            reply, data = {"op": "exercised", "ok": True, "threads": exercise(request.get("framework"))}, []
         elif request.get("op") == "call" and function is not None:
             reply, data, kept = _call(function, request, payloads, baseline, module, kept)
             reply["learned"] = new_modules.take()
