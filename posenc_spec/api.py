@@ -16,7 +16,10 @@ working directory), run exactly as ``posenc-spec check TARGET`` runs it, or a ca
 object: a function defined in a notebook cell or in a script's ``__main__``, a closure, a
 lambda, a bound method, a ``functools.partial``, an instance with ``__call__``. A callable
 runs in the gate's sealed child too, forked from the calling process
-(:mod:`posenc_spec.gate.callables` says what that child sees and what the limits count).
+(:mod:`posenc_spec.gate.callables` says what that child sees and what the limits count);
+a JAX callable after this process started JAX's backend (which a fork cannot use) runs by
+its import path in a fresh interpreter, and one that has none is refused, saying what to do
+(:func:`~posenc_spec.gate.callables.past_started_jax`).
 
 The keyword arguments are the keys of a ``[tool.posenc-spec]`` target
 (:mod:`posenc_spec.gate.declaration`: ``convention``, ``api``, ``odd``, ``max_positions``,
@@ -74,9 +77,15 @@ def _check(target, keys: dict) -> Report:
     declared = {key: value for key, value in keys.items() if key not in RUN_KEYS}
     refuse_quoted_numbers(declared)
     options = _run_options({key: value for key, value in keys.items() if key in RUN_KEYS})
-    if isinstance(target, str):
-        declaration = dataclasses.replace(declare({"target": target, **declared}), spelling="python")
-        return Report(check_many([declaration], options, keep_table=True)[0])
+    path = None if isinstance(target, str) else callables.past_started_jax(target, declared.get("framework"),
+                                                                            declared.get("keras_backend"))
+    if isinstance(target, str) or path is not None:
+        declaration = dataclasses.replace(declare({"target": path or target, **declared}), spelling="python")
+        report = check_many([declaration], options, keep_table=True)[0]
+        if path is not None:
+            report.warnings.append(f"{path} ran in a fresh interpreter, by its import path: this process has "
+                                   "started JAX's backend, which a process forked from it cannot use")
+        return Report(report)
     with callables.registered(target) as registered:
         name = callables.label(target)
         declaration = dataclasses.replace(declare({"target": registered, **declared}), written=name,

@@ -84,6 +84,45 @@ def label(function) -> str:
         return one_line(f"{type(function).__module__}:{type(function).__qualname__}()", 200)
 
 
+def past_started_jax(function, framework: str | None, keras_backend: str | None) -> str | None:
+    """The import path (``module:qualname``) under which ``function``, a JAX target (declared
+    so, a Keras target on JAX, or a function whose module imports JAX), runs in a fresh
+    interpreter when this process has started JAX's backend: a process forked from this one
+    holds JAX's state without XLA's threads, and its first JAX computation never returns.
+    None when JAX's backend is not started here or the target is not JAX's; a
+    :class:`~posenc_spec.gate.errors.UsageError` saying what to do when it cannot be
+    imported by name (a notebook's function, a closure, a lambda, a bound method)."""
+    from .child import frameworks
+    from .errors import UsageError
+
+    if "jax" not in sys.modules or frameworks.started_threads() is None:
+        return None
+    name = framework or ("keras" if keras_backend else None) or frameworks.infer(function)
+    if name == "keras" and keras_backend is None and "keras" in sys.modules:
+        keras_backend = sys.modules["keras"].backend.backend()
+    if name != "jax" and (name != "keras" or keras_backend != "jax"):
+        return None
+    path = import_path(function)
+    if path is None:
+        raise UsageError(f"{label(function)} computes with JAX, and this process has started JAX's backend: a "
+                         "child forked from it cannot compute with JAX (XLA's threads are not forked); define it "
+                         "in a module and pass it (or 'module:name'), call check() before this process computes "
+                         "with JAX, or run posenc-spec check")
+    return path
+
+
+def import_path(function) -> str | None:
+    """``module:qualname`` when importing that module and following that name gives
+    ``function`` itself (a module's function or class), else None."""
+    module, qualname = getattr(function, "__module__", None), getattr(function, "__qualname__", None)
+    if not (isinstance(module, str) and isinstance(qualname, str)) or module == "__main__" or "<" in qualname:
+        return None
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return f"{module}:{qualname}" if found is function else None
+
+
 class CallerTemplate(Template):
     """A root template forked from the calling process (see the module docstring). It
     serves the same requests as a root template started with ``python -c``; closing it

@@ -198,6 +198,33 @@ def test_a_jax_target_that_aborts_itself_is_not_laid_on_jax():
     assert "JAX (XLA)" not in failure.message, failure_summary(report)
 
 
+STARTS_JAX = "import jax.numpy as jnp; jnp.zeros(3).block_until_ready(); import posenc_spec; "
+
+
+def test_a_caller_that_computed_with_jax_checks_a_jax_function_by_its_import_path():
+    """posenc_spec.check of a module's JAX function, from a process that started JAX's backend,
+    runs it in a fresh interpreter by its import path (a fork could not compute), and says so."""
+    _need("jax", "jax")
+    program = (STARTS_JAX + "from meta_tests.hostile.framework_targets import jax_vaswani; "
+               "report = posenc_spec.check(jax_vaswani, framework='jax', max_positions=64, odd='skip'); "
+               "print(report.conforms); print(report.text())")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert done.stdout.startswith("True"), done.stdout[-2000:] + done.stderr[-2000:]
+    assert "jax_vaswani ran in a fresh interpreter, by its import path" in done.stdout
+
+
+def test_a_caller_that_computed_with_jax_is_told_why_its_notebook_jax_function_cannot_run():
+    """A JAX function with no import path (defined in __main__), from a process that started JAX's
+    backend, is refused in one line saying why and what to do, not left to time out."""
+    _need("jax", "jax")
+    program = (STARTS_JAX + "exec('def table(n, d):\\n    return jnp.zeros((n, d))'); "
+               "posenc_spec.check(table, max_positions=64)")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("posenc_spec.gate.errors.UsageError: __main__:table computes with JAX"), done.stderr
+    assert "define it in a module and pass it" in last and "run posenc-spec check" in last
+
+
 def test_a_jax_slip_gets_the_verdict_and_hint_of_its_numpy_twin():
     """cos first in JAX fails the same checks, with the same hint, as the same slip in NumPy."""
     _need("jax", "jax")
