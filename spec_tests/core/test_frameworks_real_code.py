@@ -13,6 +13,12 @@ installed distribution's own function or layer, no wrapper), each with its verdi
   relative positions (``tf.where`` of int64 distances and int32 buckets: it takes int32
   only, as its docstring says); its int32 buckets conform.
 
+- A flax ``nnx.Module`` after flax's examples' ``sinusoidal_init``
+  (``spec_tests/real_targets/flax_positions.py``, declared with a call description) conforms
+  under tensor2tensor's convention; kept with flax's division by ``d // 2 - 1`` it fails
+  ``degenerate[d=2]`` on its NaN; cos first, it fails the checks and gets the hint of its
+  NumPy twin.
+
 tensor2tensor's and TF Model Garden's modules import libraries that do not install beside
 TensorFlow 2.21 (tensorflow_addons, tf_keras): the function's text is taken from the
 installed distribution's file as it is, into a module of its own that imports what the
@@ -30,7 +36,8 @@ import pytest
 from posenc_spec.gate.declaration import declare
 from spec_tests.assertions import check_named, failure_summary
 
-VERSIONS = {"gemma": "3.3.0", "keras-hub": "0.32.0", "tensor2tensor": "1.15.7", "tf-models-official": "2.20.0"}
+VERSIONS = {"flax": "0.12.8", "gemma": "3.3.0", "keras-hub": "0.32.0", "tensor2tensor": "1.15.7",
+            "tf-models-official": "2.20.0"}
 # distribution -> (its file, the function, the imports the function uses)
 EXTRACTED = {
     "tensor2tensor": ("tensor2tensor/layers/common_attention.py", "get_timing_signal_1d",
@@ -44,6 +51,8 @@ KERAS_HUB = {"target": "keras_hub.layers:SinePositionEncoding", "signature": "ad
              "init": {"max_wavelength": 10000}, "odd": "ceil", "framework": "keras"}
 ALIBI = {"target": "keras_hub.layers:AlibiBias", "api": "alibi-bias", "signature": "module-scores",
          "init": {"alibi_bias_max": 8}, "alibi_convention": "mpt"}
+FLAX_MODULE = "spec_tests/real_targets/flax_positions.py"
+FLAX = {"convention": "tensor2tensor", "odd": "zero-pad"}
 # name -> (distribution, declaration keys, the verdict: "conforms" or (failing check, words of its message))
 TARGETS = {
     "gemma apply_rope (JAX)": ("gemma", {"api": "rope-apply", "framework": "jax",
@@ -59,6 +68,10 @@ TARGETS = {
                                            ("call", "an extra leading batch axis (return table[0])")),
     "tensor2tensor get_timing_signal_1d, table[0]": ("tensor2tensor", {
         "convention": "tensor2tensor", "odd": "zero-pad", "framework": "tensorflow"}, "conforms"),
+    "flax nnx SinusoidalPositions": ("flax", {**FLAX, "call": "SinusoidalPositions(features=dim)(num_positions)"},
+                                     "conforms"),
+    "flax nnx, flax's d // 2 - 1": ("flax", {**FLAX, "call": "SinusoidalPositionsAsFlax(features=dim)(num_positions)"},
+                                     ("degenerate", "at d = 2 under shift 1 the formula has no value")),
     "TF Model Garden _relative_position_bucket": ("tf-models-official", {"api": "t5-buckets",
                                                                          "framework": "tensorflow"},
                                                   ("call", "was expected to be a int64 tensor but is a int32")),
@@ -96,11 +109,18 @@ def function_module(distribution: str, folder, extra: str = "") -> str:
 
 
 def _target(name: str, distribution: str, folder) -> str:
+    if distribution == "flax":
+        return f"{FLAX_MODULE}:{_call_head(TARGETS[name][1])}"
     if distribution == "gemma":
         return f"{_installed_file('gemma', 'gemma/gm/math/_positional_embeddings.py')}:apply_rope"
     if name.endswith("table[0]"):
         return f"{function_module(distribution, folder, T2T_FIRST_ROW)}:first_row"
     return f"{function_module(distribution, folder)}:{EXTRACTED[distribution][1]}"
+
+
+def _call_head(keys: dict) -> str:
+    """The name a call description's first call names (``Module(...)(...)``: ``Module``)."""
+    return keys["call"].partition("(")[0]
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +148,18 @@ def test_real_framework_code_conforms_or_fails_with_its_deviation(name, reports)
     failures = report.failures()
     assert check_id in {check.name.partition("[")[0] for check in failures}, failure_summary(report)
     assert all(words in check.message for check in failures), failure_summary(report, limit=len(failures))
+
+
+def test_a_flax_module_slip_gets_the_verdict_and_hint_of_its_numpy_twin():
+    """cos first in the flax module fails the same checks, with the same hint, as the same slip in NumPy;
+    its results are read as jax Arrays (the framework read from the module, which imports flax)."""
+    require("flax")
+    declarations = {"flax": declare({"target": f"{FLAX_MODULE}:CosFirstPositions", **FLAX,
+                                     "call": "CosFirstPositions(features=dim)(num_positions)"}),
+                    "numpy": declare({"target": f"{FLAX_MODULE}:cos_first_table", **FLAX})}
+    flax_report, numpy_report = check_named(declarations).values()
+    failed = [{check.name for check in report.failures()} for report in (flax_report, numpy_report)]
+    assert failed[0] == failed[1] and failed[0], failed
+    hints = [[slip for hint in report.hints for slip in hint.slips] for report in (flax_report, numpy_report)]
+    assert hints[0] == hints[1] == ["sin-cos-swapped"], hints
+    assert "jax float32 Array" in flax_report.result("call[50x8]").message
