@@ -74,6 +74,12 @@ def test_a_description_replaces_the_signature_keys():
     refused({"api": "rope-apply", "call": "fn(x, positions)", "kwargs": {"a": 1}}, "kwargs")
 
 
+def test_a_rope_apply_description_handing_x_alone_is_refused():
+    """keras-hub's layer(x, start_index=0) rotates by positions the gate cannot choose: refused, saying to pass them."""
+    refused({"api": "rope-apply", "call": "RotaryEmbedding()(x, start_index=0)"}, "call", "hands x alone",
+            "positions=positions")
+
+
 def test_an_api_without_roles_names_its_signatures():
     """An API whose family lists no roles takes no description; the message names its signatures."""
     refused({"api": "t5-buckets", "call": "fn(relative_position)"}, "takes no call description", "static")

@@ -216,6 +216,12 @@ def declare(keys: dict, context) -> RopeSpec:
     cache_call = _cache_call(keys, context)
     if cache_call is not None:
         keys = {**keys, "cache_call": cache_call}
+    if context.calling.form is not None and context.api == "rope-apply" and not (
+            {role for role, _ in APPLY_SIGNATURE_OF_ROLES} & context.calling.roles):
+        # Its calls would be judged on positions the target never received.
+        raise UsageError(f"{context.name('call')}: a rope-apply call hands the positions, cos and sin, or freqs_cis "
+                         "(the rotation follows them); one that hands x alone rotates by positions the gate cannot "
+                         "choose (pass them, e.g. layer(x, positions=positions))")
     spec = rope_spec(keys, context.base_dir, context.name, context.max_positions, context.where)
     signature = grid_signature(context.calling, context.api)
     split = sorted(SPLITTING_ROLES & context.calling.roles)
