@@ -92,3 +92,64 @@ def jax_then_aborts(num_positions, dim):
 
     _jax_vaswani(num_positions, dim).block_until_ready()
     os.abort()
+
+
+def _tf_cos_first(num_positions, dim):
+    import tensorflow as tf
+
+    table = _tf_vaswani(num_positions, dim)
+    return tf.reshape(tf.reverse(tf.reshape(table, (num_positions, dim // 2, 2)), axis=[-1]), (num_positions, dim))
+
+
+def tf_variable(num_positions, dim):
+    """The table returned as a ``tf.Variable``. Conforms, its result named a tensorflow Variable."""
+    import tensorflow as tf
+
+    return tf.Variable(_tf_vaswani(num_positions, dim))
+
+
+def tf_variable_lying(num_positions, dim):
+    """A ``tf.Variable`` (a subclass) holding the table with cos first, whose ``__array__``,
+    ``numpy``, ``value`` and ``read_value`` hand out the correct table. Fails ``formula``:
+    a variable is read from its resource."""
+    from tensorflow.python.ops.resource_variable_ops import ResourceVariable
+
+    right = _tf_vaswani(num_positions, dim)
+
+    class Lying(ResourceVariable):
+        def __array__(self, dtype=None, copy=None):
+            return right.numpy()
+
+        def numpy(self):
+            return right.numpy()
+
+        def value(self):
+            return right
+
+        def read_value(self):
+            return right
+
+    return Lying(_tf_cos_first(num_positions, dim))
+
+
+def keras_variable_lying(num_positions, dim):
+    """A Keras ``Variable`` (a subclass, on the declared backend) holding the table with cos
+    first, whose ``__array__``, ``numpy`` and ``value`` hand out the correct table. Fails
+    ``formula``: a variable is read through the array it holds."""
+    import keras
+    import numpy as np
+
+    right = np.asarray(_tf_vaswani(num_positions, dim))
+
+    class Lying(keras.Variable):
+        def __array__(self, dtype=None, copy=None):
+            return right
+
+        def numpy(self):
+            return right
+
+        @property
+        def value(self):
+            return keras.ops.convert_to_tensor(right)
+
+    return Lying(np.asarray(_tf_cos_first(num_positions, dim)), trainable=False)

@@ -103,13 +103,24 @@ STATE_TARGETS = {
     "sets_tf_threads": ("tensorflow", {"framework": "tensorflow"}, "TensorFlow threads and placement (intra_op"),
     "sets_keras_floatx": ("keras", {"keras_backend": "tensorflow"}, "Keras configuration (floatx float32 -> float16)"),
 }
+# name -> (framework module, declaration keys, how its result is named, whether it conforms): a variable
+# returned is read by its framework from what it holds; the lying ones hand NumPy's protocols the right table.
+VARIABLE_TARGETS = {
+    "tf_variable": ("tensorflow", {"framework": "tensorflow"}, "tensorflow float32 Variable", True),
+    "tf_variable_lying": ("tensorflow", {"framework": "tensorflow"}, "tensorflow float32 Variable", False),
+    "keras_variable_lying[jax]": ("keras", {"keras_backend": "jax"}, "keras Variable holding a jax float32 Array",
+                                  False),
+    "keras_variable_lying[tensorflow]": ("keras", {"keras_backend": "tensorflow"},
+                                         "keras Variable holding a tensorflow float32 Variable", False),
+}
 EXTRA = {"jax": "jax", "tensorflow": "tensorflow", "keras": "keras"}
 
 
 @pytest.fixture(scope="module")
 def state_reports():
-    declarations = {name: declare({"target": target("framework_targets", name), **TABLE, **keys})
-                    for name, (module, keys, _) in STATE_TARGETS.items()
+    targets = {**STATE_TARGETS, **VARIABLE_TARGETS}
+    declarations = {name: declare({"target": target("framework_targets", name.partition("[")[0]), **TABLE, **keys})
+                    for name, (module, keys, *_) in targets.items()
                     if all(_installed(needed) for needed in (module, "tensorflow" if module == "keras" else module))}
     return check_named(declarations)
 
@@ -131,6 +142,19 @@ def test_a_framework_target_conforms_or_fails_global_state(name, state_reports):
         return
     assert [check.name for check in report.failures()] == ["global-state"], failure_summary(report)
     assert words in report.result("global-state").message
+
+
+@pytest.mark.parametrize("name", VARIABLE_TARGETS)
+def test_a_variable_is_read_by_its_framework_not_by_numpys_protocols(name, state_reports):
+    """A tf.Variable or Keras Variable result is read from what it holds: a correct one conforms, named so; one
+    whose __array__, numpy and value hand out the correct table while it holds cos first fails formula."""
+    module, _, description, conforms = VARIABLE_TARGETS[name]
+    _need(module, EXTRA[module])
+    report = state_reports[name]
+    assert description in report.result("call[50x8]").message, failure_summary(report)
+    assert report.conforms is conforms, failure_summary(report)
+    if not conforms:
+        assert "formula" in {check.name.partition("[")[0] for check in report.failures()}, failure_summary(report)
 
 
 def test_a_module_that_starts_jax_when_imported_is_not_shared_through_a_fork():

@@ -6,6 +6,12 @@ installed distribution's own function or layer, no wrapper), each with its verdi
   backend: its table conforms in every check, and ``adds`` fails, naming what it does: it
   returns the encoding broadcast to x's shape, not x plus it (its caller adds it).
 - keras-hub's ``AlibiBias`` (MPT's convention, 0 at the last key) conforms on both backends.
+- keras-hub's ``RotaryEmbedding`` conforms on the JAX and the TensorFlow backend, declared
+  ``RotaryEmbedding(max_wavelength=base)(x, positions=positions)`` (x ``(batch, seq, heads,
+  head_dim)``, its ``sequence_axis=1``); it returns float32 for bfloat16 and float16 x (the
+  layer's float32 dtype policy casts its inputs), within each check's bound. Its documented
+  ``layer(x, start_index=0)`` hands x alone, which a description cannot declare (the gate
+  could not choose the positions it rotates by: refused, saying to pass ``positions``).
 - tensor2tensor's ``get_timing_signal_1d`` (TensorFlow) fails ``call``, naming its extra
   leading batch axis (it returns ``[1, length, channels]``); taken as the hint says
   (``table[0]``), it conforms.
@@ -53,6 +59,8 @@ ALIBI = {"target": "keras_hub.layers:AlibiBias", "api": "alibi-bias", "signature
          "init": {"alibi_bias_max": 8}, "alibi_convention": "mpt"}
 FLAX_MODULE = "spec_tests/real_targets/flax_positions.py"
 FLAX = {"convention": "tensor2tensor", "odd": "zero-pad"}
+KERAS_ROPE = {"target": "keras_hub.layers:RotaryEmbedding", "api": "rope-apply", "x_layout": "bshd",
+              "call": "RotaryEmbedding(max_wavelength=base)(x, positions=positions)"}
 # name -> (distribution, declaration keys, the verdict: "conforms" or (failing check, words of its message))
 TARGETS = {
     "gemma apply_rope (JAX)": ("gemma", {"api": "rope-apply", "framework": "jax",
@@ -63,6 +71,8 @@ TARGETS = {
                                                     ("adds", "what it adds to x")),
     "keras-hub AlibiBias (JAX)": ("keras-hub", {**ALIBI, "keras_backend": "jax"}, "conforms"),
     "keras-hub AlibiBias (TensorFlow)": ("keras-hub", {**ALIBI, "keras_backend": "tensorflow"}, "conforms"),
+    "keras-hub RotaryEmbedding (JAX)": ("keras-hub", {**KERAS_ROPE, "keras_backend": "jax"}, "conforms"),
+    "keras-hub RotaryEmbedding (TensorFlow)": ("keras-hub", {**KERAS_ROPE, "keras_backend": "tensorflow"}, "conforms"),
     "tensor2tensor get_timing_signal_1d": ("tensor2tensor", {"convention": "tensor2tensor", "odd": "zero-pad",
                                                              "framework": "tensorflow"},
                                            ("call", "an extra leading batch axis (return table[0])")),

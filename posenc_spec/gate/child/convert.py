@@ -30,8 +30,10 @@ rule for every subclass, with no list of trusted ones.
   rules, and a Python number of a subclass by the base type's value.
 - A JAX ``Array`` or a TensorFlow ``EagerTensor``, once :mod:`.frameworks` has prepared
   the target's framework, is materialised and copied to the host by the framework's own
-  class functions (:data:`FOREIGN_READERS`); neither class can be subclassed.
-- Anything else (a CuPy array, a pandas frame, a framework's variable) offers no memory of
+  class functions (:data:`FOREIGN_READERS`); neither class can be subclassed. A
+  ``tf.Variable`` or a Keras ``Variable``, of any class, is read by its framework's own
+  functions from what it holds, never by its class's methods.
+- Anything else (a CuPy array, a pandas frame, a flax variable) offers no memory of
   its own to read: it is what NumPy's array protocols make of it, and the array they hand
   back is read by the rules above.
 
@@ -89,7 +91,7 @@ def _is_tensor(value) -> bool:
     return torch is not None and issubclass(type(value), torch.Tensor)
 
 
-def _foreign(value):
+def foreign_reader(value):
     """The ``read`` of the framework that owns ``value``, or None."""
     for owns, read in FOREIGN_READERS.values():
         if owns(value):
@@ -100,7 +102,7 @@ def _foreign(value):
 def is_array(value) -> bool:
     """Whether ``value`` is a torch tensor, a NumPy array (of any class) or a prepared
     framework's array: read by its memory."""
-    return issubclass(type(value), np.ndarray) or _is_tensor(value) or _foreign(value) is not None
+    return issubclass(type(value), np.ndarray) or _is_tensor(value) or foreign_reader(value) is not None
 
 
 @contextlib.contextmanager
@@ -206,7 +208,7 @@ def _plain(value, depth: int = 0):
         return value  # NumPy reads scalars' values, never their methods
     if issubclass(cls, np.ndarray):
         return _widened(np.ndarray.view(value, np.ndarray))
-    read = _foreign(value)
+    read = foreign_reader(value)
     if read is not None:
         return _widened(read(value)[0])
     if _is_tensor(value):  # every kind of number read: the whole result's dtype is judged once
@@ -236,7 +238,7 @@ def _widened(array: np.ndarray) -> np.ndarray:
 
 def _array(value, allow_complex: bool, allow_integer: bool = False):
     kind = _type_name(value)
-    read = _foreign(value)
+    read = foreign_reader(value)
     if read is not None:
         array, description = read(value)
         if array.dtype.name == "bfloat16":

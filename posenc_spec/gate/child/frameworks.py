@@ -20,8 +20,10 @@ methods' calls cross the boundary. What a call returns is read by :mod:`.convert
 which :func:`prepare` adds each framework's reader: a ``jax.Array`` (exactly that type,
 which cannot be subclassed) is materialised with the class's own ``block_until_ready``
 and copied to the host through the class's own ``__array__``; an ``EagerTensor``
-(likewise exact) through TensorFlow's own ``_EagerTensorBase._numpy``. No method a
-result's own class could define runs. bfloat16 comes back as bfloat16 (ml_dtypes).
+(likewise exact) through TensorFlow's own ``_EagerTensorBase._numpy``; a ``tf.Variable``
+(a resource variable of any class) by TensorFlow's read op on its resource, and a Keras
+``Variable`` through the backend array it holds. No method a result's own class could
+define runs. bfloat16 comes back as bfloat16 (ml_dtypes).
 
 Nothing here imports a framework until :func:`prepare` is asked to: a run without JAX
 imports no JAX.
@@ -71,6 +73,7 @@ def prepare(request: dict | None) -> None:
             os.environ["KERAS_BACKEND"] = backend
         importlib.import_module("keras")
         install(backend_of("keras"))
+        install("keras")
         return
     importlib.import_module(name)
     install(name)
@@ -126,15 +129,65 @@ def _tensorflow_reader():
     return owns, read
 
 
-_READERS = {"jax": _jax_reader, "tensorflow": _tensorflow_reader}
+def _tensorflow_variable_reader():
+    """A ``tf.Variable`` (a resource variable, of any class) is read from its resource by
+    TensorFlow's own read op, through the base class's ``handle`` and ``dtype``: its class's
+    ``__array__``, ``numpy`` or ``read_value`` never run."""
+    from tensorflow.python.framework import ops
+    from tensorflow.python.ops import gen_resource_variable_ops, resource_variable_ops
+
+    base = resource_variable_ops.BaseResourceVariable
+
+    def owns(value) -> bool:
+        return isinstance(value, base)
+
+    def read(value):
+        tensor = gen_resource_variable_ops.read_variable_op(base.handle.fget(value), base.dtype.fget(value))
+        host = np.array(ops._EagerTensorBase._numpy(tensor), copy=True)
+        return host, f"tensorflow {host.dtype} Variable"
+
+    return owns, read
+
+
+def _keras_variable_reader():
+    """A Keras ``Variable`` (of any class) is read through the backend's value it holds (its
+    instance's ``_value``, taken from the instance's own dictionary: no property or method
+    of its class runs), by that value's reader: a jax Array, a tf.Variable, a NumPy array."""
+    from keras.src.backend.common.variables import Variable
+
+    from . import convert
+
+    def owns(value) -> bool:
+        return isinstance(value, Variable)
+
+    def read(value):
+        held = object.__getattribute__(value, "__dict__").get("_value")
+        reader = convert.foreign_reader(held)
+        if reader is not None:
+            host, description = reader(held)
+        elif type(held) is np.ndarray:
+            host, description = held.copy(), f"numpy {held.dtype} array"
+        else:
+            raise convert.BadResult(f"returned a Keras Variable holding a {type(held).__name__}, which the gate "
+                                    "reads only as the framework's own array")
+        return host, f"keras Variable holding a {description}"
+
+    return owns, read
+
+
+# Each framework's readers, by the name the target's framework is installed under.
+_READERS = {"jax": (_jax_reader,), "tensorflow": (_tensorflow_reader, _tensorflow_variable_reader),
+            "keras": (_keras_variable_reader,)}
 
 
 def install(name: str) -> None:
-    """Add the reader of ``name``'s arrays to :mod:`.convert` (once)."""
+    """Add the readers of ``name``'s arrays (and variables) to :mod:`.convert` (once)."""
     from . import convert
 
-    if name in _READERS and name not in convert.FOREIGN_READERS:
-        convert.FOREIGN_READERS[name] = _READERS[name]()
+    for index, reader in enumerate(_READERS.get(name, ())):
+        key = f"{name}:{index}"
+        if key not in convert.FOREIGN_READERS:
+            convert.FOREIGN_READERS[key] = reader()
 
 
 # -- arguments ----------------------------------------------------------------------------------
@@ -210,6 +263,8 @@ def boundary(target, request: dict | None):
             raise FrameworkError(f"keras runs on the {running} backend, not the declared {declared}: it was "
                                  "imported before the target (by a --preload module, or with KERAS_BACKEND set)")
     kind = backend_of(name)
+    if name == "keras":
+        install("keras")
     if kind not in FOREIGN:
         return target
     install(kind)
