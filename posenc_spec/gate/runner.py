@@ -15,9 +15,12 @@ child started, is killed.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import secrets
 from dataclasses import dataclass, field
 
+from . import options
 from .calls import CallRequest, Outcome
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
 from .learned import LearnedModules
@@ -354,8 +357,6 @@ class Slot:
         the framework itself dies under this lane's limits, and which limit, when a process
         forked from ``template`` that runs no target code dies the same way (tried once per
         template); else nothing."""
-        import os
-
         if status is None or not os.WIFSIGNALED(status):
             return ""
         key = (template.pid, framework)
@@ -585,9 +586,6 @@ def _framework_death(template: Template, slot_pid: int, limits: Limits, framewor
     alone runs ...`` when it lives but its threads take at least half of what
     ``--max-processes`` allows (that limit counts every process and thread of the user, so
     the rest is soon taken); else nothing."""
-    import dataclasses
-
-    from . import options
     from .child.frameworks import EXERCISE_SHAPE
 
     name = FRAMEWORK_NAMES[framework]

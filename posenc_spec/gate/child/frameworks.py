@@ -152,7 +152,8 @@ def _tensorflow_variable_reader():
 def _keras_variable_reader():
     """A Keras ``Variable`` (of any class) is read through the backend's value it holds (its
     instance's ``_value``, taken from the instance's own dictionary: no property or method
-    of its class runs), by that value's reader: a jax Array, a tf.Variable, a NumPy array."""
+    of its class runs), by that value's reader: a jax Array, a tf.Variable, a NumPy array, a
+    torch tensor."""
     from keras.src.backend.common.variables import Variable
 
     from . import convert
@@ -165,11 +166,12 @@ def _keras_variable_reader():
         reader = convert.foreign_reader(held)
         if reader is not None:
             host, description = reader(held)
-        elif type(held) is np.ndarray:
-            host, description = held.copy(), f"numpy {held.dtype} array"
-        else:
-            raise convert.BadResult(f"returned a Keras Variable holding a {type(held).__name__}, which the gate "
-                                    "reads only as the framework's own array")
+        else:  # the NumPy and torch backends' own arrays
+            host = _host(held)
+            if host is None:
+                raise convert.BadResult(f"returned a Keras Variable holding a {type(held).__name__}, which the gate "
+                                        "reads only as its backend's own array")
+            host, description = np.array(host, copy=True), f"{type(held).__name__} of {host.dtype}"
         return host, f"keras Variable holding a {description}"
 
     return owns, read
