@@ -10,7 +10,10 @@ the child's own time: :class:`~posenc_spec.gate.sandbox.OwnTime`), through
 dies is replaced (the target is imported again) until the ``MAX_DEATHS``-th death; after a
 hang, a broken reply, a resource limit or a reason to stop (``--fail-fast``) the remaining
 calls are reported as not run. When the target's turn ends its child, and everything the
-child started, is killed.
+child started, is killed. A JAX or TensorFlow target's process killed by a signal is
+followed by a probe process under the same limits that runs only the framework
+(:meth:`Slot.framework_death`): the death is laid on the framework's needs only when the
+probe shows them.
 """
 
 from __future__ import annotations

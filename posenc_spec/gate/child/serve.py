@@ -6,6 +6,8 @@ Requests (JSON headers, see :mod:`.protocol`)::
     {"op": "call", "id": 3, "token": "...", "args": [ARG, ...], "rng": "a" | "b",
      "max_bytes": N, "allow_complex": false, "allow_integer": false, "max_items": 1}
     {"op": "sync", "token": "..."}           after the last call: the next frame must answer it
+    {"op": "exercise", "framework": "jax"}   (a process of no target) start the framework and
+                                             compute a table (:func:`.frameworks.exercise`)
         ARG: {"int": 50} | {"float": 1.5} |
              {"array": K, "dtype": "int64", "shape": [50], "as": "torch" | "numpy", "name": "timesteps",
               "order": [0, 2, 1, 3]}
@@ -16,8 +18,10 @@ Requests (JSON headers, see :mod:`.protocol`)::
 Replies::
 
     {"op": "loaded", "ok": true, "message": "...", "import_changes": [...], "import_effects": [...],
-     "import_failures": [...], "where": {"file": "...", "line": 12} or null}
+     "import_failures": [...], "where": {"file": "...", "line": 12} or null,
+     "framework": "jax" | "tensorflow" | null}  (whose arrays the loaded target takes)
     {"op": "synced", "token": "..."}
+    {"op": "exercised", "ok": true, "threads": 16}
     {"op": "result", "id": 3, "token": "...", "status": "ok" | "raised" | "exit" | "bad", "message": "...",
      "tuple": false, "arrays": [{"dtype": "float32", "shape": [50, 8], "description": "...",
                                  "container": "torch" | "numpy"}],
