@@ -194,7 +194,7 @@ def test_a_caller_that_computed_with_jax_still_checks_its_numpy_functions():
 
 # the limit (run_options keyword) -> the words of the failure, which names the one JAX needs raised
 TIGHT = {"max_processes": ("8", "its thread pools need more than 8 processes and threads: raise --max-processes"),
-         "max_memory": ("1GiB", "its reservation of address space needs more than 1 GiB: raise --max-memory")}
+         "max_memory": ("512MiB", "its reservation of address space needs more than 0.5 GiB: raise --max-memory")}
 
 
 @pytest.mark.parametrize("limit", TIGHT)

@@ -139,7 +139,7 @@ def _tensorflow_variable_reader():
     base = resource_variable_ops.BaseResourceVariable
 
     def owns(value) -> bool:
-        return isinstance(value, base)
+        return issubclass(type(value), base)  # never the value's own __class__
 
     def read(value):
         tensor = gen_resource_variable_ops.read_variable_op(base.handle.fget(value), base.dtype.fget(value))
@@ -159,7 +159,7 @@ def _keras_variable_reader():
     from . import convert
 
     def owns(value) -> bool:
-        return isinstance(value, Variable)
+        return issubclass(type(value), Variable)
 
     def read(value):
         held = object.__getattribute__(value, "__dict__").get("_value")
