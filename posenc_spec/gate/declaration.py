@@ -106,7 +106,7 @@ class Declaration:
     strict: bool = False
     framework: str | None = None
     keras_backend: str | None = None
-    spelling: str = field(default="toml", compare=False)  # how the user writes keys: flags, toml or python
+    spelling: str = field(default="toml", compare=False)  # how the user writes keys: flags, plugin, toml or python
 
     @property
     def name(self) -> str:

@@ -13,9 +13,9 @@ from ..advice import common_reason, reason_of
 from ..against import regression_rule
 
 MAX_FAILURE_LINES = 6  # check kinds listed without -v
-MAX_HINTED_LINES = 3  # where a hint names the slip (the lines are its evidence)
+MAX_HINTED_LINES = 1  # where a hint names the slip: its worst evidence (ten failing targets fit on a screen)
 # How a user asks for every check, by how the declaration was written (Declaration.spelling).
-EVERY_CHECK = {"flags": "-v lists every check", "toml": "-v lists every check",
+EVERY_CHECK = {"flags": "-v lists every check", "plugin": "-v lists every check", "toml": "-v lists every check",
                "python": "posenc_spec.check(...).text(verbose=True) lists every check"}
 REGRESSION = "regression"
 TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS",
@@ -128,7 +128,9 @@ def _every_check(report) -> list[str]:
 
 def _by_kind(report) -> list[str]:
     """One line per check kind and status that is not a pass (the worst of each), the
-    checks that could not run as a count; at most ``MAX_FAILURE_LINES`` lines."""
+    checks that could not run as a count; past ``MAX_FAILURE_LINES`` kinds
+    (``MAX_HINTED_LINES`` under a hint) those whose worst call is worst (largest error over
+    tolerance; the first on a tie), in the plan's order, and one line naming the rest."""
     shared = common_reason(report)
     planned = collections.Counter(_kind(check.name) for check in report.checks)
     groups, not_run = {}, 0
@@ -140,14 +142,19 @@ def _by_kind(report) -> list[str]:
         elif check.status not in ("passed", "skipped") and not (shared and reason_of(check).startswith(shared)):
             groups.setdefault((check.status, _kind(check.name)), []).append(check)
     declared = report.declaration.spec.describe() if report.declaration.formula else ""
-    lines = [_kind_line(checks, planned[kind], declared) for (_, kind), checks in groups.items()]
+    kinds = list(groups.values())
     limit = MAX_HINTED_LINES if report.hints else MAX_FAILURE_LINES
-    if len(lines) > limit:
-        rest = list(groups.values())[limit:]
+    shown = kinds
+    if len(kinds) > limit + 1:  # a line saying what is left out replaces two lines or more
+        worst = sorted(range(len(kinds)), key=lambda index: -max(map(_ratio, kinds[index])))[:limit]
+        shown = [checks for index, checks in enumerate(kinds) if index in worst]
+    lines = [_kind_line(checks, planned[_kind(checks[0].name)], declared) for checks in shown]
+    rest = [checks for checks in kinds if not any(checks is kept for kept in shown)]
+    if rest:
         more = ", ".join(_kind(checks[0].name) for checks in rest)
         hidden = sum(map(len, rest))
-        lines = lines[:limit] + [f"  ... and {hidden} check{'s' * (hidden != 1)} of {len(rest)} more "
-                                 f"kind{'s' * (len(rest) != 1)} ({more}; {EVERY_CHECK[report.declaration.spelling]})"]
+        lines.append(f"  ... and {hidden} check{'s' * (hidden != 1)} of {len(rest)} more kind{'s' * (len(rest) != 1)}"
+                     f" ({more}; {EVERY_CHECK[report.declaration.spelling]})")
     regression = [check for check in report.checks if check.name == REGRESSION]
     for check in regression:  # always said, with what changed
         lines += [f"  {TAGS[check.status]} {check.name}: {check.message}", *detail_lines(check)]
