@@ -4,10 +4,11 @@ Ten wrong corpus entries (:data:`TEN`: a slip of each family, some named by a hi
 not) are written as one ``[[targets]]`` config into a folder of its own, then checked twice,
 each in a fresh Python as a user runs it:
 
-1. ``posenc-spec check --config ten.toml`` under ``GITHUB_ACTIONS=true``: its lines and
-   characters without the annotations, and its ``::error``/``::notice`` annotations;
+1. ``posenc-spec check --config ten.toml`` under ``GITHUB_ACTIONS=true``: its lines,
+   characters and rows on a terminal of :data:`WIDTH` columns without the annotations, and
+   its ``::error``/``::notice`` annotations;
 2. ``pytest --posenc-config ten.toml -p no:cacheprovider`` (pytest's defaults otherwise,
-   ``-n 0``): its lines and characters; with ``--verbose`` the same with ``-v``.
+   ``-n 0``): the same; with ``--verbose`` the same with ``-v``.
 
 Run from the repository root::
 
@@ -41,6 +42,7 @@ TEN = {"sinusoidal": ("swapped_sin_cos", "exponent_pair_over_d"),
        "t5buckets": ("halving_forgotten",),
        "alibi": ("geometric_for_every_head_count",),
        "mrope": ("sections_swapped",)}
+WIDTH = 160  # a terminal's columns
 
 
 def _current_names(table: dict) -> dict:
@@ -70,10 +72,13 @@ def _run(command: list[str], folder: Path) -> str:
 
 
 def measure(text: str) -> dict:
+    """Lines and characters a person reads (annotations apart), and the rows they fill on a
+    terminal of ``WIDTH`` columns (a long line wraps)."""
     lines = text.splitlines()
     annotations = [line for line in lines if line.startswith("::")]
     read = [line for line in lines if not line.startswith("::")]
     return {"lines": len(read), "characters": sum(len(line) + 1 for line in read),
+            "rows": sum(max(1, -(-len(line) // WIDTH)) for line in read),
             "::error": sum(line.startswith("::error") for line in annotations),
             "::notice": sum(line.startswith("::notice") for line in annotations)}
 
@@ -98,8 +103,8 @@ def main(argv=None) -> int:
                 Path(args.show).mkdir(parents=True, exist_ok=True)
                 Path(args.show, name.replace(" ", "_").replace("-", "") + ".txt").write_text(text)
             figures = measure(text)
-            print(f"{name}: {figures['lines']} lines, {figures['characters']} characters, "
-                  f"{figures['::error']} ::error, {figures['::notice']} ::notice")
+            print(f"{name}: {figures['lines']} lines, {figures['characters']} characters, {figures['rows']} rows of "
+                  f"{WIDTH} columns, {figures['::error']} ::error, {figures['::notice']} ::notice")
     return 0
 
 

@@ -165,14 +165,15 @@ class TargetItem(_GateItem):
     ``posenc-spec check`` prints it (every check with ``-v``)."""
 
     def runtest(self) -> None:
-        from posenc_spec.gate.output.text import summary_lines
+        from posenc_spec.gate.output.text import declared, summary_lines, verdict
 
         report = self._report()
         if report.status != "conforms":
-            header, verdict, *rest = summary_lines(report, self.config.getoption("verbose") > 0)
+            _, *rest = summary_lines(report, self.config.getoption("verbose") > 0)
             # The verdict first: pytest's short summary (-r) shows a failure's first line, and
             # the section's title already names the target.
-            raise GateFailure("\n".join(shown_line(line) for line in (verdict.strip(), header, *rest)))
+            first = f"{verdict(report)}  {declared(report)}"
+            raise GateFailure("\n".join(shown_line(line) for line in (first, *rest)))
         for check in report.checks:
             if check.status == "noted":  # passes, and the warnings summary says it
                 warnings.warn(GateNote(self._said(check)), stacklevel=1)

@@ -1,5 +1,5 @@
-"""What ``posenc-spec check`` prints for a person: a header, then per target the verdict, the
-hint, one line per failing check kind, what could not run and the warnings."""
+"""What ``posenc-spec check`` prints for a person: a header, then per target a line ending with
+its verdict, the hint, one line per failing check kind, what could not run and the warnings."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def run_header(count: int, config: str | None, jobs: int, shard=(1, 1)) -> str:
     return " | ".join(parts)
 
 
-def target_header(report) -> str:
+def declared(report) -> str:
+    """What the target is judged against, in brackets: its API, its convention, its snapshot."""
     declaration = report.declaration
     parts = [f"{declaration.api} API"]
     if declaration.formula:
@@ -38,7 +39,12 @@ def target_header(report) -> str:
     if declaration.against is not None:
         rule = regression_rule(declaration, declaration.against)
         parts.append(f"against {declaration.against_path}, {rule.describe()}")
-    return f"{declaration.name}  [{', '.join(parts)}]"
+    return f"[{', '.join(parts)}]"
+
+
+def target_header(report) -> str:
+    """The target's first line: its name, what it is judged against, its tally and verdict."""
+    return f"{report.declaration.name}  {declared(report)}: {verdict(report)}"
 
 
 MAX_DETAIL_LINES = 8
@@ -106,14 +112,15 @@ def _warning_line(warning: str, verbose: bool) -> str:
     return f"  note: importing {named or 'its libraries'} changed process state, kept as in your program (-v lists it)"
 
 
-def _tally(report) -> str:
+def verdict(report) -> str:
+    """How many checks ran and failed, and the verdict: ``67 checks, 25 failed: does not conform``."""
     counts = report.counts()
     tally = f"{len(report.checks)} checks, {counts['failed']} failed"
     tally += "".join(f", {counts[status]} {status}" for status in ("noted", "skipped", "xfailed", "xpassed")
                      if counts[status])
-    verdict = {"conforms": "conforms", "does-not-conform": "does not conform",
-               "error": "cannot be imported"}[report.status]
-    return f"  {tally}: {verdict}"
+    said = {"conforms": "conforms", "does-not-conform": "does not conform",
+            "error": "cannot be imported"}[report.status]
+    return f"{tally}: {said}"
 
 
 def _every_check(report) -> list[str]:
@@ -164,10 +171,10 @@ def _by_kind(report) -> list[str]:
 
 
 def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
-    """One target: the header, the verdict, the hints (the nearest member where no hint names
-    the slip), a cause every call shares, then one line per failing check kind with its worst
-    call (every check with ``verbose``), the warnings and ``extra_lines``."""
-    lines = [target_header(report), _tally(report)]
+    """One target: the header ending with the verdict, the hints (the nearest member where no
+    hint names the slip), a cause every call shares, then one line per failing check kind with
+    its worst call (every check with ``verbose``), the warnings and ``extra_lines``."""
+    lines = [target_header(report)]
     lines += [f"  hint: {hint.text(report.declaration.spelling)}" for hint in report.hints]
     if report.nearest is not None and not report.hints:
         lines.append(f"  nearest: {report.nearest['message']}")
