@@ -34,7 +34,6 @@ reads as a CI workflow command.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import warnings
 
 import pytest
@@ -94,17 +93,15 @@ def declarations(config) -> list:
         return []
     flags = {key: config.getoption(dest, default=None) for dest, key in _KEYS.items()}
     front = Front("--posenc-target", "--posenc-config", "--posenc-xfails",
-                  others="--posenc-config FILE or --posenc-target TARGET", where="--posenc: ", flags=False)
+                  others="--posenc-config FILE or --posenc-target TARGET", where="--posenc: ", flags=False,
+                  spelling="plugin")
     try:
         if sum(map(bool, (target, config_file, nearest))) > 1:
             raise UsageError("give one of --posenc-target, --posenc-config and --posenc")
-        found = select_declarations(front, target, config_file, config.getoption("posenc_xfails", default=None),
-                                    flags, base_dir=config.invocation_params.dir)[0]
+        return select_declarations(front, target, config_file, config.getoption("posenc_xfails", default=None),
+                                   flags, base_dir=config.invocation_params.dir)[0]
     except UsageError as error:
         raise pytest.UsageError(shown_line(f"posenc-spec: {error}")) from None
-    if target is None:  # declared in a TOML file: its hints name TOML keys
-        return found
-    return [dataclasses.replace(declaration, spelling="plugin") for declaration in found]
 
 
 def run_options_of(config):
@@ -200,7 +197,8 @@ class GateItem(_GateItem):
         if result.status == "skipped":
             pytest.skip(said)
         if result.status == "failed":
-            hinted = [shown_line(f"  hint: {hint.text(report.declaration.spelling)}") for hint in report.hints]
+            spelled = report.declaration.spelling_for
+            hinted = [shown_line(f"  hint: {hint.text(spelled(dict(hint.declare)))}") for hint in report.hints]
             raise GateFailure("\n".join([said, *hinted]))
 
     def reportinfo(self):

@@ -77,7 +77,7 @@ def test_each_target_is_an_item_whose_failure_is_its_summary(pytester):
                                         '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
     status, output = _pytest_here(pytester, "--posenc-config", "gate.toml", "-rA")
     assert status == 1 and (_count(output, "failed"), _count(output, "passed")) == (1, 2), output
-    assert re.search(r"^FAILED posenc::impl:swapped@vaswani - \d+ checks, \d+ failed: does not conform$", output,
+    assert re.search(r"^FAILED posenc::impl:swapped@vaswani - \d+ checks, \d+ failed: does not conform\b", output,
                      re.MULTILINE), output
     assert "  hint: sin and cos swapped: each pair holds cos first where sin first is declared" in output, output
     kinds = [line for line in output.splitlines() if line.startswith("  FAIL ")]
@@ -261,4 +261,17 @@ def test_a_hint_spells_toml_keys_for_a_file_and_they_conform(pytester, where):
     assert status == 1 and advice == 'first = "cos"', output
     path.write_text(path.read_text() + advice + "\n")
     status, output = _pytest_here(pytester, *arguments)
+    assert status == 0 and _count(output, "passed") == 1, output
+
+
+def test_a_key_given_as_a_flag_over_a_file_is_advised_as_that_flag(pytester):
+    """--posenc-config with --posenc-first over the file's keys: the hint advises the flag (the
+    file's key would stay overridden), and the run with it appended as written conforms."""
+    (pytester.path / "impl.py").write_text(TARGETS)
+    (pytester.path / "gate.toml").write_text(f'[[targets]]\ntarget = "impl:swapped"\n{QUICK_KEYS}')
+    arguments = ("--posenc-config", "gate.toml", "--posenc-first", "sin")
+    status, output = _pytest_here(pytester, *arguments)
+    advice = _advice(output)
+    assert status == 1 and advice == "--posenc-first cos", output
+    status, output = _pytest_here(pytester, *arguments, *shlex.split(advice))
     assert status == 0 and _count(output, "passed") == 1, output

@@ -175,7 +175,7 @@ def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
     hint names the slip), a cause every call shares, then one line per failing check kind with
     its worst call (every check with ``verbose``), the warnings and ``extra_lines``."""
     lines = [target_header(report)]
-    lines += [f"  hint: {hint.text(report.declaration.spelling)}" for hint in report.hints]
+    lines += [f"  hint: {hint.text(report.declaration.spelling_for(dict(hint.declare)))}" for hint in report.hints]
     if report.nearest is not None and not report.hints:
         lines.append(f"  nearest: {report.nearest['message']}")
     lines += [f"  {line}" for line in report.advice]
