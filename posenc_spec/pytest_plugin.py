@@ -153,7 +153,9 @@ class _GateItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, GateFailure):
-            return str(excinfo.value)
+            said = str(excinfo.value)
+            # --tb=line: one line per failure (the verdict, or the check's reason)
+            return said.partition("\n")[0] if self.config.getoption("tbstyle", "auto") == "line" else said
         return super().repr_failure(excinfo, style)
 
 
@@ -179,7 +181,7 @@ class TargetItem(_GateItem):
         return shown_line(self.declaration.target.rpartition(":")[0]), None, shown_line(self.declaration.name)
 
 
-class GateItem(_GateItem):
+class CheckItem(_GateItem):
     """One check of one target (``--posenc-items check``)."""
 
     def __init__(self, *, check_id: str, **kwargs):
@@ -224,5 +226,5 @@ def pytest_collection_modifyitems(session, config, items) -> None:
             name = shown_line(f"posenc::{prefix}::{check_id}")
             # The node id without the session's empty one before it: JUnit's class is then
             # posenc.TARGET, not .posenc.TARGET.
-            items.append(GateItem.from_parent(session, name=name, nodeid=name, declaration=declaration,
+            items.append(CheckItem.from_parent(session, name=name, nodeid=name, declaration=declaration,
                                               check_id=check_id, runs=runs, options=options))

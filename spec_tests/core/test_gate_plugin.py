@@ -67,7 +67,7 @@ def test_each_target_is_an_item_whose_failure_is_its_summary(pytester):
     """With a config of three targets: the conforming one and the one whose only deviation is
     known pass; the swapped one fails with the target's summary, verdict first (pytest's short
     summary shows it), then the hint and one line per failing check kind, not a line per call;
-    -v lists every check."""
+    -v lists every check, --tb=line the verdict alone."""
     tmp_path = pytester.path
     (tmp_path / "impl.py").write_text(TARGETS)
     (tmp_path / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
@@ -85,6 +85,9 @@ def test_each_target_is_an_item_whose_failure_is_its_summary(pytester):
     assert "formula[50x8]: " not in output.replace("worst formula[50x8]: ", ""), output
     status, verbose = _pytest_here(pytester, "--posenc-config", "gate.toml", "-vv")  # -v, after _pytest_here's -q
     assert status == 1 and verbose.count("\n  FAIL  formula[") == 7, verbose
+    status, line = _pytest_here(pytester, "--posenc-config", "gate.toml", "--tb=line")
+    assert status == 1 and "  hint: " not in line and re.search(r"^\d+ checks, \d+ failed: does not conform  \[table",
+                                                                line, re.MULTILINE), line
     assert "Traceback" not in output + verbose, output
 
 
