@@ -57,11 +57,11 @@ SINUSOIDAL: dict[str, str] = {
     "float16_positions": "positions-float16",
     "bfloat16_positions": "positions-bfloat16",
     "bfloat16_timesteps": "positions-bfloat16",
-    "float16_angle": LOW_PRECISION,
-    "bfloat16_frequencies": LOW_PRECISION,
-    "float16_timestep_angle": LOW_PRECISION,
+    "float16_angle": "angle-float16",
+    "bfloat16_frequencies": "frequencies-bfloat16",
+    "float16_timestep_angle": "angle-float16",
     "bfloat16_beyond_cache": "positions-bfloat16",
-    "bfloat16_channel_index": LOW_PRECISION,  # the channel index
+    "bfloat16_channel_index": "channel-index-bfloat16",
     "channel_index_uint8": NOT_A_MEMBER,
     "odd_drops_column": NOT_VALUES,  # odd widths
     "odd_d_plus_one_columns": NOT_VALUES,

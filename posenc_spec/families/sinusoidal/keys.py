@@ -35,6 +35,14 @@ SLIPS = {
     "scale": "the positions scaled",
     "scale-twice": "a scaling factor applied twice",
     "scale-dropped": "a scaling factor dropped",
+    "channel-index-float16": "the pair index held in float16 before the exponent",
+    "channel-index-bfloat16": "the pair index held in bfloat16 before the exponent",
+    "frequencies-float16": "the frequencies rounded to float16 before the angle",
+    "frequencies-bfloat16": "the frequencies rounded to bfloat16 before the angle",
+    "output-float16": "the table computed or stored in float16 and returned wider",
+    "output-bfloat16": "the table computed or stored in bfloat16 and returned wider",
+    "angle-float16": "the angle formed in float16",
+    "angle-bfloat16": "the angle formed in bfloat16",
 }
 
 # The reference implementations posenc-spec ships (.references), as check --builtin declares them.

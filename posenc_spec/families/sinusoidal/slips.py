@@ -29,8 +29,9 @@ rounds only beyond a cached length): positions formed in float16 or bfloat16 (ea
 row right at one of its position's two neighbours in that type: rounded, truncated or
 accumulated by ``arange``), positions clamped to a buffer's last row, positions wrapped
 around a buffer; every row the slip leaves alone must match the declared convention, and
-the hint names the first row where the slip shows. What none of these explains gets no
-hint: a false hint is a false alarm.
+the hint names the first row where the slip shows. Then arithmetic in float16 or bfloat16
+at one stage (the channel index, the frequencies, the output, the angle: :mod:`.narrow`).
+What none of these explains gets no hint: a false hint is a false alarm.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import numpy as np
 from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.families.sinusoidal.conventions import Convention
 from posenc_spec.families.sinusoidal.fit import Sample, best_member, max_ratio
+from posenc_spec.families.sinusoidal.narrow import narrow_stage
 from posenc_spec.gate.calls import held_in as round_to
 from posenc_spec.gate.identify.hint import Hint
 from posenc_spec.gate.identify.toml_text import number
@@ -518,4 +520,8 @@ def diagnose(declared: Convention, api: str, tables: list[Table], fitted=FIT) ->
     variants = _explanations(declared, api, tables, fitted)
     if variants:
         return _hints(variants)
-    return in_rows(declared, api, tables)
+    moved = in_rows(declared, api, tables)
+    if moved:
+        return moved
+    narrow = narrow_stage(declared, api, tables)
+    return [Hint((narrow[0],), narrow[1])] if narrow else []

@@ -1,0 +1,190 @@
+"""Arithmetic in float16 or bfloat16 inside a sinusoidal target where the declared table is
+computed wider: the tables say at which stage the values went through the narrow type.
+
+Each stage is a definite table, or a definite set of them, that the failing tables must
+match element by element (a false hint is a false alarm):
+
+- ``channel-index-*``: the pair index ``k`` (or ``2k``) held in the narrow type before the
+  exponent (``arange(half).to(bfloat16)``): exact up to 256 (bfloat16) or 2048 (float16)
+  only; the table is the declared formula with ``k`` rounded, within the declared bound;
+- ``frequencies-*``: the frequencies ``omega_k`` rounded to the narrow type (a buffer
+  converted with the model) and the angle formed wider: the declared formula with each
+  ``omega_k`` rounded, within the declared bound;
+- ``output-*``: the declared table rounded to the narrow type once, returned in a wider one:
+  every value is a number of the narrow type, within the declared bound computed for that
+  type's output;
+- ``angle-*``: the angle itself formed in the narrow type (positions, frequencies and their
+  product): every element that fails the declared bound is ``sin`` or ``cos`` of a number of
+  the narrow type within the angle error :mod:`.tolerance` allows arithmetic in that type
+  (``(2 |x_k| + 5) u |theta|``), to the sine's and the outputs' rounding. Only an element
+  where neighbouring numbers of the narrow type give values :data:`SHARP` times that rounding
+  apart tells a rounded angle from any other small error; at least :data:`MIN_TELLING` of
+  them must, or the stage is not named. At most :data:`SAMPLED` failing elements of a table
+  are read (evenly spread), so that a 4096 x 1024 table costs what a 64 x 1024 one does.
+
+bfloat16 is tried before float16: its numbers are float16's too (within float16's range),
+so angles on bfloat16's coarser grid are the stronger evidence.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from posenc_spec.families.sinusoidal import oracle
+from posenc_spec.families.sinusoidal import properties as checks
+from posenc_spec.families.sinusoidal.conventions import Convention
+from posenc_spec.gate.calls import held_in
+from posenc_spec.tolerance import unit_roundoff
+
+NARROW = ("bfloat16", "float16")
+SHARP = 8.0  # neighbouring narrow angles give values this many roundings apart: a match is no accident
+MIN_TELLING = 16  # elements that must tell a rounded angle from another small error
+SAMPLED = 1 << 16  # failing elements read per table
+MAX_STEPS = 64  # narrow numbers tried on each side of an angle
+SINE_ULPS = 2  # sin and cos of a float32 angle: within 2 ulp (tolerance.py, step 4)
+
+
+def _convention(declared: Convention, width: int) -> Convention:
+    return declared if width % 2 else declared.replace(odd="error")
+
+
+def _table_with(declared: Convention, table, omega_of) -> np.ndarray:
+    """The declared table of ``table``'s rows with the frequencies ``omega_of(conv, width)``."""
+    conv = _convention(declared, table.width)
+    columns = conv.columns(table.width)
+    omega = omega_of(conv, table.width)
+    column_omega = np.where(columns.is_zero, 0.0, omega[np.maximum(columns.pair, 0)])
+    theta = conv.scale * (conv.positions(table.judged_at) + conv.offset)[:, None] * column_omega[None, :]
+    return oracle.table_from_angles(theta, columns, conv.first)
+
+
+def _rounded_index(dtype: str):
+    def omega(conv, width):
+        numerator, denominator = conv.exponent_step(width)
+        index = held_in(np.arange(conv.num_frequencies(width), dtype=np.float64), dtype).astype(np.float64)
+        return conv.base ** -(index * numerator / denominator)
+    return omega
+
+
+def _rounded_frequencies(dtype: str):
+    return lambda conv, width: held_in(conv.frequencies(width), dtype).astype(np.float64)
+
+
+def _matches(table, values: np.ndarray, tolerance: np.ndarray) -> bool:
+    return bool(np.all(np.abs(table.sample.table - values) <= tolerance))
+
+
+def _frequency_stage(declared: Convention, tables: list, dtype: str, make) -> bool:
+    """Whether every table is the declared formula with the frequencies ``make`` gives, within
+    the declared bound (and a failing one differs from the declared table)."""
+    for table in tables:
+        expected = checks.expectation(table.judged_at, table.width, declared, table.sample.dtype)
+        if not _matches(table, _table_with(declared, table, make(dtype)), expected.tolerance):
+            return False
+    return True
+
+
+def _output_stage(declared: Convention, tables: list, dtype: str) -> bool:
+    """Whether every value is a number of ``dtype``, within the declared bound for ``dtype`` output."""
+    for table in tables:
+        if unit_roundoff(table.sample.dtype) >= unit_roundoff(dtype):
+            return False  # returned in the narrow type itself: the declared bound already holds its rounding
+        values = table.sample.table
+        if not np.array_equal(held_in(values, dtype).astype(np.float64), values):
+            return False
+        expected = checks.expectation(table.judged_at, table.width, declared, dtype)
+        if not _matches(table, expected.table, expected.tolerance):
+            return False
+    return True
+
+
+def _stepped(magnitudes: np.ndarray, dtype: str, steps: int) -> np.ndarray:
+    """The number of ``dtype`` ``steps`` places from the nearest one to each of ``magnitudes`` (>= 0)."""
+    if dtype == "float16":
+        bits = magnitudes.astype(np.float16).view(np.uint16).astype(np.int64) + steps
+        return np.clip(bits, 0, 0x7BFF).astype(np.uint16).view(np.float16).astype(np.float64)
+    bits = held_in(magnitudes, dtype).view(np.uint32).astype(np.int64) + steps * 0x10000
+    return np.clip(bits, 0, 0x7F7F0000).astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def _angle_evidence(declared: Convention, table, dtype: str) -> int | None:
+    """How many failing elements of ``table`` tell an angle rounded to ``dtype`` (None when a
+    failing element is no value of such an angle)."""
+    conv = _convention(declared, table.width)
+    expected = checks.expectation(table.judged_at, table.width, declared, table.sample.dtype)
+    failing = np.flatnonzero(np.abs(table.sample.table - expected.table).ravel() > expected.tolerance.ravel())
+    if failing.size == 0:
+        return 0
+    failing = failing[np.linspace(0, failing.size - 1, min(failing.size, SAMPLED)).astype(np.int64)]
+    rows, cols = np.unravel_index(failing, table.sample.table.shape)
+    columns = conv.columns(table.width)
+    if np.any(columns.is_zero[cols]):
+        return None  # a zero-padded column holds no angle
+    theta_all, log_omega = oracle.angles(table.judged_at, table.width, conv)
+    theta, x = theta_all[rows, cols], np.abs(log_omega[cols])
+    sine = columns.is_first[cols] == (conv.first == "sin")
+    value = table.sample.table[rows, cols]
+    rounding = SINE_ULPS * 2 * unit_roundoff("float32") + unit_roundoff(dtype) + unit_roundoff(table.sample.dtype)
+    window = (2 * x + 5) * unit_roundoff(dtype) * np.abs(theta)
+    magnitude, sign = np.abs(theta), np.sign(theta)
+    nearest = _stepped(magnitude, dtype, 0)
+    spacing = _stepped(magnitude, dtype, 1) - nearest
+    reach = int(min(MAX_STEPS, math.ceil(float(np.max(window / np.maximum(spacing, 1e-300)))) + 1))
+    matched = np.zeros(failing.size, dtype=bool)
+    for steps in range(-reach, reach + 1):
+        angle = _stepped(magnitude, dtype, steps)
+        inside = np.abs(angle - magnitude) <= window + spacing
+        predicted = np.where(sine, np.sin(sign * angle), np.cos(sign * angle))
+        matched |= inside & (np.abs(predicted - value) <= rounding)
+    if not matched.all():
+        return None
+    slope = np.sqrt(np.maximum(0.0, 1.0 - expected.table[rows, cols] ** 2))  # |d value / d angle|
+    return int(np.count_nonzero(spacing * slope >= SHARP * rounding))
+
+
+def _angle_stage(declared: Convention, tables: list, dtype: str) -> bool:
+    telling = 0
+    for table in tables:
+        found = _angle_evidence(declared, table, dtype)
+        if found is None:
+            return False
+        telling += found
+    return telling >= MIN_TELLING
+
+
+def _stages(what: str):
+    """``(slip, test, words)`` in the order they are tried (see the module docstring)."""
+    found = []
+    for dtype in NARROW:
+        found += [
+            (f"channel-index-{dtype}", lambda d, t, dtype=dtype: _frequency_stage(d, t, dtype, _rounded_index),
+             f"the pair index held in {dtype} before the exponent ({dtype} holds every integer only up to "
+             f"{_exact_integers(dtype)}): wide tables get wrong exponents; form the index in float32 or wider"),
+            (f"frequencies-{dtype}", lambda d, t, dtype=dtype: _frequency_stage(d, t, dtype, _rounded_frequencies),
+             f"the frequencies rounded to {dtype} (a buffer converted with the model) before the angle: the "
+             f"angle's error grows with the {what}; keep the frequencies in float32 or wider"),
+            (f"output-{dtype}", lambda d, t, dtype=dtype: _output_stage(d, t, dtype),
+             f"every value is a {dtype} number: the table was computed or stored in {dtype} and returned wider"),
+            (f"angle-{dtype}", lambda d, t, dtype=dtype: _angle_stage(d, t, dtype),
+             f"the angle formed in {dtype} ({what}s, frequencies and their product): each wrong value is the "
+             f"sine or cosine of a {dtype} number near its angle; form the angle in float32 or wider"),
+        ]
+    return found
+
+
+def _exact_integers(dtype: str) -> int:
+    return 2 ** int(-math.log2(unit_roundoff(dtype)))
+
+
+def narrow_stage(declared: Convention, api: str, tables: list) -> tuple[str, str] | None:
+    """``(slip, words)`` of the first stage that explains every table (:data:`Table`s of
+    :mod:`.slips`, a failing one among them), or None."""
+    if not any(table.failed for table in tables):
+        return None
+    what = "position" if api == "table" else "timestep"
+    for slip, explains, words in _stages(what):
+        if explains(declared, tables):
+            return slip, words
+    return None
