@@ -43,6 +43,11 @@ SLIPS = {
     "output-bfloat16": "the table computed or stored in bfloat16 and returned wider",
     "angle-float16": "the angle formed in float16",
     "angle-bfloat16": "the angle formed in bfloat16",
+    "arguments-swapped": "the arguments read in the other order (`fn(dim, num_positions)`)",
+    "table-transposed": "the table returned transposed (features by positions)",
+    "rows-extra": "rows besides the positions' (a cls or padding row)",
+    "rows-missing": "the first or the last positions' rows left out",
+    "rows-truncated": "the table cut at a buffer's length",
 }
 
 # The reference implementations posenc-spec ships (.references), as check --builtin declares them.
