@@ -16,11 +16,8 @@ match element by element (a false hint is a false alarm):
 - ``angle-*``: the angle itself formed in the narrow type (positions, frequencies and their
   product): every element that fails the declared bound is ``sin`` or ``cos`` of a number of
   the narrow type within the angle error :mod:`.tolerance` allows arithmetic in that type
-  (``(2 |x_k| + 5) u |theta|``), to the sine's and the outputs' rounding. Only an element
-  where neighbouring numbers of the narrow type give values :data:`SHARP` times that rounding
-  apart tells a rounded angle from any other small error; at least :data:`MIN_TELLING` of
-  them must, or the stage is not named. At most :data:`SAMPLED` failing elements of a table
-  are read (evenly spread), so that a 4096 x 1024 table costs what a 64 x 1024 one does.
+  (``(2 |x_k| + 5) u |theta|``), to the sine's and the outputs' rounding, and enough of them
+  tell a rounded angle from any other small error (:mod:`posenc_spec.gate.narrow`).
 
 bfloat16 is tried before float16: its numbers are float16's too (within float16's range),
 so angles on bfloat16's coarser grid are the stronger evidence.
@@ -36,14 +33,10 @@ from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.families.sinusoidal.conventions import Convention
 from posenc_spec.gate.calls import held_in
+from posenc_spec.gate.narrow import MIN_TELLING, NARROW, rounded_angle_evidence, sampled
 from posenc_spec.tolerance import unit_roundoff
 
-NARROW = ("bfloat16", "float16")
-SHARP = 8.0  # neighbouring narrow angles give values this many roundings apart: a match is no accident
-MIN_TELLING = 16  # elements that must tell a rounded angle from another small error
-SAMPLED = 1 << 16  # failing elements read per table
-MAX_STEPS = 64  # narrow numbers tried on each side of an angle
-SINE_ULPS = 2  # sin and cos of a float32 angle: within 2 ulp (tolerance.py, step 4)
+ANGLE_ROUNDINGS = 5  # the angle's error in units of u |theta|, besides 2 |x_k| (tolerance.py, steps 1-3)
 
 
 def _convention(declared: Convention, width: int) -> Convention:
@@ -100,48 +93,22 @@ def _output_stage(declared: Convention, tables: list, dtype: str) -> bool:
     return True
 
 
-def _stepped(magnitudes: np.ndarray, dtype: str, steps: int) -> np.ndarray:
-    """The number of ``dtype`` ``steps`` places from the nearest one to each of ``magnitudes`` (>= 0)."""
-    if dtype == "float16":
-        bits = magnitudes.astype(np.float16).view(np.uint16).astype(np.int64) + steps
-        return np.clip(bits, 0, 0x7BFF).astype(np.uint16).view(np.float16).astype(np.float64)
-    bits = held_in(magnitudes, dtype).view(np.uint32).astype(np.int64) + steps * 0x10000
-    return np.clip(bits, 0, 0x7F7F0000).astype(np.uint32).view(np.float32).astype(np.float64)
-
-
 def _angle_evidence(declared: Convention, table, dtype: str) -> int | None:
     """How many failing elements of ``table`` tell an angle rounded to ``dtype`` (None when a
-    failing element is no value of such an angle)."""
+    failing element is no value of such an angle: :func:`posenc_spec.gate.narrow.rounded_angle_evidence`)."""
     conv = _convention(declared, table.width)
     expected = checks.expectation(table.judged_at, table.width, declared, table.sample.dtype)
     failing = np.flatnonzero(np.abs(table.sample.table - expected.table).ravel() > expected.tolerance.ravel())
     if failing.size == 0:
         return 0
-    failing = failing[np.linspace(0, failing.size - 1, min(failing.size, SAMPLED)).astype(np.int64)]
-    rows, cols = np.unravel_index(failing, table.sample.table.shape)
+    rows, cols = np.unravel_index(sampled(failing), table.sample.table.shape)
     columns = conv.columns(table.width)
     if np.any(columns.is_zero[cols]):
         return None  # a zero-padded column holds no angle
-    theta_all, log_omega = oracle.angles(table.judged_at, table.width, conv)
-    theta, x = theta_all[rows, cols], np.abs(log_omega[cols])
-    sine = columns.is_first[cols] == (conv.first == "sin")
-    value = table.sample.table[rows, cols]
-    rounding = SINE_ULPS * 2 * unit_roundoff("float32") + unit_roundoff(dtype) + unit_roundoff(table.sample.dtype)
-    window = (2 * x + 5) * unit_roundoff(dtype) * np.abs(theta)
-    magnitude, sign = np.abs(theta), np.sign(theta)
-    nearest = _stepped(magnitude, dtype, 0)
-    spacing = _stepped(magnitude, dtype, 1) - nearest
-    reach = int(min(MAX_STEPS, math.ceil(float(np.max(window / np.maximum(spacing, 1e-300)))) + 1))
-    matched = np.zeros(failing.size, dtype=bool)
-    for steps in range(-reach, reach + 1):
-        angle = _stepped(magnitude, dtype, steps)
-        inside = np.abs(angle - magnitude) <= window + spacing
-        predicted = np.where(sine, np.sin(sign * angle), np.cos(sign * angle))
-        matched |= inside & (np.abs(predicted - value) <= rounding)
-    if not matched.all():
-        return None
-    slope = np.sqrt(np.maximum(0.0, 1.0 - expected.table[rows, cols] ** 2))  # |d value / d angle|
-    return int(np.count_nonzero(spacing * slope >= SHARP * rounding))
+    theta, log_omega = oracle.angles(table.judged_at, table.width, conv)
+    return rounded_angle_evidence(theta[rows, cols], 2 * np.abs(log_omega[cols]) + ANGLE_ROUNDINGS,
+                                  expected.table[rows, cols], table.sample.table[rows, cols], dtype,
+                                  table.sample.dtype)
 
 
 def _angle_stage(declared: Convention, tables: list, dtype: str) -> bool:
