@@ -47,7 +47,7 @@ SINUSOIDAL: dict[str, str] = {
     "reversed_positions": "positions-reversed",
     "positions_clamped_512": "positions-clamped",
     "positions_wrap_2048": "positions-wrapped",
-    "buffer_truncates_silently": NOT_VALUES,  # call: a wrong shape
+    "buffer_truncates_silently": "rows-truncated",  # a 2048-row buffer: longer calls return its rows alone
     "stack_on_wrong_dim": "layout",
     "reshape_instead_of_transpose": NOT_A_MEMBER,
     "interleave_with_wrong_view": NOT_A_MEMBER,
