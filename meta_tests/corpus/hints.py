@@ -15,7 +15,7 @@ TWO_SLIPS = "two slips at once that no variant combines"
 
 SINUSOIDAL: dict[str, str] = {
     "swapped_sin_cos": "sin-cos-swapped",
-    "sin_in_both_columns": NOT_A_MEMBER,
+    "sin_in_both_columns": "one-function",
     "flip_applied_to_cos_first": "sin-cos-swapped",
     "flip_reverses_columns": TWO_SLIPS,  # reversed columns and the other function first
     "exponent_pair_over_d": "exponent-i-over-d",
@@ -49,7 +49,7 @@ SINUSOIDAL: dict[str, str] = {
     "positions_wrap_2048": "positions-wrapped",
     "buffer_truncates_silently": "rows-truncated",  # a 2048-row buffer: longer calls return its rows alone
     "stack_on_wrong_dim": "layout",
-    "reshape_instead_of_transpose": NOT_A_MEMBER,
+    "reshape_instead_of_transpose": "reshape-for-transpose",
     "interleave_with_wrong_view": NOT_A_MEMBER,
     "extra_batch_axis": NOT_VALUES,  # call: a wrong shape
     "rows_from_batch_axis": "positions-clamped",  # every row is position 0's

@@ -24,6 +24,8 @@ SLIPS = {
     "positions-linspace": "positions from linspace, spaced n/(n-1) apart",
     "positions-offset": "positions shifted (off by one)",
     "columns-reversed": "the columns in reverse order",
+    "reshape-for-transpose": "a table built features by positions, reshaped where it is transposed",
+    "one-function": "one function in both columns of each pair (sin where cos belongs, or the reverse)",
     "values-scaled": "every value multiplied by one factor (a scaling applied to the table)",
     "positions-clamped": "positions clamped to a buffer's last row",
     "positions-wrapped": "positions wrapped around a buffer's length",
