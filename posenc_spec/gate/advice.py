@@ -181,8 +181,8 @@ def hints(declaration, probes, outcomes, report) -> list:
         handed = declaration.family.handed_keys(declaration)
     except Exception:  # a hint is advice: whatever a target returned, the verdict stands without it
         return []
-    if not found:
-        return _nan_cause(kept)
+    if not found:  # a square call judged beside calls of another size: what the sizes say, else NaN
+        return _shape_cause(declaration, kept, report) or _nan_cause(kept)
     return [hint.without_advice() if handed & {key for key, _ in hint.declare} else hint for hint in found]
 
 

@@ -5,7 +5,8 @@ Each slip is a definite table that every call's array must match within the decl
 (a false hint is a false alarm):
 
 - ``arguments-swapped``: ``fn(dim, num_positions)`` called as ``fn(num_positions, dim)``:
-  the call for ``L x D`` returns the declared table of ``D`` positions at width ``L``. Its
+  the call for ``L x D`` returns the declared table of ``D`` positions at width ``L`` (a
+  square call, where ``max_positions`` caps a length to the width, the declared table). Its
   advice is the declaration's call with the two roles swapped (:func:`posenc_spec.gate.advice.swapped_call`);
 - ``table-transposed``: the declared table with rows and columns exchanged (no key declares it);
 - ``rows-extra``: ``k`` more rows than positions asked, the same ``k`` on every call, before
@@ -40,13 +41,15 @@ def _rows(declared: Convention, probe, rows: slice) -> np.ndarray:
     return declared.positions(probe.positions)[rows]
 
 
+# A square call (L = D, where max_positions caps a length) is its own swap and transpose: it
+# returns the size asked, and must be the declared table, as the swapped or transposed read makes it.
 def _swapped(declared, calls) -> bool:
-    return all(array.shape == (probe.width, probe.length) != (probe.length, probe.width)
+    return all(array.shape == (probe.width, probe.length)
                and _within(array, probe.width, probe.length, declared, dtype) for probe, array, dtype in calls)
 
 
 def _transposed(declared, calls) -> bool:
-    return all(array.shape == (probe.width, probe.length) != (probe.length, probe.width)
+    return all(array.shape == (probe.width, probe.length)
                and _within(array.T, probe.positions, probe.width, declared, dtype) for probe, array, dtype in calls)
 
 

@@ -261,11 +261,13 @@ def _values(declared: Convention, tables: list[Table]) -> list[Variant]:
     multiplied by one factor (``sqrt(d)``, or the rows normalised)."""
     plain = declared.replace(odd="error")
     found = [Variant((Change("columns-reversed", "the columns in reverse order (`flip(-1)`)"),),
-                     lambda table: (plain, None, table.sample.table[:, ::-1]), key=("reversed columns",)),
-             Variant((Change("reshape-for-transpose", "the table built features by positions and reshaped to "
-                                                      "positions by features (`reshape` where `.T` belongs)"),),
-                     lambda table: (plain, None, table.sample.table.reshape(table.width, table.length).T),
-                     key=("reshaped",))]
+                     lambda table: (plain, None, table.sample.table[:, ::-1]), key=("reversed columns",))]
+    if any(table.length != table.width for table in tables):  # of a square table, reshape and .T read alike
+        found.append(Variant((Change("reshape-for-transpose", "the table built features by positions and reshaped "
+                                                              "to positions by features (`reshape` where `.T` "
+                                                              "belongs)"),),
+                             lambda table: (plain, None, table.sample.table.reshape(table.width, table.length).T),
+                             key=("reshaped",)))
     factors = {table.slot: _amplitude(table, declared) for table in tables}
     if not all(math.isfinite(factor) and factor > 0 for factor in factors.values()):
         return found

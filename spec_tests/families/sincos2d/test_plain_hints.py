@@ -1,0 +1,58 @@
+"""Hints for plain causes in 2-D sincos tables: a table returned in another output layout is
+named with the key that declares it (and that key applied conforms); angles formed in float16
+are named where they are large enough to tell, and noise of float16's size is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posenc_spec.families.sincos2d import oracle
+from posenc_spec.families.sincos2d.conventions import PRESETS
+from posenc_spec.families.sincos2d.slips import narrow_angles
+from posenc_spec.gate.declaration import declare
+from spec_tests.assertions import check_named
+
+HERE = Path(__file__).resolve()
+MAE = PRESETS["mae"]
+GRIDS = ((128, 96, 16), (64, 128, 32))  # angles 0.1 p up to 12.7: float16 neighbours 8e-3 apart tell
+
+
+def mae_channels_last(height, width, dim):
+    return oracle.grid(height, width, dim, MAE).astype(np.float32)
+
+
+def test_another_output_layout_is_named_with_its_key():
+    """MAE's (H, W, D) grid declared as tokens: the hint names the layout and gives
+    output_layout = "grid", and the target declared so conforms."""
+    keys = {"target": f"{HERE}:mae_channels_last", "api": "sincos2d", "convention": "mae"}
+    report = check_named({"grid": declare(keys)})["grid"]
+    assert [hint.slips for hint in report.hints] == [("output-layout",)], [hint.text() for hint in report.hints]
+    assert report.hints[0].declare == (("output_layout", "grid"),), report.hints[0].text()
+    advised = check_named({"advised": declare({**keys, **dict(report.hints[0].declare)})})["advised"]
+    assert advised.conforms, [(check.name, check.message) for check in advised.failures()[:3]]
+
+
+def _angle_in_float16(height, width, dim):
+    theta, _ = oracle.angle_grid(height, width, dim, MAE)
+    exact = oracle.grid(height, width, dim, MAE)
+    rounded = theta.astype(np.float16).astype(np.float64)
+    sine = np.abs(np.sin(theta) - exact) <= np.abs(np.cos(theta) - exact)
+    return np.where(sine, np.sin(rounded), np.cos(rounded)).astype(np.float16)
+
+
+def _noise_of_float16_size(height, width, dim):
+    noise = np.random.default_rng(dim).normal(0.0, 2.0**-11, (height, width, dim))
+    return (oracle.grid(height, width, dim, MAE) + noise).astype(np.float16)
+
+
+@pytest.mark.parametrize(("make", "slips"), [(_angle_in_float16, ("angle-float16",)), (_noise_of_float16_size, None)],
+                         ids=["angle in float16", "noise of that size"])
+def test_angles_in_float16_are_named_and_noise_is_not(make, slips):
+    """Tables whose angles were rounded to float16 (sines in float16) name the slip; noise of the
+    same size, which no rounded angle explains, names none."""
+    kept = [(h, w, d, MAE.arrange(make(h, w, d)).astype(np.float64), "float16") for h, w, d in GRIDS]
+    found = narrow_angles(MAE, kept)
+    assert (found[0] if found else None) == slips, found
