@@ -19,9 +19,9 @@ SINUSOIDAL: dict[str, str] = {
     "flip_applied_to_cos_first": "sin-cos-swapped",
     "flip_reverses_columns": TWO_SLIPS,  # reversed columns and the other function first
     "exponent_pair_over_d": "exponent-i-over-d",
-    "exponent_column_index": NOT_A_MEMBER,
-    "exponent_doubled_in_loop": NOT_A_MEMBER,
-    "cos_exponent_2i_plus_1": NOT_A_MEMBER,
+    "exponent_column_index": "exponent-column-index",
+    "exponent_doubled_in_loop": "exponent-column-index",  # 4k/d and (4k+2)/d: 2j/d
+    "cos_exponent_2i_plus_1": "exponent-column-half-index",
     "exponent_over_length": "exponent-over-length",
     "t2t_without_shift": "denominator-half-dim",  # named beside base 1000: one width cannot tell them apart
     "shift_one_where_zero": "denominator-half-dim-minus-one",
@@ -31,11 +31,11 @@ SINUSOIDAL: dict[str, str] = {
     "ln_base_as_9_21": "base",
     "ln_base_as_9_2103": "base",
     "base_10000_5": "base",
-    "positive_exponent": NOT_A_MEMBER,  # frequencies that grow
+    "positive_exponent": "exponent-sign-dropped",  # frequencies that grow
     "negated_angle": "angle-sign",
-    "integer_exponent_division": NOT_A_MEMBER,  # every frequency 1
-    "floor_divided_angle": NOT_A_MEMBER,
-    "precedence_power": NOT_A_MEMBER,
+    "integer_exponent_division": "exponent-integer-division",  # every frequency 1
+    "floor_divided_angle": "angle-floored",
+    "precedence_power": "precedence-power",
     # From width 20 on, log(base) / half_dim - 1 is negative: frequencies that grow, a base below 1 that no
     # member has, so no variant fits the whole grid (the narrow widths alone showed the slip); the timesteps'
     # frequencies overflow to NaN, which the plain hint names.
@@ -62,7 +62,7 @@ SINUSOIDAL: dict[str, str] = {
     "float16_timestep_angle": "angle-float16",
     "bfloat16_beyond_cache": "positions-bfloat16",
     "bfloat16_channel_index": "channel-index-bfloat16",
-    "channel_index_uint8": NOT_A_MEMBER,
+    "channel_index_uint8": "channel-index-uint8",
     "odd_drops_column": NOT_VALUES,  # odd widths
     "odd_d_plus_one_columns": NOT_VALUES,
     "odd_pads_sequence_axis": NOT_VALUES,

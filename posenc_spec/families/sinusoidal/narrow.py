@@ -32,6 +32,7 @@ import numpy as np
 from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.families.sinusoidal.conventions import Convention
+from posenc_spec.families.sinusoidal.frequencies import by_pair, convention_at, explains
 from posenc_spec.gate.calls import held_in
 from posenc_spec.gate.narrow import MIN_TELLING, NARROW, rounded_angle_evidence, sampled
 from posenc_spec.tolerance import unit_roundoff
@@ -39,30 +40,16 @@ from posenc_spec.tolerance import unit_roundoff
 ANGLE_ROUNDINGS = 5  # the angle's error in units of u |theta|, besides 2 |x_k| (tolerance.py, steps 1-3)
 
 
-def _convention(declared: Convention, width: int) -> Convention:
-    return declared if width % 2 else declared.replace(odd="error")
-
-
-def _table_with(declared: Convention, table, omega_of) -> np.ndarray:
-    """The declared table of ``table``'s rows with the frequencies ``omega_of(conv, width)``."""
-    conv = _convention(declared, table.width)
-    columns = conv.columns(table.width)
-    omega = omega_of(conv, table.width)
-    column_omega = np.where(columns.is_zero, 0.0, omega[np.maximum(columns.pair, 0)])
-    theta = conv.scale * (conv.positions(table.judged_at) + conv.offset)[:, None] * column_omega[None, :]
-    return oracle.table_from_angles(theta, columns, conv.first)
-
-
 def _rounded_index(dtype: str):
     def omega(conv, width):
         numerator, denominator = conv.exponent_step(width)
         index = held_in(np.arange(conv.num_frequencies(width), dtype=np.float64), dtype).astype(np.float64)
         return conv.base ** -(index * numerator / denominator)
-    return omega
+    return by_pair(omega)
 
 
 def _rounded_frequencies(dtype: str):
-    return lambda conv, width: held_in(conv.frequencies(width), dtype).astype(np.float64)
+    return by_pair(lambda conv, width: held_in(conv.frequencies(width), dtype).astype(np.float64))
 
 
 def _matches(table, values: np.ndarray, tolerance: np.ndarray) -> bool:
@@ -71,12 +58,8 @@ def _matches(table, values: np.ndarray, tolerance: np.ndarray) -> bool:
 
 def _frequency_stage(declared: Convention, tables: list, dtype: str, make) -> bool:
     """Whether every table is the declared formula with the frequencies ``make`` gives, within
-    the declared bound (and a failing one differs from the declared table)."""
-    for table in tables:
-        expected = checks.expectation(table.judged_at, table.width, declared, table.sample.dtype)
-        if not _matches(table, _table_with(declared, table, make(dtype)), expected.tolerance):
-            return False
-    return True
+    the bound of its angles (and so, a failing one among them, differs from the declared table)."""
+    return explains(declared, tables, make(dtype))
 
 
 def _output_stage(declared: Convention, tables: list, dtype: str) -> bool:
@@ -96,7 +79,7 @@ def _output_stage(declared: Convention, tables: list, dtype: str) -> bool:
 def _angle_evidence(declared: Convention, table, dtype: str) -> int | None:
     """How many failing elements of ``table`` tell an angle rounded to ``dtype`` (None when a
     failing element is no value of such an angle: :func:`posenc_spec.gate.narrow.rounded_angle_evidence`)."""
-    conv = _convention(declared, table.width)
+    conv = convention_at(declared, table.width)
     expected = checks.expectation(table.judged_at, table.width, declared, table.sample.dtype)
     failing = np.flatnonzero(np.abs(table.sample.table - expected.table).ravel() > expected.tolerance.ravel())
     if failing.size == 0:
@@ -151,7 +134,7 @@ def narrow_stage(declared: Convention, api: str, tables: list) -> tuple[str, str
     if not any(table.failed for table in tables):
         return None
     what = "position" if api == "table" else "timestep"
-    for slip, explains, words in _stages(what):
-        if explains(declared, tables):
+    for slip, stage_explains, words in _stages(what):
+        if stage_explains(declared, tables):
             return slip, words
     return None

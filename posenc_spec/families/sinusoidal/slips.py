@@ -31,7 +31,8 @@ row right at one of its position's two neighbours in that type: rounded, truncat
 accumulated by ``arange``), positions clamped to a buffer's last row, positions wrapped
 around a buffer; every row the slip leaves alone must match the declared convention, and
 the hint names the first row where the slip shows. Then one function in both columns of
-each pair (a line copied: ``sin`` where ``cos`` belongs), and arithmetic in float16 or bfloat16
+each pair (a line copied: ``sin`` where ``cos`` belongs), frequencies or angles made the way a
+slip makes them that no member has (:mod:`.frequencies`), and arithmetic in float16 or bfloat16
 at one stage (the channel index, the frequencies, the output, the angle: :mod:`.narrow`).
 What none of these explains gets no hint: a false hint is a false alarm.
 """
@@ -48,6 +49,7 @@ from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.families.sinusoidal.conventions import Convention
 from posenc_spec.families.sinusoidal.fit import Sample, best_member, max_ratio
+from posenc_spec.families.sinusoidal.frequencies import frequency_slip
 from posenc_spec.families.sinusoidal.narrow import narrow_stage
 from posenc_spec.gate.calls import held_in as round_to
 from posenc_spec.gate.identify.hint import Hint
@@ -553,5 +555,8 @@ def diagnose(declared: Convention, api: str, tables: list[Table], fitted=FIT) ->
     copied = one_function(declared, tables)
     if copied:
         return copied
+    made = frequency_slip(declared, tables)
+    if made:
+        return [Hint((made[0],), made[1])]
     narrow = narrow_stage(declared, api, tables)
     return [Hint((narrow[0],), narrow[1])] if narrow else []
