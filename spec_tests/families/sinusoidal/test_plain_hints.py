@@ -1,6 +1,7 @@
 """Hints for plain causes in sinusoidal tables. From tables made here: arithmetic in float16 or
 bfloat16 at one stage (the frequencies, the output, the angle) is named, and noise of the same
-size is not. Through the gate: tables of another size than asked (the arguments read in the
+size is not; frequencies and angles that no member has, written as slipped code writes them,
+are named. Through the gate: tables of another size than asked (the arguments read in the
 other order, the table transposed, a cls row, a row left out, a buffer's length) are named
 alike in a full run and under ``--fail-fast``, the swapped arguments' advice conforms when
 applied, and a wrong table in a wrong size gets no hint."""
@@ -107,6 +108,37 @@ def test_arithmetic_in_a_narrow_type_is_named_at_its_stage(make, slip):
     hints = diagnose(VASWANI, "table", _tables(make))
     assert [s for hint in hints for s in hint.slips] == ([slip] if slip else []), [h.text() for h in hints]
     assert not any(hint.declare for hint in hints)
+
+
+def column_own_index(positions, width):
+    angle = positions[:, None] / 10000.0 ** (2.0 * np.arange(width) / width)
+    return np.where(np.arange(width) % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32), "float32"
+
+
+def exponent_sign_dropped(positions, width):
+    return _interleaved(positions[:, None] * 10000.0 ** (np.arange(0, width, 2) / width)).astype(np.float32), "float32"
+
+
+def angle_floored(positions, width):
+    return _interleaved(positions[:, None] // 10000.0 ** (np.arange(0, width, 2) / width)).astype(np.float32), \
+        "float32"
+
+
+def every_frequency_one(positions, width):
+    return _interleaved(np.repeat(positions[:, None], width // 2, axis=1)).astype(np.float32), "float32"
+
+
+@pytest.mark.parametrize(("make", "slip"), [
+    (column_own_index, "exponent-column-index"),
+    (exponent_sign_dropped, "exponent-sign-dropped"),
+    (angle_floored, "angle-floored"),
+    (every_frequency_one, "exponent-integer-division"),
+], ids=["each column's own index", "the exponent's sign dropped", "the angle floored", "every frequency 1"])
+def test_frequencies_no_member_has_are_named(make, slip):
+    """Tables written as the slipped code writes them (each column's own exponent, ``base ** +e``,
+    ``pos // timescale``, every frequency 1) get the hint of that slip, with no keys."""
+    hints = diagnose(VASWANI, "table", _tables(make))
+    assert [s for hint in hints for s in hint.slips] == [slip] and not hints[0].declare, [h.text() for h in hints]
 
 
 def _declarations(names) -> dict:
