@@ -31,6 +31,15 @@ MAX_STEPS = 64  # narrow numbers tried on each side of an angle
 SINE_ULPS = 2  # sin and cos of a float32 angle: within 2 ulp
 
 
+def held_throughout(values: np.ndarray, dtype: str) -> bool:
+    """Whether every one of ``values`` is a number of ``dtype``, among at least
+    :data:`MIN_TELLING` distinct ones (a table of a few values, zeros and ones, any type holds):
+    a table computed or stored in ``dtype`` and returned in a wider type."""
+    values = np.asarray(values, np.float64)
+    return bool(np.array_equal(held_in(values, dtype).astype(np.float64), values)) \
+        and np.unique(values).size >= MIN_TELLING
+
+
 def sampled(indices: np.ndarray) -> np.ndarray:
     """At most :data:`SAMPLED` of ``indices``, evenly spread."""
     return indices[np.linspace(0, indices.size - 1, min(indices.size, SAMPLED)).astype(np.int64)]

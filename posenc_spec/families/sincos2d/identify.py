@@ -29,7 +29,7 @@ from .conventions import AXES, MAX_EXTRA_TOKENS, PRESETS, TOKEN_ORDERS, Sincos2d
 from .grid import SQUARE_ONLY
 from .judge import table_problem
 from .properties import layout_keys
-from .slips import OTHER_BASES, candidates, narrow_angles
+from .slips import OTHER_BASES, candidates, narrow_angles, narrow_output
 from .spec import convention_keys, keys_between
 from .tolerance import table_tolerance
 
@@ -254,7 +254,7 @@ def hints(declaration, probes, outcomes, report) -> list:
                  or statuses.get(f"shape[{probe.slot}]") == "failed")]  # another layout's shape: its values tell
     found = [slip for slip in candidates(conv) if kept and _explains(slip, conv, kept)]
     if not found:
-        narrow = narrow_angles(conv, kept) if kept else None
+        narrow = (narrow_output(conv, kept) or narrow_angles(conv, kept)) if kept else None
         return [Hint(*narrow)] if narrow else []
     named = f"the tables are the declared {declaration.convention_name()} with "
     if len(found) > 1:  # the tables cannot tell these apart: each is a possible cause

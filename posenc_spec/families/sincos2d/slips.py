@@ -220,6 +220,33 @@ def candidates(conv: Sincos2d) -> list[Slip]:
     return _member_slips(conv) + _table_slips(conv)
 
 
+def narrow_output(conv: Sincos2d, kept: list) -> tuple[tuple[str, ...], str] | None:
+    """``(slips, words)`` when every kept table (``(H, W, D, table, dtype)``) was returned in a
+    wider type than the numbers it holds: each value a number of float16 (or bfloat16), within
+    the bound of the declared table computed in that type (angles and output); None otherwise."""
+    from posenc_spec.gate.narrow import NARROW, held_throughout
+    from posenc_spec.tolerance import unit_roundoff
+
+    from .tolerance import grid_tolerance
+
+    for narrow in NARROW:
+        for height, width, dim, table, dtype in kept:
+            if unit_roundoff(dtype) >= unit_roundoff(narrow) or not held_throughout(table, narrow):
+                break
+            try:
+                values, _ = conv.ungrid(table, height, width)
+            except ValueError:  # another shape
+                break
+            bound = grid_tolerance(height, width, dim, conv, narrow, angle_dtype=narrow)
+            if not np.all(np.abs(values - oracle.grid(height, width, dim, conv)) <= bound):
+                break
+        else:
+            return (f"output-{narrow}",), (f"every value is a {narrow} number: the table was computed in {narrow} "
+                                           "and returned wider (its errors within those of arithmetic in "
+                                           f"{narrow}); compute it in float32 or wider")
+    return None
+
+
 def narrow_angles(conv: Sincos2d, kept: list) -> tuple[tuple[str, ...], str] | None:
     """``(slips, words)`` when the angles were formed in float16 or bfloat16 (positions,
     frequencies and their product in that type, as DETR's module does in the model's dtype):

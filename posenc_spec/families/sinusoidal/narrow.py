@@ -10,9 +10,9 @@ match element by element (a false hint is a false alarm):
 - ``frequencies-*``: the frequencies ``omega_k`` rounded to the narrow type (a buffer
   converted with the model) and the angle formed wider: the declared formula with each
   ``omega_k`` rounded, within the declared bound;
-- ``output-*``: the declared table rounded to the narrow type once, returned in a wider one:
-  every value is a number of the narrow type, within the declared bound computed for that
-  type's output;
+- ``output-*``: the table computed or stored in the narrow type, returned in a wider one:
+  every value is a number of the narrow type (among enough distinct ones), within the bound
+  of the declared table computed in that type (its angle and its output);
 - ``angle-*``: the angle itself formed in the narrow type (positions, frequencies and their
   product): every element that fails the declared bound is ``sin`` or ``cos`` of a number of
   the narrow type within the angle error :mod:`.tolerance` allows arithmetic in that type
@@ -33,8 +33,9 @@ from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.families.sinusoidal.conventions import Convention
 from posenc_spec.families.sinusoidal.frequencies import by_pair, convention_at, explains
+from posenc_spec.families.sinusoidal.tolerance import angle_term, tolerance_from_term
 from posenc_spec.gate.calls import held_in
-from posenc_spec.gate.narrow import MIN_TELLING, NARROW, rounded_angle_evidence, sampled
+from posenc_spec.gate.narrow import MIN_TELLING, NARROW, held_throughout, rounded_angle_evidence, sampled
 from posenc_spec.tolerance import unit_roundoff
 
 ANGLE_ROUNDINGS = 5  # the angle's error in units of u |theta|, besides 2 |x_k| (tolerance.py, steps 1-3)
@@ -63,17 +64,21 @@ def _frequency_stage(declared: Convention, tables: list, dtype: str, make) -> bo
 
 
 def _output_stage(declared: Convention, tables: list, dtype: str) -> bool:
-    """Whether every value is a number of ``dtype``, within the declared bound for ``dtype`` output."""
+    """Whether every table returned wider holds numbers of ``dtype`` only, within the bound of
+    the declared table computed in ``dtype`` (angle and output) and one of them is such a table."""
+    narrowed = False
     for table in tables:
         if unit_roundoff(table.sample.dtype) >= unit_roundoff(dtype):
             return False  # returned in the narrow type itself: the declared bound already holds its rounding
-        values = table.sample.table
-        if not np.array_equal(held_in(values, dtype).astype(np.float64), values):
+        if not held_throughout(table.sample.table, dtype):
             return False
-        expected = checks.expectation(table.judged_at, table.width, declared, dtype)
-        if not _matches(table, expected.table, expected.tolerance):
+        conv = convention_at(declared, table.width)
+        theta, log_omega = oracle.angles(table.judged_at, table.width, conv)
+        bound = tolerance_from_term(angle_term(theta, log_omega), dtype, angle_dtype=dtype)
+        if not _matches(table, oracle.table_from_angles(theta, conv.columns(table.width), conv.first), bound):
             return False
-    return True
+        narrowed = True
+    return narrowed
 
 
 def _angle_evidence(declared: Convention, table, dtype: str) -> int | None:

@@ -1,6 +1,7 @@
 """Hints for plain causes in 2-D sincos tables: a table returned in another output layout is
 named with the key that declares it (and that key applied conforms); angles formed in float16
-are named where they are large enough to tell, and noise of float16's size is not."""
+are named where they are large enough to tell, a table computed in float16 and returned in
+float32 by its values, and noise of float16's size is not."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from posenc_spec.families.sincos2d import oracle
 from posenc_spec.families.sincos2d.conventions import PRESETS
-from posenc_spec.families.sincos2d.slips import narrow_angles
+from posenc_spec.families.sincos2d.slips import narrow_angles, narrow_output
 from posenc_spec.gate.declaration import declare
 from spec_tests.assertions import check_named
 
@@ -48,11 +49,17 @@ def _noise_of_float16_size(height, width, dim):
     return (oracle.grid(height, width, dim, MAE) + noise).astype(np.float16)
 
 
-@pytest.mark.parametrize(("make", "slips"), [(_angle_in_float16, ("angle-float16",)), (_noise_of_float16_size, None)],
-                         ids=["angle in float16", "noise of that size"])
-def test_angles_in_float16_are_named_and_noise_is_not(make, slips):
-    """Tables whose angles were rounded to float16 (sines in float16) name the slip; noise of the
-    same size, which no rounded angle explains, names none."""
-    kept = [(h, w, d, MAE.arrange(make(h, w, d)).astype(np.float64), "float16") for h, w, d in GRIDS]
-    found = narrow_angles(MAE, kept)
+@pytest.mark.parametrize(("make", "returned", "slips"), [
+    (_angle_in_float16, "float16", ("angle-float16",)),
+    (_angle_in_float16, "float32", ("output-float16",)),
+    (_noise_of_float16_size, "float16", None),
+    (_noise_of_float16_size, "float32", None),
+], ids=["angle in float16", "computed in float16, returned in float32", "noise of that size",
+        "noise of that size in float16 numbers, returned in float32"])
+def test_float16_arithmetic_is_named_and_noise_is_not(make, returned, slips):
+    """Tables whose angles were rounded to float16 (sines in float16) name the slip: the angle
+    returned in float16, the output when returned in float32 (every value a float16 number);
+    noise of the same size, which no rounded angle and no float16 arithmetic explains, names none."""
+    kept = [(h, w, d, MAE.arrange(make(h, w, d)).astype(np.float64), returned) for h, w, d in GRIDS]
+    found = narrow_output(MAE, kept) or narrow_angles(MAE, kept)
     assert (found[0] if found else None) == slips, found

@@ -81,6 +81,10 @@ def output_through_float16(positions, width):
     return oracle.table(positions, width, VASWANI).astype(np.float16).astype(np.float32), "float32"
 
 
+def angle_in_float16_returned_in_float32(positions, width):
+    return angle_in_float16(positions, width)[0].astype(np.float32), "float32"
+
+
 def noise_of_float16_size(positions, width):
     noise = np.random.default_rng(width).normal(0.0, 2.0**-11, (positions.size, width))
     return (oracle.table(positions, width, VASWANI) + noise).astype(np.float32), "float32"
@@ -99,8 +103,10 @@ def _tables(make) -> list[Table]:
     (angle_in_float16, "angle-float16"),
     (frequencies_in_bfloat16, "frequencies-bfloat16"),
     (output_through_float16, "output-float16"),
+    (angle_in_float16_returned_in_float32, "output-float16"),
     (noise_of_float16_size, None),
-], ids=["angle in float16", "frequencies in bfloat16", "output through float16", "noise of that size"])
+], ids=["angle in float16", "frequencies in bfloat16", "output through float16",
+        "computed in float16, returned in float32", "noise of that size"])
 def test_arithmetic_in_a_narrow_type_is_named_at_its_stage(make, slip):
     """Tables computed with the angle, the frequencies or the output in a narrow type get the
     hint of that stage, with no keys (none declares it); noise as large as float16's rounding,
