@@ -75,8 +75,8 @@ SLIPS = {
     "extra-tokens-appended": "the extra tokens' rows after the grid's instead of before them",
     "extra-tokens-count": "another number of extra token rows (a class token's) than the declared `extra_tokens`",
     "output-layout": "the table returned in another layout (tokens, channels first or last) than declared",
-    "output-float16": "the table computed or stored in float16 and returned wider",
-    "output-bfloat16": "the table computed or stored in bfloat16 and returned wider",
+    "output-float16": "the table stored in float16 and returned wider",
+    "output-bfloat16": "the table stored in bfloat16 and returned wider",
     "angle-float16": "the angle formed in float16",
     "angle-bfloat16": "the angle formed in bfloat16",
 }

@@ -221,9 +221,10 @@ def candidates(conv: Sincos2d) -> list[Slip]:
 
 
 def narrow_output(conv: Sincos2d, kept: list) -> tuple[tuple[str, ...], str] | None:
-    """``(slips, words)`` when every kept table (``(H, W, D, table, dtype)``) was returned in a
-    wider type than the numbers it holds: each value a number of float16 (or bfloat16), within
-    the bound of the declared table computed in that type (angles and output); None otherwise."""
+    """``(slips, words)`` when every kept table (``(H, W, D, table, dtype)``) is the declared
+    table rounded once to float16 (or bfloat16) and returned wider: each value a number of that
+    type, within the declared bound for that type's output; None otherwise (a table computed
+    in float16, its angles too, is :func:`narrow_angles`')."""
     from posenc_spec.gate.narrow import NARROW, held_throughout
     from posenc_spec.tolerance import unit_roundoff
 
@@ -237,13 +238,12 @@ def narrow_output(conv: Sincos2d, kept: list) -> tuple[tuple[str, ...], str] | N
                 values, _ = conv.ungrid(table, height, width)
             except ValueError:  # another shape
                 break
-            bound = grid_tolerance(height, width, dim, conv, narrow, angle_dtype=narrow)
+            bound = grid_tolerance(height, width, dim, conv, narrow)
             if not np.all(np.abs(values - oracle.grid(height, width, dim, conv)) <= bound):
                 break
         else:
-            return (f"output-{narrow}",), (f"every value is a {narrow} number: the table was computed in {narrow} "
-                                           "and returned wider (its errors within those of arithmetic in "
-                                           f"{narrow}); compute it in float32 or wider")
+            return (f"output-{narrow}",), (f"every value is a {narrow} number: the table was stored in {narrow} "
+                                           "and returned wider; keep it in float32 or wider")
     return None
 
 

@@ -10,9 +10,10 @@ match element by element (a false hint is a false alarm):
 - ``frequencies-*``: the frequencies ``omega_k`` rounded to the narrow type (a buffer
   converted with the model) and the angle formed wider: the declared formula with each
   ``omega_k`` rounded, within the declared bound;
-- ``output-*``: the table computed or stored in the narrow type, returned in a wider one:
-  every value is a number of the narrow type (among enough distinct ones), within the bound
-  of the declared table computed in that type (its angle and its output);
+- ``output-*``: the declared table rounded to the narrow type once, returned in a wider one:
+  every value is a number of the narrow type (among enough distinct ones), within the declared
+  bound for that type's output (a table computed in the narrow type, its angles too, is the
+  angle's stage below, returned in any type);
 - ``angle-*``: the angle itself formed in the narrow type (positions, frequencies and their
   product): every element that fails the declared bound is ``sin`` or ``cos`` of a number of
   the narrow type within the angle error :mod:`.tolerance` allows arithmetic in that type
@@ -33,7 +34,6 @@ from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.families.sinusoidal.conventions import Convention
 from posenc_spec.families.sinusoidal.frequencies import by_pair, convention_at, explains
-from posenc_spec.families.sinusoidal.tolerance import angle_term, tolerance_from_term
 from posenc_spec.gate.calls import held_in
 from posenc_spec.gate.narrow import MIN_TELLING, NARROW, held_throughout, rounded_angle_evidence, sampled
 from posenc_spec.tolerance import unit_roundoff
@@ -64,21 +64,17 @@ def _frequency_stage(declared: Convention, tables: list, dtype: str, make) -> bo
 
 
 def _output_stage(declared: Convention, tables: list, dtype: str) -> bool:
-    """Whether every table returned wider holds numbers of ``dtype`` only, within the bound of
-    the declared table computed in ``dtype`` (angle and output) and one of them is such a table."""
-    narrowed = False
+    """Whether every table returned wider holds numbers of ``dtype`` only, within the declared
+    bound for ``dtype`` output (the declared table rounded to ``dtype`` once)."""
     for table in tables:
         if unit_roundoff(table.sample.dtype) >= unit_roundoff(dtype):
             return False  # returned in the narrow type itself: the declared bound already holds its rounding
         if not held_throughout(table.sample.table, dtype):
             return False
-        conv = convention_at(declared, table.width)
-        theta, log_omega = oracle.angles(table.judged_at, table.width, conv)
-        bound = tolerance_from_term(angle_term(theta, log_omega), dtype, angle_dtype=dtype)
-        if not _matches(table, oracle.table_from_angles(theta, conv.columns(table.width), conv.first), bound):
+        expected = checks.expectation(table.judged_at, table.width, declared, dtype)
+        if not _matches(table, expected.table, expected.tolerance):
             return False
-        narrowed = True
-    return narrowed
+    return True
 
 
 def _angle_evidence(declared: Convention, table, dtype: str) -> int | None:
@@ -121,7 +117,8 @@ def _stages(what: str):
              f"the frequencies rounded to {dtype} (a buffer converted with the model) before the angle: the "
              f"angle's error grows with the {what}; keep the frequencies in float32 or wider"),
             (f"output-{dtype}", lambda d, t, dtype=dtype: _output_stage(d, t, dtype),
-             f"every value is a {dtype} number: the table was computed or stored in {dtype} and returned wider"),
+             f"every value is a {dtype} number: the table was stored in {dtype} and returned wider; keep it in "
+             "float32 or wider"),
             (f"angle-{dtype}", lambda d, t, dtype=dtype: _angle_stage(d, t, dtype),
              f"the angle formed in {dtype} ({what}s, frequencies and their product): each wrong value is the "
              f"sine or cosine of a {dtype} number near its angle; form the angle in float32 or wider"),

@@ -90,6 +90,10 @@ def noise_of_float16_size(positions, width):
     return (oracle.table(positions, width, VASWANI) + noise).astype(np.float32), "float32"
 
 
+def noise_in_float16_numbers(positions, width):
+    return noise_of_float16_size(positions, width)[0].astype(np.float16).astype(np.float32), "float32"
+
+
 def _tables(make) -> list[Table]:
     found = []
     for length, width in SIZES:
@@ -103,10 +107,11 @@ def _tables(make) -> list[Table]:
     (angle_in_float16, "angle-float16"),
     (frequencies_in_bfloat16, "frequencies-bfloat16"),
     (output_through_float16, "output-float16"),
-    (angle_in_float16_returned_in_float32, "output-float16"),
+    (angle_in_float16_returned_in_float32, "angle-float16"),
     (noise_of_float16_size, None),
+    (noise_in_float16_numbers, None),
 ], ids=["angle in float16", "frequencies in bfloat16", "output through float16",
-        "computed in float16, returned in float32", "noise of that size"])
+        "computed in float16, returned in float32", "noise of that size", "noise of that size in float16 numbers"])
 def test_arithmetic_in_a_narrow_type_is_named_at_its_stage(make, slip):
     """Tables computed with the angle, the frequencies or the output in a narrow type get the
     hint of that stage, with no keys (none declares it); noise as large as float16's rounding,
