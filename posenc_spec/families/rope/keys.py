@@ -10,6 +10,8 @@ SLIPS = {
     "positions-ignored": "the positions passed are ignored",
     "rope-layout": "rotate-half and interleaved pairs mixed up",
     "cache-layout": "the cache's half and interleaved column orders mixed up",
+    "apply-pairing-mixed": "an apply pairing one way handed cos and sin laid out the other (rotate-half applied to "
+                           "interleaved cos/sin, or the converse)",
     "theta": "the base (rope_theta) off",
     "angle-sign": "the angle's sign flipped",
     "scale-twice": "a scaling factor applied twice",

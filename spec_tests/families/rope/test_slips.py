@@ -1,0 +1,71 @@
+"""RoPE hints on applies whose pairing and cos/sin layout disagree (``apply-pairing-mixed``),
+through the real gate: where the gate hands cos and sin (``q-k-cos-sin``) they are laid out for
+the declared pairing, so the hint advises the pairing the code uses, and that advice, applied,
+conforms; where the code builds its own, no declaration makes it a rotation, and the hint
+names the slip with no keys. The full run and ``--fail-fast`` say the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from posenc_spec.gate.declaration import declare
+from spec_tests.assertions import assert_advice_conforms, assert_same_hints, check_named, hint_texts
+from spec_tests.real_targets import TRANSFORMERS_PRELOAD, target
+
+PAIRING = Path(__file__).resolve().parent / "pairing_targets.py"
+LLAMA = "transformers.models.llama.modeling_llama"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A target as declared (``table``), whether the hint advises keys, and their layout."""
+
+    id: str
+    table: dict
+    advice: tuple = ()
+
+    def config_table(self) -> dict:
+        return dict(self.table)
+
+
+CASES = [
+    Case("transformers-apply-handed-interleaved", {"target": f"{LLAMA}:apply_rotary_pos_emb", "api": "rope-apply",
+                                                   "signature": "q-k-cos-sin", "x_layout": "bhsd", "head_dim": 64,
+                                                   "layout": "interleaved"}, (("layout", "half"),)),
+    Case("every-two-handed-half", {"target": f"{PAIRING}:every_two_apply", "api": "rope-apply",
+                                   "signature": "q-k-cos-sin", "x_layout": "bhsd", "head_dim": 64},
+         (("layout", "interleaved"),)),
+    Case("transformers-apply-own-interleaved-table", {"target": target("rope_transformers",
+                                                                       "llama_apply_interleaved_table"),
+                                                      "api": "rope-apply", "x_layout": "bhsd", "head_dim": 64}),
+    Case("every-two-own-half-table", {"target": f"{PAIRING}:every_two_with_half_table", "api": "rope-apply",
+                                      "layout": "interleaved", "head_dim": 64}),
+]
+DECLARATIONS = {case.id: declare(case.table) for case in CASES}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return check_named(DECLARATIONS, preload=TRANSFORMERS_PRELOAD)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_a_pairing_mixed_with_its_table_is_named(reports, case):
+    """The hint names the mixed pairing, and advises the other pairing only where the gate hands cos and sin."""
+    report = reports[case.id]
+    assert not report.conforms
+    assert [hint.slips for hint in report.hints] == [("apply-pairing-mixed",)], hint_texts(report)
+    assert report.hints[0].declare == case.advice, hint_texts(report)
+
+
+def test_the_advised_pairing_conforms(reports):
+    """The pairing advised where the gate hands cos and sin, declared, makes the target conform."""
+    assert assert_advice_conforms(reports, CASES) == sum(1 for case in CASES if case.advice)
+
+
+def test_fail_fast_names_the_same_slip(reports):
+    """``--fail-fast`` gives the hints of the full run, word for word."""
+    assert_same_hints(reports, DECLARATIONS, fail_fast=True)
