@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from meta_tests.corpus.mrope_registry import MROPE_BUG_CLASSES, MROPE_CORRECT, MROPE_ENTRIES, MROPE_WRONG
-from spec_tests.assertions import assert_advice_conforms, assert_hint, check_named
+from spec_tests.assertions import assert_advice_conforms, assert_hint, assert_same_hints, check_named
 from spec_tests.assertions import failure_summary as _summary
 
 NOT_A_SLIP = "no slip the hints know: the failed checks' own messages say what is wrong"
@@ -46,8 +46,8 @@ EXPECTED = {
     "text_after_image_overlaps": ("formula[image:1x1x1]", "mrope-text-after-vision"),
     "merge_forgotten_in_advance": ("formula[image:1x4x6]", NOT_A_SLIP),
     "temporal_step_truncated": ("formula[video:4x2x3]", "mrope-temporal-step"),
-    "apply_rotate_half_on_interleaved": ("formula[long:float32]", NOT_A_SLIP),
-    "apply_sign_flipped": ("formula[text:64:float32]", NOT_A_SLIP),
+    "apply_rotate_half_on_interleaved": ("formula[long:float32]", "apply-pairing-mixed"),
+    "apply_sign_flipped": ("formula[text:64:float32]", "angle-sign"),
 }
 
 
@@ -89,3 +89,10 @@ def test_each_hints_advice_applied_conforms(reports):
     """Every hint that names keys, pasted into its entry's declaration, makes every call the
     hint reads conform and fails nothing new: a hint is true or absent."""
     assert assert_advice_conforms(reports, MROPE_WRONG) > 0, "no hint of the corpus names keys: nothing was replayed"
+
+
+def test_hints_are_those_of_fail_fast(reports):
+    """Every wrong entry run under ``--fail-fast`` gets the hints of the full run, word for word:
+    a hint does not depend on the run mode."""
+    assert_same_hints({entry.id: reports[entry.id] for entry in MROPE_WRONG},
+                      {entry.id: entry.declaration() for entry in MROPE_WRONG}, fail_fast=True)

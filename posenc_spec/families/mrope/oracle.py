@@ -12,6 +12,7 @@ Pairing is :mod:`posenc_spec.families.rope.oracle`'s rotation: ``x'_a = x_a cos 
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 
 import mpmath
@@ -75,6 +76,23 @@ def apply(x, positions, convention: MropeConvention) -> np.ndarray:
     out = x.copy()
     out[..., a] = x[..., a] * cos - x[..., b] * sin
     out[..., b] = x[..., b] * cos + x[..., a] * sin
+    return out
+
+
+def apply_with_table(x, positions, convention: MropeConvention, table_layout: str) -> np.ndarray:
+    """``x`` (``(..., L, R)``) as an apply pairing its features as ``convention.layout`` computes it
+    from cos and sin laid out as ``table_layout`` (each feature reads its own column of the
+    table): :func:`apply` when the layouts agree; when they differ no rotation at all (a
+    pair's two features turn by different angles), what rotate-half computes from interleaved
+    cos and sin, or the converse."""
+    x = np.asarray(x, dtype=np.float64)
+    cos, sin = compact(positions, convention)
+    table = dataclasses.replace(convention, layout=table_layout)
+    cos, sin = expand(cos, table), expand(sin, table)
+    a, b = convention.columns()
+    out = x.copy()
+    out[..., a] = x[..., a] * cos[:, a] - x[..., b] * sin[:, a]
+    out[..., b] = x[..., b] * cos[:, b] + x[..., a] * sin[:, b]
     return out
 
 
