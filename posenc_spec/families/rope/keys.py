@@ -17,6 +17,8 @@ SLIPS = {
     "scale-twice": "a scaling factor applied twice",
     "scaling-type-dropped": "the scaling type (rope_type) not applied",
     "scaling-factor": "the scaling factor off",
+    "longrope-switch-late": "LongRoPE's long factors from one length late (a call of L0 + 1 positions given the "
+                            "short ones)",
     "partial-rotary-ignored": "the partial rotary factor ignored",
     "exponent-over-head-dim": "the exponent divided by head_dim where the rotary size belongs",
     "exponent-over-rotary-dim": "the exponent divided by the rotary size where head_dim belongs",

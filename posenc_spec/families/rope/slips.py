@@ -19,6 +19,8 @@ judged by :class:`~posenc_spec.families.rope.judge.RopeJudge` itself. The varian
 - positions one too high (1-based), or ignored (``x`` rotated as if at ``0 .. n-1``);
 - the partial rotary factor ignored (the whole head rotated), the scaling type not applied,
   its factor applied twice;
+- LongRoPE's short or long factors unused (the other list at every length), or its switch to
+  the long factors one length late (a call of ``L0 + 1`` positions given the short ones);
 - the attention factor: a cache (or ``x``) scaled by ``A`` where the declaration has
   ``A'`` (missing: ``A = 1``; twice: ``A'**2``), or ``A`` on cos alone;
 - theta as the calls show it (from the frequencies the gate reads in them: returned, in a
@@ -277,6 +279,13 @@ def _sizes_and_type(spec) -> list[Variant]:
         found.append(_convention(spec, _type_dropped(conv, f"the frequencies are plain RoPE's at theta "
                                                            f"{conv.theta:g}"), ("dropped",),
                                  rope_type="default", params=()))
+    if conv.rope_type == "longrope" and conv.param("short_factor") != conv.param("long_factor"):
+        for used, unused in (("long_factor", "short_factor"), ("short_factor", "long_factor")):
+            values = list(conv.param(used))
+            found.append(_convention(spec, Change("scaling-factor", f"LongRoPE's {unused} unused: {used} at every "
+                                                                    "length", (("rope_parameters", {unused: values}),)),
+                                     (unused,), params={**conv.params_dict(), unused: tuple(values)}))
+        found.append(_switch_late(spec))
     factor = conv.param("factor")
     if factor is not None and factor != 1:
         params = {**conv.params_dict(), "factor": factor * factor}
@@ -285,6 +294,29 @@ def _sizes_and_type(spec) -> list[Variant]:
                                               (("rope_parameters", {"factor": number(factor * factor)}),)),
                                  ("factor twice",), params=params))
     return [variant for variant in found if variant is not None]
+
+
+def _switch_late(spec) -> Variant | None:
+    """LongRoPE's switch to the long factors one length late: a call of exactly ``L0 + 1``
+    positions gets the short ones (the switch tested on a position above ``L0``, not on the
+    length). No key declares it."""
+    conv = spec.convention
+    at = conv.param("original_max_position_embeddings") + 1
+    try:
+        short = dataclasses.replace(spec, convention=conv.replace(
+            params={**conv.params_dict(), "long_factor": conv.param("short_factor")}))
+    except (ValueError, TypeError):
+        return None
+
+    def judged(call):
+        positions = call.probe.positions
+        late = positions is not None and positions.size and int(positions.max()) + 1 == at
+        return (short if late else spec), call.probe, call.outcome
+
+    return Variant((Change("longrope-switch-late", f"LongRoPE switches to long_factor one length late: a call of "
+                                                   f"{at} positions (L0 + 1) gets short_factor, the switch tested on "
+                                                   "a position above L0 where the length belongs"),), judged,
+                   ("late",))
 
 
 # -- the attention factor -----------------------------------------------------------------
