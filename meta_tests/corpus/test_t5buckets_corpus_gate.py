@@ -1,9 +1,8 @@
 """The T5-bucket corpus through the real gate: every entry declared as a user declares it
 (``T5_ENTRIES``, what the benchmarks read too), checked
 in sealed children by one ``check_many`` run. Every wrong entry fails the check that shows its
-slip (:data:`FAILS`) and gets the hint that names it, or none where its buckets are no slip
-the hints know (:data:`HINTS`); every correct entry conforms, with no xfails file (the copies of
-transformers' code noted for ``int-min[D]`` alone).
+slip (:data:`EXPECTED`) and gets the hint that names it; every correct entry conforms, with no
+xfails file (the copies of transformers' code noted for ``int-min[D]`` alone).
 """
 
 from __future__ import annotations
@@ -13,8 +12,6 @@ import pytest
 from meta_tests.corpus.t5buckets_registry import T5_CORRECT, T5_ENTRIES, T5_WRONG
 from spec_tests.assertions import assert_advice_conforms, assert_hint, assert_same_hints, check_named
 from spec_tests.assertions import failure_summary as _summary
-
-NOT_A_SLIP = "no slip the hints know: the failed checks' own messages say what is wrong"
 
 # Per wrong entry: a check that fails (the one whose message shows the slip) and the hint.
 EXPECTED = {
