@@ -117,13 +117,14 @@ def groups(token_types) -> list[tuple[int, int, int]]:
             if end > start]
 
 
-# Where the text after a vision run starts, from the run's start, its merged grid and its largest
-# position: the reference's rule, and the slips the hints try (:mod:`.slips`).
+# Where the text after a vision run starts, from the run's start, its merged grid, its largest
+# position and the merge size: the reference's rule, and the slips the hints try (:mod:`.slips`).
 ADVANCES = {
-    "after-largest": lambda start, t, h, w, top: top + 1,
-    "spatial-extent": lambda start, t, h, w, top: start + max(h, w),
-    "at-largest": lambda start, t, h, w, top: top,
-    "skip-one": lambda start, t, h, w, top: top + 2,
+    "after-largest": lambda start, t, h, w, top, merge: top + 1,
+    "spatial-extent": lambda start, t, h, w, top, merge: start + max(h, w),
+    "unmerged-extent": lambda start, t, h, w, top, merge: start + merge * max(h, w),
+    "at-largest": lambda start, t, h, w, top, merge: top,
+    "skip-one": lambda start, t, h, w, top, merge: top + 2,
 }
 
 
@@ -150,5 +151,5 @@ def sequence_positions(token_types, grids, spatial_merge_size: int = 2, temporal
         mesh = np.meshgrid(np.floor(np.arange(t) * step).astype(np.int64), np.arange(h), np.arange(w), indexing="ij")
         block = position + np.stack([axis.reshape(-1) for axis in mesh])
         made.append(block)
-        position = int(ADVANCES[advance](position, t, h, w, int(block.max())))
+        position = int(ADVANCES[advance](position, t, h, w, int(block.max()), spatial_merge_size))
     return np.concatenate(made, axis=1).astype(np.int64) if made else np.zeros((3, 0), dtype=np.int64)

@@ -12,7 +12,8 @@ slip                   variant
 ``mrope-interleaved``  interleaved slots for contiguous ones, or the other way
 ``mrope-frequencies``  per-axis frequencies for shared ones, or the other way; shared ones for strided
 ``mrope-layout``       rotate-half pairs for interleaved ones, or the other way
-``mrope-theta``        every axis at another common base (10000, 1e6, 5e6, 500000, 256, 100)
+``mrope-theta``        every axis at another common base (10000, 1e6, 5e6, 500000, 256, 100), or at
+                       the declared one squared (each exponent over half its features)
 =====================  =====================================================================
 
 A hint is named when exactly one variant fits every cache within the bounds: then its keys,
@@ -85,7 +86,9 @@ def variants(declared: MropeConvention) -> list[Variant]:
     add("mrope-frequencies", (("axes_frequencies", other),), frequencies=other)
     layout = "half" if declared.layout == "interleaved" else "interleaved"
     add("mrope-layout", (("layout", layout),), layout=layout)
-    for theta in COMMON_THETAS:
+    thetas = set(declared.theta)
+    squared = (thetas.pop() ** 2,) if len(thetas) == 1 else ()  # one theta for every axis: its square
+    for theta in (*COMMON_THETAS, *squared):
         add("mrope-theta", (("base", theta),), theta=(theta,))
     return found
 
@@ -136,6 +139,9 @@ POSITION_SLIPS = (
     ({"advance": "spatial-extent"}, "mrope-text-after-vision",
      "the text after a vision run starts after the run's larger spatial side (start + max(h, w)), not after its "
      "largest position: with several frames its temporal positions run past it"),
+    ({"advance": "unmerged-extent"}, "mrope-text-after-vision",
+     "the text after a vision run starts after the run's larger spatial side in patches before the merge (start + "
+     "max(H, W): the `// spatial_merge_size` forgotten), not after its largest position"),
     ({"advance": "at-largest"}, "mrope-text-after-vision",
      "the text after a vision run starts at the run's largest position, not one after it"),
     ({"advance": "skip-one"}, "mrope-text-after-vision",
