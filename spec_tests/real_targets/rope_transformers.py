@@ -13,8 +13,7 @@ the whole run, as a model keeps it, so that its dynamic update sees every call.
 
 ``rope-apply`` (``fn(x, positions)``): cos and sin from the model's rotary module (or GPT-J's
 table), then the model's own apply function, with the few lines of glue its attention
-layer has around it (GPT-J's gather, cast and partial split); and Llama's apply handed cos
-and sin in the other pairing's order, a slip the hints name.
+layer has around it (GPT-J's gather, cast and partial split).
 """
 
 from __future__ import annotations
@@ -146,17 +145,6 @@ def llama_apply(x, positions):
     """``x`` as LlamaAttention holds q: ``(batch, heads, seq, head_dim)``."""
     cos, sin = _llama_rotary("default", x.shape[-1])(x, positions[None])
     rotated, _ = llama_apply_rotary_pos_emb(x, x, cos, sin)
-    return rotated
-
-
-def llama_apply_interleaved_table(x, positions):
-    """Llama's ``apply_rotary_pos_emb`` (rotate-half) handed cos and sin built in Meta's order,
-    ``repeat_interleave(freqs, 2)`` where transformers has ``cat((freqs, freqs))``: a pairing
-    slip; ``x`` is ``(batch, heads, seq, head_dim)``."""
-    rotary = _llama_rotary("default", x.shape[-1])
-    freqs = torch.outer(positions.float(), rotary.inv_freq.float())
-    emb = freqs.repeat_interleave(2, dim=-1)[None]
-    rotated, _ = llama_apply_rotary_pos_emb(x, x, emb.cos().to(x.dtype), emb.sin().to(x.dtype))
     return rotated
 
 

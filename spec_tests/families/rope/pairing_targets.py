@@ -24,6 +24,20 @@ def _half_table(positions, head_dim):
     return emb.cos(), emb.sin()
 
 
+def _rotate_half(x):
+    """transformers' ``rotate_half``: ``cat(-x2, x1)`` of the two halves."""
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rotate_half_with_interleaved_table(x, positions):
+    """transformers' rotate-half apply handed cos and sin built in Meta's order,
+    ``repeat_interleave(freqs, 2)``; ``x`` is ``(batch, heads, seq, head_dim)``."""
+    freqs = torch.outer(positions.float(), _inv_freq(x.shape[-1])).repeat_interleave(2, dim=-1)
+    cos, sin = freqs.cos()[None, None].to(x.dtype), freqs.sin()[None, None].to(x.dtype)
+    return x * cos + _rotate_half(x) * sin
+
+
 def every_two_with_half_table(x, positions):
     """An interleaved apply handed transformers' ``[c | c]`` table; ``x`` is ``(batch, seq, heads, head_dim)``."""
     cos, sin = _half_table(positions, x.shape[-1])

@@ -13,10 +13,8 @@ import pytest
 
 from posenc_spec.gate.declaration import declare
 from spec_tests.assertions import assert_advice_conforms, assert_same_hints, check_named, hint_texts
-from spec_tests.real_targets import TRANSFORMERS_PRELOAD, target
 
 PAIRING = Path(__file__).resolve().parent / "pairing_targets.py"
-LLAMA = "transformers.models.llama.modeling_llama"
 
 
 @dataclass(frozen=True)
@@ -31,16 +29,13 @@ class Case:
         return dict(self.table)
 
 
+# transformers' own apply_rotary_pos_emb handed interleaved cos/sin: spec_tests/core/test_gate_as_written.py.
 CASES = [
-    Case("transformers-apply-handed-interleaved", {"target": f"{LLAMA}:apply_rotary_pos_emb", "api": "rope-apply",
-                                                   "signature": "q-k-cos-sin", "x_layout": "bhsd", "head_dim": 64,
-                                                   "layout": "interleaved"}, (("layout", "half"),)),
     Case("every-two-handed-half", {"target": f"{PAIRING}:every_two_apply", "api": "rope-apply",
                                    "signature": "q-k-cos-sin", "x_layout": "bhsd", "head_dim": 64},
          (("layout", "interleaved"),)),
-    Case("transformers-apply-own-interleaved-table", {"target": target("rope_transformers",
-                                                                       "llama_apply_interleaved_table"),
-                                                      "api": "rope-apply", "x_layout": "bhsd", "head_dim": 64}),
+    Case("rotate-half-own-interleaved-table", {"target": f"{PAIRING}:rotate_half_with_interleaved_table",
+                                               "api": "rope-apply", "x_layout": "bhsd", "head_dim": 64}),
     Case("every-two-own-half-table", {"target": f"{PAIRING}:every_two_with_half_table", "api": "rope-apply",
                                       "layout": "interleaved", "head_dim": 64}),
 ]
@@ -49,7 +44,7 @@ DECLARATIONS = {case.id: declare(case.table) for case in CASES}
 
 @pytest.fixture(scope="module")
 def reports():
-    return check_named(DECLARATIONS, preload=TRANSFORMERS_PRELOAD)
+    return check_named(DECLARATIONS)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
