@@ -64,3 +64,29 @@ def test_the_advised_pairing_conforms(reports):
 def test_fail_fast_names_the_same_slip(reports):
     """``--fail-fast`` gives the hints of the full run, word for word."""
     assert_same_hints(reports, DECLARATIONS, fail_fast=True)
+
+
+@pytest.mark.parametrize(("layout", "table_layout"), [("half", "interleaved"), ("interleaved", "half")])
+def test_the_mixed_pairing_is_what_the_code_computes(layout, table_layout):
+    """``apply_with_table`` is ``x cos + rotate(x) sin`` with the rotation of one pairing and the
+    table of the other, as the code computes it (float64 torch); with the layouts equal it is the rotation."""
+    import numpy as np
+    import torch
+
+    from posenc_spec.families.rope import oracle
+    from posenc_spec.families.rope.conventions import RopeConvention
+
+    conv, head_dim, positions = RopeConvention(), 16, np.arange(0, 40, 3)
+    x = np.random.default_rng(3).normal(size=(2, positions.size, head_dim))
+    freqs = torch.outer(torch.tensor(positions, dtype=torch.float64),
+                        torch.tensor(conv.frequencies(head_dim)[0], dtype=torch.float64))
+    table = torch.cat((freqs, freqs), -1) if table_layout == "half" else freqs.repeat_interleave(2, -1)
+    t = torch.tensor(x)
+    rotated = torch.cat((-t[..., head_dim // 2:], t[..., :head_dim // 2]), -1) if layout == "half" else \
+        torch.stack((-t[..., 1::2], t[..., ::2]), -1).flatten(-2)
+    code = (t * table.cos() + rotated * table.sin()).numpy()
+    # Two float64 evaluations of one formula on values below 10 (angles below 40): a few units of 2**-53 apart.
+    np.testing.assert_allclose(oracle.apply_with_table(x, positions, conv, head_dim, layout, table_layout), code,
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(oracle.apply_with_table(x, positions, conv, head_dim, layout, layout),
+                               oracle.apply(x, positions, conv, head_dim, layout), rtol=0, atol=0)
