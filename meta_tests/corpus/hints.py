@@ -117,7 +117,7 @@ ROPE: dict[str, str] = {
     "yarn_attention_factor_logged_again": "attention-factor",
     "yarn_explicit_attention_factor_ignored": "attention-factor",
     "yarn_factor_from_length_ratio": "scaling-factor",
-    "longrope_short_factor_unused": NOT_A_MEMBER,  # per-pair factors: only their products are read
-    "longrope_factor_by_any_position": NOT_A_MEMBER,  # the switch one length late
+    "longrope_short_factor_unused": "scaling-factor",  # long_factor at every length: declaring it so conforms
+    "longrope_factor_by_any_position": "longrope-switch-late",
     "llama3_scaling_never_applied": "scaling-type-dropped",
 }
