@@ -78,8 +78,9 @@ def test_identify_names_the_slip_and_init_writes_it_only_when_accepted(project, 
 
 @pytest.mark.parametrize("argv", [["enc:i_over_d", "--base", "100"],
                                   ["enc:geometric_slopes", "--api", "alibi-slopes", "--slope-rule", "geometric"],
-                                  ["enc:meshgrid_swapped", "--api", "sincos2d", "--grid-convention", "transformers"]],
-                         ids=["base 100 declared", "geometric declared", "transformers declared"])
+                                  ["enc:meshgrid_swapped", "--api", "sincos2d", "--grid-convention", "transformers"],
+                                  ["enc:rope_i_over_d", "--api", "rope-freqs", "--base", repr(500000.0 ** 0.5)]],
+                         ids=["base 100 declared", "geometric declared", "transformers declared", "theta declared"])
 def test_an_answer_declared_on_purpose_is_no_slip(project, argv):
     """The same answers, compared with a declaration that states them, are no slip."""
     status, answer = identify(*argv)

@@ -285,6 +285,11 @@ def identify_handed_rotation(call, declared_layout: str | None, options: RunOpti
     return next((answer for answer in answers if answer["convention"] is not None), answers[0])
 
 
+# Relative: identify reads theta from the frequencies to about six digits, so two thetas closer than this
+# are one answer (a declared theta is no slip of an answer it reads back).
+THETA_READ_REL = 1e-5
+
+
 def known_slip(found: dict, declared, declared_layout: str | None):
     """The :class:`~posenc_spec.gate.identify.hint.Hint` of the slips that take ``declared`` (a
     declared :class:`~.conventions.RopeConvention` and its pairing) to ``found`` (an answer's
@@ -295,7 +300,7 @@ def known_slip(found: dict, declared, declared_layout: str | None):
     slips = []
     if found.get("layout") is not None and declared_layout is not None and found["layout"] != declared_layout:
         slips.append("rope-layout")
-    if not math.isclose(found["theta"], declared.theta, rel_tol=1e-9):
+    if not math.isclose(found["theta"], declared.theta, rel_tol=THETA_READ_REL):
         slips.append("theta")
     if found["rope_type"] == "default" and declared.rope_type != "default":
         slips.append("scaling-type-dropped")
@@ -312,7 +317,6 @@ def known_slip(found: dict, declared, declared_layout: str | None):
 # variants): an answer whose theta is the square root of one of these, and no integer, is the `i/d` slip of it.
 PRESET_THETAS = {10000.0: "the usual 10000", 500000.0: "Llama 3's 500000", 1000000.0: "Qwen2's and Mistral's 1e6",
                  5000000.0: "5e6 (Qwen3's long variants)"}
-_SQUARE_SAME = 1e-5  # relative: identify reads theta to about six digits
 
 
 def undeclared_slip(found: dict):
@@ -324,10 +328,10 @@ def undeclared_slip(found: dict):
     from posenc_spec.gate.identify.hint import Hint
 
     theta = float(found["theta"])
-    if theta <= 1 or math.isclose(theta, round(theta), rel_tol=_SQUARE_SAME):
+    if theta <= 1 or math.isclose(theta, round(theta), rel_tol=THETA_READ_REL):
         return None
     for preset, named in PRESET_THETAS.items():
-        if math.isclose(theta * theta, preset, rel_tol=_SQUARE_SAME):
+        if math.isclose(theta * theta, preset, rel_tol=THETA_READ_REL):
             return Hint(("exponent-i-over-d",), f"it is {named} with a slip: theta {theta:g} is its square root, "
                                                 "the exponent `i/d` written where `2i/d` belongs")
     return None
