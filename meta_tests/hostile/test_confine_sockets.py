@@ -1,4 +1,4 @@
-"""The seccomp filter that closes new sockets to a confined process
+"""The seccomp filter that closes new sockets and other processes to a confined process
 (``posenc_spec/gate/child/confine_sockets.py``), tried in a forked process of the test: what
 it refuses, and what a confined process still needs (an inherited socket, stream socket
 pairs, name lookups through files)."""
@@ -9,6 +9,7 @@ import ctypes
 import errno
 import json
 import os
+import platform
 import socket
 
 import pytest
@@ -17,8 +18,10 @@ from posenc_spec.gate.child import confine_sockets
 
 needs_filter = pytest.mark.skipif(not confine_sockets.available(),
                                   reason="needs a seccomp filter: Linux on x86_64 or aarch64")
-IO_URING_SETUP = 425
+IO_URING_SETUP, PIDFD_GETFD = 425, 438
 IO_URING_PARAMS_BYTES = 120
+PTRACE = {"x86_64": 101, "aarch64": 117}
+PROCESS_VM_WRITEV = {"x86_64": 311, "aarch64": 271}
 
 
 def _io_uring() -> None:
@@ -29,6 +32,24 @@ def _io_uring() -> None:
         error = ctypes.get_errno()
         raise OSError(error, os.strerror(error))
     os.close(fd)
+
+
+def _syscall(number: int, *arguments) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    result = libc.syscall(number, *arguments)
+    if result < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
+    return result
+
+
+def _pidfd_getfd() -> None:
+    """A copy of this very process's descriptor 0, taken through a pidfd."""
+    pidfd = os.pidfd_open(os.getpid())
+    try:
+        os.close(_syscall(PIDFD_GETFD, pidfd, 0, 0))
+    finally:
+        os.close(pidfd)
 
 
 def _pair(family, kind) -> None:
@@ -47,12 +68,16 @@ ATTEMPTS = {
                                                             socket.SOCK_STREAM | socket.SOCK_CLOEXEC).close(),
     "socketpair(AF_UNIX, SOCK_DGRAM)": lambda: _pair(socket.AF_UNIX, socket.SOCK_DGRAM),
     "io_uring_setup": _io_uring,
+    "pidfd_getfd": _pidfd_getfd,
+    "ptrace(PTRACE_TRACEME)": lambda: _syscall(PTRACE[platform.machine()], 0, 0, 0, 0),
+    "process_vm_writev": lambda: _syscall(PROCESS_VM_WRITEV[platform.machine()], os.getpid(), None, 0, None, 0, 0),
     "socketpair(AF_UNIX, SOCK_STREAM)": lambda: _pair(socket.AF_UNIX, socket.SOCK_STREAM),
     "socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK)":
         lambda: _pair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_NONBLOCK),
     "getaddrinfo('localhost')": lambda: socket.getaddrinfo("localhost", 80),
 }
-REFUSED = list(ATTEMPTS)[:7]
+REFUSED = list(ATTEMPTS)[:10]
+NOT_TRIED_UNFILTERED = ("ptrace(PTRACE_TRACEME)",)  # it would make the test process this one's tracer
 
 
 def _filtered(attempts: dict) -> dict:
@@ -81,7 +106,8 @@ def _filtered(attempts: dict) -> dict:
 
 @needs_filter
 def test_the_filter_refuses_every_new_socket_but_connected_pairs():
-    """Sockets of every family, datagram pairs and io_uring are refused with EACCES; stream
+    """Sockets of every family, datagram pairs, io_uring, and reaching into a process
+    (pidfd_getfd, ptrace, process_vm_writev) are refused with EACCES; stream
     and sequenced-packet pairs carry data, name lookups answer from files, and the socket
     the process inherited still talks to its parent."""
     got = _filtered(ATTEMPTS)
@@ -92,10 +118,11 @@ def test_the_filter_refuses_every_new_socket_but_connected_pairs():
 
 def test_without_the_filter_the_same_attempts_succeed():
     """The attempts the filter refuses succeed in the unfiltered test process (io_uring where
-    the kernel has it switched on): the refusals are the filter's."""
+    the kernel has it switched on; process_vm_writev of nothing; not ptrace): the refusals
+    are the filter's."""
     io_uring_off = _io_uring_disabled()
     for name, attempt in ATTEMPTS.items():
-        if name != "io_uring_setup" or not io_uring_off:
+        if name not in NOT_TRIED_UNFILTERED and (name != "io_uring_setup" or not io_uring_off):
             attempt()
 
 

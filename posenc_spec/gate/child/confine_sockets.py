@@ -1,6 +1,7 @@
-"""Closing the network and unix sockets to a confined process, without privileges: a seccomp
-filter (Linux 3.17 and later, x86_64 and aarch64), a small classic-BPF program that the
-kernel runs on every system call of the process and of everything it starts.
+"""Closing the network, unix sockets and other processes to a confined process, without
+privileges: a seccomp filter (Linux 3.17 and later, x86_64 and aarch64), a small
+classic-BPF program that the kernel runs on every system call of the process and of
+everything it starts.
 
 Landlock (:mod:`.confinement`) keeps a target from writing and signalling outside, but not
 from opening a socket: it could reach the network, or connect to a unix socket that has a
@@ -17,6 +18,11 @@ target runs as. The filter refuses, with ``EACCES``:
   refused, as a datagram socket may send to any path;
 - ``io_uring_setup``, ``io_uring_enter`` and ``io_uring_register``: a ring would open and
   connect sockets without those system calls;
+- ``pidfd_getfd`` (taking a descriptor, a socket say, out of another process),
+  ``ptrace`` and ``process_vm_writev`` (changing another process): Landlock refuses them
+  for every process outside the target's own, where the kernel has Landlock; the filter
+  refuses them where it has not (reading another process's memory stays as the kernel
+  allows: the gate's own processes are not dumpable);
 - every system call of another ABI (a 32-bit ``int 0x80``, x32), whose numbers the filter
   does not know.
 
@@ -72,10 +78,14 @@ class _Abi(NamedTuple):
     socketpair: int
     seccomp: int
     x32: bool
+    reaching: tuple[int, ...]  # ptrace, process_vm_writev
 
 
-IO_URING = (425, 426, 427)  # io_uring_setup, _enter, _register: the same numbers on every architecture
-_ABIS = {"x86_64": _Abi(0xC000003E, 41, 53, 317, True), "aarch64": _Abi(0xC00000B7, 198, 199, 277, False)}
+# The same numbers on every architecture: io_uring_setup, _enter, _register; pidfd_getfd.
+IO_URING = (425, 426, 427)
+PIDFD_GETFD = 438
+_ABIS = {"x86_64": _Abi(0xC000003E, 41, 53, 317, True, (101, 311)),
+         "aarch64": _Abi(0xC00000B7, 198, 199, 277, False, (117, 271))}
 
 
 def _abi() -> _Abi | None:
@@ -120,7 +130,7 @@ def program(abi: _Abi) -> list[tuple[int, int, int, int]]:
         *([(_JGE_K, "foreign", 0, X32_SYSCALL_BIT)] if abi.x32 else []),
         (_JEQ_K, "refuse", 0, abi.socket),
         (_JEQ_K, "socketpair", 0, abi.socketpair),
-        *[(_JEQ_K, "refuse", 0, number) for number in IO_URING],
+        *[(_JEQ_K, "refuse", 0, number) for number in (*IO_URING, PIDFD_GETFD, *abi.reaching)],
         (_RET_K, 0, 0, RET_ALLOW),
         "socketpair",  # (domain, type, ...): AF_UNIX, and a stream or sequenced-packet type
         (_LD_W_ABS, 0, 0, _argument(0)),
