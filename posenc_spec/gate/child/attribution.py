@@ -120,9 +120,13 @@ class _Machinery:
     def trusted(self) -> bool:
         """Whether every finder and hook the import system would ask is trusted: else code
         of the target's may run while an untouched library imports."""
-        return (all(id(hook) in self.hooks for hook in [*sys.meta_path, *sys.path_hooks])
-                and all(type(finder) in self.finder_types or _installed_class(type(finder))
-                        for finder in list(sys.path_importer_cache.values())))
+        if not all(id(hook) in self.hooks for hook in [*sys.meta_path, *sys.path_hooks]):
+            return False
+        for kind in {type(finder) for finder in list(sys.path_importer_cache.values())} - self.finder_types:
+            if not _installed_class(kind):
+                return False
+            self.finder_types.add(kind)
+        return True
 
 
 def _installed_class(cls: type) -> bool:
