@@ -143,6 +143,23 @@ def _installed_class(cls: type) -> bool:
 
 
 _MACHINERY = _Machinery()
+_TARGET_CODE_RAN = False  # in this process or one it was forked from (a module template)
+
+
+def trust_import_machinery() -> None:
+    """Trust every finder and hook the import system has now."""
+    _MACHINERY.trust_current()
+
+
+def before_target_code() -> None:
+    """Called before a target's code first runs in this process: the finders and hooks that
+    the gate, the preloaded and learned libraries and a declared framework put there are
+    trusted. Once a target's code ran here (or in the module template this process was
+    forked from), nothing more is trusted so."""
+    global _TARGET_CODE_RAN
+    if not _TARGET_CODE_RAN:
+        trust_import_machinery()
+        _TARGET_CODE_RAN = True
 
 
 def installed(spec) -> bool:
@@ -241,6 +258,8 @@ class Watch:
             # Another thread's import, or one our own reading started: not told apart.
             return original(spec)
         self._read()
+        if self.running and self.running[-1][1]:  # finders and hooks the library being imported added: its own
+            _MACHINERY.trust_current()
         library = installed(spec) and spec.name != self.target_module and _MACHINERY.trusted()
         if not self.running:
             self.imported.append(spec.name)

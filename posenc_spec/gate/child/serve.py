@@ -154,6 +154,7 @@ def import_target(target: str, module_only: bool = False, framework: dict | None
             frameworks.prepare(framework)
         except BaseException as error:  # the framework's own import failed
             return None, f"the declared framework {framework.get('name')} {describe_exception(error)}", [], [], []
+    attribution.before_target_code()
     before = state.snapshot()
     with attribution.Watch(before, target_module(target)) as watch:
         try:
