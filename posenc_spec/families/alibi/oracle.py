@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -107,12 +108,19 @@ def judged(convention: str | AlibiConvention, positions: Positions) -> np.ndarra
     return valid & (positions.keys[None, :] <= positions.queries[:, None])
 
 
+@functools.lru_cache(maxsize=8192)
+def _exact_power(exponent: Fraction):
+    """``2 ** -exponent`` at :data:`EXACT_DIGITS` digits. Cached by exponent: the head counts
+    of a grid share their slopes' exponents (under the default rule and ``alibi_bias_max`` 8,
+    all 8,256 slopes of 1 .. 128 heads are 128 powers ``2 ** -(j / 16)``)."""
+    with mpmath.workdps(EXACT_DIGITS):
+        return mpmath.power(2, -mpmath.mpf(exponent.numerator) / exponent.denominator)
+
+
 @functools.lru_cache(maxsize=512)
 def _exact_slopes(count: int, rule: str, bias_max: float) -> tuple:
     from .conventions import slope_terms
-    with mpmath.workdps(EXACT_DIGITS):
-        return tuple(mpmath.power(2, -mpmath.mpf(term.exponent.numerator) / term.exponent.denominator)
-                     for term in slope_terms(count, rule, bias_max))
+    return tuple(_exact_power(term.exponent) for term in slope_terms(count, rule, bias_max))
 
 
 def exact_slopes(num_heads, convention: str | AlibiConvention = "paper") -> list:
