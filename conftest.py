@@ -139,7 +139,14 @@ def shared_fixtures(item) -> frozenset[str]:
                      and chain[-1].baseid)
 
 
-def _mark_slow(items) -> None:
+# What each test function left in the default tier costs run alone, by the record (``inf``
+# where a shared fixture it uses was never recorded): meta_tests/test_suite_setup.py holds
+# every file's default tests to DEFAULT_TEST_SECONDS.
+DEFAULT_SECONDS = pytest.StashKey[dict[str, float]]()
+
+
+def _mark_slow(items) -> dict[str, float]:
+    """Mark the slow tier's tests; return what each test function left in the default tier costs alone."""
     recorded = recorded_test_seconds()
     by_file: dict[str, dict[str, frozenset[str]]] = {}
     for item in items:
@@ -152,11 +159,13 @@ def _mark_slow(items) -> None:
     for item in items:
         if _function(item) in slow:
             item.add_marker(pytest.mark.slow)
+    return {name: seconds for functions in by_file.values()
+            for name, seconds in alone_seconds(functions, recorded).items() if name not in slow}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    _mark_slow(items)
+    config.stash[DEFAULT_SECONDS] = _mark_slow(items)
     collected: dict[str, list[bool]] = {}
     for item in items:
         collected.setdefault(item.nodeid.split("::")[0], []).append(item.get_closest_marker("slow") is not None)

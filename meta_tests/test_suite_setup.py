@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -71,6 +72,23 @@ def test_the_default_tier_runs_a_test_of_every_file_and_every_family(pytestconfi
     assert families <= tested, f"families with no default test: {sorted(families - tested)}"
 
 
+# What one test function left in the default tier may cost run alone, by the record: a module
+# fixture gating a table of real libraries' code or a corpus costs tens of seconds; a file
+# whose every test shares one needs a cheap test of its own (its targets' declarations, say).
+DEFAULT_TEST_SECONDS = 10.0
+
+
+def test_no_default_test_pays_for_a_whole_table_or_corpus(pytestconfig):
+    """By the recorded seconds, every test function this session left in the default tier
+    costs at most DEFAULT_TEST_SECONDS run alone, its shared fixtures included (one whose
+    fixture was never recorded is judged once recorded)."""
+    costs = pytestconfig.stash.get(conftest.DEFAULT_SECONDS, {})
+    assert costs, "conftest.py recorded no default test's cost in this session"
+    expensive = {name: round(seconds, 1) for name, seconds in costs.items()
+                 if DEFAULT_TEST_SECONDS < seconds < math.inf}
+    assert not expensive, f"default tests costing more than {DEFAULT_TEST_SECONDS} s alone: {expensive}"
+
+
 # One test file's functions as conftest.slow_functions sees them (name -> the shared fixtures
 # it uses), and what was recorded of them: a corpus fixture of 89 s that two tests share.
 CORPUS = "tests/test_x.py::reports"
@@ -84,9 +102,9 @@ RECORDED = conftest.Recorded(tests={"tests/test_x.py::test_first_entry": 0.01,
 
 
 def test_a_test_sharing_an_expensive_fixture_is_slow_however_quick_its_own_part():
-    """The test that the recording ran first paid the corpus fixture; the other recorded 0.01 s
-    of its own. Both cost 89 s run alone: the file's default test is the one using no such
-    fixture, though its own part is the longest."""
+    """Two tests share a corpus fixture of 89 s, which the record counts apart from their own
+    0.01 and 0.05 s: both cost 89 s run alone, and the file's default test is the one using no
+    such fixture, though its own part is the longest."""
     assert conftest.slow_functions(FILE, RECORDED) == {"tests/test_x.py::test_first_entry",
                                                        "tests/test_x.py::test_every_entry"}
 
