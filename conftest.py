@@ -64,7 +64,7 @@ COLLECTED = pytest.StashKey[dict[str, list[bool]]]()
 # The slow tier (``-m slow``; the default run leaves it out, pyproject's addopts):
 # - the corpus tests that read every entry's report (the module fixture ``reports`` of each
 #   corpus's gate tests: the whole corpus through the full gate); each of those files keeps
-#   tests of its own, a sample of the corpus among them, in the default tier;
+#   a test of its own in the default tier, as every file does;
 # - every test function that costs more than SLOW_SECONDS when run alone: its own seconds
 #   (its cases' setup, call and teardown) plus the setup of every fixture it uses that outlives
 #   one test (a module fixture gating a corpus, a session fixture importing a library), as
