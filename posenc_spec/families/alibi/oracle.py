@@ -24,7 +24,6 @@ import functools
 import json
 from dataclasses import dataclass
 from fractions import Fraction
-from importlib import resources
 from pathlib import Path
 
 import mpmath
@@ -140,6 +139,9 @@ def exact_slopes(num_heads, convention: str | AlibiConvention = "paper") -> list
     return list(biased) + [mpmath.mpf(0)] * (num_heads - len(biased))
 
 
+# The package's data folder, by path: the gate reads the table after its first target
+# started, when it may import no more modules (importlib.resources would).
+DATA = Path(__file__).resolve().parents[2] / "data"
 SLOPE_TABLE = "alibi_slopes.json"
 TABLE_HEADS = 128
 TABLE_BIAS_MAX = 8.0
@@ -160,7 +162,7 @@ def slope_table() -> dict[str, float]:
 
 def write_slope_table(path=None) -> None:
     """Write :func:`slope_table` to the package's data folder (or ``path``)."""
-    path = path or Path(str(resources.files("posenc_spec").joinpath("data", SLOPE_TABLE)))
+    path = path or DATA / SLOPE_TABLE
     about = (f"2 ** -e correctly rounded to float64 (mpmath at {EXACT_DIGITS} digits) for every exponent e = p/q of "
              f"ALiBi's slopes, 1 .. {TABLE_HEADS} heads, alibi_bias_max {TABLE_BIAS_MAX}, each slope rule; written "
              "by posenc_spec.families.alibi.oracle.write_slope_table; spec_tests/families/alibi/test_oracle.py "
@@ -171,8 +173,7 @@ def write_slope_table(path=None) -> None:
 @functools.cache
 def shipped_slopes() -> dict[str, float]:
     """The float64 slopes of ``posenc_spec/data/alibi_slopes.json`` by exponent ("p/q")."""
-    text = resources.files("posenc_spec").joinpath("data", SLOPE_TABLE).read_text(encoding="utf-8")
-    return json.loads(text)["slopes"]
+    return json.loads((DATA / SLOPE_TABLE).read_text(encoding="utf-8"))["slopes"]
 
 
 @functools.lru_cache(maxsize=512)
