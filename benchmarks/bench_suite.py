@@ -154,8 +154,11 @@ def record(tests: dict[str, float], fixtures: dict[str, float], paths: list[str]
                              for figures in (tests, fixtures))
     files: collections.Counter = collections.Counter()
     for name, value in (*per_test.items(), *per_fixture.items()):
-        if name.split("::")[0].endswith(".py"):
+        if name.split("::")[0].endswith(".py") and (not paths or _within(name, paths)):
             files[name.split("::")[0]] += value
+    if paths:
+        files.update({name: value for name, value in json.loads(FILE_SECONDS.read_text()).items()
+                      if not _within(name, paths)})
     TEST_SECONDS.write_text(json.dumps({"tests": per_test, "fixtures": per_fixture}, indent=1) + "\n")
     FILE_SECONDS.write_text(json.dumps({name: round(value, 3) for name, value in sorted(files.items())},
                                        indent=1) + "\n")
