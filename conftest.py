@@ -73,12 +73,11 @@ COLLECTED = pytest.StashKey[dict[str, list[bool]]]()
 #   the machine's load caused at the time, so that a recording on shared cores places the
 #   tests as an idle machine would). Real libraries' code through the gate, whole command lines
 #   as an ordinary user, figures compared pixel by pixel, and every test sharing an expensive
-#   fixture land there. A test function not
-#   recorded yet is estimated from what is: its shared fixtures' seconds (one never recorded
-#   counts as slow: a fixture is shared because it costs), plus the median of its file's
-#   recorded functions. The function of each file that costs least alone stays in the default
-#   tier, so that every file, and every family, is tested by default
-#   (meta_tests/test_suite_setup.py holds the default tier to that).
+#   fixture land there. A test function not recorded yet is estimated from what is: its
+#   shared fixtures' seconds (one never recorded counts as slow: a fixture is shared because
+#   it costs), plus the median of its file's recorded functions. The function of each file
+#   that costs least alone stays in the default tier, so that every file, and every family,
+#   is tested by default (meta_tests/test_suite_setup.py holds the default tier to that).
 CORPUS_FOLDER = Path(__file__).parent / "meta_tests" / "corpus"
 TEST_SECONDS = Path(__file__).parent / "benchmarks" / "test_seconds.json"
 # Idle seconds: on two idle cores the default tier takes about half its tests' seconds, plus
