@@ -128,3 +128,15 @@ def test_real_framework_code_conforms_or_fails_with_its_deviation(name, reports)
     failures = report.failures()
     assert check_id in {check.name.partition("[")[0] for check in failures}, failure_summary(report)
     assert all(words in check.message for check in failures), failure_summary(report, limit=len(failures))
+
+
+def test_every_installed_target_is_declared_as_the_gate_accepts_it(tmp_path):
+    """Each target of a distribution installed at its version (a function's text taken into a
+    module of its own where its package does not import) is a declaration of the API it names
+    that the gate accepts (the run that judges them imports the frameworks: the slow tier)."""
+    installed = {name: spec for name, spec in TARGETS.items() if _version(spec[0]) == VERSIONS[spec[0]]}
+    if not installed:
+        pytest.skip(f"none of {sorted(VERSIONS)} is installed at the version these verdicts are for")
+    for name, (distribution, keys, _) in installed.items():
+        declaration = declare({**keys, "target": keys.get("target") or _target(name, distribution, tmp_path)})
+        assert declaration.api == keys.get("api", "table"), name

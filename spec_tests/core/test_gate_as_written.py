@@ -105,3 +105,10 @@ def test_the_module_built_from_its_config_keeps_the_config_theta(reports):
     """LlamaRotaryEmbedding built from Llama 3.1's config computes llama3 scaling with theta
     500000: its report says so."""
     assert "llama3" in reports[0]["transformers-module"].declaration.convention_name()
+
+
+def test_every_declaration_and_misdeclaration_is_accepted_by_the_gate():
+    """Each real target, declared and misdeclared, is a declaration the gate accepts: the
+    misdeclared ones fail checks in the run (the slow tier), not as a usage error."""
+    for keys, wrong in REAL.values():
+        assert declare(keys).api == declare({**keys, **wrong}).api == keys.get("api", "table")
