@@ -1,8 +1,10 @@
 """Shared test set-up: offline Hugging Face, a headless matplotlib, hypothesis profiles, and
 how pytest-xdist hands the test files to its workers."""
 
+import dataclasses
 import gc
 import json
+import math
 import os
 import statistics
 from pathlib import Path
@@ -62,68 +64,107 @@ COLLECTED = pytest.StashKey[dict[str, list[bool]]]()
 # The slow tier (``-m slow``; the default run leaves it out, pyproject's addopts):
 # - the corpus tests that read every entry's report (the module fixture ``reports`` of each
 #   corpus's gate tests: the whole corpus through the full gate); each of those files keeps
-#   tests of its own, a sample of the corpus among them, in the default tier;
-# - every test function whose cases took more than SLOW_SECONDS together when both tiers were
-#   last measured (``python benchmarks/bench_suite.py --record`` writes TEST_SECONDS): real
-#   libraries' code through the gate, whole command lines as an ordinary user, figures
-#   compared pixel by pixel; and the tests that share a fixture of their file that took more
-#   than SLOW_SECONDS (the whole of it recorded on its first test). The quickest function of
-#   each file stays in the default tier (one sharing no such fixture where there is one), so
-#   that every file, and every family, is tested by default (meta_tests/test_suite_setup.py
-#   holds the default tier to that).
+#   a test of its own in the default tier, as every file does;
+# - every test function that costs more than SLOW_SECONDS when run alone: its own seconds
+#   (its cases' setup, call and teardown) plus the setup of every fixture it uses that outlives
+#   one test (a module fixture gating a corpus, a session fixture importing a library), as
+#   ``python benchmarks/bench_suite.py --record`` last recorded them in TEST_SECONDS, in the
+#   seconds an idle machine takes (benchmarks/record_seconds.py: wall time over the slowdown
+#   the machine's load caused at the time, so that a recording on shared cores places the
+#   tests as an idle machine would). Real libraries' code through the gate, whole command lines
+#   as an ordinary user, figures compared pixel by pixel, and every test sharing an expensive
+#   fixture land there. A test function not recorded yet is estimated from what is: its
+#   shared fixtures' seconds (one never recorded counts as slow: a fixture is shared because
+#   it costs), plus the median of its file's recorded functions. The function of each file
+#   that costs least alone stays in the default tier, so that every file, and every family,
+#   is tested by default (meta_tests/test_suite_setup.py holds the default tier to that).
 CORPUS_FOLDER = Path(__file__).parent / "meta_tests" / "corpus"
 TEST_SECONDS = Path(__file__).parent / "benchmarks" / "test_seconds.json"
-# Of the machine that recorded TEST_SECONDS (2 cores shared with other work: about three times
-# an idle machine's seconds).
-SLOW_SECONDS = 0.5
+# Idle seconds: on two idle cores the default tier takes about half its tests' seconds, plus
+# each worker's start and collection.
+SLOW_SECONDS = 0.2
 
 
-def recorded_test_seconds() -> dict[str, float]:
-    """Seconds per test function (``path::name``) as last recorded; none when missing or malformed."""
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+    """Idle seconds as ``bench_suite.py --record`` measured them: per test function
+    (``path::name``, its cases together, less its shared fixtures' setup) and per fixture
+    that outlives one test (``baseid::name``: where it is defined, and its name)."""
+
+    tests: dict[str, float]
+    fixtures: dict[str, float]
+
+
+def recorded_test_seconds() -> Recorded:
+    """The seconds last recorded in TEST_SECONDS; none when missing or malformed."""
     try:
-        return {name: float(seconds) for name, seconds in json.loads(TEST_SECONDS.read_text()).items()}
-    except (OSError, ValueError, TypeError, AttributeError):
-        return {}
+        data = json.loads(TEST_SECONDS.read_text())
+        return Recorded(*({name: float(seconds) for name, seconds in data[part].items()}
+                          for part in ("tests", "fixtures")))
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        return Recorded({}, {})
+
+
+def alone_seconds(functions: dict[str, frozenset[str]], recorded: Recorded) -> dict[str, float]:
+    """What each test function of one file (name -> the shared fixtures it uses) costs run
+    alone, recorded or estimated (module comment above); ``inf`` with a fixture never recorded."""
+    known = [recorded.tests[name] for name in functions if name in recorded.tests]
+    unrecorded = statistics.median(known) if known else 0.0
+    return {name: recorded.tests.get(name, unrecorded)
+            + sum(recorded.fixtures.get(fixture, math.inf) for fixture in fixtures)
+            for name, fixtures in functions.items()}
+
+
+def slow_functions(functions: dict[str, frozenset[str]], recorded: Recorded) -> set[str]:
+    """The test functions of one file that go to the slow tier: those costing more than
+    SLOW_SECONDS alone, all but the one that costs least."""
+    seconds = alone_seconds(functions, recorded)
+    if not seconds:
+        return set()
+    kept = min(seconds, key=lambda name: (seconds[name], name))
+    return {name for name, cost in seconds.items() if cost > SLOW_SECONDS and name != kept}
 
 
 def _function(item) -> str:
     return f"{item.nodeid.split('::')[0]}::{getattr(item, 'originalname', item.name)}"
 
 
-def _shares_a_fixture(item) -> bool:
-    """Whether ``item`` uses a fixture of its own test file that lasts longer than one test."""
+def shared_fixtures(item) -> frozenset[str]:
+    """The fixtures ``item`` uses that outlive one test, as ``baseid::name``, but for those of
+    pytest, its plugins and the root conftest.py (baseid ``""``: temporary folders, settings)."""
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    return any(definition.scope != "function" and str(definition.baseid).split("::")[0] == item.nodeid.split("::")[0]
-               for chain in definitions.values() for definition in chain)
+    return frozenset(f"{chain[-1].baseid}::{chain[-1].argname}" for name, chain in definitions.items()
+                     if chain and name in item.fixturenames and chain[-1].scope != "function"
+                     and chain[-1].baseid)
 
 
-def _mark_slow(items) -> None:
-    seconds = recorded_test_seconds()
-    by_file: dict[str, list] = {}
+# What each test function left in the default tier costs run alone, by the record (``inf``
+# where a shared fixture it uses was never recorded): meta_tests/test_suite_setup.py holds
+# every file's default tests to DEFAULT_TEST_SECONDS.
+DEFAULT_SECONDS = pytest.StashKey[dict[str, float]]()
+
+
+def _mark_slow(items) -> dict[str, float]:
+    """Mark the slow tier's tests; return what each test function left in the default tier costs alone."""
+    recorded = recorded_test_seconds()
+    by_file: dict[str, dict[str, frozenset[str]]] = {}
     for item in items:
         if item.path.parent == CORPUS_FOLDER and "reports" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-        by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
-    for file_items in by_file.values():
-        default = [item for item in file_items if item.get_closest_marker("slow") is None]
-        if not default:
-            continue
-        # A fixture a file's tests share costs its first test, whichever that is: when the
-        # tests sharing one took more than SLOW_SECONDS together, they are slow alike, unless
-        # the file has no other test.
-        sharing = {item for item in default if _shares_a_fixture(item)}
-        shared = sum(seconds.get(name, 0.0) for name in {_function(item) for item in sharing}) > SLOW_SECONDS
-        own = [item for item in default if item not in sharing] if shared else default
-        quickest = min((seconds.get(_function(item), 0.0), _function(item)) for item in own or default)[1]
-        for item in default:
-            slow = seconds.get(_function(item), 0.0) > SLOW_SECONDS or (shared and own and item in sharing)
-            if slow and _function(item) != quickest:
-                item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("slow") is None:
+            functions = by_file.setdefault(item.nodeid.split("::")[0], {})
+            functions[_function(item)] = functions.get(_function(item), frozenset()) | shared_fixtures(item)
+    slow = set().union(*(slow_functions(functions, recorded) for functions in by_file.values()))
+    for item in items:
+        if _function(item) in slow:
+            item.add_marker(pytest.mark.slow)
+    return {name: seconds for functions in by_file.values()
+            for name, seconds in alone_seconds(functions, recorded).items() if name not in slow}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    _mark_slow(items)
+    config.stash[DEFAULT_SECONDS] = _mark_slow(items)
     collected: dict[str, list[bool]] = {}
     for item in items:
         collected.setdefault(item.nodeid.split("::")[0], []).append(item.get_closest_marker("slow") is not None)

@@ -1,6 +1,6 @@
 """The default test suite's cost: wall time, CPU time, and where it goes.
 
-    python benchmarks/bench_suite.py [--repeats 3] [--files 15] [--record]
+    python benchmarks/bench_suite.py [--repeats 3] [--files 15] [--record [PATH ...]]
 
 Runs the README's test command (``pytest`` with the repository's own options: pytest-xdist
 ``-n auto``, in the environment tox gives it, :func:`_environment`) ``--repeats`` times and
@@ -15,10 +15,16 @@ collect the suite (every xdist worker pays it).
 The runs are framed by ``timing.IMPORT_FLOOR`` (a fresh ``python -c "import numpy, torch"``,
 the floor bench_gate.py reports too) timed before and after: the machine's speed drifts
 with the hour, and a wall time is read beside the speed it was measured at.
-``--record`` runs both tiers (``-m ""``) for those seconds and writes them per file to
-``benchmarks/suite_durations.json``, where the suite's scheduler (``conftest.py``) reads them
-to start the longest files first, and per test function to ``benchmarks/test_seconds.json``,
-from which ``conftest.py`` puts the long test functions into the slow tier.
+``--record`` runs both tiers (``-m ""``) once, alone, with the plugin ``record_seconds.py``,
+and writes what it measured, in the seconds an idle machine would take (each wall time
+divided by the slowdown the load caused at that moment, as the plugin measures it): per test
+function and per shared fixture to ``benchmarks/test_seconds.json``, from which
+``conftest.py`` puts the test functions that cost more than ``conftest.SLOW_SECONDS`` run
+alone into the slow tier; per test file to ``benchmarks/suite_durations.json``, where the
+suite's scheduler (``conftest.py``) reads them to start the longest files first. Both files
+are written sorted, rounded to milliseconds. ``--record PATH ...`` runs and replaces only the
+test files beneath those paths (the tests one changed), keeping the rest of the record. Then
+it reports what each tier costs by those figures.
 """
 
 from __future__ import annotations
@@ -66,11 +72,12 @@ def _environment() -> dict[str, str]:
     return {**{name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}, "CI": "true"}
 
 
-def _run(arguments: list[str]) -> tuple[float, float, float, str]:
+def _run(arguments: list[str], environment: dict[str, str] | None = None) -> tuple[float, float, float, str]:
     """``(wall seconds, machine busy seconds, CPU seconds of the processes waited for, output)``."""
     before, busy = resource.getrusage(resource.RUSAGE_CHILDREN), _busy_seconds()
     start = time.perf_counter()
-    done = subprocess.run([*PYTEST, *arguments], cwd=ROOT, capture_output=True, text=True, env=_environment())
+    done = subprocess.run([*PYTEST, *arguments], cwd=ROOT, capture_output=True, text=True,
+                          env={**_environment(), **(environment or {})})
     wall = time.perf_counter() - start
     busy = _busy_seconds() - busy
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -105,13 +112,89 @@ def per_file(per_test: collections.Counter) -> collections.Counter:
     return files
 
 
-def record(per_test: collections.Counter) -> None:
-    """Write the seconds per file (the scheduler's order) and per test function (the slow tier,
-    conftest.py) of a run of both tiers."""
-    for path, seconds in ((FILE_SECONDS, per_file(per_test)), (TEST_SECONDS, per_test)):
-        path.write_text(json.dumps({name: round(value, 3) for name, value in sorted(seconds.items())},
-                                   indent=1) + "\n")
-        print(f"  recorded the seconds of {len(seconds)} entries in {path.relative_to(ROOT)}")
+def _with_plugin(**environment: str) -> dict[str, str]:
+    """The environment that loads ``record_seconds.py`` (``-p record_seconds``) from here."""
+    path = os.pathsep.join(filter(None, (str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH"))))
+    return {"PYTHONPATH": path, **environment}
+
+
+def _recorded_run(paths: list[str]) -> tuple[dict[str, float], dict[str, float], list[float], str]:
+    """One run of both tiers of ``paths`` (all of the suite if none) with ``record_seconds.py``:
+    ``(tests, fixtures, slowdowns, summary)``, seconds per name as an idle machine would take
+    them; a fixture set up by several workers counts once (its largest)."""
+    tests: dict[str, float] = collections.Counter()
+    fixtures: dict[str, float] = {}
+    slowdowns: list[float] = []
+    with tempfile.TemporaryDirectory() as folder:
+        _, _, _, output = _run(["-m", "", "-p", "record_seconds", *paths], _with_plugin(POSENC_SPEC_RECORD=folder))
+        for worker in sorted(Path(folder).glob("*.json")):
+            figures = json.loads(worker.read_text())
+            tests.update(figures["tests"])
+            for name, seconds in figures["fixtures"].items():
+                fixtures[name] = max(fixtures.get(name, 0.0), seconds)
+            slowdowns += figures["slowdowns"]
+    return dict(tests), fixtures, slowdowns, output.strip().splitlines()[-1]
+
+
+def _within(name: str, paths: list[str]) -> bool:
+    where = name.split("::")[0]
+    return any(where == path or where.startswith(path.rstrip("/") + "/") for path in paths)
+
+
+def record(tests: dict[str, float], fixtures: dict[str, float], paths: list[str]) -> None:
+    """Write the seconds per test function and shared fixture (conftest.py's tiers) and per test
+    file (the scheduler's order: its functions and the fixtures it defines). With ``paths``,
+    only what lies beneath them is replaced; the rest of the record is kept."""
+    if paths:
+        kept = json.loads(TEST_SECONDS.read_text())
+        tests = {**{name: value for name, value in kept["tests"].items() if not _within(name, paths)}, **tests}
+        fixtures = {**{name: value for name, value in kept["fixtures"].items() if not _within(name, paths)},
+                    **fixtures}
+    per_test, per_fixture = ({name: round(seconds, 3) for name, seconds in sorted(figures.items())}
+                             for figures in (tests, fixtures))
+    files: collections.Counter = collections.Counter()
+    for name, value in (*per_test.items(), *per_fixture.items()):
+        if name.split("::")[0].endswith(".py") and (not paths or _within(name, paths)):
+            files[name.split("::")[0]] += value
+    if paths:
+        files.update({name: value for name, value in json.loads(FILE_SECONDS.read_text()).items()
+                      if not _within(name, paths)})
+    TEST_SECONDS.write_text(json.dumps({"tests": per_test, "fixtures": per_fixture}, indent=1) + "\n")
+    FILE_SECONDS.write_text(json.dumps({name: round(value, 3) for name, value in sorted(files.items())},
+                                       indent=1) + "\n")
+    print(f"  recorded {len(per_test)} test functions and {len(per_fixture)} shared fixtures in "
+          f"{TEST_SECONDS.relative_to(ROOT)}, {len(files)} files in {FILE_SECONDS.relative_to(ROOT)}")
+
+
+def tier_costs(listed: int) -> None:
+    """What each tier costs by the recorded figures (as conftest.py reads them now): idle seconds
+    of its test functions and of the shared fixtures they use (each once), and the costliest
+    default test functions, each run alone."""
+    sys.path.insert(0, str(ROOT))
+    import conftest
+
+    recorded = conftest.recorded_test_seconds()
+    with tempfile.TemporaryDirectory() as folder:
+        plan = Path(folder) / "plan.json"
+        _run(["-m", "", "-n", "0", "--collect-only", "-p", "record_seconds"], _with_plugin(POSENC_SPEC_PLAN=str(plan)))
+        functions = json.loads(plan.read_text())
+    for tier, slow in (("default", False), ("slow", True)):
+        chosen = {name: fixtures for name, (fixtures, is_slow) in functions.items() if is_slow == slow}
+        used = set().union(*chosen.values()) if chosen else set()
+        own = sum(recorded.tests.get(name, 0.0) for name in chosen)
+        shared = sum(recorded.fixtures.get(fixture, 0.0) for fixture in used)
+        unrecorded = sum(name not in recorded.tests for name in chosen)
+        print(f"  {tier} tier by the record: {len(chosen)} test functions ({unrecorded} not recorded), "
+              f"{own + shared:.0f} idle s ({shared:.0f} of it {len(used)} shared fixtures)")
+    by_file: dict[str, dict[str, frozenset[str]]] = {}
+    for name, (fixtures, slow) in functions.items():
+        if not slow:
+            by_file.setdefault(name.split("::")[0], {})[name] = frozenset(fixtures)
+    alone = {name: cost for default in by_file.values()
+             for name, cost in conftest.alone_seconds(default, recorded).items()}
+    print(f"  the {listed} default test functions costing most alone (idle s, shared fixtures included):")
+    for name, cost in sorted(alone.items(), key=lambda pair: -pair[1])[:listed]:
+        print(f"    {cost:6.2f}  {name}")
 
 
 def _test_file(classname: str) -> str:
@@ -128,10 +211,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--files", type=int, default=15, help="test files listed by their summed durations")
-    parser.add_argument("--record", action="store_true",
-                        help=f"run both tiers and write the seconds per file and per test function to "
-                             f"{FILE_SECONDS.name} and {TEST_SECONDS.name}")
+    parser.add_argument("--record", nargs="*", metavar="PATH", default=None,
+                        help=f"only run both tiers once (of the test files or folders PATH alone, if given), "
+                             f"recording the seconds per test function, shared fixture and file into "
+                             f"{TEST_SECONDS.name} and {FILE_SECONDS.name}")
     args = parser.parse_args(argv)
+    if args.record is not None:
+        start = time.perf_counter()
+        tests, fixtures, slowdowns, summary = _recorded_run(args.record)
+        print(f"both tiers ({summary}) in {time.perf_counter() - start:.0f} s wall; the load slowed a "
+              f"process {statistics.median(slowdowns):.2f}x (median of {len(slowdowns)} probes, "
+              f"{min(slowdowns):.2f}-{max(slowdowns):.2f})")
+        record(tests, fixtures, args.record)
+        tier_costs(args.files)
+        return 0
     imports_before = _import_seconds()
     runs = [_run([]) for _ in range(args.repeats)]
     imports_after = _import_seconds()
@@ -145,14 +238,11 @@ def main(argv=None) -> int:
           "(the machine's speed at the time)")
     collect_wall, _, _, _ = _run(["-n", "0", "--collect-only"])
     print(f"  one process collecting the suite: {collect_wall:.1f} s wall")
-    per_test = _seconds_per_test(['-m', ''] if args.record else [])
-    files = per_file(per_test)
-    tiers = "both tiers" if args.record else "the default tier"
-    print(f"  seconds per test file in its worker (setup + call + teardown; {tiers}), the {args.files} largest:")
+    files = per_file(_seconds_per_test())
+    print(f"  seconds per test file in its worker (setup + call + teardown), the {args.files} largest:")
     for name, seconds in files.most_common(args.files):
         print(f"    {seconds:6.1f}  {name}")
-    if args.record:
-        record(per_test)
+    tier_costs(args.files)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -69,3 +70,71 @@ def test_the_default_tier_runs_a_test_of_every_file_and_every_family(pytestconfi
     assert families, "no family packages found"
     tested = {path.split("/")[2] for path in default if path.startswith("spec_tests/families/")}
     assert families <= tested, f"families with no default test: {sorted(families - tested)}"
+
+
+# What one test function left in the default tier may cost run alone, by the record: a module
+# fixture gating a table of real libraries' code or a corpus costs tens of seconds; a file
+# whose every test shares one needs a cheap test of its own (its targets' declarations, say).
+DEFAULT_TEST_SECONDS = 10.0
+
+
+def test_no_default_test_pays_for_a_whole_table_or_corpus(pytestconfig):
+    """By the recorded seconds, every test function this session left in the default tier
+    costs at most DEFAULT_TEST_SECONDS run alone, its shared fixtures included (one whose
+    fixture was never recorded is judged once recorded)."""
+    costs = pytestconfig.stash.get(conftest.DEFAULT_SECONDS, {})
+    assert costs, "conftest.py recorded no default test's cost in this session"
+    expensive = {name: round(seconds, 1) for name, seconds in costs.items()
+                 if DEFAULT_TEST_SECONDS < seconds < math.inf}
+    assert not expensive, f"default tests costing more than {DEFAULT_TEST_SECONDS} s alone: {expensive}"
+
+
+# One test file's functions as conftest.slow_functions sees them (name -> the shared fixtures
+# it uses), and what was recorded of them: a corpus fixture of 89 s that two tests share.
+CORPUS = "tests/test_x.py::reports"
+FILE = {"tests/test_x.py::test_first_entry": frozenset({CORPUS}),
+        "tests/test_x.py::test_every_entry": frozenset({CORPUS}),
+        "tests/test_x.py::test_declarations": frozenset()}
+RECORDED = conftest.Recorded(tests={"tests/test_x.py::test_first_entry": 0.01,
+                                    "tests/test_x.py::test_every_entry": 0.05,
+                                    "tests/test_x.py::test_declarations": 0.15},
+                             fixtures={CORPUS: 89.0})
+
+
+def test_a_test_sharing_an_expensive_fixture_is_slow_however_quick_its_own_part():
+    """Two tests share a corpus fixture of 89 s, which the record counts apart from their own
+    0.01 and 0.05 s: both cost 89 s run alone, and the file's default test is the one using no
+    such fixture, though its own part is the longest."""
+    assert conftest.slow_functions(FILE, RECORDED) == {"tests/test_x.py::test_first_entry",
+                                                       "tests/test_x.py::test_every_entry"}
+
+
+def test_a_file_whose_every_test_shares_the_fixture_keeps_the_one_costing_least_alone():
+    """With no test free of the corpus fixture, one test of the file stays in the default tier:
+    the one costing least alone (the meta test above needs a test of every file)."""
+    sharing = {name: fixtures for name, fixtures in FILE.items() if fixtures}
+    assert conftest.slow_functions(sharing, RECORDED) == {"tests/test_x.py::test_every_entry"}
+
+
+def test_a_test_not_recorded_yet_is_estimated_from_its_fixtures_and_its_file():
+    """A new test sharing a fixture never recorded is slow (a fixture is shared because it
+    costs); one sharing the recorded corpus fixture is slow; one sharing nothing takes its file's
+    median: default among quick tests, slow among slow ones."""
+    new = {"tests/test_x.py::test_new_fixture": frozenset({"tests/test_x.py::models"}),
+           "tests/test_x.py::test_new_corpus": frozenset({CORPUS}),
+           "tests/test_x.py::test_new_plain": frozenset()}
+    assert conftest.slow_functions({**FILE, **new}, RECORDED) == {
+        "tests/test_x.py::test_first_entry", "tests/test_x.py::test_every_entry",
+        "tests/test_x.py::test_new_fixture", "tests/test_x.py::test_new_corpus"}
+    slow_file = conftest.Recorded(tests={name: 3.0 for name in FILE}, fixtures={CORPUS: 89.0})
+    assert "tests/test_x.py::test_new_plain" in conftest.slow_functions({**FILE, **new}, slow_file)
+
+
+def test_without_a_record_every_test_is_in_the_default_tier():
+    """No recorded seconds (a fresh clone without benchmarks/test_seconds.json) moves nothing
+    into the slow tier but tests of never-recorded shared fixtures, one of each file kept."""
+    nothing = conftest.Recorded({}, {})
+    plain = {name: frozenset() for name in FILE}
+    assert conftest.slow_functions(plain, nothing) == set()
+    assert conftest.slow_functions(FILE, nothing) == {"tests/test_x.py::test_first_entry",
+                                                      "tests/test_x.py::test_every_entry"}

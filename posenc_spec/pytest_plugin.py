@@ -7,16 +7,22 @@ Installed with posenc-spec (the ``pytest11`` entry point), it does nothing unles
     pytest --posenc-config gate.toml
     pytest --posenc                      # the targets of the nearest [tool.posenc-spec]
 
-Each check id of each target becomes one item (``posenc::TARGET::CHECK``), judged by the
-gate's engine (:func:`posenc_spec.gate.engine.check_many`, one run per target, made when
-the target's first item runs); its failure shows the check's one-line reason and the
-target's hints (the slip its tables show), a known deviation (``--posenc-xfails``) is an
-xfail, a check that could not run a skip. Every option of ``posenc-spec check`` that
-declares a target has a ``--posenc-*`` twin. Under pytest-xdist each item carries an
-``xdist_group`` mark naming its target, so ``--dist loadgroup`` keeps a target's items (and
-its one gate run) on one worker; without pytest-xdist the plugin registers that mark itself
-(``--strict-markers`` refuses an unknown mark). An item's node id is
-``posenc::TARGET::CHECK``, so JUnit XML names its class ``posenc.TARGET``.
+Each target becomes one item (``posenc::TARGET``), judged by the gate's engine
+(:func:`posenc_spec.gate.engine.check_many`); its failure is what ``posenc-spec check``
+prints for the target: the verdict, the hint (the slip its tables show, its keys spelled as
+the target was declared: ``--posenc-*`` flags for ``--posenc-target``, TOML keys for a
+file), one line per failing check kind with its worst call; ``-v`` lists every check. A
+target that conforms passes (its known deviations, ``--posenc-xfails``, included), and each
+note (a finding on inputs no use produces) is a warning. With ``--posenc-items check`` each
+check id of each target is one item instead (``posenc::TARGET::CHECK``, one gate run per
+target, made when its first item runs): its failure is the check's one-line reason and
+the target's hints, a known deviation an xfail, a check that could not run a skip. Every
+option of ``posenc-spec check`` that declares a target has a ``--posenc-*`` twin. Under
+pytest-xdist each item carries an ``xdist_group`` mark naming its target, so ``--dist
+loadgroup`` keeps a target's items (and its one gate run) on one worker; without
+pytest-xdist the plugin registers that mark itself (``--strict-markers`` refuses an unknown
+mark). The session's empty node id is left out of each item's, so JUnit XML names a check
+item's class ``posenc.TARGET``.
 
 Target names, reasons and usage errors come from targets and the user's files, and pytest
 prints them as they are given (on the terminal, in its JUnit XML): each is handed to pytest
@@ -37,6 +43,7 @@ from posenc_spec.gate.output.destination import shown_line
 
 # option destination -> declaration key (a key's former names too: read as the key, with a note)
 _KEYS = {f"posenc_{key}": key for key in (*DECLARATION_KEYS, *ALIASES)}
+ITEMS = ("target", "check")  # --posenc-items: one item per target, or per check id of each target
 
 
 def pytest_addoption(parser) -> None:
@@ -65,6 +72,8 @@ def pytest_addoption(parser) -> None:
                     help="as posenc-spec check --preload")
     group.addoption("--posenc-fail-fast", action="store_true", default=False,
                     help="as posenc-spec check --fail-fast")
+    group.addoption("--posenc-items", choices=ITEMS, default="target",
+                    help="one item per target (default: its failure is the target's summary) or per check id")
 
 
 def pytest_configure(config) -> None:
@@ -84,7 +93,8 @@ def declarations(config) -> list:
         return []
     flags = {key: config.getoption(dest, default=None) for dest, key in _KEYS.items()}
     front = Front("--posenc-target", "--posenc-config", "--posenc-xfails",
-                  others="--posenc-config FILE or --posenc-target TARGET", where="--posenc: ", flags=False)
+                  others="--posenc-config FILE or --posenc-target TARGET", where="--posenc: ", flags=False,
+                  spelling="plugin")
     try:
         if sum(map(bool, (target, config_file, nearest))) > 1:
             raise UsageError("give one of --posenc-target, --posenc-config and --posenc")
@@ -113,7 +123,7 @@ def run_options_of(config):
 
 
 class GateFailure(Exception):
-    """A failed check: its one-line reason is the whole failure report."""
+    """A target that does not conform, or a failed check: the text is the whole failure report."""
 
 
 class GateNote(pytest.PytestWarning):
@@ -121,12 +131,12 @@ class GateNote(pytest.PytestWarning):
     makes it one)."""
 
 
-class GateItem(pytest.Item):
-    """One check of one target."""
+class _GateItem(pytest.Item):
+    """An item judged by one gate run of its target (shared by the target's items)."""
 
-    def __init__(self, *, declaration, check_id: str, runs: dict, options, **kwargs):
+    def __init__(self, *, declaration, runs: dict, options, **kwargs):
         super().__init__(**kwargs)
-        self.declaration, self.check_id, self.runs, self.options = declaration, check_id, runs, options
+        self.declaration, self.runs, self.options = declaration, runs, options
         self.add_marker(pytest.mark.xdist_group(shown_line(declaration.name)))  # xdist appends it to the id
 
     def _report(self):
@@ -137,11 +147,51 @@ class GateItem(pytest.Item):
             self.runs[key] = check_many([self.declaration], self.options)[0]
         return self.runs[key]
 
+    def _said(self, check) -> str:
+        return shown_line(f"{self.declaration.name} under {self.declaration.convention_name()}: {check.name}: "
+                          f"{check.message}")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, GateFailure):
+            said = str(excinfo.value)
+            # --tb=line: one line per failure (the verdict, or the check's reason)
+            return said.partition("\n")[0] if self.config.getoption("tbstyle", "auto") == "line" else said
+        return super().repr_failure(excinfo, style)
+
+
+class TargetItem(_GateItem):
+    """One target: passes when it conforms; its failure is the target's summary, as
+    ``posenc-spec check`` prints it (every check with ``-v``)."""
+
+    def runtest(self) -> None:
+        from posenc_spec.gate.output.text import declared, summary_lines, verdict
+
+        report = self._report()
+        if report.status != "conforms":
+            _, *rest = summary_lines(report, self.config.getoption("verbose") > 0)
+            # The verdict first: pytest's short summary (-r) shows a failure's first line, and
+            # the section's title already names the target.
+            first = f"{verdict(report)}  {declared(report)}"
+            raise GateFailure("\n".join(shown_line(line) for line in (first, *rest)))
+        for check in report.checks:
+            if check.status == "noted":  # passes, and the warnings summary says it
+                warnings.warn(GateNote(self._said(check)), stacklevel=1)
+
+    def reportinfo(self):
+        return shown_line(self.declaration.target.rpartition(":")[0]), None, shown_line(self.declaration.name)
+
+
+class CheckItem(_GateItem):
+    """One check of one target (``--posenc-items check``)."""
+
+    def __init__(self, *, check_id: str, **kwargs):
+        super().__init__(**kwargs)
+        self.check_id = check_id
+
     def runtest(self) -> None:
         report = self._report()
         result = report.result(self.check_id)
-        said = shown_line(f"{self.declaration.name} under {self.declaration.convention_name()}: {self.check_id}: "
-                          f"{result.message}")
+        said = self._said(result)
         if result.status == "xfailed":
             pytest.xfail(said)
         if result.status == "noted":  # passes, and the warnings summary says it
@@ -149,13 +199,9 @@ class GateItem(pytest.Item):
         if result.status == "skipped":
             pytest.skip(said)
         if result.status == "failed":
-            hinted = [shown_line(f"  hint: {hint.text(report.declaration.spelling)}") for hint in report.hints]
+            spelled = report.declaration.spelling_for
+            hinted = [shown_line(f"  hint: {hint.text(spelled(dict(hint.declare)))}") for hint in report.hints]
             raise GateFailure("\n".join([said, *hinted]))
-
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, GateFailure):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return shown_line(self.declaration.target.rpartition(":")[0]), None, \
@@ -168,11 +214,17 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     runs: dict = {}
     found = declarations(config)
     options = run_options_of(config) if found else None
+    per_check = config.getoption("posenc_items", default="target") == "check"
     for declaration in found:
         prefix = declaration.name if len(found) == 1 else f"{declaration.name}@{declaration.convention_name()}"
+        if not per_check:
+            name = shown_line(f"posenc::{prefix}")
+            items.append(TargetItem.from_parent(session, name=name, nodeid=name, declaration=declaration, runs=runs,
+                                                options=options))
+            continue
         for check_id in plan(declaration):
             name = shown_line(f"posenc::{prefix}::{check_id}")
             # The node id without the session's empty one before it: JUnit's class is then
             # posenc.TARGET, not .posenc.TARGET.
-            items.append(GateItem.from_parent(session, name=name, nodeid=name, declaration=declaration,
+            items.append(CheckItem.from_parent(session, name=name, nodeid=name, declaration=declaration,
                                               check_id=check_id, runs=runs, options=options))

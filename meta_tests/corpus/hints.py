@@ -15,13 +15,13 @@ TWO_SLIPS = "two slips at once that no variant combines"
 
 SINUSOIDAL: dict[str, str] = {
     "swapped_sin_cos": "sin-cos-swapped",
-    "sin_in_both_columns": NOT_A_MEMBER,
+    "sin_in_both_columns": "one-function",
     "flip_applied_to_cos_first": "sin-cos-swapped",
     "flip_reverses_columns": TWO_SLIPS,  # reversed columns and the other function first
     "exponent_pair_over_d": "exponent-i-over-d",
-    "exponent_column_index": NOT_A_MEMBER,
-    "exponent_doubled_in_loop": NOT_A_MEMBER,
-    "cos_exponent_2i_plus_1": NOT_A_MEMBER,
+    "exponent_column_index": "exponent-column-index",
+    "exponent_doubled_in_loop": "exponent-column-index",  # 4k/d and (4k+2)/d: 2j/d
+    "cos_exponent_2i_plus_1": "exponent-column-half-index",
     "exponent_over_length": "exponent-over-length",
     "t2t_without_shift": "denominator-half-dim",  # named beside base 1000: one width cannot tell them apart
     "shift_one_where_zero": "denominator-half-dim-minus-one",
@@ -31,11 +31,11 @@ SINUSOIDAL: dict[str, str] = {
     "ln_base_as_9_21": "base",
     "ln_base_as_9_2103": "base",
     "base_10000_5": "base",
-    "positive_exponent": NOT_A_MEMBER,  # frequencies that grow
+    "positive_exponent": "exponent-sign-dropped",  # frequencies that grow
     "negated_angle": "angle-sign",
-    "integer_exponent_division": NOT_A_MEMBER,  # every frequency 1
-    "floor_divided_angle": NOT_A_MEMBER,
-    "precedence_power": NOT_A_MEMBER,
+    "integer_exponent_division": "exponent-integer-division",  # every frequency 1
+    "floor_divided_angle": "angle-floored",
+    "precedence_power": "precedence-power",
     # From width 20 on, log(base) / half_dim - 1 is negative: frequencies that grow, a base below 1 that no
     # member has, so no variant fits the whole grid (the narrow widths alone showed the slip); the timesteps'
     # frequencies overflow to NaN, which the plain hint names.
@@ -47,9 +47,9 @@ SINUSOIDAL: dict[str, str] = {
     "reversed_positions": "positions-reversed",
     "positions_clamped_512": "positions-clamped",
     "positions_wrap_2048": "positions-wrapped",
-    "buffer_truncates_silently": NOT_VALUES,  # call: a wrong shape
+    "buffer_truncates_silently": "rows-truncated",  # a 2048-row buffer: longer calls return its rows alone
     "stack_on_wrong_dim": "layout",
-    "reshape_instead_of_transpose": NOT_A_MEMBER,
+    "reshape_instead_of_transpose": "reshape-for-transpose",
     "interleave_with_wrong_view": NOT_A_MEMBER,
     "extra_batch_axis": NOT_VALUES,  # call: a wrong shape
     "rows_from_batch_axis": "positions-clamped",  # every row is position 0's
@@ -57,12 +57,12 @@ SINUSOIDAL: dict[str, str] = {
     "float16_positions": "positions-float16",
     "bfloat16_positions": "positions-bfloat16",
     "bfloat16_timesteps": "positions-bfloat16",
-    "float16_angle": LOW_PRECISION,
-    "bfloat16_frequencies": LOW_PRECISION,
-    "float16_timestep_angle": LOW_PRECISION,
+    "float16_angle": "angle-float16",
+    "bfloat16_frequencies": "frequencies-bfloat16",
+    "float16_timestep_angle": "angle-float16",
     "bfloat16_beyond_cache": "positions-bfloat16",
-    "bfloat16_channel_index": LOW_PRECISION,  # the channel index
-    "channel_index_uint8": NOT_A_MEMBER,
+    "bfloat16_channel_index": "channel-index-bfloat16",
+    "channel_index_uint8": "channel-index-uint8",
     "odd_drops_column": NOT_VALUES,  # odd widths
     "odd_d_plus_one_columns": NOT_VALUES,
     "odd_pads_sequence_axis": NOT_VALUES,
@@ -117,7 +117,7 @@ ROPE: dict[str, str] = {
     "yarn_attention_factor_logged_again": "attention-factor",
     "yarn_explicit_attention_factor_ignored": "attention-factor",
     "yarn_factor_from_length_ratio": "scaling-factor",
-    "longrope_short_factor_unused": NOT_A_MEMBER,  # per-pair factors: only their products are read
-    "longrope_factor_by_any_position": NOT_A_MEMBER,  # the switch one length late
+    "longrope_short_factor_unused": "scaling-factor",  # long_factor at every length: declaring it so conforms
+    "longrope_factor_by_any_position": "longrope-switch-late",
     "llama3_scaling_never_applied": "scaling-type-dropped",
 }

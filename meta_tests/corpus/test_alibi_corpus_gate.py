@@ -6,7 +6,8 @@ declaration a user would write (``entry.config_table()``, read by :func:`declare
 would and conform, or fail with their known deviation.
 
 The corpus and the real code go through one ``check_many`` call under ``--fail-fast`` (each
-target in a sealed child; a sample is run in full and held to the same verdicts); each entry
+target in a sealed child; a sample is run in full and held to the same verdicts, and every wrong
+entry to the same hints); each entry
 is then its own test, so that a survivor or a false alarm is named in the test id.
 """
 
@@ -16,12 +17,16 @@ import pytest
 
 from meta_tests.corpus.alibi_registry import ALIBI_CORRECT, ALIBI_ENTRIES, ALIBI_WRONG
 from posenc_spec.gate.declaration import declare
-from spec_tests.assertions import assert_advice_conforms, assert_fail_fast_agrees, assert_hint, check_named
+from spec_tests.assertions import (
+    assert_advice_conforms,
+    assert_fail_fast_agrees,
+    assert_hint,
+    assert_same_hints,
+    check_named,
+)
 from spec_tests.assertions import failure_summary as _summary
 
 CALL_FAILS = "the call fails (raises, or returns another shape): no values to show the slip"
-CACHED = ("a cache: calls made after a larger one are sliced, calls that build it are right, so no declared variant "
-          "fits every call of the run")
 # The check that rejects each wrong entry, and the slip its hint names (or why none can).
 WRONG = {
     "geometric_for_every_head_count": ("formula[h=1-128]", "alibi-geometric-slopes"),
@@ -38,7 +43,7 @@ WRONG = {
     "PositionsInComputeDtype": ("formula[64x64:float16]", "alibi-low-precision-positions"),
     "NoBiasWhenDecoding": ("formula[p=7]", "alibi-no-decode-bias"),
     "BiasFromQueryWindow": ("formula[p=7:float32]", "alibi-no-decode-bias"),
-    "CacheSlicedFromTopLeft": ("formula[p=7]", CACHED),
+    "CacheSlicedFromTopLeft": ("formula[p=7]", "alibi-cache-corner"),
     "QueriesAtTheStart": ("formula[p=7]", "alibi-queries-first"),
     "CacheKeptWhenTooShort": ("call[64x64]", CALL_FAILS),  # the cached 8 keys returned for 64
     "OffsetPastTheContext": ("formula[8x8:float32]", "alibi-form"),
@@ -121,6 +126,13 @@ def test_fail_fast_gives_the_full_runs_verdicts(reports):
     """A sample of wrong and correct entries, run in full: the same verdicts, and every check the
     fail-fast run failed fails in the full run too."""
     assert_fail_fast_agrees(reports, _declarations([*ALIBI_WRONG[::24], *ALIBI_CORRECT[::13]]))
+
+
+def test_hints_are_those_of_a_full_run(reports):
+    """Every wrong entry run in full names the slips this fail-fast run named, word for word: a
+    hint does not depend on the run mode."""
+    assert_same_hints({entry.id: reports[entry.id] for entry in ALIBI_WRONG}, _declarations(ALIBI_WRONG),
+                      fail_fast=False)
 
 
 @pytest.mark.parametrize("entry", ALIBI_WRONG, ids=[entry.id for entry in ALIBI_WRONG])

@@ -1,9 +1,8 @@
 """The T5-bucket corpus through the real gate: every entry declared as a user declares it
 (``T5_ENTRIES``, what the benchmarks read too), checked
 in sealed children by one ``check_many`` run. Every wrong entry fails the check that shows its
-slip (:data:`FAILS`) and gets the hint that names it, or none where its buckets are no slip
-the hints know (:data:`HINTS`); every correct entry conforms, with no xfails file (the copies of
-transformers' code noted for ``int-min[D]`` alone).
+slip (:data:`EXPECTED`) and gets the hint that names it; every correct entry conforms, with no
+xfails file (the copies of transformers' code noted for ``int-min[D]`` alone).
 """
 
 from __future__ import annotations
@@ -11,10 +10,8 @@ from __future__ import annotations
 import pytest
 
 from meta_tests.corpus.t5buckets_registry import T5_CORRECT, T5_ENTRIES, T5_WRONG
-from spec_tests.assertions import assert_advice_conforms, assert_hint, check_named
+from spec_tests.assertions import assert_advice_conforms, assert_hint, assert_same_hints, check_named
 from spec_tests.assertions import failure_summary as _summary
-
-NOT_A_SLIP = "no slip the hints know: the failed checks' own messages say what is wrong"
 
 # Per wrong entry: a check that fails (the one whose message shows the slip) and the hint.
 EXPECTED = {
@@ -22,20 +19,20 @@ EXPECTED = {
     "max_exact_before_halving": ("formula[int64]", "t5-max-exact-before-halving"),
     "halving_in_both_directions": ("saturation[int64]", "t5-halved-causal"),
     "sign_flipped": ("halves[int64]", "t5-sign-flipped"),
-    "zero_in_upper_half": ("monotone[int64]", NOT_A_SLIP),
+    "zero_in_upper_half": ("monotone[int64]", "t5-query-in-upper-half"),
     "causal_flag_inverted": ("halves[int64]", "t5-direction"),
-    "causal_future_by_distance": ("halves[int64]", NOT_A_SLIP),
+    "causal_future_by_distance": ("halves[int64]", "t5-causal-future-by-distance"),
     "causal_clamps_the_past": ("halves[int64]", "t5-sign-flipped"),
-    "exact_region_a_quarter": ("exact-small[int64]", NOT_A_SLIP),
-    "log_buckets_miscounted": ("formula[int64]", NOT_A_SLIP),
-    "log_of_distance_not_ratio": ("formula[int64]", NOT_A_SLIP),
+    "exact_region_a_quarter": ("exact-small[int64]", "t5-exact-region"),
+    "log_buckets_miscounted": ("formula[int64]", "t5-log-steps"),
+    "log_of_distance_not_ratio": ("formula[int64]", "t5-log-of-distance"),
     "missing_clamp": ("range[int64]", "t5-missing-clamp"),
     "clamp_to_full_count": ("range[int64]", "t5-clamp-full-count"),
-    "rounded_not_truncated": ("formula[int64]", NOT_A_SLIP),
-    "ceil_from_deberta": ("formula[int64]", NOT_A_SLIP),
+    "rounded_not_truncated": ("formula[int64]", "t5-rounding"),
+    "ceil_from_deberta": ("formula[int64]", "t5-rounding"),
     "log_in_bfloat16": ("formula[int64]", "t5-log-bfloat16"),
     "log_in_float16": ("formula[int64]", "t5-log-float16"),
-    "integer_division_before_log": ("formula[int64]", NOT_A_SLIP),
+    "integer_division_before_log": ("formula[int64]", "t5-integer-division"),
     "int32_wraparound": ("formula[extremes:int64]", "t5-int32-overflow"),
     "max_distance_hard_coded": ("formula[int64]", "t5-settings"),
     "module_ignores_max_distance": ("formula[int64]", "t5-settings"),
@@ -102,3 +99,10 @@ def test_each_hints_advice_applied_conforms(reports):
     """Every hint that names keys, pasted into its entry's declaration, makes every call the
     hint reads conform and fails nothing new: a hint is true or absent."""
     assert assert_advice_conforms(reports, T5_WRONG) > 0, "no hint of the corpus names keys: nothing was replayed"
+
+
+def test_hints_are_those_of_fail_fast(reports):
+    """Every wrong entry run under ``--fail-fast`` gets the hints of the full run, word for word:
+    a hint does not depend on the run mode."""
+    assert_same_hints({entry.id: reports[entry.id] for entry in T5_WRONG},
+                      {entry.id: entry.declaration() for entry in T5_WRONG}, fail_fast=True)

@@ -2,7 +2,9 @@
 that what it changes would pass as that import's side effect (a warning) instead of the
 target's change: a module the target writes into a site folder, a loader of its own class
 whose spec names a NumPy file, a standard loader of its own file whose spec names a NumPy
-file. Each leaves torch's default dtype float64 and returns the correct table; each must
+file, a finder of its own (on ``sys.meta_path``, or in ``sys.path_importer_cache`` for the
+site folder) that the import system asks while an untouched library imports another module.
+Each leaves torch's default dtype float64 and returns the correct table; each must
 fail ``global-state``. ``imports_an_untouched_library`` imports a module that was in the
 site folder before the run: its import's change is a warning. See
 ``meta_tests/hostile/test_attribution.py``.
@@ -80,4 +82,65 @@ def names_numpy_as_its_origin(num_positions, dim):
         loader = importlib.machinery.SourceFileLoader("posenc_hostile_origin", str(own))
         _import_with("posenc_hostile_origin",
                      importlib.util.spec_from_loader("posenc_hostile_origin", loader, origin=numpy.__file__))
+    return vaswani(num_positions, dim)
+
+
+IMPORTER, LEAF = "posenc_hostile_importer", "posenc_hostile_leaf"  # untouched: the first imports the second
+
+
+def _set_float64_when_asked_about_the_leaf(fullname: str) -> None:
+    if fullname == LEAF:
+        import torch
+
+        torch.set_default_dtype(torch.float64)
+
+
+class _AskedFinder:
+    """A ``sys.meta_path`` finder of the target's, asked about every module imported."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        _set_float64_when_asked_about_the_leaf(fullname)
+        return None
+
+
+def hooks_a_librarys_import(num_positions, dim):
+    """Puts its own finder first on ``sys.meta_path`` while an untouched library imports,
+    and takes it away after."""
+    if IMPORTER not in sys.modules:
+        sys.meta_path.insert(0, _AskedFinder)
+        try:
+            importlib.import_module(IMPORTER)
+        finally:
+            sys.meta_path.remove(_AskedFinder)
+    return vaswani(num_positions, dim)
+
+
+class _CachedFinder:
+    """A finder of the target's in ``sys.path_importer_cache`` for the site folder: asked,
+    it answers as the folder's own finder would."""
+
+    def __init__(self, own):
+        self.own = own
+
+    def find_spec(self, fullname, target=None):
+        _set_float64_when_asked_about_the_leaf(fullname)
+        return self.own.find_spec(fullname, target)
+
+    def invalidate_caches(self):
+        self.own.invalidate_caches()
+
+
+def caches_its_finder_for_the_site_folder(num_positions, dim):
+    """Puts its own finder into ``sys.path_importer_cache`` for the site folder while an
+    untouched library there imports."""
+    if IMPORTER not in sys.modules:
+        folder = os.environ[LIBRARY]
+        own = sys.path_importer_cache.get(folder) or importlib.machinery.FileFinder(
+            folder, (importlib.machinery.SourceFileLoader, importlib.machinery.SOURCE_SUFFIXES))
+        sys.path_importer_cache[folder] = _CachedFinder(own)
+        try:
+            importlib.import_module(IMPORTER)
+        finally:
+            sys.path_importer_cache[folder] = own
     return vaswani(num_positions, dim)

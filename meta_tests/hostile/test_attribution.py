@@ -1,6 +1,7 @@
 """Attribution that cannot be borrowed (``meta_tests/hostile/borrowed_attribution.py``): a
 module the target wrote into a site folder, a loader of the target's own class, a spec whose
-origin names NumPy while its loader runs the target's file: each change made so is the
+origin names NumPy while its loader runs the target's file, a finder of the target's that the
+import system asks while an untouched library imports: each change made so is the
 target's and fails ``global-state``; a module that was in the site folder before the run
 stays a library's, its change a warning.
 
@@ -22,7 +23,8 @@ from posenc_spec.gate.engine import check_many
 from posenc_spec.gate.options import run_options
 from posenc_spec.gate.sandbox import FILE_CLOCK
 
-BORROWED = ["imports_a_module_it_wrote", "runs_its_code_as_a_numpy_loader", "names_numpy_as_its_origin"]
+BORROWED = ["imports_a_module_it_wrote", "runs_its_code_as_a_numpy_loader", "names_numpy_as_its_origin",
+            "hooks_a_librarys_import", "caches_its_finder_for_the_site_folder"]
 UNTOUCHED = "imports_an_untouched_library"
 PRELOAD = ("colorsys",)  # a root template of this run's own, started with the site folder on its path
 
@@ -34,7 +36,9 @@ def reports(tmp_path_factory):
     library.chmod(0o777)  # under root, a target runs as a user of its own
     installed = library / "posenc_hostile_installed.py"
     installed.write_text("import torch\ntorch.set_default_dtype(torch.float64)\n")
-    written = installed.stat().st_ctime_ns
+    (library / "posenc_hostile_importer.py").write_text("import posenc_hostile_leaf  # noqa: F401\n")
+    (library / "posenc_hostile_leaf.py").write_text("VALUE = 1\n")
+    written = max(path.stat().st_ctime_ns for path in library.iterdir())
     while time.clock_gettime_ns(FILE_CLOCK) <= written:  # the run begins after the file
         time.sleep(0.001)
     names = [*BORROWED, UNTOUCHED]

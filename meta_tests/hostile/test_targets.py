@@ -316,3 +316,13 @@ def test_no_process_of_the_run_remains(run):
                 below.append(child)
             stack.append(child)
     assert not below, f"processes the gate started survive: {below}"
+
+
+def test_every_hostile_target_is_declared_as_the_gate_accepts_it():
+    """Each hostile target, forged ones included, is a declaration the gate accepts, one per
+    name: the run that judges them all (the slow tier) reports verdicts, not a usage error."""
+    keyed = {param.values[1]: _keys(*param.values[:3]) for param in CASES}
+    keyed |= {name: _keys("forged", name, {}) for name in FORGERIES}
+    declarations = {name: declare(keys) for name, keys in keyed.items()}
+    assert len(declarations) == len(CASES) + len(FORGERIES)
+    assert all(declaration.written for declaration in declarations.values())

@@ -109,19 +109,67 @@ def _finite_failed(report) -> bool:
     return any(check.status == "failed" and check.name.startswith("finite[") for check in report.checks)
 
 
+def _calls_failed(report) -> bool:
+    return any(check.status == "failed" and check.name.startswith("call[") for check in report.checks)
+
+
+def _shape_cause(declaration, kept, report) -> list:
+    """The family's hint for arrays of another size than asked (no check of the values ran),
+    when a call failed (:meth:`~posenc_spec.gate.family.Family.shape_hints`)."""
+    if not _calls_failed(report):
+        return []
+    try:
+        return declaration.family.shape_hints(declaration, [probe for probe, _ in kept],
+                                              [outcome for _, outcome in kept], report)
+    except Exception:  # a hint is advice: whatever a target returned, the verdict stands without it
+        return []
+
+
+_ROLE = r"(?<![\w.])({0})(?!\s*=[^=])(?!\w)"
+
+
+def swapped_call(declaration, first: str, second: str) -> str | None:
+    """The declaration's call with the roles ``first`` and ``second`` exchanged, as a ``call``
+    key's text (``fn(dim, num_positions)`` for ``fn(num_positions, dim)``): from its call
+    description, or from the call its signature stands for (named after the target's
+    attribute); None where neither says the call (``init = "config"``, a family's own adapter)."""
+    from posenc_spec import registry
+
+    from .described import parse_call
+
+    calling = declaration.calling
+    form = calling.form if calling.form is not None else calling.preset_form(declaration.api)
+    if form is None:
+        return None
+    text = form.text
+    if calling.form is None:
+        head = declaration.target.rpartition(":")[2].rpartition(".")[2]
+        text = head + text[len(form.head):] if head.isidentifier() and text.startswith(form.head) else text
+    pattern = re.compile(_ROLE.format(f"{re.escape(first)}|{re.escape(second)}"))
+    swapped = pattern.sub(lambda match: second if match.group(1) == first else first, text)
+    if swapped == text:
+        return None
+    try:
+        parse_call(swapped, registry.names_of_api(declaration.api).roles[declaration.api], "call", declaration.api)
+    except Exception:  # the swapped text is no call the API takes
+        return None
+    return swapped
+
+
 def hints(declaration, probes, outcomes, report) -> list:
     """What the run's own values say the slip is (the family's
     :meth:`~posenc_spec.gate.family.Family.hints`): empty unless a check of the values
     failed, and when nothing explains them; NaN among the values where nothing else does (a
-    ``finite`` check that fails runs no check of the values). The calls a known deviation
+    ``finite`` check that fails runs no check of the values); arrays of another size than asked
+    where no check of the values ran (:func:`_shape_cause`). The calls a known deviation
     covers are not asked to fit the slip: the deviation already explains them, and the hint
     explains the rest."""
     values_failed = _values_failed(report)
-    if not values_failed and not _finite_failed(report):
-        return []
     excused = _excused_slots(report)
     kept = [(probe, outcome) for probe, outcome in zip(probes, outcomes, strict=True)
             if getattr(probe, "slot", None) not in excused]
+    if not values_failed and not _finite_failed(report):
+        return _shape_cause(declaration, kept, report)
     if not values_failed:
         return _nan_cause(kept)
     plain = _plain_cause(kept)
@@ -133,8 +181,8 @@ def hints(declaration, probes, outcomes, report) -> list:
         handed = declaration.family.handed_keys(declaration)
     except Exception:  # a hint is advice: whatever a target returned, the verdict stands without it
         return []
-    if not found:
-        return _nan_cause(kept)
+    if not found:  # a square call judged beside calls of another size: what the sizes say, else NaN
+        return _shape_cause(declaration, kept, report) or _nan_cause(kept)
     return [hint.without_advice() if handed & {key for key, _ in hint.declare} else hint for hint in found]
 
 

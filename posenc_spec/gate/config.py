@@ -39,6 +39,7 @@ reference implementations posenc-spec ships are checked only when asked (``--bui
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -239,7 +240,8 @@ class Front:
     """How a front end (``posenc-spec check``, the pytest plugin) names the options that
     choose its declarations, for its messages: ``target``, ``config`` and ``xfails`` as the
     user types them; ``where`` prefixes a target's errors and ``flags`` names its keys as
-    command-line flags (see :func:`~posenc_spec.gate.declaration.declare`); ``others`` says
+    command-line flags (see :func:`~posenc_spec.gate.declaration.declare`) and ``spelling``
+    says how its flags are written in advice; ``others`` says
     how else than a ``[tool.posenc-spec]`` table targets are declared, for the error when
     nothing is."""
 
@@ -249,6 +251,7 @@ class Front:
     others: str
     where: str = ""
     flags: bool = True
+    spelling: str = "flags"  # how its flags are written (Declaration.spelling): flags, or the plugin's
 
 
 def select_declarations(front: Front, target, config_file, xfails, overrides: dict,
@@ -266,16 +269,25 @@ def select_declarations(front: Front, target, config_file, xfails, overrides: di
         raise UsageError(f"--builtin checks the reference implementations posenc-spec ships: give it without {given}")
     if target is not None:
         keys = {"target": target, **overrides, "xfails": xfails}
-        return [declare(keys, base_dir, front.where, flags=front.flags)], None
+        declaration = declare(keys, base_dir, front.where, flags=front.flags)
+        return [dataclasses.replace(declaration, spelling=front.spelling, flag_spelling=front.spelling)], None
     if xfails is not None:
         raise UsageError(f"{front.xfails} goes with {front.target}; in a config file give each target an `xfails` key")
     if builtin:
-        return built_in_declarations(overrides), BUILT_IN
+        return _flagged(built_in_declarations(overrides), overrides, front), BUILT_IN
     if config_file is not None:
         path = Path(config_file) if base_dir is None else Path(base_dir, config_file)
-        return read_config(path, overrides), str(path)
+        return _flagged(read_config(path, overrides), overrides, front), str(path)
     search = find_pyproject(base_dir)
     if search.found is None:
         raise UsageError(f"{front.where}nothing to check: no pyproject.toml with a [{TABLE}] table {search.places()}; "
                          f"declare targets in one, or give {front.others}")
-    return read_config(search.found, overrides), str(search.found)
+    return _flagged(read_config(search.found, overrides), overrides, front), str(search.found)
+
+
+def _flagged(declarations: list[Declaration], overrides: dict, front: Front) -> list[Declaration]:
+    """A file's declarations, each knowing the keys the flags gave over the file's (advice to
+    change one of those is a flag: the file's key would stay overridden)."""
+    given = frozenset(key for key, value in overrides.items() if value is not None)
+    return [dataclasses.replace(declaration, flagged=given, flag_spelling=front.spelling)
+            for declaration in declarations]

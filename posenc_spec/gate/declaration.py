@@ -106,7 +106,10 @@ class Declaration:
     strict: bool = False
     framework: str | None = None
     keras_backend: str | None = None
-    spelling: str = field(default="toml", compare=False)  # how the user writes keys: flags, toml or python
+    spelling: str = field(default="toml", compare=False)  # how the user writes keys: flags, plugin, toml or python
+    # The keys given as flags over a file's (``check --config F --first sin``), and how those flags are written.
+    flagged: frozenset = field(default=frozenset(), compare=False)
+    flag_spelling: str = field(default="flags", compare=False)
 
     @property
     def name(self) -> str:
@@ -116,6 +119,12 @@ class Declaration:
     def family(self) -> Family:
         """The family of the declared API (:mod:`posenc_spec.registry`)."""
         return registry.family_of_api(self.api)
+
+    def spelling_for(self, keys) -> str:
+        """How advice to declare ``keys`` is spelled: as flags when one of them was given as a
+        flag over the file's keys (the file's key would stay overridden), else as the
+        declaration was written."""
+        return self.flag_spelling if self.flagged.intersection(keys) else self.spelling
 
     def convention_name(self) -> str:
         """The declared convention in a few words (the preset and what differs from it)."""

@@ -211,6 +211,11 @@ class Family:
         """The slip the run's values show, when a check of the values failed."""
         return []
 
+    def shape_hints(self, declaration: Declaration, probes: list, outcomes: list, report: GateReport) -> list:
+        """The slip the run's arrays show when no check of the values ran: every table call
+        returned an array, and not of the size asked (arguments swapped, a row too many)."""
+        return []
+
     def handed_keys(self, declaration: Declaration) -> set[str]:
         """The declaration keys whose values the gate hands the target (a size ``init`` or
         ``kwargs`` names, an argument the family's calls pass): a hint never advises one, since

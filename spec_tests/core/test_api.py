@@ -141,7 +141,7 @@ def test_a_failing_report_gives_checks_worst_elements_advice_and_figures():
     assert (worst.index, worst.actual, worst.expected) == ((0, 0), 1.0, 0.0), worst
     assert report.failures() and all(check.status == "failed" for check in report.failures())
     assert "the tables are vaswani with first cos" in report.nearest, report.nearest
-    assert report.text().splitlines()[1].endswith("failed: does not conform"), report.text()
+    assert report.text().splitlines()[0].endswith("failed: does not conform"), report.text()
     assert "worst formula[50x8]" in str(report), str(report)
     figures = report.plot()
     assert list(figures) == ["heatmap", "row_profiles", "similarity", "difference"], figures

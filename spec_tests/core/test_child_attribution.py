@@ -29,7 +29,10 @@ from posenc_spec.gate.sandbox import FILE_CLOCK
 @pytest.fixture
 def modules(tmp_path, monkeypatch):
     """Write modules into ``tmp_path/library`` (installed) or ``tmp_path/user`` (not), put
-    both folders on the import path, and forget every module written at the end."""
+    both folders on the import path, and forget every module written at the end. The import
+    system's finders and hooks the test process has are trusted, as the gate's are before a
+    target runs."""
+    attribution.trust_import_machinery()
     library, user = tmp_path / "library", tmp_path / "user"
     library.mkdir()
     user.mkdir()
@@ -231,3 +234,50 @@ def test_a_file_changed_during_the_run_is_not_a_librarys(modules, monkeypatch):
     assert attribution.changed_during_run(source, loader), "a .pyc of other code passed"
     pathlib.Path(source).write_text("VALUE = 3\n")
     assert attribution.changed_during_run(source, loader), "a rewritten source passed"
+
+
+def test_a_finder_a_library_adds_while_imported_keeps_its_next_imports_the_librarys(modules, clean_environment):
+    """A library that puts a finder of its own on ``sys.meta_path`` while imported (as
+    transformers does) and imports another module after: that module's change is still an
+    installed library's."""
+    modules("posenc_attr_lib_with_finder", """
+        import sys
+
+        class Finder:
+            @staticmethod
+            def find_spec(fullname, path=None, target=None):
+                return None
+
+        sys.meta_path.append(Finder)
+        import posenc_attr_lib_after_finder
+        """)
+    modules("posenc_attr_lib_after_finder", "import os\nos.environ['POSENC_INNER'] = '1'\n")
+    try:
+        verdict, _ = watched(lambda: importlib.import_module("posenc_attr_lib_with_finder"))
+    finally:
+        sys.meta_path[:] = [entry for entry in sys.meta_path
+                            if getattr(entry, "__module__", None) != "posenc_attr_lib_with_finder"]
+    assert verdict.own == {}, verdict
+    assert "importing posenc_attr_lib_after_finder changed environment variables (POSENC_INNER)" in verdict.effects
+
+
+def test_a_library_imported_while_a_finder_of_the_targets_is_there_is_the_targets(modules, clean_environment):
+    """While a finder the target put on ``sys.meta_path`` is there (asked about each module
+    the library imports), what a library's import changes is the target's."""
+    modules("posenc_attr_lib_c", "import os\nos.environ['POSENC_LIBRARY'] = '1'\n")
+
+    class TargetsFinder:
+        @staticmethod
+        def find_spec(fullname, path=None, target=None):
+            return None
+
+    def action():
+        sys.meta_path.insert(0, TargetsFinder)
+        try:
+            importlib.import_module("posenc_attr_lib_c")
+        finally:
+            sys.meta_path.remove(TargetsFinder)
+
+    verdict, _ = watched(action)
+    assert verdict.own == {"environment variables": "environment variables (POSENC_LIBRARY)"}, verdict
+    assert verdict.effects == []

@@ -173,3 +173,15 @@ def test_a_flax_module_slip_gets_the_verdict_and_hint_of_its_numpy_twin():
     hints = [[slip for hint in report.hints for slip in hint.slips] for report in (flax_report, numpy_report)]
     assert hints[0] == hints[1] == ["sin-cos-swapped"], hints
     assert "jax float32 Array" in flax_report.result("call[50x8]").message
+
+
+def test_every_installed_target_is_declared_as_the_gate_accepts_it(tmp_path):
+    """Each target of a distribution installed at its version (a function's text taken into a
+    module of its own where its package does not import) is a declaration of the API it names
+    that the gate accepts (the run that judges them imports the frameworks: the slow tier)."""
+    installed = {name: spec for name, spec in TARGETS.items() if _version(spec[0]) == VERSIONS[spec[0]]}
+    if not installed:
+        pytest.skip(f"none of {sorted(VERSIONS)} is installed at the version these verdicts are for")
+    for name, (distribution, keys, _) in installed.items():
+        declaration = declare({**keys, "target": keys.get("target") or _target(name, distribution, tmp_path)})
+        assert declaration.api == keys.get("api", "table"), name

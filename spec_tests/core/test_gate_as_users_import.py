@@ -56,3 +56,10 @@ def test_a_first_calls_import_side_effects_are_named(reports, name):
     effects = [warning for warning in reports[name].warnings if warning.startswith("import side effects, kept")]
     assert any("TORCHINDUCTOR_CACHE_DIR" in effect and "in the call for" in effect for effect in effects), \
         reports[name].warnings
+
+
+def test_every_target_is_declared_as_the_gate_accepts_it():
+    """Each declaration is one the gate accepts, of the API it names, its xfails file read."""
+    declarations = {name: declare(keys) for name, (keys, _) in REAL.items()}
+    assert {name: declaration.api for name, declaration in declarations.items()} == {
+        name: keys.get("api", "table") for name, (keys, _) in REAL.items()}

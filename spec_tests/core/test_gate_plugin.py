@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -62,9 +63,11 @@ def test_without_an_option_the_plugin_adds_nothing(pytester):
     assert "--posenc-target" in output and "--posenc-convention" in output, output
 
 
-def test_each_check_is_an_item_outside_the_repository(pytester):
-    """With a config of three targets in a folder of its own: the conforming one passes
-    every item, the swapped one fails with its one-line reason, known deviations are xfail."""
+def test_each_target_is_an_item_whose_failure_is_its_summary(pytester):
+    """With a config of three targets: the conforming one and the one whose only deviation is
+    known pass; the swapped one fails with the target's summary, verdict first (pytest's short
+    summary shows it), then the hint and one line per failing check kind, not a line per call;
+    -v lists every check, --tb=line the verdict alone."""
     tmp_path = pytester.path
     (tmp_path / "impl.py").write_text(TARGETS)
     (tmp_path / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
@@ -72,7 +75,34 @@ def test_each_check_is_an_item_outside_the_repository(pytester):
                                         '[[targets]]\ntarget = "impl:vaswani"\n\n'
                                         '[[targets]]\ntarget = "impl:swapped"\n\n'
                                         '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
-    status, output = _pytest_here(pytester, "--posenc-config", "gate.toml")
+    status, output = _pytest_here(pytester, "--posenc-config", "gate.toml", "-rA")
+    assert status == 1 and (_count(output, "failed"), _count(output, "passed")) == (1, 2), output
+    assert re.search(r"^FAILED posenc::impl:swapped@vaswani - \d+ checks, \d+ failed: does not conform\b", output,
+                     re.MULTILINE), output
+    assert "  hint: sin and cos swapped: each pair holds cos first where sin first is declared" in output, output
+    kinds = [line for line in output.splitlines() if line.startswith("  FAIL ")]
+    assert kinds and all(", " in line.partition(";")[0] or "[" in line.partition(":")[0] for line in kinds), kinds
+    assert "formula[50x8]: " not in output.replace("worst formula[50x8]: ", ""), output
+    status, verbose = _pytest_here(pytester, "--posenc-config", "gate.toml", "-vv")  # -v, after _pytest_here's -q
+    assert status == 1 and verbose.count("\n  FAIL  formula[") == 7, verbose
+    status, line = _pytest_here(pytester, "--posenc-config", "gate.toml", "--tb=line")
+    assert status == 1 and "  hint: " not in line and re.search(r"^\d+ checks, \d+ failed: does not conform  \[table",
+                                                                line, re.MULTILINE), line
+    assert "Traceback" not in output + verbose, output
+
+
+def test_each_check_is_an_item_outside_the_repository(pytester):
+    """--posenc-items check, with a config of three targets in a folder of its own: the
+    conforming one passes every item, the swapped one fails with its one-line reason, known
+    deviations are xfail."""
+    tmp_path = pytester.path
+    (tmp_path / "impl.py").write_text(TARGETS)
+    (tmp_path / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
+    (tmp_path / "gate.toml").write_text('max_positions = 64\nodd = "skip"\n\n'
+                                        '[[targets]]\ntarget = "impl:vaswani"\n\n'
+                                        '[[targets]]\ntarget = "impl:swapped"\n\n'
+                                        '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
+    status, output = _pytest_here(pytester, "--posenc-config", "gate.toml", "--posenc-items", "check")
     assert status == 1, output
     assert _count(output, "xfailed") == 2, output
     assert "FAILED posenc::impl:swapped@vaswani::formula[50x8]" in output, output
@@ -81,28 +111,32 @@ def test_each_check_is_an_item_outside_the_repository(pytester):
     assert "Traceback" not in output and 0 < _count(output, "failed") < _count(output, "passed"), output
 
 
-def test_strict_markers_without_xdist_and_a_dotted_junit_class(tmp_path):
+@pytest.mark.parametrize(("items", "cases"), [("target", {("posenc", "impl:swapped")}),
+                                             ("check", {("posenc.impl:swapped", "formula[50x8]")})])
+def test_strict_markers_without_xdist_and_a_dotted_junit_class(tmp_path, items, cases):
     """Without pytest-xdist (-p no:xdist) and under --strict-markers the items run (no
-    INTERNALERROR for the xdist_group mark); JUnit XML names each case's class posenc.TARGET."""
+    INTERNALERROR for the xdist_group mark); JUnit XML names a target item's case TARGET in
+    class posenc, a check item's case CHECK in class posenc.TARGET."""
     import xml.etree.ElementTree as ET
 
     (tmp_path / "impl.py").write_text(TARGETS)
     status, output = _pytest(tmp_path, "-p", "no:xdist", "--strict-markers", "--posenc-target", "impl:swapped",
-                             "--posenc-max-positions", "64", "--junitxml", "junit.xml")
+                             "--posenc-max-positions", "64", "--junitxml", "junit.xml", "--posenc-items", items)
     assert status == 1 and "INTERNALERROR" not in output and _count(output, "failed") > 0, output
-    classes = {case.get("classname") for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
-    assert classes == {"posenc.impl:swapped"}, classes
+    written = {(case.get("classname"), case.get("name")) for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
+    assert cases <= written and {classname for classname, _ in written} == {classname for classname, _ in cases}, \
+        written
 
 
 def test_nearest_pyproject_under_xdist(tmp_path):
     """--posenc finds [tool.posenc-spec] from a subfolder; under pytest-xdist (-n 2) every
-    check of the plan is an item and passes."""
+    check of the plan is an item (--posenc-items check) and passes."""
     (tmp_path / "impl.py").write_text(TARGETS)
     (tmp_path / "pyproject.toml").write_text('[tool.posenc-spec]\nmax_positions = 64\nodd = "skip"\n'
                                              'target = "impl:vaswani"\n')
     (tmp_path / "sub").mkdir()
     planned = len(plan(declare({"target": "impl:vaswani", "max_positions": 64, "odd": "skip"})))
-    status, output = _pytest(tmp_path / "sub", "--posenc", "-n", "2", "--dist", "loadgroup")
+    status, output = _pytest(tmp_path / "sub", "--posenc", "-n", "2", "--dist", "loadgroup", "--posenc-items", "check")
     assert status == 0 and _count(output, "passed") == planned, output
 
 
@@ -111,10 +145,9 @@ def test_fail_fast_skips_the_checks_after_the_first_failure(pytester):
     reads, are still made, and the items of the other calls after it (the determinism
     repeats, the sequences) are skipped, with the reason."""
     (pytester.path / "impl.py").write_text(TARGETS)
-    status, output = _pytest_here(pytester, "--posenc-target", "impl:swapped", "--posenc-max-positions", "64",
-                                  "--posenc-fail-fast")
-    full_status, full_output = _pytest_here(pytester, "--posenc-target", "impl:swapped", "--posenc-max-positions",
-                                            "64")
+    target = ("--posenc-target", "impl:swapped", "--posenc-max-positions", "64", "--posenc-items", "check")
+    status, output = _pytest_here(pytester, *target, "--posenc-fail-fast")
+    full_status, full_output = _pytest_here(pytester, *target)
     assert status == full_status == 1 and _count(output, "skipped") > _count(full_output, "skipped"), output
     assert _count(output, "failed") > 0, output
     assert "--fail-fast stopped this target at its first failed check, formula[50x8]" in output, output
@@ -184,10 +217,64 @@ def test_a_note_passes_with_a_warning_and_fails_under_strict(pytester):
     """transformers' T5 buckets: int-min[D] is a note (a passed item and a warning naming it), a failure under
     --posenc-strict."""
     target = ("--posenc-target", "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket",
-              "--posenc-api", "t5-buckets", "-k", "int-min")
+              "--posenc-api", "t5-buckets", "--posenc-items", "check", "-k", "int-min")
     status, output = _pytest_here(pytester, *target)
     assert status == 0 and _count(output, "passed") == 4, output
     assert "GateNote" in output and "no caller passes it" in output, output
     status, output = _pytest_here(pytester, *target, "--posenc-strict")
     assert status == 1 and _count(output, "failed") == 2, output
     assert "strict: " in output, output
+
+
+QUICK_FLAGS = ("--posenc-max-positions", "64", "--posenc-odd", "skip")  # the smallest grid telling the members apart
+QUICK_KEYS = 'max_positions = 64\nodd = "skip"\n'
+ADVICE = re.compile(r"hint: .*; if that is intended, declare (.+) \(slip: sin-cos-swapped\)$", re.MULTILINE)
+
+
+def _advice(output: str) -> str:
+    found = ADVICE.search(output)
+    assert found, output
+    return found.group(1)
+
+
+def test_a_hint_spells_flags_as_the_plugin_takes_them_and_they_conform(pytester):
+    """--posenc-target with --posenc-* flags: the hint advises --posenc-* flags (not check's
+    --first), and the run given them as written conforms."""
+    (pytester.path / "impl.py").write_text(TARGETS)
+    status, output = _pytest_here(pytester, "--posenc-target", "impl:swapped", *QUICK_FLAGS)
+    advice = _advice(output)
+    assert status == 1 and advice == "--posenc-first cos", output
+    status, output = _pytest_here(pytester, "--posenc-target", "impl:swapped", *QUICK_FLAGS, *shlex.split(advice))
+    assert status == 0 and _count(output, "passed") == 1, output
+
+
+@pytest.mark.parametrize("where", ["config", "pyproject"])
+def test_a_hint_spells_toml_keys_for_a_file_and_they_conform(pytester, where):
+    """The target declared in a --posenc-config file or the nearest [tool.posenc-spec]: the hint
+    advises TOML keys, and the file with that line added to the target's table conforms."""
+    (pytester.path / "impl.py").write_text(TARGETS)
+    (pytester.path / ".git").mkdir()
+    if where == "config":
+        path, table, arguments = pytester.path / "gate.toml", "[[targets]]", ("--posenc-config", "gate.toml")
+    else:
+        path, table, arguments = pytester.path / "pyproject.toml", "[[tool.posenc-spec.targets]]", ("--posenc",)
+    path.write_text(f'{table}\ntarget = "impl:swapped"\n{QUICK_KEYS}')
+    status, output = _pytest_here(pytester, *arguments)
+    advice = _advice(output)
+    assert status == 1 and advice == 'first = "cos"', output
+    path.write_text(path.read_text() + advice + "\n")
+    status, output = _pytest_here(pytester, *arguments)
+    assert status == 0 and _count(output, "passed") == 1, output
+
+
+def test_a_key_given_as_a_flag_over_a_file_is_advised_as_that_flag(pytester):
+    """--posenc-config with --posenc-first over the file's keys: the hint advises the flag (the
+    file's key would stay overridden), and the run with it appended as written conforms."""
+    (pytester.path / "impl.py").write_text(TARGETS)
+    (pytester.path / "gate.toml").write_text(f'[[targets]]\ntarget = "impl:swapped"\n{QUICK_KEYS}')
+    arguments = ("--posenc-config", "gate.toml", "--posenc-first", "sin")
+    status, output = _pytest_here(pytester, *arguments)
+    advice = _advice(output)
+    assert status == 1 and advice == "--posenc-first cos", output
+    status, output = _pytest_here(pytester, *arguments, *shlex.split(advice))
+    assert status == 0 and _count(output, "passed") == 1, output

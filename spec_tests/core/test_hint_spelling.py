@@ -82,6 +82,15 @@ def test_the_command_line_spells_flags_and_a_config_file_toml_keys(project, caps
         "--first cos", 'first = "cos"', "first='cos'", {"first": "cos"}), hint
 
 
+def test_a_key_given_as_a_flag_over_a_config_file_is_advised_as_that_flag(project, capsys):
+    """check --config with --first over the file's keys: the hint advises the flag, not the
+    file's key (which the flag would still override); given as written, the target conforms."""
+    (project / "gate.toml").write_text('[[targets]]\ntarget = "enc:swapped"\nmax_positions = 64\nodd = "skip"\n')
+    assert main(["check", "--config", "gate.toml", "--first", "sin"]) == 1
+    _spelled_only(capsys.readouterr().out, "flags")
+    assert main(["check", "--config", "gate.toml", "--first", "sin", "--first", "cos"]) == 0
+
+
 def geometric_slopes(n):
     import torch
 

@@ -23,6 +23,10 @@ def i_over_d(n, d):  # `i/d` where the formula has `2i/d`: base 100 where 10000 
     return pe
 
 
+def rope_i_over_d(head_dim):  # `i/d` where `2i/d` belongs: theta 707.107, the square root of Llama 3's 500000
+    return 1.0 / (500000.0 ** (torch.arange(0, head_dim // 2, dtype=torch.float32) / head_dim))
+
+
 def geometric_slopes(n):  # 2 ** (-8 h / n) for every head count
     return torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float32)
 
@@ -50,6 +54,7 @@ def project(tmp_path, monkeypatch):
 
 CASES = {
     "base 100": (["enc:i_over_d"], "exponent-i-over-d"),
+    "rope theta a square root": (["enc:rope_i_over_d", "--api", "rope-freqs"], "exponent-i-over-d"),
     "geometric slopes": (["enc:geometric_slopes", "--api", "alibi-slopes"], "alibi-geometric-slopes"),
     "axes swapped": (["enc:meshgrid_swapped", "--api", "sincos2d", "--grid-convention", "mae"], "axes-swapped"),
 }
@@ -73,8 +78,9 @@ def test_identify_names_the_slip_and_init_writes_it_only_when_accepted(project, 
 
 @pytest.mark.parametrize("argv", [["enc:i_over_d", "--base", "100"],
                                   ["enc:geometric_slopes", "--api", "alibi-slopes", "--slope-rule", "geometric"],
-                                  ["enc:meshgrid_swapped", "--api", "sincos2d", "--grid-convention", "transformers"]],
-                         ids=["base 100 declared", "geometric declared", "transformers declared"])
+                                  ["enc:meshgrid_swapped", "--api", "sincos2d", "--grid-convention", "transformers"],
+                                  ["enc:rope_i_over_d", "--api", "rope-freqs", "--base", repr(500000.0 ** 0.5)]],
+                         ids=["base 100 declared", "geometric declared", "transformers declared", "theta declared"])
 def test_an_answer_declared_on_purpose_is_no_slip(project, argv):
     """The same answers, compared with a declaration that states them, are no slip."""
     status, answer = identify(*argv)

@@ -237,6 +237,15 @@ def test_diff_of_two_snapshots(snapshot, tmp_path, monkeypatch, capsys):
     capsys.readouterr()
 
 
+def test_a_snapshot_whose_folder_cannot_be_made_is_one_line_naming_its_out(capsys):
+    """--out in a missing folder beneath one nobody can write in (/proc: not even root): exit 2
+    before any call, one line naming the --out given and the folder that refuses."""
+    out = "/proc/posenc-spec-missing/tests/s.npz"
+    assert main(["snapshot", f"{__file__}:drifting", "--out", out, *SMALL]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"--out {out}: the folder /proc is not writable" in error, error
+
+
 def test_a_learned_table_no_convention_describes(tmp_path, capsys):
     """A seeded random matrix: snapshotted, then checked against itself (regression only)."""
     path = tmp_path / "learned.npz"

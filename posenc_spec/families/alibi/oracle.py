@@ -10,12 +10,21 @@ rounding, so each element is within ``2 u_64 |m d|`` of the exact value (``u_64 
 :func:`exact_bias` forms ``m d`` from the mpmath slope and rounds once.
 ``spec_tests/families/alibi/test_oracle.py`` holds both to that, and the slopes to an
 independent computation (Python's ``decimal``).
+
+The float64 slopes of 1 .. 128 heads at ``alibi_bias_max`` 8 under both slope rules (5,022
+exponents: the gate's every head count, which mpmath takes a few tenths of a second to
+evaluate) are shipped in ``posenc_spec/data/alibi_slopes.json``, written by
+:func:`write_slope_table` from :func:`slope_table`; the test above recomputes them. Other
+exponents are evaluated as they come.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -107,12 +116,19 @@ def judged(convention: str | AlibiConvention, positions: Positions) -> np.ndarra
     return valid & (positions.keys[None, :] <= positions.queries[:, None])
 
 
+@functools.lru_cache(maxsize=8192)
+def _exact_power(exponent: Fraction):
+    """``2 ** -exponent`` at :data:`EXACT_DIGITS` digits. Cached by exponent: the head counts
+    of a grid share their slopes' exponents (under the default rule and ``alibi_bias_max`` 8,
+    all 8,256 slopes of 1 .. 128 heads are 128 powers ``2 ** -(j / 16)``)."""
+    with mpmath.workdps(EXACT_DIGITS):
+        return mpmath.power(2, -mpmath.mpf(exponent.numerator) / exponent.denominator)
+
+
 @functools.lru_cache(maxsize=512)
 def _exact_slopes(count: int, rule: str, bias_max: float) -> tuple:
     from .conventions import slope_terms
-    with mpmath.workdps(EXACT_DIGITS):
-        return tuple(mpmath.power(2, -mpmath.mpf(term.exponent.numerator) / term.exponent.denominator)
-                     for term in slope_terms(count, rule, bias_max))
+    return tuple(_exact_power(term.exponent) for term in slope_terms(count, rule, bias_max))
 
 
 def exact_slopes(num_heads, convention: str | AlibiConvention = "paper") -> list:
@@ -123,9 +139,53 @@ def exact_slopes(num_heads, convention: str | AlibiConvention = "paper") -> list
     return list(biased) + [mpmath.mpf(0)] * (num_heads - len(biased))
 
 
+# The package's data folder, by path: the gate reads the table after its first target
+# started, when it may import no more modules (importlib.resources would).
+DATA = Path(__file__).resolve().parents[2] / "data"
+SLOPE_TABLE = "alibi_slopes.json"
+TABLE_HEADS = 128
+TABLE_BIAS_MAX = 8.0
+
+
+def _key(exponent: Fraction) -> str:
+    return f"{exponent.numerator}/{exponent.denominator}"
+
+
+def slope_table() -> dict[str, float]:
+    """``2 ** -e`` correctly rounded to float64 for every exponent ``e`` ("p/q") of 1 ..
+    TABLE_HEADS heads at ``alibi_bias_max`` TABLE_BIAS_MAX under every slope rule, from mpmath."""
+    from .conventions import SLOPE_RULES, slope_terms
+    exponents = {term.exponent for rule in SLOPE_RULES for count in range(1, TABLE_HEADS + 1)
+                 for term in slope_terms(count, rule, TABLE_BIAS_MAX)}
+    return {_key(exponent): float(_exact_power(exponent)) for exponent in sorted(exponents)}
+
+
+def write_slope_table(path=None) -> None:
+    """Write :func:`slope_table` to the package's data folder (or ``path``)."""
+    path = path or DATA / SLOPE_TABLE
+    about = (f"2 ** -e correctly rounded to float64 (mpmath at {EXACT_DIGITS} digits) for every exponent e = p/q of "
+             f"ALiBi's slopes, 1 .. {TABLE_HEADS} heads, alibi_bias_max {TABLE_BIAS_MAX}, each slope rule; written "
+             "by posenc_spec.families.alibi.oracle.write_slope_table; spec_tests/families/alibi/test_oracle.py "
+             "recomputes them")
+    Path(path).write_text(json.dumps({"about": about, "slopes": slope_table()}, indent=0) + "\n", encoding="utf-8")
+
+
+@functools.cache
+def shipped_slopes() -> dict[str, float]:
+    """The float64 slopes of ``posenc_spec/data/alibi_slopes.json`` by exponent ("p/q")."""
+    return json.loads((DATA / SLOPE_TABLE).read_text(encoding="utf-8"))["slopes"]
+
+
 @functools.lru_cache(maxsize=512)
 def _slopes(num_heads: int, convention: AlibiConvention) -> np.ndarray:
-    values = np.array([float(value) for value in exact_slopes(num_heads, convention)])
+    from .conventions import slope_terms
+    terms = slope_terms(convention.biased_heads(num_heads), convention.slope_rule, convention.alibi_bias_max)
+    table = shipped_slopes() if convention.alibi_bias_max == TABLE_BIAS_MAX else {}
+    if all(_key(term.exponent) in table for term in terms):
+        values = np.zeros(num_heads)
+        values[:len(terms)] = [table[_key(term.exponent)] for term in terms]
+    else:
+        values = np.array([float(value) for value in exact_slopes(num_heads, convention)])
     values.setflags(write=False)
     return values
 

@@ -270,6 +270,26 @@ def _other_slopes(conv: AlibiConvention, failing: list[Reading]) -> str | None:
     return None
 
 
+def _sliced_from_corner(conv: AlibiConvention, readings: list[Reading], failing: list[Reading]) -> bool:
+    """Every failing call is one made after a call at least as large (in queries and keys) and
+    holds the queries-first bias, the top-left corner of that larger one's: a cached bias sliced
+    ``[..., :i, :j]`` (the calls that build the cache are right)."""
+    if not failing or conv.query_positions == "first":
+        return False
+    corner = conv.replace(query_positions="first")
+    order = {id(reading): index for index, reading in enumerate(readings)}
+
+    def after_larger(reading) -> bool:
+        call = reading.probe.call
+        return any(order[id(earlier)] < order[id(reading)] and earlier.probe.call.q_len >= call.q_len
+                   and earlier.probe.call.k_len >= call.k_len for earlier in readings)
+
+    try:
+        return all(after_larger(reading) and fits(corner, reading) for reading in failing)
+    except (AttributeError, ValueError):  # calls without a query and key length, or no such convention
+        return False
+
+
 def diagnose(conv: AlibiConvention, readings: list[Reading], slopes_only: bool) -> list[Hint]:
     """The hint the readings show under ``conv`` (empty when nothing explains them)."""
     failing = [reading for reading in readings if not fits(conv, reading)]
@@ -283,6 +303,11 @@ def diagnose(conv: AlibiConvention, readings: list[Reading], slopes_only: bool) 
         declare = tuple((FIELD_KEYS[field], value) for field, value in variant.changes
                         if getattr(conv, field) != value) if variant.declare else ()
         return [Hint(variant.slips, variant.words, declare)]
+    if not slopes_only and _sliced_from_corner(conv, readings, failing):
+        return [Hint(("alibi-cache-corner",), "the calls made after a larger one get the top-left corner of its "
+                                              "bias (the queries at the first positions): a cached bias sliced "
+                                              "[..., :i, :j] where its last rows [..., -i:, -j:] belong; the calls "
+                                              "that build the cache are right")]
     other = _other_slopes(conv, failing)
     return [Hint(("alibi-slope-rule",), other)] if other else []
 

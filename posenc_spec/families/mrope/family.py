@@ -46,12 +46,12 @@ class Mrope(Family):
         return nearest(declaration.spec, judged.caches)
 
     def hints(self, declaration, probes, outcomes, report) -> list:
-        from .slips import hints, position_hints
+        from .slips import apply_hints, hints, position_hints
 
         if declaration.api == POSITIONS_API:
             return position_hints(declaration.spec, probes, outcomes)
         if declaration.api == APPLY_API:
-            return []
+            return apply_hints(declaration.spec, probes, outcomes)
         return hints(declaration.spec, probes, outcomes)
 
     def likely_fix(self, reason: str, api: str) -> str:

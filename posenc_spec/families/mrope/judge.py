@@ -20,9 +20,9 @@ from posenc_spec.tolerance import unit_roundoff
 
 from . import properties
 from .conventions import MropeConvention
-from .grid import MropeProbe, probes_for
+from .grid import APPLY_SIGNATURES_WITH_CACHE, MropeProbe, probes_for
 from .properties import Cache
-from .tolerance import crop_position_error
+from .tolerance import apply_tolerance, crop_position_error
 
 REAL = ("float16", "bfloat16", "float32", "float64")
 COMPLEX = {"complex64": "float32", "complex128": "float64"}
@@ -179,6 +179,25 @@ class PositionsJudge:
         return True
 
 
+def handed_bound(probe, convention: MropeConvention, signature: str):
+    """The ``(L, P)`` bound of the cos and sin an apply call is handed (the exact values rounded
+    to x's dtype), or None where the signature hands none (the code makes its own)."""
+    if signature not in APPLY_SIGNATURES_WITH_CACHE:
+        return None
+    return np.full((probe.positions.shape[1], convention.pairs),
+                   unit_roundoff(probe.x_dtype) + 2 * unit_roundoff("float64"))
+
+
+def read_applied(probe, outcome: Outcome, convention: MropeConvention, signature: str) -> properties.Applied:
+    """An apply call's rotated x (of the right size and a real dtype) with its bounds."""
+    x = probe.x[0].astype(np.float64)
+    got = np.asarray(outcome.table, dtype=np.float64).reshape(x.shape)
+    dtype = max((outcome.dtype, probe.x_dtype), key=unit_roundoff)
+    bound = apply_tolerance(x, probe.positions, convention, probe.x_dtype, dtype,
+                            handed_bound(probe, convention, signature))
+    return properties.Applied(got, x, probe.positions, bound, dtype)
+
+
 class ApplyJudge:
     """Checks of one apply target (``mrope-apply``): each call's rotated x against the exact rotation."""
 
@@ -189,9 +208,6 @@ class ApplyJudge:
         return None
 
     def judge(self, probe, outcome: Outcome) -> bool:
-        from .grid import APPLY_SIGNATURES_WITH_CACHE
-        from .tolerance import apply_tolerance
-
         ids = probe.check_ids()
         status = call_status(outcome)
         if status is None and (len(outcome.arrays) != 1 or outcome.dtype not in REAL
@@ -201,16 +217,8 @@ class ApplyJudge:
         if status:
             return _nothing_to_check(self.results, ids, probe, outcome, status)
         self.results.add(passed(ids[0], f"{probe.slot}: returned {outcome.message or outcome.dtype}"))
-        x = probe.x[0].astype(np.float64)
-        got = np.asarray(outcome.table, dtype=np.float64).reshape(x.shape)
-        handed = None
-        if self.signature in APPLY_SIGNATURES_WITH_CACHE:  # the exact cos and sin rounded to x's dtype
-            handed = np.full((probe.positions.shape[1], self.conv.pairs),
-                             unit_roundoff(probe.x_dtype) + 2 * unit_roundoff("float64"))
-        dtype = max((outcome.dtype, probe.x_dtype), key=unit_roundoff)
-        applied = properties.Applied(got, x, probe.positions,
-                                     apply_tolerance(x, probe.positions, self.conv, probe.x_dtype, dtype, handed),
-                                     dtype)
+        applied = read_applied(probe, outcome, self.conv, self.signature)
+        got = applied.got
         finite = np.isfinite(got).all()
         made = {"finite": passed("finite", f"all {got.size} values finite") if finite else
                 failed("finite", f"{int((~np.isfinite(got)).sum())} NaN or Inf values"),

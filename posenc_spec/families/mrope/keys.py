@@ -20,6 +20,9 @@ SLIPS = {
                          "or one over the head dealt out to the axes in turn)",
     "mrope-theta": "another theta (per axis, or for the whole head)",
     "mrope-layout": "rotate-half and interleaved pairs mixed up",
+    "apply-pairing-mixed": "an apply pairing one way handed cos and sin laid out the other (rotate-half applied to "
+                           "interleaved cos/sin, or the converse)",
+    "angle-sign": "the angle's sign flipped",
     "mrope-crop": "a crop's positions made otherwise than start + i (stop - start) / n",
     "mrope-text-after-vision": "the text after an image or a video started elsewhere than after its largest "
                                "position",

@@ -12,6 +12,7 @@ Pairing is :mod:`posenc_spec.families.rope.oracle`'s rotation: ``x'_a = x_a cos 
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 
 import mpmath
@@ -78,6 +79,23 @@ def apply(x, positions, convention: MropeConvention) -> np.ndarray:
     return out
 
 
+def apply_with_table(x, positions, convention: MropeConvention, table_layout: str) -> np.ndarray:
+    """``x`` (``(..., L, R)``) as an apply pairing its features as ``convention.layout`` computes it
+    from cos and sin laid out as ``table_layout`` (each feature reads its own column of the
+    table): :func:`apply` when the layouts agree; when they differ no rotation at all (a
+    pair's two features turn by different angles), what rotate-half computes from interleaved
+    cos and sin, or the converse."""
+    x = np.asarray(x, dtype=np.float64)
+    cos, sin = compact(positions, convention)
+    table = dataclasses.replace(convention, layout=table_layout)
+    cos, sin = expand(cos, table), expand(sin, table)
+    a, b = convention.columns()
+    out = x.copy()
+    out[..., a] = x[..., a] * cos[:, a] - x[..., b] * sin[:, a]
+    out[..., b] = x[..., b] * cos[:, b] + x[..., a] * sin[:, b]
+    return out
+
+
 def compact_of(cos_full: np.ndarray, sin_full: np.ndarray, convention: MropeConvention):
     """The ``(L, P)`` cos and sin a ``(L, R)`` pair of arrays holds at each slot's first feature,
     and at its second (``((cos_a, sin_a), (cos_b, sin_b))``): both must be the slot's."""
@@ -99,13 +117,14 @@ def groups(token_types) -> list[tuple[int, int, int]]:
             if end > start]
 
 
-# Where the text after a vision run starts, from the run's start, its merged grid and its largest
-# position: the reference's rule, and the slips the hints try (:mod:`.slips`).
+# Where the text after a vision run starts, from the run's start, its merged grid, its largest
+# position and the merge size: the reference's rule, and the slips the hints try (:mod:`.slips`).
 ADVANCES = {
-    "after-largest": lambda start, t, h, w, top: top + 1,
-    "spatial-extent": lambda start, t, h, w, top: start + max(h, w),
-    "at-largest": lambda start, t, h, w, top: top,
-    "skip-one": lambda start, t, h, w, top: top + 2,
+    "after-largest": lambda start, t, h, w, top, merge: top + 1,
+    "spatial-extent": lambda start, t, h, w, top, merge: start + max(h, w),
+    "unmerged-extent": lambda start, t, h, w, top, merge: start + merge * max(h, w),
+    "at-largest": lambda start, t, h, w, top, merge: top,
+    "skip-one": lambda start, t, h, w, top, merge: top + 2,
 }
 
 
@@ -132,5 +151,5 @@ def sequence_positions(token_types, grids, spatial_merge_size: int = 2, temporal
         mesh = np.meshgrid(np.floor(np.arange(t) * step).astype(np.int64), np.arange(h), np.arange(w), indexing="ij")
         block = position + np.stack([axis.reshape(-1) for axis in mesh])
         made.append(block)
-        position = int(ADVANCES[advance](position, t, h, w, int(block.max())))
+        position = int(ADVANCES[advance](position, t, h, w, int(block.max()), spatial_merge_size))
     return np.concatenate(made, axis=1).astype(np.int64) if made else np.zeros((3, 0), dtype=np.int64)

@@ -12,7 +12,8 @@ slip                   variant
 ``mrope-interleaved``  interleaved slots for contiguous ones, or the other way
 ``mrope-frequencies``  per-axis frequencies for shared ones, or the other way; shared ones for strided
 ``mrope-layout``       rotate-half pairs for interleaved ones, or the other way
-``mrope-theta``        every axis at another common base (10000, 1e6, 5e6, 500000, 256, 100)
+``mrope-theta``        every axis at another common base (10000, 1e6, 5e6, 500000, 256, 100), or at
+                       the declared one squared (each exponent over half its features)
 =====================  =====================================================================
 
 A hint is named when exactly one variant fits every cache within the bounds: then its keys,
@@ -85,7 +86,9 @@ def variants(declared: MropeConvention) -> list[Variant]:
     add("mrope-frequencies", (("axes_frequencies", other),), frequencies=other)
     layout = "half" if declared.layout == "interleaved" else "interleaved"
     add("mrope-layout", (("layout", layout),), layout=layout)
-    for theta in COMMON_THETAS:
+    thetas = set(declared.theta)
+    squared = (thetas.pop() ** 2,) if len(thetas) == 1 else ()  # one theta for every axis: its square
+    for theta in (*COMMON_THETAS, *squared):
         add("mrope-theta", (("base", theta),), theta=(theta,))
     return found
 
@@ -136,6 +139,9 @@ POSITION_SLIPS = (
     ({"advance": "spatial-extent"}, "mrope-text-after-vision",
      "the text after a vision run starts after the run's larger spatial side (start + max(h, w)), not after its "
      "largest position: with several frames its temporal positions run past it"),
+    ({"advance": "unmerged-extent"}, "mrope-text-after-vision",
+     "the text after a vision run starts after the run's larger spatial side in patches before the merge (start + "
+     "max(H, W): the `// spatial_merge_size` forgotten), not after its largest position"),
     ({"advance": "at-largest"}, "mrope-text-after-vision",
      "the text after a vision run starts at the run's largest position, not one after it"),
     ({"advance": "skip-one"}, "mrope-text-after-vision",
@@ -194,3 +200,75 @@ def hints(spec, probes, outcomes) -> list[Hint]:
                                       f"{', '.join(declared.axes)}: {fed}")]
     return [Hint((variant.slip,), f"the caches are {variant.convention.name()}'s, not the declared "
                                   f"{declared.name()}'s", variant.keys)]
+
+
+# -- the mrope-apply API --------------------------------------------------------------------------
+
+_APPLIES = {"half": "rotate-half", "interleaved": "interleaved (rotate_every_two)"}
+_TABLES = {"half": "[c | c] cos/sin", "interleaved": "interleaved cos/sin (c0 c0 c1 c1 ...)"}
+
+
+def _within(applied, expected) -> bool:
+    return bool(np.all(np.abs(applied.got - expected) <= applied.bound))
+
+
+def _mixed_fits(calls, convention: MropeConvention, layout: str, table_layout: str, handed) -> bool:
+    """Whether every call is an apply pairing as ``layout`` with cos and sin laid out as
+    ``table_layout`` (:func:`.oracle.apply_with_table`), within the bounds that layout takes."""
+    from . import oracle
+    from .tolerance import apply_tolerance
+
+    paired = dataclasses.replace(convention, layout=layout)
+    for probe, applied in calls:
+        bound = apply_tolerance(applied.x, applied.positions, paired, probe.x_dtype, applied.dtype,
+                                handed(probe), table_layout)
+        expected = oracle.apply_with_table(applied.x, applied.positions, paired, table_layout)
+        if not np.all(np.abs(applied.got - expected) <= bound):
+            return False
+    return True
+
+
+def apply_hints(spec, probes, outcomes) -> list[Hint]:
+    """The slip an apply target's rotated x shows: the rotation turning the other way
+    (``angle-sign``), the other pairing where the code builds its own cos and sin
+    (``mrope-layout``), or an apply pairing one way with cos and sin laid out the other
+    (``apply-pairing-mixed``). The gate hands cos and sin (``q-k-cos-sin``, ``x-cos-sin``) laid
+    out for the declared pairing, so there the code pairs the other way and declaring that
+    pairing hands it the cos and sin it pairs with; code that builds its own is no rotation
+    under any declaration, and the hint advises nothing."""
+    from . import oracle
+    from .judge import handed_bound, read_applied
+
+    declared = spec.convention
+    calls = [(probe, read_applied(probe, outcome, declared, spec.signature)) for probe, outcome in
+             zip(probes, outcomes, strict=True) if probe.role == "table" and outcome.ok
+             and len(outcome.arrays) == 1 and np.asarray(outcome.table).size == probe.x.size]
+    if not calls or not all(np.isfinite(applied.got).all() for _, applied in calls):
+        return []
+    if all(_within(applied, oracle.apply(applied.x, applied.positions, declared)) for _, applied in calls):
+        return []
+    if all(_within(applied, oracle.apply(applied.x, -applied.positions, declared)) for _, applied in calls):
+        return [Hint(("angle-sign",), "the rotation turns the other way (an angle of -p*f): x cos - rotate(x) sin, "
+                                      "or sin negated")]
+    other = "interleaved" if declared.layout == "half" else "half"
+
+    def handed(probe):
+        return handed_bound(probe, declared, spec.signature)
+
+    if handed(calls[0][0]) is not None:
+        if _mixed_fits(calls, declared, other, declared.layout, handed):
+            return [Hint(("apply-pairing-mixed",), f"{_APPLIES[other]} applied to the {_TABLES[declared.layout]} it "
+                                                   f"is handed: the gate lays cos and sin out for the declared "
+                                                   f"{declared.layout} pairs", (("layout", other),))]
+        return []
+    paired = dataclasses.replace(declared, layout=other)
+    if all(_within(applied, oracle.apply(applied.x, applied.positions, paired)) for _, applied in calls):
+        return [Hint(("mrope-layout",), f"{_APPLIES[other]} pairs where {declared.layout} pairs are declared",
+                     (("layout", other),))]
+    for layout, table in ((declared.layout, other), (other, declared.layout)):
+        if _mixed_fits(calls, declared, layout, table, handed):
+            return [Hint(("apply-pairing-mixed",), f"{_APPLIES[layout]} applied to {_TABLES[table]}: a slot's two "
+                                                   "features turn by different angles, a rotation under neither "
+                                                   f"pairing; build cos and sin as the {_APPLIES[layout]} apply pairs "
+                                                   "them")]
+    return []

@@ -36,11 +36,15 @@ in ``u_o``: each output of a slot's pair ``(a, b)`` is off by
     t_apply = (|x_a| + |x_b|) (t + (2 u_x + u_o) (1 + t))
 
 (the rope family's ``rope_apply_bound``: two products and a sum, then the store), a feature
-beyond ``R`` by ``u_o |x|``; plus the float64 oracle's own. ``norm`` of a pair compares
+beyond ``R`` by ``u_o |x|``; plus the float64 oracle's own. An apply pairing one way with cos and
+sin laid out the other (the slip :mod:`.slips` tests) takes for each output the ``t`` of the
+table column it reads. ``norm`` of a pair compares
 ``|x'_a|^2 + |x'_b|^2`` with ``|x_a|^2 + |x_b|^2``: ``2 (|x_a| + |x_b|) t_apply + 3 u (...)``.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -99,16 +103,23 @@ def norm_tolerance(cache_bound: np.ndarray, out_dtype) -> np.ndarray:
     return 2 * cache_bound + 3 * unit_roundoff(out_dtype)
 
 
-def apply_tolerance(x, positions, convention: MropeConvention, x_dtype, out_dtype, cache_bound=None) -> np.ndarray:
+def apply_tolerance(x, positions, convention: MropeConvention, x_dtype, out_dtype, cache_bound=None,
+                    table_layout=None) -> np.ndarray:
     """``t_apply`` for each element of ``x`` rotated (``(..., L, D)``, the exact inputs), plus the
     float64 oracle's own; ``cache_bound`` the ``(L, P)`` bound of the cos and sin used (None: the
-    bound of a cache computed in float32 and stored in x's dtype)."""
+    bound of a cache computed in float32 and stored in x's dtype). ``table_layout``: cos and sin
+    laid out otherwise than the pairing (:func:`.oracle.apply_with_table`), so that each element
+    takes the bound of the table column it reads; None: as the pairing."""
     x = np.abs(np.asarray(x, dtype=np.float64))
     u_x, u_o, u64 = unit_roundoff(x_dtype), unit_roundoff(out_dtype), unit_roundoff(FLOAT64)
     t = cache_tolerance(positions, convention, x_dtype) if cache_bound is None else cache_bound
     own = cache_tolerance(positions, convention, FLOAT64, FLOAT64)
+    table = convention if table_layout is None else dataclasses.replace(convention, layout=table_layout)
+    t, own = oracle.expand(np.broadcast_to(t, own.shape), table), oracle.expand(own, table)
     a, b = convention.columns()
     bound = (u_o + u64) * x
     pair = x[..., a] + x[..., b]
-    bound[..., a] = bound[..., b] = pair * (t + (2 * u_x + u_o) * (1 + t)) + pair * (own + 3 * u64 * (1 + own))
+    for side in (a, b):
+        bound[..., side] = pair * (t[:, side] + (2 * u_x + u_o) * (1 + t[:, side])) \
+            + pair * (own[:, side] + 3 * u64 * (1 + own[:, side]))
     return bound

@@ -136,12 +136,13 @@ class _Identification:
 
     def slip(self, result: dict, compared):
         """With a declaration, the slips that take it to the answer (theta, the pairing, a
-        scaling or a partial rotary size dropped); without one none: every rotary member is one
-        some model means."""
-        from posenc_spec.families.rope.identify import known_slip
+        scaling or a partial rotary size dropped); without one, only a theta no model means
+        (:func:`~posenc_spec.families.rope.identify.undeclared_slip`: the square root of a
+        released checkpoint's, the ``i/d`` slip)."""
+        from posenc_spec.families.rope.identify import known_slip, undeclared_slip
 
         if compared is None:
-            return None
+            return undeclared_slip(result["convention"]) if result.get("convention") else None
         spec = compared.spec
         layout = spec.rope_layout if self.call.api == "rope-apply" else spec.cache_layout
         return known_slip(result["convention"], spec.convention, layout)

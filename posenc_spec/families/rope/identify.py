@@ -285,6 +285,11 @@ def identify_handed_rotation(call, declared_layout: str | None, options: RunOpti
     return next((answer for answer in answers if answer["convention"] is not None), answers[0])
 
 
+# Relative: identify reads theta from the frequencies to about six digits, so two thetas closer than this
+# are one answer (a declared theta is no slip of an answer it reads back).
+THETA_READ_REL = 1e-5
+
+
 def known_slip(found: dict, declared, declared_layout: str | None):
     """The :class:`~posenc_spec.gate.identify.hint.Hint` of the slips that take ``declared`` (a
     declared :class:`~.conventions.RopeConvention` and its pairing) to ``found`` (an answer's
@@ -295,7 +300,7 @@ def known_slip(found: dict, declared, declared_layout: str | None):
     slips = []
     if found.get("layout") is not None and declared_layout is not None and found["layout"] != declared_layout:
         slips.append("rope-layout")
-    if not math.isclose(found["theta"], declared.theta, rel_tol=1e-9):
+    if not math.isclose(found["theta"], declared.theta, rel_tol=THETA_READ_REL):
         slips.append("theta")
     if found["rope_type"] == "default" and declared.rope_type != "default":
         slips.append("scaling-type-dropped")
@@ -306,3 +311,27 @@ def known_slip(found: dict, declared, declared_layout: str | None):
         return None
     words = "; ".join(rope_differences(found, found.get("layout"), declared, declared_layout))
     return Hint(tuple(slips), f"it is the declared convention with a slip ({words})")
+
+
+# The rope_theta of released checkpoints (Llama 2 and most others, Llama 3, Qwen2 and Mistral, Qwen3's longer
+# variants): an answer whose theta is the square root of one of these, and no integer, is the `i/d` slip of it.
+PRESET_THETAS = {10000.0: "the usual 10000", 500000.0: "Llama 3's 500000", 1000000.0: "Qwen2's and Mistral's 1e6",
+                 5000000.0: "5e6 (Qwen3's long variants)"}
+
+
+def undeclared_slip(found: dict):
+    """The :class:`~posenc_spec.gate.identify.hint.Hint` of an answer no model means: theta the
+    square root of a released checkpoint's (:data:`PRESET_THETAS`) and no integer, the
+    frequencies of that theta with the exponent ``i/d`` where ``2i/d`` belongs. An integer root
+    (100 of 10000, 1000 of 1e6) is no slip: vision models' 2-D RoPE means theta 100. None
+    when the answer is none of these."""
+    from posenc_spec.gate.identify.hint import Hint
+
+    theta = float(found["theta"])
+    if theta <= 1 or math.isclose(theta, round(theta), rel_tol=THETA_READ_REL):
+        return None
+    for preset, named in PRESET_THETAS.items():
+        if math.isclose(theta * theta, preset, rel_tol=THETA_READ_REL):
+            return Hint(("exponent-i-over-d",), f"it is {named} with a slip: theta {theta:g} is its square root, "
+                                                "the exponent `i/d` written where `2i/d` belongs")
+    return None

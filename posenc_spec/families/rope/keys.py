@@ -10,11 +10,15 @@ SLIPS = {
     "positions-ignored": "the positions passed are ignored",
     "rope-layout": "rotate-half and interleaved pairs mixed up",
     "cache-layout": "the cache's half and interleaved column orders mixed up",
+    "apply-pairing-mixed": "an apply pairing one way handed cos and sin laid out the other (rotate-half applied to "
+                           "interleaved cos/sin, or the converse)",
     "theta": "the base (rope_theta) off",
     "angle-sign": "the angle's sign flipped",
     "scale-twice": "a scaling factor applied twice",
     "scaling-type-dropped": "the scaling type (rope_type) not applied",
     "scaling-factor": "the scaling factor off",
+    "longrope-switch-late": "LongRoPE's long factors from one length late (a call of L0 + 1 positions given the "
+                            "short ones)",
     "partial-rotary-ignored": "the partial rotary factor ignored",
     "exponent-over-head-dim": "the exponent divided by head_dim where the rotary size belongs",
     "exponent-over-rotary-dim": "the exponent divided by the rotary size where head_dim belongs",

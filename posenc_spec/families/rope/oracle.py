@@ -131,6 +131,27 @@ def apply(x, positions, conv: RopeConvention, head_dim: int, layout: str = "half
     return out
 
 
+
+def apply_with_table(x, positions, conv: RopeConvention, head_dim: int, layout: str, table_layout: str,
+                     seq_len=None) -> np.ndarray:
+    """``x`` rotated by an apply that pairs features as ``layout`` while its cos and sin are
+    laid out as ``table_layout`` (:func:`expand`): ``x cos + rotate(x) sin`` with each
+    feature's own column of the table. With the two layouts equal this is :func:`apply`; with
+    them different it is no rotation (a pair's two features turn by different angles), the
+    value a rotate-half apply computes from interleaved cos and sin, or the converse."""
+    x = np.asarray(x, dtype=np.float64)
+    p = check_positions(positions)
+    columns = columns_for(conv, head_dim, layout)
+    block = np.sort(np.concatenate([columns.a, columns.b]))
+    cos, sin = np.zeros((p.size, head_dim)), np.zeros((p.size, head_dim))
+    compact_cos, compact_sin = cache(p, conv, head_dim, seq_len)
+    cos[:, block], sin[:, block] = expand(compact_cos, table_layout), expand(compact_sin, table_layout)
+    xa, xb = x[..., columns.a], x[..., columns.b]
+    out = x.copy()
+    out[..., columns.a] = xa * cos[:, columns.a] - xb * sin[:, columns.a]
+    out[..., columns.b] = xb * cos[:, columns.b] + xa * sin[:, columns.b]
+    return out
+
 # -- exact values (mpmath) ----------------------------------------------------------
 
 

@@ -8,11 +8,19 @@ judged by :class:`~posenc_spec.families.rope.judge.RopeJudge` itself. The varian
 
 - the other pairing: rotate-half ``(i, i + r/2)`` against interleaved ``(2i, 2i + 1)`` for
   ``x``, ``[c | c]`` against ``c0 c0 c1 c1 ...`` for a cache;
+- an apply pairing one way with cos and sin laid out the other (rotate-half on interleaved
+  cos/sin, or the converse: no rotation, judged against :func:`.oracle.apply_with_table`).
+  Where the gate hands cos and sin (``q-k-cos-sin``) it lays them out for the declared
+  pairing, so declaring the pairing the code uses hands it the cos and sin it pairs with: the
+  hint advises it; where the code builds its own, no declaration makes it rotate, and the
+  hint advises nothing;
 - cos and sin swapped, or the rotation turning the other way (sin negated; for ``x``, each
   pair's features exchanged, which turns it by ``-angle``);
 - positions one too high (1-based), or ignored (``x`` rotated as if at ``0 .. n-1``);
 - the partial rotary factor ignored (the whole head rotated), the scaling type not applied,
   its factor applied twice;
+- LongRoPE's short or long factors unused (the other list at every length), or its switch to
+  the long factors one length late (a call of ``L0 + 1`` positions given the short ones);
 - the attention factor: a cache (or ``x``) scaled by ``A`` where the declaration has
   ``A'`` (missing: ``A = 1``; twice: ``A'**2``), or ``A`` on cos alone;
 - theta as the calls show it (from the frequencies the gate reads in them: returned, in a
@@ -33,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posenc_spec.families.rope import oracle
+from posenc_spec.families.rope import oracle, tolerance
 from posenc_spec.families.rope.declared import listed
 from posenc_spec.families.rope.fit import candidates, thetas
 from posenc_spec.families.rope.judge import RopeJudge
@@ -69,6 +77,7 @@ class Variant:
     changes: tuple[Change, ...]
     at: object
     key: tuple = ()
+    ratio: object = None  # call -> its largest error/tolerance ratio, where no (spec, probe, outcome) judges it
 
 
 def _ratio(spec, api: str, probe, outcome) -> float:
@@ -78,6 +87,10 @@ def _ratio(spec, api: str, probe, outcome) -> float:
 def explains(variant: Variant, spec, api: str, calls: list[Call]) -> bool:
     """Whether every call is within bound under the variant (failing calls first)."""
     for call in sorted(calls, key=lambda call: not call.failed):
+        if variant.ratio is not None:
+            if variant.ratio(call) > 1.0:
+                return False
+            continue
         judged = variant.at(call)
         if judged is None:
             return False
@@ -113,6 +126,80 @@ def _pairing(spec, api: str) -> list[Variant]:
                                                 "pairs mixed up", (("cache_layout", other),)),),
                         lambda call: (changed, call.probe, call.outcome), ("cache pairing",))]
     return []
+
+
+_PAIRS = {"half": "(i, i + r/2)", "interleaved": "(2i, 2i + 1)"}
+_APPLIES = {"half": "rotate-half", "interleaved": "interleaved (rotate_every_two)"}
+_TABLES = {"half": "[c | c] cos/sin (cat((freqs, freqs)))", "interleaved": "interleaved cos/sin (c0 c0 c1 c1 ..., "
+                                                                           "repeat_interleave)"}
+
+
+def _handed_table(spec, probe) -> bool | None:
+    """Whether the gate hands the apply call cos and sin laid out in full, ``r`` wide (True),
+    hands nothing (False: the code builds its own), or another form (None: freqs_cis, or
+    GPT-J's compact halves, which no pairing lays out)."""
+    handed = {argument.name: argument for argument in probe.inputs}
+    if not handed:
+        return False
+    cos = handed.get("cos")
+    if cos is None or np.shape(cos.values)[-1] != spec.convention.rotary_dim_for(probe.head_dim):
+        return None
+    return True
+
+
+def _mixed_ratio(spec, api: str, call: Call, layout: str, table_layout: str) -> float:
+    """The call's largest error/tolerance ratio against an apply pairing as ``layout`` with cos
+    and sin laid out as ``table_layout`` (:func:`~.oracle.apply_with_table`, within
+    :func:`~.tolerance.rope_apply_with_table_tolerance`)."""
+    probe = call.probe
+    conv, head_dim = spec.convention, probe.head_dim
+    try:
+        with np.errstate(all="ignore"):
+            values, problem = RopeJudge(spec, api, Results()).values(probe, call.outcome)
+            if problem:
+                return math.inf
+            actual, dtype = values
+
+            def row(x, positions, length):
+                return (oracle.apply_with_table(x, positions, conv, head_dim, layout, table_layout, length),
+                        tolerance.rope_apply_with_table_tolerance(x, positions, conv, head_dim, layout, table_layout,
+                                                                  probe.x_dtype, dtype, length))
+
+            if probe.positions.ndim == 1:
+                expected, bound = row(probe.x, probe.positions, None)
+            else:
+                length = int(probe.positions.max()) + 1
+                made = [row(probe.x[index], positions, length) for index, positions in enumerate(probe.positions)]
+                expected, bound = np.stack([e for e, _ in made]), np.stack([b for _, b in made])
+            return float(np.max(ratios(np.abs(np.asarray(actual, np.float64) - expected), bound), initial=0.0))
+    except ValueError:
+        return math.inf
+
+
+def _pairing_handed(spec, api: str, calls: list[Call]) -> list[Variant]:
+    """An apply pairing one way with cos and sin laid out the other (no rotation at all). Where
+    the gate hands cos and sin, it lays them out for the declared pairing, so the code pairs the
+    other way and declaring that pairing hands it the cos and sin it pairs with; where the code
+    builds its own, no declaration makes it rotate, and the hint advises nothing."""
+    if api != "rope-apply":
+        return []
+    tables = {_handed_table(spec, call.probe) for call in calls}
+    if len(tables) != 1 or None in tables:
+        return []
+    declared = spec.rope_layout
+    other = "interleaved" if declared == "half" else "half"
+    if tables == {True}:
+        words = (f"{_APPLIES[other]} applied to the {_TABLES[declared]} it is handed: the gate lays cos and sin out "
+                 f"for the declared {declared} pairs, and the code pairs {_PAIRS[other]}")
+        return [Variant((Change("apply-pairing-mixed", words, (("layout", other),)),), lambda call: None,
+                        ("handed pairing",), lambda call: _mixed_ratio(spec, api, call, other, declared))]
+    return [Variant((Change("apply-pairing-mixed", f"{_APPLIES[layout]} applied to {_TABLES[table]}: a pair's two "
+                                                   "features turn by different angles, a rotation under neither "
+                                                   f"pairing; build cos and sin as the {_APPLIES[layout]} apply pairs "
+                                                   "them"),),
+                    lambda call: None, ("own pairing", layout),
+                    lambda call, layout=layout, table=table: _mixed_ratio(spec, api, call, layout, table))
+            for layout, table in ((declared, other), (other, declared))]
 
 
 def _swapped_pair(spec, api: str) -> list[Variant]:
@@ -192,6 +279,13 @@ def _sizes_and_type(spec) -> list[Variant]:
         found.append(_convention(spec, _type_dropped(conv, f"the frequencies are plain RoPE's at theta "
                                                            f"{conv.theta:g}"), ("dropped",),
                                  rope_type="default", params=()))
+    if conv.rope_type == "longrope" and conv.param("short_factor") != conv.param("long_factor"):
+        for used, unused in (("long_factor", "short_factor"), ("short_factor", "long_factor")):
+            values = list(conv.param(used))
+            found.append(_convention(spec, Change("scaling-factor", f"LongRoPE's {unused} unused: {used} at every "
+                                                                    "length", (("rope_parameters", {unused: values}),)),
+                                     (unused,), params={**conv.params_dict(), unused: tuple(values)}))
+        found.append(_switch_late(spec))
     factor = conv.param("factor")
     if factor is not None and factor != 1:
         params = {**conv.params_dict(), "factor": factor * factor}
@@ -200,6 +294,29 @@ def _sizes_and_type(spec) -> list[Variant]:
                                               (("rope_parameters", {"factor": number(factor * factor)}),)),
                                  ("factor twice",), params=params))
     return [variant for variant in found if variant is not None]
+
+
+def _switch_late(spec) -> Variant | None:
+    """LongRoPE's switch to the long factors one length late: a call of exactly ``L0 + 1``
+    positions gets the short ones (the switch tested on a position above ``L0``, not on the
+    length). No key declares it."""
+    conv = spec.convention
+    at = conv.param("original_max_position_embeddings") + 1
+    try:
+        short = dataclasses.replace(spec, convention=conv.replace(
+            params={**conv.params_dict(), "long_factor": conv.param("short_factor")}))
+    except (ValueError, TypeError):
+        return None
+
+    def judged(call):
+        positions = call.probe.positions
+        late = positions is not None and positions.size and int(positions.max()) + 1 == at
+        return (short if late else spec), call.probe, call.outcome
+
+    return Variant((Change("longrope-switch-late", f"LongRoPE switches to long_factor one length late: a call of "
+                                                   f"{at} positions (L0 + 1) gets short_factor, the switch tested on "
+                                                   "a position above L0 where the length belongs"),), judged,
+                   ("late",))
 
 
 # -- the attention factor -----------------------------------------------------------------
@@ -514,8 +631,8 @@ def diagnose(spec, api: str, calls, statuses: dict, max_positions=None) -> list[
             for probe, outcome in calls if probe.role == "table" and outcome.ok]
     if not any(call.failed for call in made):
         return []
-    simple = [*_pairing(spec, api), *_swapped_pair(spec, api), *_positions(spec, api), *_sizes_and_type(spec),
-              *_attention(spec, api, made)]
+    simple = [*_pairing(spec, api), *_pairing_handed(spec, api, made), *_swapped_pair(spec, api),
+              *_positions(spec, api), *_sizes_and_type(spec), *_attention(spec, api, made)]
     found = [variant for variant in simple if explains(variant, spec, api, made)]
     if not found:
         readings = _readings(spec, api, made)

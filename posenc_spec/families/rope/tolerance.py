@@ -238,3 +238,36 @@ def rope_apply_tolerance(x, positions, conv, head_dim, layout, x_dtype, out_dtyp
     return (rope_apply_bound(x, positions, conv, head_dim, layout, x_dtype, out_dtype, angle_dtype, position_dtype,
                              seq_len)
             + rope_apply_bound(x, positions, conv, head_dim, layout, "float64", "float64", "float64", "int64", seq_len))
+
+
+def _with_table_bound(x, positions, conv, head_dim, layout, table_layout, x_dtype, out_dtype, angle_dtype,
+                      seq_len=None):
+    """:func:`rope_apply_bound`'s terms for an apply pairing as ``layout`` with cos and sin laid
+    out as ``table_layout`` (:func:`~.oracle.apply_with_table`): each element sums its own
+    feature and its ``layout`` partner, times the cache bound of the table column it reads."""
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    p = rope_oracle.check_positions(positions)
+    seq_len = rope_oracle.call_length(p, seq_len)
+    factor = abs(conv.cache_factor(conv.frequencies(head_dim, seq_len)[1]))
+    columns = rope_oracle.columns_for(conv, head_dim, layout)
+    block = np.sort(np.concatenate([columns.a, columns.b]))
+    t = np.zeros((p.size, head_dim))
+    t[:, block] = rope_oracle.expand(rope_cache_bound(p, conv, head_dim, x_dtype, angle_dtype, "int64", seq_len),
+                                     table_layout)
+    u_x, u_o = unit_roundoff(x_dtype), unit_roundoff(out_dtype)
+    bound = u_o * x
+    pair = x[..., columns.a] + x[..., columns.b]
+    for side in (columns.a, columns.b):
+        bound[..., side] = pair * (t[:, side] + (2 * u_x + u_o) * (factor + t[:, side]))
+    return bound
+
+
+def rope_apply_with_table_tolerance(x, positions, conv, head_dim, layout, table_layout, x_dtype, out_dtype,
+                                    seq_len=None) -> np.ndarray:
+    """The bound for :func:`~.oracle.apply_with_table` computed in these dtypes, plus the
+    float64 oracle's own: :func:`rope_apply_tolerance`'s terms with each element's table
+    column taken from ``table_layout`` (equal to it when the two layouts are)."""
+    return (_with_table_bound(x, positions, conv, head_dim, layout, table_layout, x_dtype, out_dtype,
+                              DEFAULT_ANGLE_DTYPE, seq_len)
+            + _with_table_bound(x, positions, conv, head_dim, layout, table_layout, "float64", "float64", "float64",
+                                seq_len))

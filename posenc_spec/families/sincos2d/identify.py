@@ -29,7 +29,7 @@ from .conventions import AXES, MAX_EXTRA_TOKENS, PRESETS, TOKEN_ORDERS, Sincos2d
 from .grid import SQUARE_ONLY
 from .judge import table_problem
 from .properties import layout_keys
-from .slips import OTHER_BASES, candidates
+from .slips import OTHER_BASES, candidates, narrow_angles, narrow_output
 from .spec import convention_keys, keys_between
 from .tolerance import table_tolerance
 
@@ -185,15 +185,25 @@ def _explains(slip, conv: Sincos2d, kept) -> bool:
     """Whether ``slip``'s table is every kept table within its bound, and differs from the
     declared table beyond the bound on at least one."""
     differs = False
+    # another output layout is read in its own shape only: (H, W, D) and row-major (N, D) hold one order
+    relaid = slip.member is not None and slip.member.output_layout != conv.output_layout
     for height, width, dim, table, dtype in kept:
         expected = slip.table(conv, height, width, dim)
-        if expected.size != table.size:
+        if expected.size != table.size or (relaid and _without_batch(table.shape, expected.ndim) != expected.shape):
             return False
         bound = table_tolerance(height, width, dim, slip.member or conv, dtype)
         if not compare(table.reshape(expected.shape), expected, bound).ok:
             return False
-        differs = differs or not compare(expected, oracle.table(height, width, dim, conv), bound).ok
+        declared = oracle.table(height, width, dim, conv)
+        differs = differs or declared.shape != expected.shape or not compare(expected, declared, bound).ok
     return differs
+
+
+def _without_batch(shape: tuple, ndim: int) -> tuple:
+    """``shape`` without the leading axes of size 1 beyond ``ndim`` (a batch of one, as a layout allows)."""
+    while len(shape) > ndim and shape[0] == 1:
+        shape = shape[1:]
+    return tuple(shape)
 
 
 def _token_rows(conv: Sincos2d, probes, outcomes) -> list:
@@ -240,10 +250,12 @@ def hints(declaration, probes, outcomes, report) -> list:
     kept = [_sample(probe.height, probe.width, probe.dim, outcome.table, outcome.dtype)
             for probe, outcome in zip(probes, outcomes, strict=True)
             if probe.role == "table" and probe.dim <= 64 and not table_problem(outcome)
-            and statuses.get(f"formula[{probe.slot}]") in ("passed", "failed")]
+            and (statuses.get(f"formula[{probe.slot}]") in ("passed", "failed")
+                 or statuses.get(f"shape[{probe.slot}]") == "failed")]  # another layout's shape: its values tell
     found = [slip for slip in candidates(conv) if kept and _explains(slip, conv, kept)]
     if not found:
-        return []
+        narrow = (narrow_output(conv, kept) or narrow_angles(conv, kept)) if kept else None
+        return [Hint(*narrow)] if narrow else []
     named = f"the tables are the declared {declaration.convention_name()} with "
     if len(found) > 1:  # the tables cannot tell these apart: each is a possible cause
         slips = tuple(dict.fromkeys(slip for candidate in found for slip in candidate.slips))

@@ -74,6 +74,11 @@ SLIPS = {
     "positions-bfloat16": "positions formed in bfloat16 (rounded)",
     "extra-tokens-appended": "the extra tokens' rows after the grid's instead of before them",
     "extra-tokens-count": "another number of extra token rows (a class token's) than the declared `extra_tokens`",
+    "output-layout": "the table returned in another layout (tokens, channels first or last) than declared",
+    "output-float16": "the table stored in float16 and returned wider",
+    "output-bfloat16": "the table stored in bfloat16 and returned wider",
+    "angle-float16": "the angle formed in float16",
+    "angle-bfloat16": "the angle formed in bfloat16",
 }
 
 NAMES = FamilyKeys(

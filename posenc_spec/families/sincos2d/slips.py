@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import oracle
-from .conventions import AXES, TOKEN_ORDERS, Sincos2d
+from .conventions import AXES, OUTPUT_LAYOUTS, TOKEN_ORDERS, Sincos2d
 
 OTHER_BASES = (10.0, 20.0, 100.0, 1000.0, 10000.0, 100000.0)
 
@@ -108,7 +108,20 @@ def _member_slips(conv: Sincos2d) -> list[Slip]:
                          conv.replace(row_base=conv.col_base, col_base=conv.row_base)))
     made += [Slip(("base",), f"base {base:g}", conv.replace(row_base=base, col_base=base))
              for base in OTHER_BASES if {base} != {conv.row_base, conv.col_base}]
-    return made + _position_members(conv)
+    return made + _position_members(conv) + _layout_members(conv)
+
+
+_SHAPES = {"tokens": "(N, D) tokens", "channels-first": "(D, H, W), channels first", "grid": "(H, W, D), channels last"}
+
+
+def _layout_members(conv: Sincos2d) -> list[Slip]:
+    """The table in another output layout (a permute left out or added): the array has the
+    other layout's shape, its values in that layout's order."""
+    if conv.extra_tokens:
+        return []  # only tokens have rows besides the grid's
+    return [Slip(("output-layout",), f"the table returned {_SHAPES[other]} where {_SHAPES[conv.output_layout]} is "
+                                     "declared", conv.replace(output_layout=other))
+            for other in OUTPUT_LAYOUTS if other != conv.output_layout]
 
 
 def _twice(scale: float) -> bool:
@@ -205,3 +218,73 @@ def _table_slips(conv: Sincos2d) -> list[Slip]:
 def candidates(conv: Sincos2d) -> list[Slip]:
     """Every slip of the declared convention, members first."""
     return _member_slips(conv) + _table_slips(conv)
+
+
+def narrow_output(conv: Sincos2d, kept: list) -> tuple[tuple[str, ...], str] | None:
+    """``(slips, words)`` when every kept table (``(H, W, D, table, dtype)``) is the declared
+    table rounded once to float16 (or bfloat16) and returned wider: each value a number of that
+    type, within the declared bound for that type's output; None otherwise (a table computed
+    in float16, its angles too, is :func:`narrow_angles`')."""
+    from posenc_spec.gate.narrow import NARROW, held_throughout
+    from posenc_spec.tolerance import unit_roundoff
+
+    from .tolerance import grid_tolerance
+
+    for narrow in NARROW:
+        for height, width, dim, table, dtype in kept:
+            if unit_roundoff(dtype) >= unit_roundoff(narrow) or not held_throughout(table, narrow):
+                break
+            try:
+                values, _ = conv.ungrid(table, height, width)
+            except ValueError:  # another shape
+                break
+            bound = grid_tolerance(height, width, dim, conv, narrow)
+            if not np.all(np.abs(values - oracle.grid(height, width, dim, conv)) <= bound):
+                break
+        else:
+            return (f"output-{narrow}",), (f"every value is a {narrow} number: the table was stored in {narrow} "
+                                           "and returned wider; keep it in float32 or wider")
+    return None
+
+
+def narrow_angles(conv: Sincos2d, kept: list) -> tuple[tuple[str, ...], str] | None:
+    """``(slips, words)`` when the angles were formed in float16 or bfloat16 (positions,
+    frequencies and their product in that type, as DETR's module does in the model's dtype):
+    every element of the kept tables (``(H, W, D, table, dtype)``) that fails the declared
+    bound is the sine or cosine of a number of that type within the angle error
+    :mod:`.tolerance` allows arithmetic in it, and enough of them tell a rounded angle from
+    any other small error (:mod:`posenc_spec.gate.narrow`); None otherwise. No key declares it."""
+    from posenc_spec.gate.narrow import MIN_TELLING, NARROW, rounded_angle_evidence, sampled
+
+    from .tolerance import OMEGA_ROUNDINGS, POSITION_ROUNDINGS, PRODUCT_ROUNDINGS, grid_tolerance
+
+    read = []
+    for height, width, dim, table, dtype in kept:
+        try:
+            values, _ = conv.ungrid(table, height, width)
+        except ValueError:  # another shape: no angle to read
+            return None
+        exact = oracle.grid(height, width, dim, conv)
+        failing = np.flatnonzero(np.abs(values - exact).ravel() > grid_tolerance(height, width, dim, conv,
+                                                                                 dtype).ravel())
+        if failing.size:
+            theta, x = oracle.angle_grid(height, width, dim, conv)
+            where = sampled(failing)
+            relative = 2 * np.abs(np.broadcast_to(x, theta.shape).ravel()[where]) + OMEGA_ROUNDINGS \
+                + PRODUCT_ROUNDINGS + POSITION_ROUNDINGS[conv.position]
+            read.append((theta.ravel()[where], relative, exact.ravel()[where], values.ravel()[where], dtype))
+    if not read:
+        return None
+    for narrow in NARROW:
+        telling = 0
+        for theta, relative, exact, values, dtype in read:
+            found = rounded_angle_evidence(theta, relative, exact, values, narrow, dtype)
+            if found is None:
+                break
+            telling += found
+        else:
+            if telling >= MIN_TELLING:
+                return (f"angle-{narrow}",), (f"the angles formed in {narrow} (positions, frequencies and their "
+                                              f"product): each wrong value is the sine or cosine of a {narrow} "
+                                              "number near its angle; form the angles in float32 or wider")
+    return None

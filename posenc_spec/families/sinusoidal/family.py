@@ -72,6 +72,14 @@ class Sinusoidal(Family):
     def hints(self, declaration, probes, outcomes, report) -> list:
         return advice.hints(declaration, probes, outcomes, report)
 
+    def shape_hints(self, declaration, probes, outcomes, report) -> list:
+        from posenc_spec.gate.advice import swapped_call
+
+        from .shapes import shape_hints
+
+        return shape_hints(declaration, probes, outcomes,
+                           lambda first, second: swapped_call(declaration, first, second))
+
     def likely_fix(self, reason: str, api: str) -> str:
         takes_tensor = re.search(r"(TypeError|AttributeError).*'int' object|(TypeError|AttributeError).*\bint\b",
                                  reason)

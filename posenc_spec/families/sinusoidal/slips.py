@@ -13,8 +13,9 @@ by element within the bounds of :mod:`posenc_spec.tolerance`. The variants tried
 - slips that depend on the table's size: ``d - 1`` for ``d``, the exponent over the number
   of positions, ``log(base) / half_dim - 1``, positions counted down from the end, positions
   from ``linspace(0, n, n)``;
-- slips of the values: the columns in reverse order, every value multiplied by one factor
-  (``sqrt(d)``, or each row normalised);
+- slips of the values: the columns in reverse order, a table built features by positions
+  and reshaped (not transposed), every value multiplied by one factor (``sqrt(d)``, or each
+  row normalised);
 - the member of the family :mod:`.fit` finds (unless its fastest frequency aliases between
   rows), with every field that can go back to the declared value put back, described field
   by field (a base, an offset, a scale the code has);
@@ -29,8 +30,11 @@ rounds only beyond a cached length): positions formed in float16 or bfloat16 (ea
 row right at one of its position's two neighbours in that type: rounded, truncated or
 accumulated by ``arange``), positions clamped to a buffer's last row, positions wrapped
 around a buffer; every row the slip leaves alone must match the declared convention, and
-the hint names the first row where the slip shows. What none of these explains gets no
-hint: a false hint is a false alarm.
+the hint names the first row where the slip shows. Then one function in both columns of
+each pair (a line copied: ``sin`` where ``cos`` belongs), frequencies or angles made the way a
+slip makes them that no member has (:mod:`.frequencies`), and arithmetic in float16 or bfloat16
+at one stage (the channel index, the frequencies, the output, the angle: :mod:`.narrow`).
+What none of these explains gets no hint: a false hint is a false alarm.
 """
 
 from __future__ import annotations
@@ -41,9 +45,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.families.sinusoidal.conventions import Convention
 from posenc_spec.families.sinusoidal.fit import Sample, best_member, max_ratio
+from posenc_spec.families.sinusoidal.frequencies import frequency_slip
+from posenc_spec.families.sinusoidal.narrow import narrow_stage
 from posenc_spec.gate.calls import held_in as round_to
 from posenc_spec.gate.identify.hint import Hint
 from posenc_spec.gate.identify.toml_text import number
@@ -257,6 +264,12 @@ def _values(declared: Convention, tables: list[Table]) -> list[Variant]:
     plain = declared.replace(odd="error")
     found = [Variant((Change("columns-reversed", "the columns in reverse order (`flip(-1)`)"),),
                      lambda table: (plain, None, table.sample.table[:, ::-1]), key=("reversed columns",))]
+    if any(table.length != table.width for table in tables):  # of a square table, reshape and .T read alike
+        found.append(Variant((Change("reshape-for-transpose", "the table built features by positions and reshaped "
+                                                              "to positions by features (`reshape` where `.T` "
+                                                              "belongs)"),),
+                             lambda table: (plain, None, table.sample.table.reshape(table.width, table.length).T),
+                             key=("reshaped",)))
     factors = {table.slot: _amplitude(table, declared) for table in tables}
     if not all(math.isfinite(factor) and factor > 0 for factor in factors.values()):
         return found
@@ -508,6 +521,24 @@ def in_rows(declared: Convention, api: str, tables: list[Table]) -> list[Hint]:
     return []
 
 
+def one_function(declared: Convention, tables: list[Table]) -> list[Hint]:
+    """The hint when every table holds one function in both columns of each pair (``sin``
+    pasted where ``cos`` belongs, or the reverse), the angles the declared ones."""
+    for function, other in ((declared.first, declared.second), (declared.second, declared.first)):
+        for table in tables:
+            conv = declared if table.width % 2 else declared.replace(odd="error")
+            theta, _ = oracle.angles(table.judged_at, table.width, conv)
+            columns = conv.columns(table.width)
+            made = np.where(columns.is_zero[None, :], 0.0, np.sin(theta) if function == "sin" else np.cos(theta))
+            bound = checks.expectation(table.judged_at, table.width, declared, table.sample.dtype).tolerance
+            if not np.all(np.abs(table.sample.table - made) <= bound):
+                break
+        else:
+            return [Hint(("one-function",), f"{function} in both columns of every pair: {function} written where "
+                                            f"{other} belongs (a line copied)")]
+    return []
+
+
 def diagnose(declared: Convention, api: str, tables: list[Table], fitted=FIT) -> list[Hint]:
     """The hints the tables support (empty when no formula check failed or nothing explains
     them). ``fitted`` is the member the run's ``nearest`` found on the same tables (None: it
@@ -518,4 +549,14 @@ def diagnose(declared: Convention, api: str, tables: list[Table], fitted=FIT) ->
     variants = _explanations(declared, api, tables, fitted)
     if variants:
         return _hints(variants)
-    return in_rows(declared, api, tables)
+    moved = in_rows(declared, api, tables)
+    if moved:
+        return moved
+    copied = one_function(declared, tables)
+    if copied:
+        return copied
+    made = frequency_slip(declared, tables)
+    if made:
+        return [Hint((made[0],), made[1])]
+    narrow = narrow_stage(declared, api, tables)
+    return [Hint((narrow[0],), narrow[1])] if narrow else []

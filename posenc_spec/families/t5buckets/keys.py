@@ -30,6 +30,16 @@ SLIPS = {
     "t5-int32-overflow": "the relative positions cast to int32 (wrapped around)",
     "t5-settings": "another `num_buckets` or `max_distance` than the declared one (hard-coded, or not passed on)",
     "t5-query-offset": "the queries placed at the first keys where they are the last, or the other way",
+    "t5-rounding": "the logarithmic position rounded (`round`, or DeBERTa's `ceil`) where T5 truncates it",
+    "t5-log-steps": "the logarithmic scale multiplied by another count than `num_buckets - max_exact`",
+    "t5-log-of-distance": "`log(n) / log(max_distance)` where T5 takes the logarithms of ratios to `max_exact`",
+    "t5-integer-division": "`n // max_exact` (integer division) before the logarithm",
+    "t5-exact-region": "`max_exact = num_buckets // 4` of the whole count for causal attention, where half of "
+                       "its count belongs",
+    "t5-query-in-upper-half": "the query itself (relative position 0) in the upper half (`>= 0` where `> 0` "
+                              "belongs)",
+    "t5-causal-future-by-distance": "causal attention bucketing later keys by their distance where T5 puts them "
+                                    "in bucket 0",
     "positions-offset": "positions shifted (off by one)",
 }
 

@@ -132,14 +132,34 @@ def _rounded(values, dtype: str) -> np.ndarray:
     return values.astype(dtype).astype(np.float64)
 
 
+def _log_argument(far: np.ndarray, e: int, max_distance: int, ratio: str, log_dtype: str):
+    """``(what the logarithm is taken of, what it is divided by the logarithm of)`` (see
+    :func:`t5_buckets`'s ``ratio``)."""
+    if ratio == "floor":
+        return _rounded(np.floor_divide(far, e).astype(np.float64), log_dtype), max_distance / e
+    if ratio == "distance":
+        return _rounded(far.astype(np.float64), log_dtype), max_distance
+    return _rounded(_rounded(far.astype(np.float64), log_dtype) / e, log_dtype), max_distance / e
+
+
+# How the logarithmic position becomes a bucket offset: T5 truncates (``.to(torch.long)``).
+ROUNDINGS = {"trunc": np.trunc, "round": np.round, "ceil": np.ceil}
+
+
 def t5_buckets(relative: np.ndarray, convention: BucketConvention, *, halve=None, max_exact=None, clamp=None,
-               log_dtype: str = FIT_DTYPE, wrap32: bool = False) -> np.ndarray:
+               log_dtype: str = FIT_DTYPE, wrap32: bool = False, steps=None, ratio: str = "to-max-exact",
+               rounding: str = "trunc", query_upper: bool = False, causal_abs: bool = False) -> np.ndarray:
     """T5's ``_relative_position_bucket`` of ``relative`` (in ``convention``'s sign), as
     transformers computes it, with the changes a slip makes: ``halve`` (whether
     ``num_buckets //= 2``), ``max_exact``, ``clamp`` (the last bucket, False: none),
     ``log_dtype`` (below float32 the distance saturated at ``max_distance`` first, as such ports
     do: float16 holds no distance above 65504), ``wrap32`` (the positions cast to int32, and
-    worked on in int32)."""
+    worked on in int32), ``steps`` (the count the logarithmic scale is multiplied by, T5's
+    ``num_buckets - max_exact``), ``ratio`` (what the logarithm is taken of: ``to-max-exact``
+    T5's ``n / max_exact``, ``distance`` ``log(n) / log(max_distance)``, ``floor`` the integer
+    quotient ``n // max_exact``), ``rounding`` of the logarithmic position (:data:`ROUNDINGS`),
+    ``query_upper`` (bidirectional: the query itself in the upper half, ``>= 0``),
+    ``causal_abs`` (causal: later keys bucketed by their distance, ``abs``, not put in bucket 0)."""
     r = np.asarray(relative, dtype=np.int64)
     if convention.relative_position == "query-minus-memory":
         r = -r
@@ -149,21 +169,22 @@ def t5_buckets(relative: np.ndarray, convention: BucketConvention, *, halve=None
     half = convention.num_buckets // 2 if (bidirectional if halve is None else halve) else convention.num_buckets
     with np.errstate(over="ignore"):
         if bidirectional:
-            first = np.where(r > 0, half, 0)
+            first = np.where(r >= 0 if query_upper else r > 0, half, 0)
             n = np.abs(r)
         else:
             first = np.zeros_like(r)
-            n = -np.minimum(r, 0)
+            n = np.abs(r) if causal_abs else -np.minimum(r, 0)
     n = n.astype(np.int64)
     e = half // 2 if max_exact is None else max_exact(half)
     last = half - 1 if clamp is None else clamp(half)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         far = np.minimum(n, convention.max_distance) if log_dtype in ("float16", "bfloat16") else n
-        ratio = _rounded(_rounded(far.astype(np.float64), log_dtype) / e, log_dtype)
-        v = _rounded(np.log(ratio), log_dtype)
-        v = _rounded(v / math.log(convention.max_distance / e), log_dtype)
-        v = _rounded(v * (half - e), log_dtype)
-        large = e + np.where(np.isfinite(v), np.trunc(np.nan_to_num(v)), 0).astype(np.int64)
+        quotient, scale = _log_argument(far, e, convention.max_distance, ratio, log_dtype)
+        v = _rounded(np.log(quotient), log_dtype)
+        v = _rounded(v / math.log(scale), log_dtype)
+        v = _rounded(v * (half - e if steps is None else steps(half, e)), log_dtype)
+        offset = ROUNDINGS[rounding](np.nan_to_num(v))
+        large = e + np.where(np.isfinite(v), offset, 0).astype(np.int64)
     if last is not False:
         large = np.minimum(large, last)
     return first + np.where(n < e, n, large)
@@ -205,6 +226,25 @@ VARIANTS = (
             {"log_dtype": "float16"}),
     Variant("t5-log-bfloat16", "the logarithmic buckets of a bfloat16 logarithm", lambda c: True,
             {"log_dtype": "bfloat16"}),
+    Variant("t5-rounding", "each logarithmic bucket starts half a step early: the logarithmic position is "
+            "rounded (`.round()`) where T5 truncates it", lambda c: True, {"rounding": "round"}),
+    Variant("t5-rounding", "every distance inside a logarithmic bucket is moved to the next: the logarithmic "
+            "position is rounded up (`ceil`, DeBERTa's) where T5 truncates it", lambda c: True, {"rounding": "ceil"}),
+    Variant("t5-log-steps", "the logarithmic scale is multiplied by max_exact - 1 where num_buckets - max_exact "
+            "belongs (the last bucket reached only by the clamp)", lambda c: True,
+            {"steps": lambda half, e: e - 1}),
+    Variant("t5-log-of-distance", "the logarithmic buckets are log(n) / log(max_distance) where T5 takes "
+            "log(n / max_exact) / log(max_distance / max_exact)", lambda c: True, {"ratio": "distance"}),
+    Variant("t5-integer-division", "the logarithmic buckets step at multiples of max_exact: n // max_exact "
+            "(integer division) is taken before the logarithm", lambda c: True, {"ratio": "floor"}),
+    Variant("t5-exact-region", "the exact region ends at num_buckets / 4: max_exact = num_buckets // 4 of the whole "
+            "count (the bidirectional half's max_exact, written once for both directions)",
+            lambda c: not c.bidirectional, {"max_exact": lambda half: half // 4}),
+    Variant("t5-query-in-upper-half", "the query itself (relative position 0) is in the upper half: `>= 0` where "
+            "`> 0` belongs", _bidirectional, {"query_upper": True}),
+    Variant("t5-causal-future-by-distance", "keys after the query are bucketed by their distance (abs) where "
+            "causal attention puts them in bucket 0 with the query", lambda c: not c.bidirectional,
+            {"causal_abs": True}),
 )
 
 

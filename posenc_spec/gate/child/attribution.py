@@ -21,10 +21,15 @@ The target's own module is never a library's. Every other change is the target's
 code, its own module, a module it wrote or rewrote, one a loader of its own ran, and any
 module loaded from elsewhere (the user's source tree, a temporary folder).
 
-What it cannot tell: code of the target that runs *inside* an untouched library's import
-(an import hook of its own, which the import system asks about each module the library
-imports, or a library function the library calls while it is imported, replaced by the
-target) is taken for the library's.
+A library's import counts as the library's only while the import system would ask no
+finder or hook but those this process started with, those an installed library's import
+added, and finders of the standard types: an import hook of the target's (a
+``sys.meta_path`` finder, a ``sys.path_hooks`` entry, a finder put into
+``sys.path_importer_cache``) is asked about each module a library imports, so while one is
+there, what changes is the target's.
+
+What it cannot tell: a library function the library calls while it is imported, replaced
+by the target, is taken for the library's.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import site
 import sys
 import sysconfig
 import threading
+import types
 import zipimport
 from dataclasses import dataclass, field
 
@@ -79,10 +85,12 @@ _ROOTS = _library_roots()
 
 
 def _import_functions() -> dict:
-    """What a standard loader calls while it loads a module: the methods of its classes, the
-    import system's functions, ``exec`` and ``marshal.loads``."""
+    """What a standard loader calls while it loads a module: the methods of its classes and
+    of the standard finders, the import system's functions, ``exec`` and ``marshal.loads``."""
     found = {("builtins", "exec"): builtins.exec, ("marshal", "loads"): marshal.loads}
-    for cls in {base for loader in _STANDARD_LOADERS for base in loader.__mro__ if base is not object}:
+    classes = (*_STANDARD_LOADERS, *_STANDARD_IMPORTERS, importlib.machinery.FileFinder,
+               importlib.machinery.PathFinder)
+    for cls in {base for loader in classes for base in loader.__mro__ if base is not object}:
         found |= {(cls.__qualname__, name): value for name, value in vars(cls).items()}
     for module in (_bootstrap, _bootstrap_external):
         found |= {(module.__name__, name): value for name, value in vars(module).items()
@@ -91,6 +99,67 @@ def _import_functions() -> dict:
 
 
 _PRISTINE = _import_functions() if _bootstrap is not None else {}
+
+
+class _Machinery:
+    """What the import system asks while it finds a module, as far as it is trusted: the
+    entries of ``sys.meta_path`` and ``sys.path_hooks`` this process started with (before
+    any target code), and the types of the finders ``sys.path_importer_cache`` held then, a
+    standard one or an installed library's class; more of each is trusted once an installed
+    library's import added it."""
+
+    def __init__(self):
+        self.hooks: dict[int, object] = {}  # by id, holding each object so that no id is used again
+        self.finder_types = {type(None), importlib.machinery.FileFinder, zipimport.zipimporter}
+        self.trust_current()
+
+    def trust_current(self) -> None:
+        self.hooks.update((id(hook), hook) for hook in [*sys.meta_path, *sys.path_hooks])
+        self.finder_types.update(type(finder) for finder in list(sys.path_importer_cache.values()))
+
+    def trusted(self) -> bool:
+        """Whether every finder and hook the import system would ask is trusted: else code
+        of the target's may run while an untouched library imports."""
+        if not all(id(hook) in self.hooks for hook in [*sys.meta_path, *sys.path_hooks]):
+            return False
+        for kind in {type(finder) for finder in list(sys.path_importer_cache.values())} - self.finder_types:
+            if not _installed_class(kind):
+                return False
+            self.finder_types.add(kind)
+        return True
+
+
+def _installed_class(cls: type) -> bool:
+    """Whether ``cls`` is a class of an installed library's module, found there by its name
+    (a path hook of a library makes finders of its own class)."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    spec = getattr(module, "__spec__", None)
+    if spec is None or spec.name != module.__name__ or not installed(spec):
+        return False
+    found = module
+    for part in cls.__qualname__.split("."):
+        found = vars(found).get(part) if isinstance(found, type | types.ModuleType) else None
+    return found is cls
+
+
+_MACHINERY = _Machinery()
+_TARGET_CODE_RAN = False  # in this process or one it was forked from (a module template)
+
+
+def trust_import_machinery() -> None:
+    """Trust every finder and hook the import system has now."""
+    _MACHINERY.trust_current()
+
+
+def before_target_code() -> None:
+    """Called before a target's code first runs in this process: the finders and hooks that
+    the gate, the preloaded and learned libraries and a declared framework put there are
+    trusted. Once a target's code ran here (or in the module template this process was
+    forked from), nothing more is trusted so."""
+    global _TARGET_CODE_RAN
+    if not _TARGET_CODE_RAN:
+        trust_import_machinery()
+        _TARGET_CODE_RAN = True
 
 
 def installed(spec) -> bool:
@@ -189,7 +258,9 @@ class Watch:
             # Another thread's import, or one our own reading started: not told apart.
             return original(spec)
         self._read()
-        library = installed(spec) and spec.name != self.target_module
+        if self.running and self.running[-1][1]:  # finders and hooks the library being imported added: its own
+            _MACHINERY.trust_current()
+        library = installed(spec) and spec.name != self.target_module and _MACHINERY.trusted()
         if not self.running:
             self.imported.append(spec.name)
         self.count += 1
@@ -199,6 +270,8 @@ class Watch:
         finally:
             self._read()
             self.running.pop()
+            if library:  # finders and hooks the library's import added are the library's
+                _MACHINERY.trust_current()
 
     def _read(self) -> None:
         """Read the state; attribute what changed since the last reading to whatever ran."""

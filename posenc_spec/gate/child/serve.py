@@ -56,7 +56,7 @@ import numpy as np
 
 from posenc_spec.text import describe_exception, one_line
 
-from . import adapters, attribution, confinement, learned, limits, state
+from . import adapters, attribution, confine_sockets, confinement, learned, limits, state
 from .convert import BadResult, is_array, to_arrays
 from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
@@ -108,8 +108,9 @@ def setup(init: dict) -> None:
 
 def _confine(folder: str, writable, has_own_user: bool) -> None:
     """Confine this process to writing beneath ``folder`` (its temporary folder from here on)
-    and ``writable`` (:mod:`.confinement`); what is not confined is said in the report,
-    unless the process has a user of its own, which keeps most of it already."""
+    and ``writable`` (:mod:`.confinement`), and close new sockets to it
+    (:mod:`.confine_sockets`); what is not confined is said in the report, but what a user
+    of its own keeps already (the files and processes of the gate's user, not the network)."""
     global ISOLATION
     import tempfile
 
@@ -117,8 +118,8 @@ def _confine(folder: str, writable, has_own_user: bool) -> None:
     tempfile.tempdir = None  # asked again, it is TMPDIR
     confinement.FOLDER = folder
     missing = confinement.confine(folder, writable)
-    if missing and not has_own_user:
-        ISOLATION = "; ".join(filter(None, [ISOLATION, missing]))
+    sockets_open = confine_sockets.close_sockets()
+    ISOLATION = "; ".join(filter(None, [ISOLATION, "" if has_own_user else missing, sockets_open]))
 
 
 def _keep_the_login_name() -> None:
@@ -157,6 +158,7 @@ def import_target(target: str, module_only: bool = False, framework: dict | None
             frameworks.prepare(framework)
         except BaseException as error:  # the framework's own import failed
             return None, f"the declared framework {framework.get('name')} {describe_exception(error)}", [], [], []
+    attribution.before_target_code()
     before = state.snapshot()
     with attribution.Watch(before, target_module(target)) as watch:
         try:

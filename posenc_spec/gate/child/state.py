@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.random  # noqa: F401 -- NumPy imports it lazily: here it is in the template, not in each child
 
+from . import loaded_modules
+
 try:
     import torch
 except ImportError:  # the table API needs no torch
@@ -341,6 +343,7 @@ def _python_entries() -> list[Entry]:
     return [
         Entry("environment variables", _environ, _restore_environ),
         Entry("sys.path", lambda: list(sys.path), lambda value: sys.path.__setitem__(slice(None), value)),
+        Entry("imported modules (sys.modules)", loaded_modules.Reading, loaded_modules.restore, numeric=True),
         Entry("import hooks", lambda: (list(sys.meta_path), list(sys.path_hooks)),
               lambda value: (sys.meta_path.__setitem__(slice(None), value[0]),
                              sys.path_hooks.__setitem__(slice(None), value[1]))),
@@ -539,6 +542,8 @@ def _difference(before, after) -> str:
     """What differs, in a few words: a mapping's changed keys (with their values where both
     are plain numbers or words, never an environment variable's: it may hold a secret), a
     list's length, else ``before -> after``."""
+    if isinstance(before, loaded_modules.Reading):
+        return f"({before.difference(after)})"
     if isinstance(before, dict) and isinstance(after, dict):
         keys = sorted({*before, *after} - {key for key in before if key in after and before[key] == after[key]},
                       key=str)

@@ -29,7 +29,7 @@ SLIPS = {**PLAIN_SLIPS, **{slip: words for names in registry.names() for slip, w
 
 
 # How a user writes declaration keys, by where the declaration came from (Declaration.spelling).
-SPELLINGS = ("flags", "toml", "python")
+SPELLINGS = ("flags", "plugin", "toml", "python")
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,9 @@ class Hint:
 
     def advice(self, spelling: str | None = None) -> str:
         """The keys to declare, spelled as the user writes them (:data:`SPELLINGS`: ``flags`` on
-        the command line, ``toml`` in a file, ``python`` for ``posenc_spec.check``; None: the
-        flags, then the TOML keys in parentheses, for a report read anywhere)."""
+        the command line, ``plugin`` as the pytest plugin's ``--posenc-*`` flags, ``toml`` in a
+        file, ``python`` for ``posenc_spec.check``; None: the flags, then the TOML keys in
+        parentheses, for a report read anywhere)."""
         if spelling is None:
             return f"{self.flags} ({self.keys})"
         return toml_text.spelled(dict(self.declare), spelling) if self.declare else ""

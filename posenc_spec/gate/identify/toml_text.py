@@ -90,16 +90,23 @@ def _flag_value(item) -> str:
     return str(item)
 
 
-def flags(keys: dict) -> str:
+def flags(keys: dict, prefix: str = "--") -> str:
     """The same keys as ``posenc-spec check`` flags: ``--layout concat``; a table (a key
-    given once per ``KEY=VALUE`` item, ``--rope-param factor=8``) as one flag per item."""
+    given once per ``KEY=VALUE`` item, ``--rope-param factor=8``) as one flag per item.
+    ``prefix`` starts each flag (``--posenc-`` for the pytest plugin's twins)."""
     parts = []
     for key, item in keys.items():
+        name = prefix + flag(key)[2:]
         if isinstance(item, dict):
-            parts += [f"{flag(key)} {name}={_flag_value(element)}" for name, element in item.items()]
+            parts += [f"{name} {entry}={_flag_value(element)}" for entry, element in item.items()]
         else:
-            parts.append(f"{flag(key)} {_flag_value(item)}")
+            parts.append(f"{name} {_flag_value(item)}")
     return " ".join(parts)
+
+
+def plugin_flags(keys: dict) -> str:
+    """The same keys as the pytest plugin's flags: ``--posenc-layout concat``."""
+    return flags(keys, "--posenc-")
 
 
 def keywords(keys: dict) -> str:
@@ -109,6 +116,7 @@ def keywords(keys: dict) -> str:
 
 
 def spelled(keys: dict, spelling: str) -> str:
-    """``keys`` as the user writes them: ``flags``, ``toml`` (assignments) or ``python``
-    (``posenc_spec.check``'s keywords); see :attr:`~posenc_spec.gate.declaration.Declaration.spelling`."""
-    return {"flags": flags, "toml": assignments, "python": keywords}[spelling](keys)
+    """``keys`` as the user writes them: ``flags``, ``plugin`` (the pytest plugin's
+    ``--posenc-*`` flags), ``toml`` (assignments) or ``python`` (``posenc_spec.check``'s
+    keywords); see :attr:`~posenc_spec.gate.declaration.Declaration.spelling`."""
+    return {"flags": flags, "plugin": plugin_flags, "toml": assignments, "python": keywords}[spelling](keys)

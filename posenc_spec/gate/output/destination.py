@@ -286,7 +286,7 @@ def open_destination(option: str, value: str, what: str = "the report", replace:
         raise UsageError(f"{option} {value}: is {_kind(mode)}")
     folder, name = os.path.split(os.path.realpath(value))
     if make_folders and not os.path.isdir(folder):
-        return _FileInNewFolder(option, value, what, open_folder(option, folder), name, replace)
+        return _FileInNewFolder(option, value, what, open_folder(option, folder, value), name, replace)
     return _File(option, value, what, _open_folder(option, value, folder), name, replace)
 
 
@@ -363,13 +363,15 @@ def _subfolder(folder: int, name: str) -> int:
     return os.open(name, _FOLDER | os.O_NOFOLLOW, dir_fd=folder)
 
 
-def open_folder(option: str, value: str) -> Folder:
+def open_folder(option: str, value: str, given: str | None = None) -> Folder:
     """``value`` checked and opened as a folder of pictures (see the module docstring);
-    :class:`UsageError` naming ``option`` when it cannot be."""
+    :class:`UsageError` naming ``option`` and ``given`` (what the user gave, default
+    ``value``) when it cannot be."""
+    given = value if given is None else given
     path, names = os.path.realpath(value), []
     while not os.path.isdir(path):
         if os.path.lexists(path):
-            raise UsageError(f"{option} {value}: {path} exists and is not a folder")
+            raise UsageError(f"{option} {given}: {path} exists and is not a folder")
         path, name = os.path.split(path)
         names.insert(0, name)
-    return Folder(option, value, _open_folder(option, value, path), names)
+    return Folder(option, given, _open_folder(option, given, path), names)

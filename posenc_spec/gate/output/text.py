@@ -1,5 +1,5 @@
-"""What ``posenc-spec check`` prints for a person: a header, then per target the verdict, the
-hint, one line per failing check kind, what could not run and the warnings."""
+"""What ``posenc-spec check`` prints for a person: a header, then per target a line ending with
+its verdict, the hint, one line per failing check kind, what could not run and the warnings."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from ..advice import common_reason, reason_of
 from ..against import regression_rule
 
 MAX_FAILURE_LINES = 6  # check kinds listed without -v
-MAX_HINTED_LINES = 3  # where a hint names the slip (the lines are its evidence)
+MAX_HINTED_LINES = 1  # where a hint names the slip: its worst evidence (ten failing targets fit on a screen)
 # How a user asks for every check, by how the declaration was written (Declaration.spelling).
-EVERY_CHECK = {"flags": "-v lists every check", "toml": "-v lists every check",
+EVERY_CHECK = {"flags": "-v lists every check", "plugin": "-v lists every check", "toml": "-v lists every check",
                "python": "posenc_spec.check(...).text(verbose=True) lists every check"}
 REGRESSION = "regression"
 TAGS = {"passed": "ok   ", "failed": "FAIL ", "skipped": "skip ", "xfailed": "xfail", "xpassed": "XPASS",
@@ -30,7 +30,8 @@ def run_header(count: int, config: str | None, jobs: int, shard=(1, 1)) -> str:
     return " | ".join(parts)
 
 
-def target_header(report) -> str:
+def declared(report) -> str:
+    """What the target is judged against, in brackets: its API, its convention, its snapshot."""
     declaration = report.declaration
     parts = [f"{declaration.api} API"]
     if declaration.formula:
@@ -38,7 +39,12 @@ def target_header(report) -> str:
     if declaration.against is not None:
         rule = regression_rule(declaration, declaration.against)
         parts.append(f"against {declaration.against_path}, {rule.describe()}")
-    return f"{declaration.name}  [{', '.join(parts)}]"
+    return f"[{', '.join(parts)}]"
+
+
+def target_header(report) -> str:
+    """The target's first line: its name, what it is judged against, its tally and verdict."""
+    return f"{report.declaration.name}  {declared(report)}: {verdict(report)}"
 
 
 MAX_DETAIL_LINES = 8
@@ -106,14 +112,15 @@ def _warning_line(warning: str, verbose: bool) -> str:
     return f"  note: importing {named or 'its libraries'} changed process state, kept as in your program (-v lists it)"
 
 
-def _tally(report) -> str:
+def verdict(report) -> str:
+    """How many checks ran and failed, and the verdict: ``67 checks, 25 failed: does not conform``."""
     counts = report.counts()
     tally = f"{len(report.checks)} checks, {counts['failed']} failed"
     tally += "".join(f", {counts[status]} {status}" for status in ("noted", "skipped", "xfailed", "xpassed")
                      if counts[status])
-    verdict = {"conforms": "conforms", "does-not-conform": "does not conform",
-               "error": "cannot be imported"}[report.status]
-    return f"  {tally}: {verdict}"
+    said = {"conforms": "conforms", "does-not-conform": "does not conform",
+            "error": "cannot be imported"}[report.status]
+    return f"{tally}: {said}"
 
 
 def _every_check(report) -> list[str]:
@@ -128,7 +135,9 @@ def _every_check(report) -> list[str]:
 
 def _by_kind(report) -> list[str]:
     """One line per check kind and status that is not a pass (the worst of each), the
-    checks that could not run as a count; at most ``MAX_FAILURE_LINES`` lines."""
+    checks that could not run as a count; past ``MAX_FAILURE_LINES`` kinds
+    (``MAX_HINTED_LINES`` under a hint) those whose worst call is worst (largest error over
+    tolerance; the first on a tie), in the plan's order, and one line naming the rest."""
     shared = common_reason(report)
     planned = collections.Counter(_kind(check.name) for check in report.checks)
     groups, not_run = {}, 0
@@ -140,14 +149,19 @@ def _by_kind(report) -> list[str]:
         elif check.status not in ("passed", "skipped") and not (shared and reason_of(check).startswith(shared)):
             groups.setdefault((check.status, _kind(check.name)), []).append(check)
     declared = report.declaration.spec.describe() if report.declaration.formula else ""
-    lines = [_kind_line(checks, planned[kind], declared) for (_, kind), checks in groups.items()]
+    kinds = list(groups.values())
     limit = MAX_HINTED_LINES if report.hints else MAX_FAILURE_LINES
-    if len(lines) > limit:
-        rest = list(groups.values())[limit:]
+    shown = kinds
+    if len(kinds) > limit + 1:  # a line saying what is left out replaces two lines or more
+        worst = sorted(range(len(kinds)), key=lambda index: -max(map(_ratio, kinds[index])))[:limit]
+        shown = [checks for index, checks in enumerate(kinds) if index in worst]
+    lines = [_kind_line(checks, planned[_kind(checks[0].name)], declared) for checks in shown]
+    rest = [checks for checks in kinds if not any(checks is kept for kept in shown)]
+    if rest:
         more = ", ".join(_kind(checks[0].name) for checks in rest)
         hidden = sum(map(len, rest))
-        lines = lines[:limit] + [f"  ... and {hidden} check{'s' * (hidden != 1)} of {len(rest)} more "
-                                 f"kind{'s' * (len(rest) != 1)} ({more}; {EVERY_CHECK[report.declaration.spelling]})"]
+        lines.append(f"  ... and {hidden} check{'s' * (hidden != 1)} of {len(rest)} more kind{'s' * (len(rest) != 1)}"
+                     f" ({more}; {EVERY_CHECK[report.declaration.spelling]})")
     regression = [check for check in report.checks if check.name == REGRESSION]
     for check in regression:  # always said, with what changed
         lines += [f"  {TAGS[check.status]} {check.name}: {check.message}", *detail_lines(check)]
@@ -157,11 +171,11 @@ def _by_kind(report) -> list[str]:
 
 
 def summary_lines(report, verbose: bool = False, extra_lines=()) -> list[str]:
-    """One target: the header, the verdict, the hints (the nearest member where no hint names
-    the slip), a cause every call shares, then one line per failing check kind with its worst
-    call (every check with ``verbose``), the warnings and ``extra_lines``."""
-    lines = [target_header(report), _tally(report)]
-    lines += [f"  hint: {hint.text(report.declaration.spelling)}" for hint in report.hints]
+    """One target: the header ending with the verdict, the hints (the nearest member where no
+    hint names the slip), a cause every call shares, then one line per failing check kind with
+    its worst call (every check with ``verbose``), the warnings and ``extra_lines``."""
+    lines = [target_header(report)]
+    lines += [f"  hint: {hint.text(report.declaration.spelling_for(dict(hint.declare)))}" for hint in report.hints]
     if report.nearest is not None and not report.hints:
         lines.append(f"  nearest: {report.nearest['message']}")
     lines += [f"  {line}" for line in report.advice]

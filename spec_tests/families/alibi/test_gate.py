@@ -69,7 +69,8 @@ def test_pytest_plugin(pytester):
                                              '[[targets]]\ntarget = "impl:paper_slopes"\n\n'
                                              '[[targets]]\ntarget = "impl:geometric_slopes"\n')
     pytester.syspathinsert()
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-n", "0", "--posenc-config", "gate.toml")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-n", "0", "--posenc-config", "gate.toml",
+                                          "--posenc-items", "check")
     output = "\n".join(result.outlines + result.errlines)
     assert int(result.ret) == 1, output
     assert "FAILED posenc::impl:geometric_slopes@paper (num_heads=12)::formula[h=12]" in output, output

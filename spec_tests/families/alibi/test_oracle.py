@@ -46,6 +46,20 @@ def test_float64_slopes_are_correctly_rounded():
         assert np.array_equal(oracle.slopes(count), expected), count
 
 
+def test_the_shipped_slopes_are_the_exact_slopes_rounded_once():
+    """posenc_spec/data/alibi_slopes.json holds, for every exponent of 1 .. 128 heads under each
+    rule, mpmath's slope rounded once to float64, and nothing else: recomputed here."""
+    assert oracle.shipped_slopes() == oracle.slope_table()
+
+
+def test_slopes_outside_the_shipped_table_are_computed():
+    """A head count past the table, or another alibi_bias_max, gets mpmath's slopes rounded
+    once, as the table's would be."""
+    for count, conv in ((200, AlibiConvention()), (12, AlibiConvention(alibi_bias_max=4.0))):
+        expected = np.array([float(value) for value in oracle.exact_slopes(count, conv)])
+        assert np.array_equal(oracle.slopes(count, conv), expected), (count, conv)
+
+
 def test_a_slope_to_its_denominator_is_a_power_of_two():
     """m ** c = 2 ** -(B a) exactly for the 112-head slopes: 2 ** (-95 * 8 / 128) to the 16th is 2 ** -95."""
     with mpmath.workdps(60):

@@ -44,3 +44,11 @@ def test_each_deviation_gets_the_hint_that_names_it(target, reports):
     """A real deviation is named by the family's hint: the crop rule, or where the text after a vision run starts."""
     slips = [slip for hint in reports[target.id].hints for slip in hint.slips]
     assert slips in (["mrope-crop"], ["mrope-text-after-vision"]), (target.id, reports[target.id].hints)
+
+
+def test_every_target_is_declared_as_the_gate_accepts_it():
+    """Each real target's keys make a declaration the gate accepts, of the API they name (a
+    refused key would fail the whole run's every check rather than name a deviation)."""
+    declarations = {target.id: declare(target.declaration_keys()) for target in TARGETS}
+    assert {name: declaration.api for name, declaration in declarations.items()} == {
+        target.id: target.declaration_keys().get("api", "table") for target in TARGETS}

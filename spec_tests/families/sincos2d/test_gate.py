@@ -103,7 +103,8 @@ def test_the_plugin_runs_the_family(pytester):
     pytester.syspathinsert(str(REPO))
     (pytester.path / "gate.toml").write_text(
         f'api = "sincos2d"\n\n[[targets]]\ntarget = "{CORRECT}"\n\n[[targets]]\ntarget = "{SWAPPED}"\n')
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-n", "0", "--posenc-config", "gate.toml")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-n", "0", "--posenc-config", "gate.toml",
+                                          "--posenc-items", "check")
     output = "\n".join(result.outlines)
     assert int(result.ret) == 1, output
     assert f"FAILED posenc::{SWAPPED}@mae::axis-order[7x11:d=8]" in output, output

@@ -83,3 +83,12 @@ def test_real_code_conforms_or_fails_with_its_deviation(name, reports):
     result = report.result(check_id)
     assert result.status == "failed" and words in result.message, f"{name}: {check_id}: {result.message}"
     assert report.result("import").status == "passed", report.result("import").message
+
+
+def test_every_installed_target_is_declared_as_the_gate_accepts_it():
+    """Each target of an installed library is a declaration of the sincos2d API the gate
+    accepts, its function named as the library spells it (the run that judges them all reads
+    the libraries' code, and is in the slow tier)."""
+    declarations = _declarations()
+    assert set(declarations) <= set(TARGETS)
+    assert all(declaration.api == "sincos2d" and declaration.written for declaration in declarations.values())

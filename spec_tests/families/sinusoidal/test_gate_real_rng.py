@@ -83,3 +83,11 @@ def test_misdeclared_neighbour_does_not_conform(reports, name):
     """Declared as its neighbour, the same module fails the formula at the first size."""
     report = reports[name, MISDECLARED[name]]
     assert report.result("formula[50x8]").status == "failed", report.result("formula[50x8]").message
+
+
+def test_every_adapter_is_declared_as_the_gate_accepts_it():
+    """Each adapter, under its own preset and its misdeclared neighbour, is a table
+    declaration the gate accepts (the run that judges them is in the slow tier)."""
+    declarations = [_declaration(name, *spec) for name, spec in ADAPTERS.items()]
+    declarations += [_declaration(name, preset, "skip", SMALL) for name, preset in MISDECLARED.items()]
+    assert [declaration.api for declaration in declarations] == ["table"] * (len(ADAPTERS) + len(MISDECLARED))

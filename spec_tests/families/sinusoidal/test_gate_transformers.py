@@ -136,3 +136,11 @@ def test_identify_names_each_implementation(name, identities):
     assert answer["name"] == preset, f"{name}: {answer['message']}"
     assert answer["convention"]["odd"] == odd, f"{name}: {answer['message']}"
     assert answer["max_error_ratio"] <= 1.0, f"{name}: {answer['message']}"
+
+
+def test_every_implementation_is_declared_under_each_preset():
+    """Each implementation is a table declaration the gate accepts under its own preset and
+    under every other (the runs that judge them are in the slow tier)."""
+    declared, misdeclared = _declarations()
+    assert {name for name, _ in declared} == {name for name, _ in misdeclared} == set(REAL)
+    assert len(misdeclared) == len(REAL) * (len(PRESETS) - 1)

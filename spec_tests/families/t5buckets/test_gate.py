@@ -137,7 +137,7 @@ def test_plugin_makes_an_item_of_each_check(pytester):
     pytester.syspathinsert()
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-n", "0", "--posenc-target",
                                           "buckets:halving_forgotten", "--posenc-api", "t5-buckets",
-                                          "--posenc-convention", "t5-encoder")
+                                          "--posenc-convention", "t5-encoder", "--posenc-items", "check")
     output = "\n".join(result.outlines)
     assert result.ret == 1 and "FAILED posenc::buckets:halving_forgotten::range[int64]" in output, output
     assert "hint: the buckets are those of bidirectional, 64 buckets" in output, output

@@ -1,0 +1,114 @@
+"""``sys.modules`` as global state (an entry of :mod:`.state`): the module each name stands
+for, and each submodule as its package's attribute (``torch.nn.functional`` as the
+attribute ``functional`` of ``torch.nn``).
+
+A target that puts a fake in place of a loaded module (``sys.modules["numpy"] = fake``),
+removes one, or rebinds a package's attribute that held its submodule changes what every
+later ``import`` and ``torch.nn.functional.x`` of the caller's program finds. Imports add
+entries and bind new attributes: those are no change. So a reading equals a later one when
+the later keeps every entry of the earlier one, the same object, and every binding the
+earlier one had.
+
+Read at every module a call imports (:mod:`.attribution`), a reading is two copies made at C
+speed: the table itself, and the attribute of each package named like each submodule,
+through a layout of the table's names kept while the names stay the same. Nothing of a
+target's object is called: a package's attributes are read from its dictionary.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import sys
+import types
+
+_MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__  # a module's own dictionary, no __getattr__
+_NO_ATTRIBUTES: dict = {}
+_MISSING = object()
+_readings = itertools.count()
+
+
+def _attributes(value) -> dict:
+    return _MODULE_DICT(value) if isinstance(value, types.ModuleType) else _NO_ATTRIBUTES
+
+
+class _Layout:
+    """The names of ``sys.modules`` at one moment, and for each submodule (``a.b``) its
+    package's dictionary and its own last name, in the same order. Imports append names:
+    a layout whose names begin with an earlier one's extends it."""
+
+    def __init__(self, names: tuple[str, ...], table: dict, earlier: _Layout | None = None):
+        self.names = names
+        start = 0
+        if earlier is not None and names[:len(earlier.names)] == earlier.names:
+            start = len(earlier.names)
+        split = [(name, *name.rsplit(".", 1)) for name in names[start:] if "." in name]
+        self.submodules = (earlier.submodules if start else ()) + tuple(name for name, _, _ in split)
+        self.dictionaries = ((earlier.dictionaries if start else ())
+                             + tuple(_attributes(table.get(package)) for _, package, _ in split))
+        self.last_names = (earlier.last_names if start else ()) + tuple(last for _, _, last in split)
+
+
+_layout: _Layout | None = None
+
+
+def _current_layout(table: dict) -> _Layout:
+    global _layout
+    names = tuple(table)
+    if _layout is None or _layout.names != names:
+        _layout = _Layout(names, table, _layout)
+    return _layout
+
+
+class Reading:
+    """``sys.modules`` as read once (see the module docstring). Compared with ``==``, the
+    earlier of two readings must be kept by the later."""
+
+    __hash__ = None
+
+    def __init__(self):
+        self.order = next(_readings)
+        self.table = dict(sys.modules)
+        self.layout = _current_layout(self.table)
+        self.attributes = tuple(map(dict.get, self.layout.dictionaries, self.layout.last_names))
+
+    def bound(self) -> dict:
+        """Each submodule that is its package's attribute, and the module."""
+        return {name: module for name, module in zip(self.layout.submodules, self.attributes, strict=True)
+                if module is not None and self.table.get(name) is module}
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Reading):
+            return NotImplemented
+        earlier, later = sorted((self, other), key=operator.attrgetter("order"))
+        if earlier.layout is later.layout:  # the same names: compared object by object
+            same = all(map(operator.is_, earlier.table.values(), later.table.values()))
+            if same and all(map(operator.is_, earlier.attributes, later.attributes)):
+                return True
+        return not earlier.difference(later)
+
+    def difference(self, later: Reading) -> str:
+        """What ``later`` lost of this reading, in a few words ("" for nothing)."""
+        replaced = [name for name, module in self.table.items() if later.table.get(name, _MISSING) is not module]
+        named, kept = set(replaced), later.bound()
+        unbound = [name for name, module in self.bound().items()  # not those of a package named already
+                   if not {name, name.rpartition(".")[0]} & named and kept.get(name) is not module]
+        parts = [f"{name} {'removed' if name not in later.table else 'replaced'}" for name in replaced[:3]]
+        parts += [f"{name} no longer its package's attribute" for name in unbound[:3]]
+        more = len(replaced) + len(unbound) - len(parts)
+        return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+    def __repr__(self) -> str:
+        return f"sys.modules with {len(self.table)} entries"
+
+
+def restore(reading: Reading) -> None:
+    """Put back every entry and package attribute of ``reading`` that changed since."""
+    for name, module in reading.table.items():
+        if sys.modules.get(name, _MISSING) is not module:
+            sys.modules[name] = module
+    for name, module in reading.bound().items():
+        package, _, last = name.rpartition(".")
+        attributes = _attributes(sys.modules.get(package))
+        if attributes is not _NO_ATTRIBUTES and attributes.get(last) is not module:
+            attributes[last] = module
