@@ -63,18 +63,22 @@ def test_without_an_option_the_plugin_adds_nothing(pytester):
     assert "--posenc-target" in output and "--posenc-convention" in output, output
 
 
+def _three_targets(folder):
+    """gate.toml in ``folder``: vaswani, the swapped slip, and vaswani with a known deviation."""
+    (folder / "impl.py").write_text(TARGETS)
+    (folder / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
+    (folder / "gate.toml").write_text('max_positions = 64\nodd = "skip"\n\n'
+                                      '[[targets]]\ntarget = "impl:vaswani"\n\n'
+                                      '[[targets]]\ntarget = "impl:swapped"\n\n'
+                                      '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
+
+
 def test_each_target_is_an_item_whose_failure_is_its_summary(pytester):
     """With a config of three targets: the conforming one and the one whose only deviation is
     known pass; the swapped one fails with the target's summary, verdict first (pytest's short
     summary shows it), then the hint and one line per failing check kind, not a line per call;
     -v lists every check, --tb=line the verdict alone."""
-    tmp_path = pytester.path
-    (tmp_path / "impl.py").write_text(TARGETS)
-    (tmp_path / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
-    (tmp_path / "gate.toml").write_text('max_positions = 64\nodd = "skip"\n\n'
-                                        '[[targets]]\ntarget = "impl:vaswani"\n\n'
-                                        '[[targets]]\ntarget = "impl:swapped"\n\n'
-                                        '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
+    _three_targets(pytester.path)
     status, output = _pytest_here(pytester, "--posenc-config", "gate.toml", "-rA")
     assert status == 1 and (_count(output, "failed"), _count(output, "passed")) == (1, 2), output
     assert re.search(r"^FAILED posenc::impl:swapped@vaswani - \d+ checks, \d+ failed: does not conform\b", output,
@@ -95,13 +99,7 @@ def test_each_check_is_an_item_outside_the_repository(pytester):
     """--posenc-items check, with a config of three targets in a folder of its own: the
     conforming one passes every item, the swapped one fails with its one-line reason, known
     deviations are xfail."""
-    tmp_path = pytester.path
-    (tmp_path / "impl.py").write_text(TARGETS)
-    (tmp_path / "xfails.txt").write_text("odd[*]  # zero-pads where an error is declared\n")
-    (tmp_path / "gate.toml").write_text('max_positions = 64\nodd = "skip"\n\n'
-                                        '[[targets]]\ntarget = "impl:vaswani"\n\n'
-                                        '[[targets]]\ntarget = "impl:swapped"\n\n'
-                                        '[[targets]]\ntarget = "impl:vaswani"\nodd = "error"\nxfails = "xfails.txt"\n')
+    _three_targets(pytester.path)
     status, output = _pytest_here(pytester, "--posenc-config", "gate.toml", "--posenc-items", "check")
     assert status == 1, output
     assert _count(output, "xfailed") == 2, output
