@@ -153,3 +153,26 @@ def keras_variable_lying(num_positions, dim):
             return keras.ops.convert_to_tensor(right)
 
     return Lying(np.asarray(_tf_cos_first(num_positions, dim)), trainable=False)
+
+
+def jax_grows_without_bound(num_positions, dim):
+    """Holds 256 MiB JAX arrays, one more on each step, until the allocation fails. Fails
+    ``call[50x8]`` naming the --max-memory limit, as its NumPy twin in ``exhaustion`` does;
+    not laid on JAX's own needs (JAX started and computed under the same limit)."""
+    import jax.numpy as jnp
+
+    held = [_jax_vaswani(num_positions, dim).block_until_ready()]
+    while True:
+        held.append(jnp.ones((2**26,), dtype=jnp.float32).block_until_ready())
+
+
+def jax_starts_threads(num_positions, dim):
+    """Computes the table in JAX, then starts threads that sleep, more than the process limit
+    allows. Fails ``call[50x8]`` naming --max-processes, as its NumPy twin in ``exhaustion`` does."""
+    import threading
+    import time
+
+    table = _jax_vaswani(num_positions, dim).block_until_ready()
+    for _ in range(4096):
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    return table

@@ -49,6 +49,11 @@ HELPER_FAILED = "the gate's helper process above the target died or was stopped"
 SEND_AHEAD_BYTES = 64 * 1024
 
 
+# How an allocation the memory limit refused reads: the C library's errno text, XLA's (JAX) and
+# TensorFlow's own out-of-memory errors, which reach the gate as ValueError or their own classes.
+OUT_OF_MEMORY = ("allocate memory", "RESOURCE_EXHAUSTED: Out of memory", "OOM when allocating")
+
+
 @dataclass(frozen=True)
 class ImportState:
     """What importing a target did to the global state (see
@@ -508,7 +513,7 @@ class _Turn:
         what = f"the call for {request.label}"
         try:
             outcome = self.child.receive(request, call_id, OwnTime(self.limits.timeout, self.child.pid))
-            if outcome.exception == "MemoryError" or "allocate memory" in outcome.message:
+            if outcome.exception == "MemoryError" or any(words in outcome.message for words in OUT_OF_MEMORY):
                 outcome.message += f" (the memory limit is {self.limits.memory / 2**30:.3g} GiB)"
             elif "File too large" in outcome.message:
                 outcome.message += f" (the file-size limit is {self.limits.file_size / 2**20:.4g} MiB)"
