@@ -212,6 +212,28 @@ def test_jax_dying_under_a_tight_limit_is_named_with_the_limit(limit):
     assert words in failure.message, failure_summary(report)
 
 
+# hostile JAX target -> (the limit it meets, the words of its call's failure)
+EXHAUSTING = {"jax_grows_without_bound": ({"max_memory": "2GiB"}, "(the memory limit is 2 GiB)"),
+              "jax_starts_threads": ({"max_processes": "256"},
+                                     "(the --max-processes limit is 256 processes and threads)")}
+
+
+@pytest.mark.parametrize("name", EXHAUSTING)
+def test_a_jax_target_exhausting_its_limit_fails_naming_it_not_jax(name):
+    """A JAX target that grows its memory or its threads without bound fails its calls naming the
+    limit it met, as its NumPy twin does; JAX, which started and computed under it, is not blamed."""
+    _need("jax", "jax")
+    from posenc_spec.gate.engine import check_many
+    from posenc_spec.gate.options import run_options
+
+    limit, words = EXHAUSTING[name]
+    declaration = declare({"target": target("framework_targets", name), **TABLE, "framework": "jax"})
+    [report] = check_many([declaration], run_options(jobs=1, **limit))
+    [failure, *_] = report.failures()
+    assert failure.name.startswith("call[") and words in failure.message, failure_summary(report)
+    assert "JAX (XLA)" not in failure.message, failure_summary(report)
+
+
 def test_a_jax_target_that_aborts_itself_is_not_laid_on_jax():
     """A JAX target that calls os.abort() under the default limits dies from SIGABRT, and JAX is not blamed."""
     _need("jax", "jax")
