@@ -65,6 +65,24 @@ def test_int64_positions_reach_jax_as_int32_or_are_refused():
         to_jax(np.array([2**40], dtype=np.int64), "timesteps")
 
 
+@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+def test_a_torch_dtype_argument_reaches_a_framework_as_its_own_dtype(framework):
+    """The dtype a family's adapter hands (torch's, from call_dtype) is the framework's own (jnp.bfloat16)."""
+    _need(framework, framework)
+    import torch
+
+    from posenc_spec.gate.child.frameworks import to_jax, to_tensorflow
+
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        assert (to_jax(torch.bfloat16), to_jax(torch.float16)) == (jnp.bfloat16, jnp.float16)
+    else:
+        import tensorflow as tf
+
+        assert (to_tensorflow(torch.bfloat16), to_tensorflow(torch.float16)) == (tf.bfloat16, tf.float16)
+
+
 def test_jax_bfloat16_results_are_read_as_their_bits():
     """A jax bfloat16 Array comes back as bfloat16 bits, named a jax Array; torch bfloat16 goes in as JAX's."""
     _need("jax", "jax")

@@ -112,6 +112,8 @@ def twin_reports():
         declarations[f"{name}: jax"] = declare({"target": jax_target, **keys})
         declarations[f"{name}: twin"] = declare({"target": twin, **keys})
     without_bound = {key: value for key, value in BUCKETS.items() if key != "max_positions"}
+    declarations["big_vision, bfloat16"] = declare({"target": REAL["big_vision posemb_sincos_2d"][0], **SINCOS2D,
+                                                    "call_dtype": "bfloat16"})
     declarations["flaxformer, int64 distances"] = declare({"target": REAL["flaxformer _relative_position_bucket"][0],
                                                            **without_bound})
     return check_named(declarations, jobs=None)
@@ -141,6 +143,14 @@ def test_jax_buckets_without_a_bound_fail_on_the_int64_distances_jax_cannot_hold
     assert {check.name for check in report.failures()} == {"call[extremes:int64]"}, failure_summary(report)
     message = report.result("call[extremes:int64]").message
     assert "jax_enable_x64 off" in message and "max_positions" in message, message
+
+
+def test_a_declared_dtype_reaches_jax_code_as_jaxs_dtype(twin_reports):
+    """big_vision asked for bfloat16 (its dtype=) gets jnp.bfloat16: its bfloat16 tables conform but at width 4."""
+    report = twin_reports["big_vision, bfloat16"]
+    assert {check.name for check in report.failures()} == REAL["big_vision posemb_sincos_2d"][2], \
+        failure_summary(report)
+    assert "jax bfloat16 Array" in report.result("call[2x3:d=8]").message
 
 
 def test_each_transcription_is_declared_as_the_gate_accepts_it():
