@@ -63,6 +63,8 @@ def test_int64_positions_reach_jax_as_int32_or_are_refused():
     assert not jax.config.jax_enable_x64
     with pytest.raises(FrameworkError, match="beyond int32"):
         to_jax(np.array([2**40], dtype=np.int64), "timesteps")
+    with pytest.raises(FrameworkError, match=r"such as -9223372036854775808\)"):
+        to_jax(np.array([np.iinfo(np.int64).min], dtype=np.int64), "relative_position")
 
 
 @pytest.mark.parametrize("framework", ["jax", "tensorflow"])

@@ -215,8 +215,9 @@ def _host(value):
 
 def _fits_int32(array: np.ndarray, what: str) -> np.ndarray:
     if array.size and (array.min() < INT32.min or array.max() > INT32.max):
+        farthest = int(array.max()) if array.max() > INT32.max else int(array.min())  # a value int32 lacks
         raise FrameworkError(
-            f"{what} holds int64 values beyond int32 (up to {int(array.max())}), and JAX runs with jax_enable_x64 "
+            f"{what} holds int64 values beyond int32 (such as {farthest}), and JAX runs with jax_enable_x64 "
             "off: it would hold them wrapped (jnp.asarray makes 2**40 a 0); lower the largest position or "
             "timestep the gate asks for (max_positions, t_max)")
     return array.astype(np.int32)
