@@ -4,7 +4,9 @@
 - big_vision's ``posemb_sincos_2d`` (``big_vision_posemb.py``), declared ``convention =
   "big-vision"`` and called as written, ``(h, w, width)``: every table conforms; at width 4
   (``D/4 - 1 = 0``) it returns NaN where the preset says the width has no value
-  (``undefined[d=4]``, as vit-pytorch's ``posemb_sincos_2d``).
+  (``undefined[d=4]``, as vit-pytorch's ``posemb_sincos_2d``). Its ``temperature`` is the
+  preset's ``base`` (another one fails with the hint to declare it), and its ``dtype`` is handed
+  as JAX's (``call_dtype``).
 - flaxformer's ``RelativePositionBiases._relative_position_bucket`` (``flaxformer_buckets.py``),
   declared ``api = "t5-buckets"``: with ``max_positions`` at int32's range it conforms; without
   it, ``call[extremes:int64]`` fails: JAX (``jax_enable_x64`` off) holds no int64, and the
@@ -57,6 +59,7 @@ SLIPS = {
     "halving forgotten": (f"{FLAXFORMER}:HalvingForgotten._relative_position_bucket",
                           "meta_tests.corpus.t5buckets_wrong:halving_forgotten", BUCKETS),
 }
+TEMPERATURE = 20.0  # DAB-DETR's and DINO's: a base the grid's frequencies tell from 10000
 # The width refusals of 2-D sincos: big_vision asserts width % 4 == 0 where the corpus's twins
 # compute a table of any width, so the twins' verdicts differ there and only there.
 WIDTH_REFUSALS = ("indivisible[", "undefined[")
@@ -114,6 +117,10 @@ def twin_reports():
     without_bound = {key: value for key, value in BUCKETS.items() if key != "max_positions"}
     declarations["big_vision, bfloat16"] = declare({"target": REAL["big_vision posemb_sincos_2d"][0], **SINCOS2D,
                                                     "call_dtype": "bfloat16"})
+    temperature = {**SINCOS2D, "kwargs": {"temperature": TEMPERATURE}}
+    declarations["big_vision, temperature"] = declare({"target": REAL["big_vision posemb_sincos_2d"][0], **temperature})
+    declarations["big_vision, temperature as base"] = declare({"target": REAL["big_vision posemb_sincos_2d"][0],
+                                                               **temperature, "base": TEMPERATURE})
     declarations["flaxformer, int64 distances"] = declare({"target": REAL["flaxformer _relative_position_bucket"][0],
                                                            **without_bound})
     return check_named(declarations, jobs=None)
@@ -151,6 +158,16 @@ def test_a_declared_dtype_reaches_jax_code_as_jaxs_dtype(twin_reports):
     assert {check.name for check in report.failures()} == REAL["big_vision posemb_sincos_2d"][2], \
         failure_summary(report)
     assert "jax bfloat16 Array" in report.result("call[2x3:d=8]").message
+
+
+def test_big_visions_temperature_is_the_base_its_hint_names(twin_reports):
+    """big_vision called with temperature=20 under the preset's base 10000 fails with the hint to declare
+    base 20; declared so, it gets the verdict of its default temperature."""
+    hints = twin_reports["big_vision, temperature"].hints
+    assert [(hint.slips, dict(hint.declare)) for hint in hints] == [(("base",), {"base": TEMPERATURE})], hints
+    report = twin_reports["big_vision, temperature as base"]
+    assert {check.name for check in report.failures()} == REAL["big_vision posemb_sincos_2d"][2], \
+        failure_summary(report)
 
 
 def test_each_transcription_is_declared_as_the_gate_accepts_it():
