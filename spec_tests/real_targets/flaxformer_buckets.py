@@ -2,7 +2,7 @@
 module) holds them, written here (not copied) after the formula of its static method
 ``_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32,
 max_distance=128)`` in google/flaxformer ``flaxformer/components/relative_position_biases.py``
-(Apache-2.0; t5x's ``examples/t5/layers.py`` has the same method)::
+(Apache-2.0; T5X's example T5 layers hold the same formula)::
 
     n = -relative_position                        (relative_position = memory - query)
     bidirectional: num_buckets //= 2; ret = (n < 0) * num_buckets; n = |n|
