@@ -63,6 +63,26 @@ def test_int64_positions_reach_jax_as_int32_or_are_refused():
     assert not jax.config.jax_enable_x64
     with pytest.raises(FrameworkError, match="beyond int32"):
         to_jax(np.array([2**40], dtype=np.int64), "timesteps")
+    with pytest.raises(FrameworkError, match=r"such as -9223372036854775808\)"):
+        to_jax(np.array([np.iinfo(np.int64).min], dtype=np.int64), "relative_position")
+
+
+@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+def test_a_torch_dtype_argument_reaches_a_framework_as_its_own_dtype(framework):
+    """The dtype a family's adapter hands (torch's, from call_dtype) is the framework's own (jnp.bfloat16)."""
+    _need(framework, framework)
+    import torch
+
+    from posenc_spec.gate.child.frameworks import to_jax, to_tensorflow
+
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        assert (to_jax(torch.bfloat16), to_jax(torch.float16)) == (jnp.bfloat16, jnp.float16)
+    else:
+        import tensorflow as tf
+
+        assert (to_tensorflow(torch.bfloat16), to_tensorflow(torch.float16)) == (tf.bfloat16, tf.float16)
 
 
 def test_jax_bfloat16_results_are_read_as_their_bits():
