@@ -80,7 +80,7 @@ def _judged_result(name, measured, exact, bound, what, judged=None) -> CheckResu
     if measured.size == 0:
         return skipped(name, f"{what}: nothing to measure")
     exact = np.broadcast_to(exact, measured.shape)
-    if judged is not None:
+    if judged is not None and not judged.all():  # every element judged: nothing to stand at 0
         judged = np.broadcast_to(judged, measured.shape)
         measured, exact = np.where(judged, measured, 0.0), np.where(judged, exact, 0.0)
     result = compare(measured, exact, np.broadcast_to(bound, measured.shape))
@@ -147,8 +147,10 @@ def check_finite(table, exp: BiasExpectation, name="finite") -> CheckResult:
 def _row_constants(difference: np.ndarray, tolerance: np.ndarray, judged: np.ndarray) -> np.ndarray:
     """Per (head, row), the constant ``c`` with every judged ``|difference - c| <= tolerance``
     when one exists: the middle of ``[max(difference - t), min(difference + t)]``."""
-    low = np.where(judged[None], difference - tolerance, -np.inf).max(axis=2, initial=-np.inf)
-    high = np.where(judged[None], difference + tolerance, np.inf).min(axis=2, initial=np.inf)
+    low, high = difference - tolerance, difference + tolerance
+    if not judged.all():  # the common key-only row is judged whole: no masked copies
+        low, high = np.where(judged[None], low, -np.inf), np.where(judged[None], high, np.inf)
+    low, high = low.max(axis=2, initial=-np.inf), high.min(axis=2, initial=np.inf)
     middle = (low + high) / 2
     return np.where(np.isfinite(middle), middle, 0.0)[:, :, None]
 
@@ -168,6 +170,8 @@ def check_formula(table, exp: BiasExpectation, name="formula") -> CheckResult:
 
 def _causal_exact(exp: BiasExpectation) -> np.ndarray:
     """``m (k - q)`` at every element, float64."""
+    if exp.convention.bias_form in ("causal", "key-last"):  # the oracle's own distances are k - q
+        return exp.table
     q, k = exp.positions.queries, exp.positions.keys
     return exp.slopes[:, None, None] * (k[None, :] - q[:, None])[None]
 
@@ -208,6 +212,14 @@ def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
     return _judged_result(name, measured, expected, bound, f"{exp.size}: steps between neighbouring keys", pair[None])
 
 
+def _steps(starts: np.ndarray, count: int) -> tuple:
+    """The indices ``starts`` and ``starts + 1`` of positions one apart, as slices (views, no
+    copies) when they are every one of ``count`` positions but the last."""
+    if starts.size == count - 1:
+        return slice(0, count - 1), slice(1, count)
+    return starts, starts + 1
+
+
 def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
     """The bias depends on ``k - q`` only: moving the query and the key one position on
     leaves it unchanged (``b[r+1, c+1] = b[r, c]``), for the forms with a row per query;
@@ -221,10 +233,12 @@ def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
     cols = np.flatnonzero(np.diff(k) == 1)
     if rows.size == 0 or cols.size == 0:
         return skipped(name, f"{exp.size}: no two rows and keys one position apart")
-    both = exp.judged[np.ix_(rows, cols)] & exp.judged[np.ix_(rows + 1, cols + 1)]
-    later = values[:, rows + 1][:, :, cols + 1]
+    rows, later_rows = _steps(rows, q.size)
+    cols, later_cols = _steps(cols, k.size)
+    both = exp.judged[rows][:, cols] & exp.judged[later_rows][:, later_cols]
+    later = values[:, later_rows][:, :, later_cols]
     earlier = values[:, rows][:, :, cols]
-    bound = exp.tolerance[:, rows][:, :, cols] + exp.tolerance[:, rows + 1][:, :, cols + 1]
+    bound = exp.tolerance[:, rows][:, :, cols] + exp.tolerance[:, later_rows][:, :, later_cols]
     what = f"{exp.size}: b[r+1, c+1] against b[r, c]"
     if exp.convention.up_to_row_constant:
         with np.errstate(invalid="ignore"):
