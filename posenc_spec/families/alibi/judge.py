@@ -98,22 +98,27 @@ def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positio
 
 # The expectations kept between the calls and the targets of a run, the least recently used
 # dropped first past this many bytes: every target of a run under one convention asks for the
-# same ones (128 head counts' small calls, the deep ones' long calls: the longest, 128 heads
-# over 8193 keys, holds 25 MB).
+# same ones. Only those of at most a KEPT_SHARE of it are kept (the sweep's, 200 KB at most):
+# a run asks for its targets' calls in turn, and the long ones (25 MB at 128 heads over 8193
+# keys) would push every small one out before the next target asked for it again.
 KEPT_EXPECTATION_BYTES = 2**27
+KEPT_SHARE = 32
 _kept: OrderedDict = OrderedDict()
 _kept_bytes = [0]  # the bytes of the arrays in _kept
 
 
 def call_expectation(call: AlibiCall, convention: AlibiConvention, dtype: str) -> properties.BiasExpectation:
     """:func:`~.properties.expectation` of one call, made once per head count, call geometry,
-    convention and dtype in a process and kept (read-only) for the next call that asks."""
+    convention and dtype in a process and kept (read-only) for the next call that asks, when
+    small enough to keep."""
     key = (call.num_heads, call.q_len, call.k_len, call.mask, convention, dtype)
     exp = _kept.get(key)
     if exp is not None:
         _kept.move_to_end(key)
         return exp
     exp = properties.expectation(call.num_heads, positions_of(call, convention), convention, dtype)
+    if _nbytes(exp) > KEPT_EXPECTATION_BYTES // KEPT_SHARE:
+        return exp
     for array in (exp.table, exp.tolerance, exp.judged, exp.shifted_tolerance):
         array.setflags(write=False)
     _kept[key] = exp

@@ -35,10 +35,21 @@ def test_kept_expectation_is_the_fresh_one_and_read_only(empty_keep, name, signa
 def test_kept_expectations_stay_within_the_budget(empty_keep, monkeypatch):
     """Past the byte budget the least recently used expectations are dropped, the newest kept."""
     conv = get_convention("paper")
-    asked = calls("module-ij", 12, conv)[::-1]  # the longest first: the later, smaller ones push them out
-    budget = sum(judge._nbytes(expectation(12, judge.positions_of(call, conv), conv)) for call in asked) // 2
+    asked = [call for heads in range(1, 129) for call in calls("module-ij", heads, conv, deep=False)]
+    sizes = [judge._nbytes(expectation(call.num_heads, judge.positions_of(call, conv), conv)) for call in asked]
+    budget = sum(sizes) // 2
+    assert max(sizes) <= budget // judge.KEPT_SHARE  # every one small enough to keep
     monkeypatch.setattr(judge, "KEPT_EXPECTATION_BYTES", budget)
     made = [judge.call_expectation(call, conv, "float32") for call in asked]
     assert 1 < len(judge._kept) < len(made)
     assert judge._kept_bytes[0] == sum(judge._nbytes(exp) for exp in judge._kept.values()) <= budget
     assert list(judge._kept.values()) == made[-len(judge._kept):]
+
+
+def test_long_expectations_are_not_kept(empty_keep):
+    """An expectation past the kept share of the budget is made for its call and not kept."""
+    conv = get_convention("paper")
+    longest = calls("module-ij", 128, conv)[-1]
+    assert judge._nbytes(judge.call_expectation(longest, conv, "float32")) > \
+        judge.KEPT_EXPECTATION_BYTES // judge.KEPT_SHARE
+    assert not judge._kept
