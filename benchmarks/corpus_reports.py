@@ -7,6 +7,8 @@ same machine (float results, and so the numbers in the reports, differ between C
     python benchmarks/corpus_reports.py --record /tmp/before.jsonl     # at the old revision
     python benchmarks/corpus_reports.py --compare /tmp/before.jsonl    # at the new one
 
+``--corpus NAME`` (repeatable) records or compares only those corpora's entries.
+
 Every corpus (``meta_tests/corpus/every.py``), each entry under its own declaration, every
 call made (no ``--fail-fast``): one line per entry, ``{"id": ..., "report": ...}`` with the
 report's ``seconds`` taken out. Exit status 0 when every recorded report is the same (or
@@ -34,9 +36,10 @@ from posenc_spec.gate.output import json_report  # noqa: E402
 SHOWN = 5  # entries whose difference is printed
 
 
-def reports(jobs: int) -> dict[str, str]:
-    """Entry id -> its JSON report entry, as text, without its seconds."""
-    entries = [entry for _, corpus, _ in every_corpus() for entry in corpus]
+def reports(jobs: int, corpora=None) -> dict[str, str]:
+    """Entry id -> its JSON report entry, as text, without its seconds (``corpora``: only
+    these corpora's entries; None: every corpus)."""
+    entries = [entry for name, corpus, _ in every_corpus() if corpora is None or name in corpora for entry in corpus]
     made = check_many([entry.declaration() for entry in entries], run_options(jobs=jobs))
     texts = {}
     for position, (entry, report) in enumerate(zip(entries, made, strict=True)):
@@ -52,8 +55,10 @@ def main(argv=None) -> int:
     action.add_argument("--record", metavar="FILE", help="write every entry's report")
     action.add_argument("--compare", metavar="FILE", help="compare every entry's report with a recording")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--corpus", action="append", choices=[name for name, _, _ in every_corpus()], default=None,
+                        help="only this corpus (repeatable; default: every corpus)")
     args = parser.parse_args(argv)
-    made = reports(args.jobs)
+    made = reports(args.jobs, args.corpus)
     if args.record:
         with open(args.record, "w") as out:
             for entry_id, text in made.items():
@@ -65,14 +70,16 @@ def main(argv=None) -> int:
         for line in recording:
             item = json.loads(line)
             recorded[item["id"]] = item["report"]
-    new = sorted(made.keys() - recorded.keys())
+    unrecorded = sorted(made.keys() - recorded.keys())
+    if args.corpus:  # a recording of every corpus, compared on some: the others were not made
+        recorded = {entry_id: text for entry_id, text in recorded.items() if entry_id in made}
     differing = [entry_id for entry_id in recorded if recorded[entry_id] != made.get(entry_id)]
     for entry_id in sorted(differing)[:SHOWN]:
         print(f"{entry_id}:")
-        old, new = recorded.get(entry_id, "").splitlines(), made.get(entry_id, "").splitlines()
-        print("\n".join(list(difflib.unified_diff(old, new, "recorded", "now", lineterm="", n=1))[:40]))
+        was, now = recorded.get(entry_id, "").splitlines(), made.get(entry_id, "").splitlines()
+        print("\n".join(list(difflib.unified_diff(was, now, "recorded", "now", lineterm="", n=1))[:40]))
     print(f"{len(recorded) - len(differing)} of {len(recorded)} recorded reports the same byte for byte"
-          + (f"; {len(new)} not in the recording" if new else ""))
+          + (f"; {len(unrecorded)} not in the recording" if unrecorded else ""))
     return 1 if differing else 0
 
 

@@ -63,6 +63,26 @@ def test_int64_positions_reach_jax_as_int32_or_are_refused():
     assert not jax.config.jax_enable_x64
     with pytest.raises(FrameworkError, match="beyond int32"):
         to_jax(np.array([2**40], dtype=np.int64), "timesteps")
+    with pytest.raises(FrameworkError, match=r"such as -9223372036854775808\)"):
+        to_jax(np.array([np.iinfo(np.int64).min], dtype=np.int64), "relative_position")
+
+
+@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+def test_a_torch_dtype_argument_reaches_a_framework_as_its_own_dtype(framework):
+    """The dtype a family's adapter hands (torch's, from call_dtype) is the framework's own (jnp.bfloat16)."""
+    _need(framework, framework)
+    import torch
+
+    from posenc_spec.gate.child.frameworks import to_jax, to_tensorflow
+
+    if framework == "jax":
+        import jax.numpy as jnp
+
+        assert (to_jax(torch.bfloat16), to_jax(torch.float16)) == (jnp.bfloat16, jnp.float16)
+    else:
+        import tensorflow as tf
+
+        assert (to_tensorflow(torch.bfloat16), to_tensorflow(torch.float16)) == (tf.bfloat16, tf.float16)
 
 
 def test_jax_bfloat16_results_are_read_as_their_bits():
@@ -210,6 +230,28 @@ def test_jax_dying_under_a_tight_limit_is_named_with_the_limit(limit):
     [failure, *_] = report.failures()
     assert "JAX (XLA) itself dies under this target's limits" in failure.message, failure_summary(report)
     assert words in failure.message, failure_summary(report)
+
+
+# hostile JAX target -> (the limit it meets, the words of its call's failure)
+EXHAUSTING = {"jax_grows_without_bound": ({"max_memory": "2GiB"}, "(the memory limit is 2 GiB)"),
+              "jax_starts_threads": ({"max_processes": "256"},
+                                     "(the --max-processes limit is 256 processes and threads)")}
+
+
+@pytest.mark.parametrize("name", EXHAUSTING)
+def test_a_jax_target_exhausting_its_limit_fails_naming_it_not_jax(name):
+    """A JAX target that grows its memory or its threads without bound fails its calls naming the
+    limit it met, as its NumPy twin does; JAX, which started and computed under it, is not blamed."""
+    _need("jax", "jax")
+    from posenc_spec.gate.engine import check_many
+    from posenc_spec.gate.options import run_options
+
+    limit, words = EXHAUSTING[name]
+    declaration = declare({"target": target("framework_targets", name), **TABLE, "framework": "jax"})
+    [report] = check_many([declaration], run_options(jobs=1, **limit))
+    [failure, *_] = report.failures()
+    assert failure.name.startswith("call[") and words in failure.message, failure_summary(report)
+    assert "JAX (XLA)" not in failure.message, failure_summary(report)
 
 
 def test_a_jax_target_that_aborts_itself_is_not_laid_on_jax():

@@ -56,7 +56,7 @@ T2T_FIRST_ROW = "\n\ndef first_row(length, channels):\n    return get_timing_sig
 KERAS_HUB = {"target": "keras_hub.layers:SinePositionEncoding", "signature": "adds-to-x", "x_layout": "bsd",
              "init": {"max_wavelength": 10000}, "odd": "ceil", "framework": "keras"}
 ALIBI = {"target": "keras_hub.layers:AlibiBias", "api": "alibi-bias", "signature": "module-scores",
-         "init": {"alibi_bias_max": 8}, "alibi_convention": "mpt"}
+         "init": {"alibi_bias_max": 8}, "convention": "mpt"}
 FLAX_MODULE = "spec_tests/real_targets/flax_positions.py"
 FLAX = {"convention": "tensor2tensor", "odd": "zero-pad"}
 KERAS_ROPE = {"target": "keras_hub.layers:RotaryEmbedding", "api": "rope-apply", "x_layout": "bshd",

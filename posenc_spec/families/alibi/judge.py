@@ -16,6 +16,8 @@ judge, for the family's own tests and its corpus.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from posenc_spec.gate.calls import Outcome, made_here
@@ -94,6 +96,43 @@ def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positio
     return oracle.call_positions(call.q_len, call.k_len, convention)
 
 
+# The expectations kept between the calls and the targets of a run, the least recently used
+# dropped first past this many bytes: every target of a run under one convention asks for the
+# same ones. Only those of at most a KEPT_SHARE of it are kept (the sweep's, 200 KB at most):
+# a run asks for its targets' calls in turn, and the long ones (25 MB at 128 heads over 8193
+# keys) would push every small one out before the next target asked for it again.
+KEPT_EXPECTATION_BYTES = 2**27
+KEPT_SHARE = 32
+_kept: OrderedDict = OrderedDict()
+_kept_bytes = [0]  # the bytes of the arrays in _kept
+
+
+def call_expectation(call: AlibiCall, convention: AlibiConvention, dtype: str) -> properties.BiasExpectation:
+    """:func:`~.properties.expectation` of one call, made once per head count, call geometry,
+    convention and dtype in a process and kept (read-only) for the next call that asks, when
+    small enough to keep."""
+    key = (call.num_heads, call.q_len, call.k_len, call.mask, convention, dtype)
+    exp = _kept.get(key)
+    if exp is not None:
+        _kept.move_to_end(key)
+        return exp
+    exp = properties.expectation(call.num_heads, positions_of(call, convention), convention, dtype)
+    if _nbytes(exp) > KEPT_EXPECTATION_BYTES // KEPT_SHARE:
+        return exp
+    for array in (exp.table, exp.tolerance, exp.judged, exp.shifted_tolerance):
+        array.setflags(write=False)
+    _kept[key] = exp
+    _kept_bytes[0] += _nbytes(exp)
+    while len(_kept) > 1 and _kept_bytes[0] > KEPT_EXPECTATION_BYTES:
+        _kept_bytes[0] -= _nbytes(_kept.popitem(last=False)[1])
+    return exp
+
+
+def _nbytes(exp: properties.BiasExpectation) -> int:
+    shifted = 0 if exp.shifted_tolerance is exp.tolerance else exp.shifted_tolerance.nbytes
+    return exp.table.nbytes + exp.tolerance.nbytes + exp.judged.nbytes + shifted
+
+
 def out_of_memory(outcome: Outcome) -> bool:
     """Whether a call failed for want of memory: a ``MemoryError`` (NumPy's subclass too),
     an allocator's "can't allocate memory", or the gate's ``--max-memory`` limit."""
@@ -170,7 +209,7 @@ class AlibiJudge:
 
     def _bias(self, probe: AlibiProbe, values, dtype: str) -> list[CheckResult]:
         call = probe.call
-        exp = properties.expectation(call.num_heads, positions_of(call, self.conv), self.conv, dtype)
+        exp = call_expectation(call, self.conv, dtype)
         if call.step == "prefill":
             self.prefills[probe.slot] = (values, exp)
         made = []

@@ -15,6 +15,7 @@ fits first (:func:`_row_constants`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -48,6 +49,66 @@ class BiasExpectation:
     def slopes(self) -> np.ndarray:
         return oracle.slopes(self.num_heads, self.convention)
 
+    # What the checks derive from the expectation alone, made on first use and kept with it
+    # (an expectation the judge keeps serves every target of a run under its convention).
+
+    @cached_property
+    def causal(self) -> np.ndarray:
+        """``m (k - q)`` at every element, float64: the oracle's table where the distance is ``k - q``."""
+        if self.convention.bias_form in ("causal", "key-last"):
+            return self.table
+        q, k = self.positions.queries, self.positions.keys
+        return _read_only(self.slopes[:, None, None] * (k[None, :] - q[:, None])[None])
+
+    @cached_property
+    def causal_region(self) -> np.ndarray:
+        """The judged elements each query may attend (``(rows, keys)`` bool)."""
+        return _read_only(oracle.judged(self.convention.replace(bias_region="causal"), self.positions) & self.judged)
+
+    @cached_property
+    def key_steps(self) -> tuple | None:
+        """``(pick, pair, expected, bound)`` of the steps between neighbouring judged keys one
+        position apart (``pick`` the steps' first keys, a slice when every key has one; ``pair``
+        ``(rows, steps)`` bool): None where there is none."""
+        keys = self.positions.keys
+        steps = np.flatnonzero((np.diff(keys) == 1) & self.judged[:, :-1].any(axis=0)
+                               & self.judged[:, 1:].any(axis=0))
+        if steps.size == 0:
+            return None
+        pick = slice(None) if steps.size == keys.size - 1 else steps  # the common case: slices, no copies
+        pair = (self.judged[:, :-1] & self.judged[:, 1:])[:, pick]
+        expected = np.diff(self.table, axis=2)[:, :, pick]
+        bound = (self.tolerance[:, :, :-1] + self.tolerance[:, :, 1:])[:, :, pick]
+        return pick, _read_only(pair), _read_only(expected), _read_only(bound)
+
+    @cached_property
+    def diagonal_steps(self) -> tuple | None:
+        """``(rows, later_rows, cols, later_cols, both, bound)`` of the element pairs one row and
+        one key apart (indices, slices where contiguous; ``both`` where both are judged): None
+        where there is none."""
+        q, k = self.positions.queries, self.positions.keys
+        rows, cols = np.flatnonzero(np.diff(q) == 1), np.flatnonzero(np.diff(k) == 1)
+        if rows.size == 0 or cols.size == 0:
+            return None
+        rows, later_rows = _steps(rows, q.size)
+        cols, later_cols = _steps(cols, k.size)
+        both = self.judged[rows][:, cols] & self.judged[later_rows][:, later_cols]
+        bound = self.tolerance[:, rows][:, :, cols] + self.tolerance[:, later_rows][:, :, later_cols]
+        return rows, later_rows, cols, later_cols, _read_only(both), _read_only(bound)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+def _steps(starts: np.ndarray, count: int) -> tuple:
+    """The indices ``starts`` and ``starts + 1`` of positions one apart, as slices (views, no
+    copies) when they are every one of ``count`` positions but the last."""
+    if starts.size == count - 1:
+        return slice(0, count - 1), slice(1, count)
+    return starts, starts + 1
+
 
 def expectation(num_heads, positions: oracle.Positions, convention: str | AlibiConvention = "paper",
                 out_dtype="float32") -> BiasExpectation:
@@ -80,7 +141,7 @@ def _judged_result(name, measured, exact, bound, what, judged=None) -> CheckResu
     if measured.size == 0:
         return skipped(name, f"{what}: nothing to measure")
     exact = np.broadcast_to(exact, measured.shape)
-    if judged is not None:
+    if judged is not None and not judged.all():  # every element judged: nothing to stand at 0
         judged = np.broadcast_to(judged, measured.shape)
         measured, exact = np.where(judged, measured, 0.0), np.where(judged, exact, 0.0)
     result = compare(measured, exact, np.broadcast_to(bound, measured.shape))
@@ -147,8 +208,10 @@ def check_finite(table, exp: BiasExpectation, name="finite") -> CheckResult:
 def _row_constants(difference: np.ndarray, tolerance: np.ndarray, judged: np.ndarray) -> np.ndarray:
     """Per (head, row), the constant ``c`` with every judged ``|difference - c| <= tolerance``
     when one exists: the middle of ``[max(difference - t), min(difference + t)]``."""
-    low = np.where(judged[None], difference - tolerance, -np.inf).max(axis=2, initial=-np.inf)
-    high = np.where(judged[None], difference + tolerance, np.inf).min(axis=2, initial=np.inf)
+    low, high = difference - tolerance, difference + tolerance
+    if not judged.all():  # the common key-only row is judged whole: no masked copies
+        low, high = np.where(judged[None], low, -np.inf), np.where(judged[None], high, np.inf)
+    low, high = low.max(axis=2, initial=-np.inf), high.min(axis=2, initial=np.inf)
     middle = (low + high) / 2
     return np.where(np.isfinite(middle), middle, 0.0)[:, :, None]
 
@@ -166,12 +229,6 @@ def check_formula(table, exp: BiasExpectation, name="formula") -> CheckResult:
     return _judged_result(name, values, expected, exp.tolerance, what, exp.judged[None])
 
 
-def _causal_exact(exp: BiasExpectation) -> np.ndarray:
-    """``m (k - q)`` at every element, float64."""
-    q, k = exp.positions.queries, exp.positions.keys
-    return exp.slopes[:, None, None] * (k[None, :] - q[:, None])[None]
-
-
 def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckResult:
     """The attention the bias gives is the paper's: at the keys each query may attend, the
     table minus ``m (k - q)`` is one constant per row (softmax cancels it). Within bounds:
@@ -179,8 +236,7 @@ def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckRes
     bound of a computation of ``m (d + c)`` (the constant within the key span: the bound
     :func:`~.tolerance.row_constant_tolerance` derives, never 0 where the target rounds)."""
     values = _table(table, exp)
-    region = oracle.judged(exp.convention.replace(bias_region="causal"), exp.positions) & exp.judged
-    causal = _causal_exact(exp)
+    region, causal = exp.causal_region, exp.causal
     with np.errstate(invalid="ignore"):
         expected = causal + _row_constants(values - causal, exp.shifted_tolerance, region)
     return _judged_result(name, values, expected, exp.shifted_tolerance,
@@ -194,17 +250,11 @@ def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
     its head declares. A row constant cancels, so it holds under ``up_to_row_constant`` too.
     Bound: ``t_j + t_{j+1}``."""
     values = _table(table, exp)
-    keys = exp.positions.keys
-    steps = np.flatnonzero((np.diff(keys) == 1) & exp.judged[:, :-1].any(axis=0) & exp.judged[:, 1:].any(axis=0))
-    if steps.size == 0:
+    if exp.key_steps is None:
         return skipped(name, f"{exp.size}: no two judged keys one position apart")
-    every = steps.size == keys.size - 1  # the common case: slices, no copies of the whole table
-    pick = slice(None) if every else steps
-    pair = (exp.judged[:, :-1] & exp.judged[:, 1:])[:, pick]
+    pick, pair, expected, bound = exp.key_steps
     with np.errstate(invalid="ignore"):  # unjudged neighbours may be infinite: their step is never compared
         measured = np.diff(values, axis=2)[:, :, pick]
-    expected = np.diff(exp.table, axis=2)[:, :, pick]
-    bound = (exp.tolerance[:, :, :-1] + exp.tolerance[:, :, 1:])[:, :, pick]
     return _judged_result(name, measured, expected, bound, f"{exp.size}: steps between neighbouring keys", pair[None])
 
 
@@ -216,15 +266,11 @@ def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
     if exp.convention.key_only:
         return skipped(name, f"{exp.convention.bias_form} is one row of keys")
     values = _table(table, exp)
-    q, k = exp.positions.queries, exp.positions.keys
-    rows = np.flatnonzero(np.diff(q) == 1)
-    cols = np.flatnonzero(np.diff(k) == 1)
-    if rows.size == 0 or cols.size == 0:
+    if exp.diagonal_steps is None:
         return skipped(name, f"{exp.size}: no two rows and keys one position apart")
-    both = exp.judged[np.ix_(rows, cols)] & exp.judged[np.ix_(rows + 1, cols + 1)]
-    later = values[:, rows + 1][:, :, cols + 1]
+    rows, later_rows, cols, later_cols, both, bound = exp.diagonal_steps
+    later = values[:, later_rows][:, :, later_cols]
     earlier = values[:, rows][:, :, cols]
-    bound = exp.tolerance[:, rows][:, :, cols] + exp.tolerance[:, rows + 1][:, :, cols + 1]
     what = f"{exp.size}: b[r+1, c+1] against b[r, c]"
     if exp.convention.up_to_row_constant:
         with np.errstate(invalid="ignore"):

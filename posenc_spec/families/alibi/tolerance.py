@@ -181,8 +181,11 @@ def bias_bound(num_heads, positions: Positions, convention: str | AlibiConventio
         sides = np.abs(q)[:, None] + np.abs(k)[None, :]
         rho = _rounded(q, u_c)[:, None] + _rounded(k, u_c)[None, :]
     m = np.abs(slopes(num_heads, conv))[:, None, None]
-    per_unit = (delta_m + 2 * u_c + u_o)[:, None, None] * size[None] + (u_c * sides + rho)[None]
-    return m * per_unit
+    # m ((delta_m + 2 u_c + u_o) |d| + u_c (|k| + |q|) + rho), in one array of the table's size
+    bound = np.multiply((delta_m + 2 * u_c + u_o)[:, None, None], size[None])
+    bound += (u_c * sides + rho)[None]
+    bound *= m
+    return bound
 
 
 def oracle_bound(num_heads, positions: Positions, convention: str | AlibiConvention, row_constant=None) -> np.ndarray:
@@ -195,8 +198,9 @@ def bias_tolerance(num_heads, positions: Positions, convention: str | AlibiConve
                    out_dtype=DEFAULT_DTYPE) -> np.ndarray:
     """The bound for every element of a bias stored in ``out_dtype``, plus the oracle's own."""
     dtype_name(out_dtype)  # refuses a dtype without a tolerance, naming it
-    return (bias_bound(num_heads, positions, convention, out_dtype)
-            + oracle_bound(num_heads, positions, convention))
+    bound = bias_bound(num_heads, positions, convention, out_dtype)
+    bound += oracle_bound(num_heads, positions, convention)
+    return bound
 
 
 def row_constant_tolerance(num_heads, positions: Positions, convention: str | AlibiConvention = "paper",
@@ -205,5 +209,6 @@ def row_constant_tolerance(num_heads, positions: Positions, convention: str | Al
     key span (the span ``S`` above), plus the oracle's own: what a check that accepts a row
     constant allows, whatever the declaration. Never 0 for a biased head: ``S >= 1``."""
     dtype_name(out_dtype)
-    return (bias_bound(num_heads, positions, convention, out_dtype, row_constant=True)
-            + oracle_bound(num_heads, positions, convention, row_constant=True))
+    bound = bias_bound(num_heads, positions, convention, out_dtype, row_constant=True)
+    bound += oracle_bound(num_heads, positions, convention, row_constant=True)
+    return bound

@@ -15,6 +15,9 @@ the gate asked for as that framework represents it:
 - TensorFlow: an ``EagerTensor`` (``tf.convert_to_tensor``), int64 and float64 kept.
 - Keras: the backend's array (JAX's or TensorFlow's as above; NumPy and torch as they are).
 
+A dtype argument (the ``call_dtype`` a family's adapter hands as torch's dtype) is handed
+as the framework's own: ``jnp.bfloat16``, ``tf.bfloat16``.
+
 An object a class target builds (``init``) is wrapped too, so that its calls and its
 methods' calls cross the boundary. What a call returns is read by :mod:`.convert`, to
 which :func:`prepare` adds each framework's reader: a ``jax.Array`` (exactly that type,
@@ -212,14 +215,29 @@ def _host(value):
 
 def _fits_int32(array: np.ndarray, what: str) -> np.ndarray:
     if array.size and (array.min() < INT32.min or array.max() > INT32.max):
+        farthest = int(array.max()) if array.max() > INT32.max else int(array.min())  # a value int32 lacks
         raise FrameworkError(
-            f"{what} holds int64 values beyond int32 (up to {int(array.max())}), and JAX runs with jax_enable_x64 "
+            f"{what} holds int64 values beyond int32 (such as {farthest}), and JAX runs with jax_enable_x64 "
             "off: it would hold them wrapped (jnp.asarray makes 2**40 a 0); lower the largest position or "
             "timestep the gate asks for (max_positions, t_max)")
     return array.astype(np.int32)
 
 
+def _dtype_name(value) -> str | None:
+    """The name of a torch dtype argument (``"bfloat16"``), else None: the families' child
+    adapters name the dtype a target is asked for (``call_dtype``) as torch's."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.dtype):
+        return None
+    return str(value).removeprefix("torch.")
+
+
 def to_jax(value, what: str = "an argument"):
+    name = _dtype_name(value)
+    if name is not None:
+        import jax.numpy as jnp
+
+        return getattr(jnp, name, value)  # jnp.bfloat16, as a JAX caller writes it
     array = _host(value)
     if array is None:
         return value
@@ -234,6 +252,11 @@ def to_jax(value, what: str = "an argument"):
 
 
 def to_tensorflow(value, what: str = "an argument"):
+    name = _dtype_name(value)
+    if name is not None:
+        import tensorflow as tf
+
+        return getattr(tf, name, value)  # tf.bfloat16
     array = _host(value)
     if array is None:
         return value
