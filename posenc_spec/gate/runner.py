@@ -10,8 +10,8 @@ the child's own time: :class:`~posenc_spec.gate.sandbox.OwnTime`), through
 dies is replaced (the target is imported again) until the ``MAX_DEATHS``-th death; after a
 hang, a broken reply, a resource limit or a reason to stop (``--fail-fast``) the remaining
 calls are reported as not run. When the target's turn ends its child, and everything the
-child started, is killed. A JAX or TensorFlow target's process killed by a signal is
-followed by a probe process under the same limits that runs only the framework
+child started, is killed. A JAX or TensorFlow target's process killed by a signal or
+exiting with a non-zero status is followed by a probe process under the same limits that runs only the framework
 (:meth:`Slot.framework_death`): the death is laid on the framework's needs only when the
 probe shows them.
 """
@@ -365,7 +365,9 @@ class Slot:
         the framework itself dies under this lane's limits, and which limit, when a process
         forked from ``template`` that runs no target code dies the same way (tried once per
         template); else nothing."""
-        if status is None or not os.WIFSIGNALED(status):
+        # A signal or a non-zero exit: under a tight limit XLA dies either way (SIGABRT, or status 127
+        # under --max-memory 512MiB). The probe decides; a target's own exit makes no probe die.
+        if status is None or (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
             return ""
         key = (template.pid, framework)
         if key not in self._framework_deaths:
