@@ -21,11 +21,12 @@ import os
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from timing import compilation_seconds  # noqa: E402
 
 from meta_tests.hostile import target  # noqa: E402
 from posenc_spec.gate.declaration import declare  # noqa: E402
@@ -63,16 +64,7 @@ def compilation(shapes) -> float:
     from framework_targets import _jax_vaswani
 
     jax.clear_caches()  # each repeat compiles anew, as each sealed child does
-    compiled = jax.jit(_jax_vaswani, static_argnums=(0, 1))
-    total = 0.0
-    for num_positions, dim in shapes:
-        started = time.perf_counter()
-        compiled(num_positions, dim).block_until_ready()
-        first = time.perf_counter() - started
-        started = time.perf_counter()
-        compiled(num_positions, dim).block_until_ready()
-        total += first - (time.perf_counter() - started)
-    return total
+    return compilation_seconds(jax.jit(_jax_vaswani, static_argnums=(0, 1)), shapes)
 
 
 def main() -> None:

@@ -18,11 +18,12 @@ import os
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from timing import compilation_seconds  # noqa: E402
 
 from posenc_spec.gate.declaration import declare  # noqa: E402
 from posenc_spec.gate.engine import check_many  # noqa: E402
@@ -63,15 +64,7 @@ def compilation(shapes) -> float:
     from big_vision_posemb import posemb_sincos_2d
 
     jax.clear_caches()
-    total = 0.0
-    for height, width, dim in shapes:
-        started = time.perf_counter()
-        posemb_sincos_2d(height, width, dim).block_until_ready()
-        first = time.perf_counter() - started
-        started = time.perf_counter()
-        posemb_sincos_2d(height, width, dim).block_until_ready()
-        total += first - (time.perf_counter() - started)
-    return total
+    return compilation_seconds(posemb_sincos_2d, shapes)
 
 
 def main() -> None:

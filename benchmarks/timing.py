@@ -39,3 +39,19 @@ def seconds_in_rounds(actions: dict, repeats: int) -> dict[str, list[float]]:
 def median_by_round(function, *series: list[float]) -> float:
     """The median over the rounds of ``function`` of each round's times, one from each series."""
     return statistics.median(function(*values) for values in zip(*series, strict=True))
+
+
+def compilation_seconds(call, shapes) -> float:
+    """Seconds the first ``call(*shape)`` of each shape takes beyond its second, summed: what
+    XLA spends compiling them (the caller clears JAX's caches first; ``call`` returns a
+    ``jax.Array``, waited for)."""
+    total = 0.0
+    for shape in shapes:
+        started = time.perf_counter()
+        call(*shape).block_until_ready()
+        first = time.perf_counter() - started
+        started = time.perf_counter()
+        call(*shape).block_until_ready()
+        total += first - (time.perf_counter() - started)
+    return total
+
