@@ -87,6 +87,11 @@ import numpy as np
 
 import posenc_spec
 
+# Python's own Ctrl-C handling, whatever the process that started this one left: an ignored
+# or blocked SIGINT is inherited (Python keeps SIGINT ignored when it starts ignored), and an
+# earlier test in the same pytest worker can leave it so.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
 caller = os.getpid()
 
 
