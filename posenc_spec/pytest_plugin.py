@@ -38,7 +38,7 @@ import warnings
 
 import pytest
 
-from posenc_spec.gate.keys import ALIASES, DECLARATION_KEYS, REPEATED, flag
+from posenc_spec.gate.keys import ALIASES, DECLARATION_KEYS, REPEATED, flag, plugin_flag
 from posenc_spec.gate.output.destination import shown_line
 
 # option destination -> declaration key (a key's former names too: read as the key, with a note)
@@ -55,14 +55,13 @@ def pytest_addoption(parser) -> None:
     group.addoption("--posenc-config", metavar="FILE", default=None,
                     help="a TOML file of [[targets]] (or a pyproject.toml with [tool.posenc-spec]) to gate")
     for dest, key in _KEYS.items():
-        command_flag = flag(key)
         if key == "strict":  # a switch, as on the command line
-            group.addoption("--posenc-strict", dest=dest, action="store_const", const=True, default=None,
+            group.addoption(plugin_flag(key), dest=dest, action="store_const", const=True, default=None,
                             help="as posenc-spec check --strict")
             continue
-        group.addoption("--posenc-" + command_flag[2:], dest=dest, default=None, metavar="VALUE",
+        group.addoption(plugin_flag(key), dest=dest, default=None, metavar="VALUE",
                         action="append" if key in REPEATED else "store",
-                        help=argparse.SUPPRESS if key in ALIASES else f"as posenc-spec check {command_flag}")
+                        help=argparse.SUPPRESS if key in ALIASES else f"as posenc-spec check {flag(key)}")
     group.addoption("--posenc-xfails", metavar="FILE", default=None, help="known deviations, one check id per line")
     group.addoption("--posenc-max-memory", metavar="SIZE", default=None, help="as posenc-spec check --max-memory")
     group.addoption("--posenc-max-processes", metavar="N", default=None, help="as posenc-spec check --max-processes")

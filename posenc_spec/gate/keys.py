@@ -48,6 +48,11 @@ def flag(key: str) -> str:
     return _FLAGS.get(key, "--" + key.replace("_", "-"))
 
 
+def plugin_flag(key: str) -> str:
+    """The pytest plugin's twin of a key's flag: ``t_max`` -> ``--posenc-t-max``."""
+    return "--posenc-" + flag(key)[2:]
+
+
 # What the core's keys mean, for the table of keys (docs/keys.md); the families' keys say
 # it in their FamilyKeys.help.
 CORE_HELP = {

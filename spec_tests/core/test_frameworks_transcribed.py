@@ -33,7 +33,7 @@ import pytest
 import posenc_spec
 from posenc_spec.cli import main
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.keys import flag
+from posenc_spec.gate.keys import flag, plugin_flag
 from spec_tests.assertions import check_named, failure_summary
 
 pytest.importorskip("jax", reason="jax is not installed: pip install posenc-spec[jax]")
@@ -76,8 +76,8 @@ def _require(target: str) -> None:
         pytest.skip("flax is not installed: pip install flax")
 
 
-def _flags(keys: dict, prefix: str = "--") -> list[str]:
-    return [part for key, value in keys.items() for part in (prefix + flag(key)[2:], str(value))]
+def _flags(keys: dict, spell=flag) -> list[str]:
+    return [part for key, value in keys.items() for part in (spell(key), str(value))]
 
 
 def _by_command_line(target: str, keys: dict, folder: Path) -> set[str]:
@@ -92,7 +92,7 @@ def _by_command_line(target: str, keys: dict, folder: Path) -> set[str]:
 def _by_plugin(target: str, keys: dict, folder: Path) -> set[str]:
     """The failed items of ``pytest --posenc-target ... --posenc-items check`` run as a user runs it."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rf", "-n", "0",
-               "--posenc-target", target, *_flags(keys, "--posenc-"), "--posenc-items", "check"]
+               "--posenc-target", target, *_flags(keys, plugin_flag), "--posenc-items", "check"]
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600, env=os.environ)
     failed = set(re.findall(r"^FAILED posenc::\S+::(\S+)", done.stdout, re.MULTILINE))
     assert done.returncode == (1 if failed else 0), done.stdout + done.stderr

@@ -131,7 +131,6 @@ def apply(x, positions, conv: RopeConvention, head_dim: int, layout: str = "half
     return out
 
 
-
 def apply_with_table(x, positions, conv: RopeConvention, head_dim: int, layout: str, table_layout: str,
                      seq_len=None) -> np.ndarray:
     """``x`` rotated by an apply that pairs features as ``layout`` while its cos and sin are

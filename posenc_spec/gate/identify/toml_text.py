@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..keys import flag
+from ..keys import flag, plugin_flag
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -90,13 +90,14 @@ def _flag_value(item) -> str:
     return str(item)
 
 
-def flags(keys: dict, prefix: str = "--") -> str:
+def flags(keys: dict, spell=flag) -> str:
     """The same keys as ``posenc-spec check`` flags: ``--layout concat``; a table (a key
     given once per ``KEY=VALUE`` item, ``--rope-param factor=8``) as one flag per item.
-    ``prefix`` starts each flag (``--posenc-`` for the pytest plugin's twins)."""
+    ``spell`` names each key's flag (:func:`~posenc_spec.gate.keys.plugin_flag` for the
+    pytest plugin's twins)."""
     parts = []
     for key, item in keys.items():
-        name = prefix + flag(key)[2:]
+        name = spell(key)
         if isinstance(item, dict):
             parts += [f"{name} {entry}={_flag_value(element)}" for entry, element in item.items()]
         else:
@@ -106,7 +107,7 @@ def flags(keys: dict, prefix: str = "--") -> str:
 
 def plugin_flags(keys: dict) -> str:
     """The same keys as the pytest plugin's flags: ``--posenc-layout concat``."""
-    return flags(keys, "--posenc-")
+    return flags(keys, plugin_flag)
 
 
 def keywords(keys: dict) -> str:
