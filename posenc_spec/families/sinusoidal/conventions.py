@@ -99,6 +99,11 @@ class Convention:
     def replace(self, **changes) -> Convention:
         return dataclasses.replace(self, **changes)
 
+    def for_width(self, width: int) -> Convention:
+        """This convention for a table of ``width``: ``odd`` decides odd widths only, so
+        conventions that differ in it alone share their even tables (``odd = "error"``'s)."""
+        return self if width % 2 else self.replace(odd="error")
+
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 

@@ -26,16 +26,11 @@ from posenc_spec.families.sinusoidal.tolerance import angle_term, tolerance_from
 UINT8_VALUES = 256
 
 
-def convention_at(declared: Convention, width: int) -> Convention:
-    """The declared convention for a table of ``width`` (``odd`` decides odd widths only)."""
-    return declared if width % 2 else declared.replace(odd="error")
-
-
 def made_table(declared: Convention, table, column_omega_of, angle_of=None) -> tuple[np.ndarray, np.ndarray]:
     """``(values, bound)``: the declared formula at ``table``'s rows with each column's
     frequency ``column_omega_of(conv, width, columns)`` (and the angles mapped by ``angle_of``),
     and the bound of a correct table of those angles in ``table``'s dtype."""
-    conv = convention_at(declared, table.width)
+    conv = declared.for_width(table.width)
     columns = conv.columns(table.width)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         column_omega = np.where(columns.is_zero, 0.0, column_omega_of(conv, table.width, columns))

@@ -33,7 +33,7 @@ import numpy as np
 from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.families.sinusoidal.conventions import Convention
-from posenc_spec.families.sinusoidal.frequencies import by_pair, convention_at, explains
+from posenc_spec.families.sinusoidal.frequencies import by_pair, explains
 from posenc_spec.gate.calls import held_in
 from posenc_spec.gate.narrow import MIN_TELLING, NARROW, held_throughout, rounded_angle_evidence, sampled
 from posenc_spec.tolerance import unit_roundoff
@@ -80,7 +80,7 @@ def _output_stage(declared: Convention, tables: list, dtype: str) -> bool:
 def _angle_evidence(declared: Convention, table, dtype: str) -> int | None:
     """How many failing elements of ``table`` tell an angle rounded to ``dtype`` (None when a
     failing element is no value of such an angle: :func:`posenc_spec.gate.narrow.rounded_angle_evidence`)."""
-    conv = convention_at(declared, table.width)
+    conv = declared.for_width(table.width)
     expected = checks.expectation(table.judged_at, table.width, declared, table.sample.dtype)
     failing = np.flatnonzero(np.abs(table.sample.table - expected.table).ravel() > expected.tolerance.ravel())
     if failing.size == 0:

@@ -112,8 +112,7 @@ def expectation(positions, width: int, convention: str | Convention, out_dtype,
     conv = get_convention(convention)
     key = positions if isinstance(positions, (int, np.integer)) else np.asarray(positions, np.float64).tobytes()
     dtype = dtype_name(out_dtype)
-    # ``odd`` decides only odd widths: conventions that differ in it alone share their even tables.
-    table_conv = conv if width % 2 else conv.replace(odd="error")
+    table_conv = conv.for_width(width)
     base = (key, width, table_conv, degenerate_limit)
 
     def make_exact():
