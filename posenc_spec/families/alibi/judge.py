@@ -16,10 +16,9 @@ judge, for the family's own tests and its corpus.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
+from posenc_spec.caching import BoundedCache
 from posenc_spec.gate.calls import Outcome, made_here
 from posenc_spec.gate.judge import Results, call_status, failed, passed
 from posenc_spec.results import CheckResult, noted, skipped
@@ -103,29 +102,20 @@ def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positio
 # keys) would push every small one out before the next target asked for it again.
 KEPT_EXPECTATION_BYTES = 2**27
 KEPT_SHARE = 32
-_kept: OrderedDict = OrderedDict()
-_kept_bytes = [0]  # the bytes of the arrays in _kept
+_kept = BoundedCache(KEPT_EXPECTATION_BYTES, largest=KEPT_EXPECTATION_BYTES // KEPT_SHARE)
 
 
 def call_expectation(call: AlibiCall, convention: AlibiConvention, dtype: str) -> properties.BiasExpectation:
     """:func:`~.properties.expectation` of one call, made once per head count, call geometry,
     convention and dtype in a process and kept (read-only) for the next call that asks, when
     small enough to keep."""
-    key = (call.num_heads, call.q_len, call.k_len, call.mask, convention, dtype)
-    exp = _kept.get(key)
-    if exp is not None:
-        _kept.move_to_end(key)
-        return exp
-    exp = properties.expectation(call.num_heads, positions_of(call, convention), convention, dtype)
-    if _nbytes(exp) > KEPT_EXPECTATION_BYTES // KEPT_SHARE:
-        return exp
-    for array in (exp.table, exp.tolerance, exp.judged, exp.shifted_tolerance):
-        array.setflags(write=False)
-    _kept[key] = exp
-    _kept_bytes[0] += _nbytes(exp)
-    while len(_kept) > 1 and _kept_bytes[0] > KEPT_EXPECTATION_BYTES:
-        _kept_bytes[0] -= _nbytes(_kept.popitem(last=False)[1])
-    return exp
+    def make():
+        exp = properties.expectation(call.num_heads, positions_of(call, convention), convention, dtype)
+        for array in (exp.table, exp.tolerance, exp.judged, exp.shifted_tolerance):
+            array.setflags(write=False)
+        return exp, _nbytes(exp)
+
+    return _kept.get((call.num_heads, call.q_len, call.k_len, call.mask, convention, dtype), make)
 
 
 def _nbytes(exp: properties.BiasExpectation) -> int:

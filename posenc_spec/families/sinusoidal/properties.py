@@ -12,13 +12,12 @@ quantity by the first-order rule written beside the check.
 
 from __future__ import annotations
 
-import collections
-import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
+from posenc_spec.caching import BoundedCache
 from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal.conventions import Columns, Convention, get_convention
 from posenc_spec.families.sinusoidal.tolerance import angle_term, tolerance_from_term
@@ -54,31 +53,6 @@ class Expectation:
         return np.flatnonzero(self.columns.is_first & (self.columns.partner >= 0))
 
 
-class _BoundedCache:
-    """The most recently used values, up to ``budget`` bytes of arrays in all: the gate
-    checks many targets on one grid, and its largest tables take 32 MB each."""
-
-    def __init__(self, budget: int):
-        self.budget, self.used = budget, 0
-        self.values: collections.OrderedDict = collections.OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key, make):
-        with self.lock:
-            if key in self.values:
-                self.values.move_to_end(key)
-                return self.values[key][0]
-        value, size = make()
-        with self.lock:
-            if key not in self.values:
-                self.values[key] = (value, size)
-                self.used += size
-            while self.used > self.budget and len(self.values) > 1:
-                _, (_, dropped) = self.values.popitem(last=False)
-                self.used -= dropped
-        return value
-
-
 class _Exact(NamedTuple):
     """What a size and convention hold whatever the output dtype: the rows' positions, the
     float64 table, its columns and the angle term of its bound."""
@@ -100,8 +74,8 @@ def _exact(positions, width: int, conv: Convention, degenerate_limit: bool) -> _
 # Each cache holds only its own arrays (the tables and angle terms; the bounds), so that
 # their sizes are what the cache keeps alive: an Expectation is assembled on each call.
 CACHE_BYTES = 1 << 30  # room for the expected tables of several conventions at 4096 x 1024
-_tables = _BoundedCache(CACHE_BYTES // 2)
-_bounds = _BoundedCache(CACHE_BYTES // 2)
+_tables = BoundedCache(CACHE_BYTES // 2)
+_bounds = BoundedCache(CACHE_BYTES // 2)
 
 
 def expectation(positions, width: int, convention: str | Convention, out_dtype,

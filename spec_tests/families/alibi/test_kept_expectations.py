@@ -5,16 +5,20 @@ than the budget."""
 import numpy as np
 import pytest
 
+from posenc_spec.caching import BoundedCache
 from posenc_spec.families.alibi import judge
 from posenc_spec.families.alibi.conventions import get_convention
 from posenc_spec.families.alibi.grid import calls
 from posenc_spec.families.alibi.properties import expectation
 
 
+def _keep(monkeypatch, budget):
+    monkeypatch.setattr(judge, "_kept", BoundedCache(budget, largest=budget // judge.KEPT_SHARE))
+
+
 @pytest.fixture
 def empty_keep(monkeypatch):
-    monkeypatch.setattr(judge, "_kept", type(judge._kept)())
-    monkeypatch.setattr(judge, "_kept_bytes", [0])
+    _keep(monkeypatch, judge.KEPT_EXPECTATION_BYTES)
 
 
 @pytest.mark.parametrize(("name", "signature"), [("paper", "module-ij"), ("bloom", "mask-heads-dtype"),
@@ -39,11 +43,12 @@ def test_kept_expectations_stay_within_the_budget(empty_keep, monkeypatch):
     sizes = [judge._nbytes(expectation(call.num_heads, judge.positions_of(call, conv), conv)) for call in asked]
     budget = sum(sizes) // 2
     assert max(sizes) <= budget // judge.KEPT_SHARE  # every one small enough to keep
-    monkeypatch.setattr(judge, "KEPT_EXPECTATION_BYTES", budget)
+    _keep(monkeypatch, budget)
     made = [judge.call_expectation(call, conv, "float32") for call in asked]
-    assert 1 < len(judge._kept) < len(made)
-    assert judge._kept_bytes[0] == sum(judge._nbytes(exp) for exp in judge._kept.values()) <= budget
-    assert list(judge._kept.values()) == made[-len(judge._kept):]
+    kept = [exp for exp, _ in judge._kept.values.values()]
+    assert 1 < len(kept) < len(made)
+    assert judge._kept.used == sum(judge._nbytes(exp) for exp in kept) <= budget
+    assert kept == made[-len(kept):]
 
 
 def test_long_expectations_are_not_kept(empty_keep):
@@ -52,4 +57,4 @@ def test_long_expectations_are_not_kept(empty_keep):
     longest = calls("module-ij", 128, conv)[-1]
     assert judge._nbytes(judge.call_expectation(longest, conv, "float32")) > \
         judge.KEPT_EXPECTATION_BYTES // judge.KEPT_SHARE
-    assert not judge._kept
+    assert not judge._kept.values
