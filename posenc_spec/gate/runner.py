@@ -190,6 +190,7 @@ class Slot:
         self.root, self.limits, self.own_root, self.learned = root, limits, own_root, learned
         self._template: Template | None = None
         self._taught: tuple[Template | None, int] = (None, 0)  # the slot template, and how many names it imported
+        self._module_taught = 0  # how many of the run's learned names the module template has imported
         self._module: tuple[str, Template | None, TargetRun] | None = None
         self._unshared: set = set()  # modules whose import starts threads a fork would lose
         self._framework_deaths: dict[tuple, str] = {}  # (template, framework) -> what framework_death says
@@ -251,16 +252,39 @@ class Slot:
             self._template = None
         self.learned = None
 
+    def teach_module(self) -> None:
+        """Import into the module template the modules the run has learned since it was forked
+        (a call's lazy imports: a model's code loaded on first use), for its next children. The
+        template ran the module's import, so its answer is not trusted beyond this lane's
+        speed: an import it says it refused, or that fails it, ends the template (the module's
+        next targets import in children of the slot template)."""
+        if self.learned is None or self._module is None or self._module[1] is None:
+            return
+        (module_name, _, _), module, _ = self._module
+        names, learned = self.learned.since(self._module_taught)
+        if not names:
+            return
+        header = {"op": "learned", "modules": names,
+                  "keep_out": [name for name in self.learned.keep_out if name != module_name]}
+        try:
+            reply = module.request(header, deadline=OwnTime(self.limits.timeout, module.pid))
+        except SandboxError:
+            reply = {}
+        if reply.get("ok") is True:
+            self._module_taught = learned
+        else:
+            self.end_module()
+
     # -- module templates ------------------------------------------------------------------
 
     def share_module(self, target: str, search_path=(), framework: dict | None = None) -> None:
         """Import ``target``'s module once in a module template for the targets that follow
         (until :meth:`end_module` or another module), after the declared ``framework``."""
         self.ensure()
-        self.teach()
         key = (module_key(target), tuple(search_path), _framework_key(framework))
         if self._module is not None and self._module[0] == key:
             return
+        self.teach()  # before the module's template is forked: what it imports is then there
         self.end_module()
         if key in self._unshared:
             return
@@ -274,6 +298,8 @@ class Slot:
         try:
             reply = module.request({"op": "import", "target": target, "framework": framework}, deadline=deadline)
             imported = TargetRun(reply.get("ok") is True, text(reply.get("message", "")), ImportState.of(reply))
+            if self.learned is not None:  # the libraries the module imported: the next module's template has them
+                self.learned.add(reply.get("learned"))
         except SandboxError:
             late = deadline.remaining() <= 0
             imported = TargetRun(False, f"importing {target} did not finish within the {self.limits.timeout:g} s "
@@ -288,6 +314,7 @@ class Slot:
             self._discard(module)
             module = None
         self._module = (key, module, imported)
+        self._module_taught = self._taught[1]  # forked from the slot template just taught
 
     def end_module(self) -> None:
         if self._module is not None:
@@ -317,17 +344,23 @@ class Slot:
         dies or stops during the turn fails the call it happened in (the calls after it are
         not run); one found dead before the turn is replaced first."""
         self.ensure()
-        self.teach()
+        if self._shared(target, search_path, how) is None:
+            self.teach()  # a child forked from the slot template: what the run learned is imported first
+        else:
+            self.teach_module()
         turn = self._turn(target, requests, search_path, stop_after, how)
         why = self.helpers_failed()
         if why is not None:
             blame_helper_failure(turn, why)
         return turn
 
+    def _shared(self, target: str, search_path, how) -> tuple | None:
+        """The module template this target's turn shares (see :meth:`share_module`), or None."""
+        key = (module_key(target), tuple(search_path), _framework_key((how or {}).get("framework")))
+        return self._module if self._module is not None and self._module[0] == key else None
+
     def _turn(self, target: str, requests, search_path, stop_after, how) -> TargetRun:
-        framework = (how or {}).get("framework")
-        if self._module is not None and self._module[0] == (module_key(target), tuple(search_path),
-                                                             _framework_key(framework)):
+        if self._shared(target, search_path, how) is not None:
             _, module, imported = self._module
             if module is None:
                 return TargetRun(False, imported.import_message)

@@ -6,6 +6,7 @@ that is not an installed library's file."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -55,6 +56,46 @@ def test_a_later_target_finds_the_library_an_earlier_call_imported(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     reports = check_named({name: declare({"target": f"{name}:table", "api": "table", "max_positions": 64})
                            for name in ("imports_it", "looks_for_it")})
+    for name, report in reports.items():
+        assert report.conforms, f"{name}: {failure_summary(report)}"
+
+
+def _two_tables(folder, name: str, first_body: str, second_body: str, header: str = "") -> None:
+    """A module of two table functions, ``first`` and ``second``, their bodies before the table."""
+    _write(folder, name, first_body)
+    one = (folder / f"{name}.py").read_text(encoding="utf-8")
+    _write(folder, name, second_body)
+    two = (folder / f"{name}.py").read_text(encoding="utf-8").replace("def table(", "def second(")
+    (folder / f"{name}.py").write_text(header + one.replace("def table(", "def first(") + two, encoding="utf-8")
+
+
+def test_the_libraries_a_shared_modules_import_brought_are_learned(tmp_path, monkeypatch):
+    """A module two targets share is imported once, in a template of its own; the library its
+    import brought is learned from there: a target of another module finds it imported."""
+    pytest.importorskip(LIBRARY)
+    _two_tables(tmp_path, "imports_it", "pass", "pass", header=f"import {LIBRARY}  # noqa: F401\n")
+    _write(tmp_path, "looks_for_it", f"""
+        if {LIBRARY!r} not in FOUND_AT_IMPORT:
+            raise RuntimeError("{LIBRARY} was not imported before this module")""")
+    looks = tmp_path / "looks_for_it.py"
+    looks.write_text(f"import sys\nFOUND_AT_IMPORT = set(sys.modules)\n{looks.read_text()}", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    reports = check_named({target: declare({"target": target, "api": "table", "max_positions": 64})
+                           for target in ("imports_it:first", "imports_it:second", "looks_for_it:table")})
+    for name, report in reports.items():
+        assert report.conforms, f"{name}: {failure_summary(report)}"
+
+
+def test_a_shared_modules_next_target_finds_what_an_earlier_call_imported(tmp_path, monkeypatch):
+    """The first target's call imports a library; the second target of the same module, forked
+    from the module's template, finds it imported when first called (it raises otherwise)."""
+    pytest.importorskip(LIBRARY)
+    _two_tables(tmp_path, "lazily", f"import {LIBRARY}  # noqa: F401", f"""
+        if {LIBRARY!r} not in sys.modules:
+            raise RuntimeError("{LIBRARY} was not imported before this call")""")
+    monkeypatch.chdir(tmp_path)
+    reports = check_named({target: declare({"target": target, "api": "table", "max_positions": 64})
+                           for target in ("lazily:first", "lazily:second")})
     for name, report in reports.items():
         assert report.conforms, f"{name}: {failure_summary(report)}"
 
@@ -141,3 +182,26 @@ def test_an_import_that_brings_a_targets_module_or_a_thread_taints_the_template(
     assert keep_out == {"ok": False, "tainted": "imports_the_target"}
     assert thread == {"ok": False, "tainted": "starts_a_thread"}
     assert imported == ["plain"]
+
+
+OPENBLAS_IN_A_TEMPLATE = """
+import json
+import numpy
+from posenc_spec.gate.child.learned import _threads, import_learned
+before = _threads()
+answer = import_learned(["scipy.linalg"], [])
+print(json.dumps([answer, _threads() - before]))
+"""
+
+
+def test_openblas_threads_do_not_taint_the_template():
+    """SciPy's own OpenBLAS starts a pool of threads when loaded, which it shuts down before
+    every fork: importing it leaves the template usable."""
+    pytest.importorskip("scipy.linalg")
+    environment = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    done = subprocess.run([sys.executable, "-c", OPENBLAS_IN_A_TEMPLATE], capture_output=True, text=True,
+                          check=True, env=environment)
+    answer, started = json.loads(done.stdout)
+    if not started:
+        pytest.skip("SciPy's OpenBLAS started no thread here (a single core, or a build without threads)")
+    assert answer == {"ok": True}

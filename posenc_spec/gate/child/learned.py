@@ -55,13 +55,14 @@ def import_learned(names, keep_out) -> dict:
     """Import ``names`` here, in order: ``{"ok": true}``, or ``{"ok": false, "tainted": name}``
     the moment an import also imports a module of ``keep_out`` (a target's own module) or
     leaves a thread running (every child is forked from here: a fork copies one thread, and
-    a lock another held stays held): this process may then fork no more targets. What the
+    a lock another held stays held; OpenBLAS's pool excepted, which shuts itself down before a
+    fork): this process may then fork no more targets. What the
     imports change of the global state is the starting state of every child forked from
     here, as with ``--preload``: the target whose process imported the module first was told
     of it. A module that cannot be imported is left out (each target that imports it is
     told, as before)."""
     keep_out = [module for module in keep_out if module not in sys.modules]  # --preload may have imported some
-    threads = _threads()
+    threads = _threads() - _blas_pool_threads()
     for name in names:
         if name in sys.modules:
             continue
@@ -69,7 +70,7 @@ def import_learned(names, keep_out) -> dict:
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001 -- its importer is told, not the template
             pass
-        if any(module in sys.modules for module in keep_out) or _threads() > threads:
+        if any(module in sys.modules for module in keep_out) or _threads() - _blas_pool_threads() > threads:
             return {"ok": False, "tainted": name}
     return {"ok": True}
 
@@ -80,3 +81,34 @@ def _threads() -> int:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return threading.active_count()
+
+
+# OpenBLAS (NumPy's and SciPy's own copies among them) starts its pool of threads when loaded
+# and shuts it down before every fork (its pthread_atfork handler); a child starts the pool
+# again on its first call. Those threads are the one kind a fork does not lose.
+_OPENBLAS_THREADS = ("openblas_get_num_threads", "openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                     "scipy_openblas_get_num_threads64_")
+
+
+def _blas_pool_threads() -> int:
+    """The worker threads of the OpenBLAS libraries loaded in this process (Linux)."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
+    except OSError:
+        return 0
+    workers = 0
+    for path in sorted(paths):
+        try:
+            library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)  # loaded already: nothing runs
+        except OSError:
+            continue
+        for symbol in _OPENBLAS_THREADS:
+            count = getattr(library, symbol, None)
+            if count is not None:
+                count.restype = ctypes.c_int
+                workers += max(count() - 1, 0)  # the calling thread is one of the pool's
+                break
+    return workers

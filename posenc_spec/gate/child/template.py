@@ -14,6 +14,8 @@ child's own socket passed along (SCM_RIGHTS)::
                                             import the target's module here (a per-module
                                             template: its children share that import only),
                                             after its declared framework (``frameworks.prepare``);
+                                            the reply's ``learned`` names the installed modules
+                                            it imported (:mod:`.learned`);
                                             the reply's ``threads`` says what started threads
                                             that a fork would lose (JAX's backend): then no
                                             child is forked from it
@@ -147,12 +149,17 @@ def _import_here(request: dict) -> dict:
 
         reply = import_learned(request.get("modules", []), request.get("keep_out", []))
     else:
+        from .learned import NewModules
         from .serve import import_target
 
+        imported = NewModules()
         function, message, changes, effects, failures = import_target(request["target"], module_only=True,
                                                                       framework=request.get("framework"))
+        # The libraries the module imported, for the slot template to import before the next
+        # module's template is forked (this process ran target code: the gate checks each name).
         reply = {"ok": function is not None, "message": message, "import_changes": changes,
-                 "import_effects": effects, "import_failures": failures, "threads": _started_threads()}
+                 "import_effects": effects, "import_failures": failures, "threads": _started_threads(),
+                 "learned": imported.take()}
     gc.freeze()
     return reply
 
