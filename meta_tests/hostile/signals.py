@@ -3,7 +3,7 @@ test's own, with the target's signals confined: ``test_confine_signals_gate.py``
 correct targets that signal themselves. Each returns the correct table.
 
 Verdict of each attacker: does not conform, its call raising ``PermissionError`` (the
-confinement refuses the signal); the gate, its templates and the targets after it are
+confinement refuses the signal, or the change of the gate's resource limits); the gate, its templates and the targets after it are
 untouched. Verdict of each target that signals itself: conforms.
 """
 
@@ -80,6 +80,14 @@ def sends_sigio_to_the_gate(num_positions, dim):
     fcntl.fcntl(read_end, 10, signal.SIGKILL)  # F_SETSIG
     fcntl.fcntl(read_end, fcntl.F_SETFL, os.O_ASYNC | os.O_NONBLOCK)
     os.write(write_end, b"x")
+    return vaswani(num_positions, dim)
+
+
+def limits_the_gates_cpu(num_positions, dim):
+    """Sets the gate's CPU-time limit to one second (the kernel would kill it then)."""
+    import resource
+
+    resource.prlimit(_gate(), resource.RLIMIT_CPU, (1, 1))
     return vaswani(num_positions, dim)
 
 

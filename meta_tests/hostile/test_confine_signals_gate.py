@@ -29,7 +29,7 @@ SIGNALLED_UID = OTHER_UID + 1
 TIMEOUT = 5
 WORKTREE = Path(__file__).resolve().parents[2]
 ATTACKS = ("stops_its_parent", "kills_its_parent", "stops_the_gate", "interrupts_the_gate", "kills_the_gates_group",
-           "stops_every_process", "sends_sigio_to_the_gate")
+           "stops_every_process", "sends_sigio_to_the_gate", "limits_the_gates_cpu")
 SELF_SIGNALLING = ("signals_itself",)
 REFUSED = "Operation not permitted"
 FILTERED = {**os.environ, SIGNAL_FILTER_SWITCH: "on", "POSENC_SPEC_CONFINEMENT": "on"}
