@@ -3,8 +3,8 @@ test's own, with the target's signals confined: ``test_confine_signals_gate.py``
 correct targets that signal themselves. Each returns the correct table.
 
 Verdict of each attacker: does not conform, its call raising ``PermissionError`` (the
-confinement refuses the signal, or the change of the gate's resource limits); the gate, its templates and the targets after it are
-untouched. Verdict of each target that signals itself: conforms.
+confinement refuses the signal, or the change of the gate's resource limits); the gate, its
+templates and the targets after it are untouched. Verdict of each target that signals itself: conforms.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import threading
 
 import pytest
 
-from posenc_spec.gate.child import confine_signals
+from posenc_spec.gate.child import confine_signals, confinement
 
 pytestmark = pytest.mark.skipif(not confine_signals.available(),
                                 reason="needs a seccomp filter: Linux on x86_64 or aarch64")
@@ -220,3 +220,12 @@ def test_every_jump_of_the_filter_goes_forward_to_an_instruction():
             if code & 0x07 == 0x05:  # a jump
                 assert index + 1 + max(true, false) < len(instructions)
         assert instructions[-1][0] == 0x06  # the last instruction returns
+
+
+def test_without_landlock_the_warning_names_signals_only_where_no_filter_keeps_them(monkeypatch):
+    """Without Landlock the confinement's warning says that writes are not confined; it says
+    that signals are not either only when no signal filter stands in for Landlock."""
+    monkeypatch.setattr(confinement, "landlock_abi", lambda: 0)
+    unscoped, filtered = confinement.confine(None), confinement.confine(None, scope_signals=False)
+    assert "could write wherever this user can" in unscoped and "could write wherever this user can" in filtered
+    assert "signal" in unscoped and "signal" not in filtered, (unscoped, filtered)
