@@ -6,8 +6,9 @@ imports torch while the gate prepares) and kept for later runs; a run that prelo
 of a run (``-j N`` slots) forks a *slot* template from it; a slot template is a subreaper, so whatever a
 target leaves running, double-forked or in a new session, is re-parented to it and killed
 when the target's turn ends. Targets that share a module may share a *module* template, forked from the slot
-template, that has imported that module once; every target still runs in a sealed child
-of its own (:class:`~posenc_spec.gate.runner._Child`), forked for it and killed after it.
+template, that has imported that module once (not where a seccomp filter keeps the targets'
+signals: :func:`signals_filtered`); every target still runs in a sealed child of its own
+(:class:`~posenc_spec.gate.runner._Child`), forked for it and killed after it.
 
 A module template has run the target's import, so the gate trusts nothing it says beyond
 the protocol: it may only make its own targets fail. The root and slot templates run no
