@@ -1,7 +1,8 @@
 """Targets that signal the processes around them (``meta_tests/hostile/signals.py``), run by
 ``posenc-spec check`` and through the Python API as an ordinary user, with the target's
 signals kept by the seccomp filter (``POSENC_SPEC_SIGNAL_FILTER=on``: what a kernel whose
-Landlock does not scope signals gets, GitHub's Linux 6.8 runners among them). Every attack
+Landlock does not scope signals gets, GitHub's Linux 6.8 runners among them), and one that
+sets the gate's CPU-time limit (the socket filter refuses it on every kernel). Every attack
 fails its own target only; the targets that signal themselves conform.
 
 The ordinary user is one no other test runs as (``SIGNALLED_UID``), emulated from root: were
