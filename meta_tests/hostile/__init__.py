@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from posenc_spec.gate.child import confine_signals
+from posenc_spec.gate.child.confinement import SCOPE_ABI, landlock_abi
 from posenc_spec.gate.engine import plan
 from posenc_spec.gate.output import json_report
+from posenc_spec.gate.sandbox import confinement_wanted
 from posenc_spec.results import STATUSES
 
 HERE = Path(__file__).resolve().parent
@@ -23,6 +26,9 @@ HERE = Path(__file__).resolve().parent
 MAX_POSITIONS = 64
 ENTRY_KEYS = {"position", "target", "resolved", "source", "declaration", "status", "seconds", "warnings", "checks"}
 WORST_KEYS = {"index", "size", "actual", "expected", "error", "tolerance", "ratio"}
+# Whether a confined target of an ordinary user signals nothing outside its own processes:
+# Landlock scopes its signals (ABI 6, Linux 6.12), or the seccomp signal filter keeps them.
+SIGNALS_CONFINED_AS_USER = confinement_wanted() and (landlock_abi() >= SCOPE_ABI or confine_signals.available())
 
 
 def target(module: str, function: str) -> str:

@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import platform
+import resource
 import socket
 
 import pytest
@@ -137,8 +138,46 @@ def _io_uring_disabled() -> bool:
 def test_every_jump_of_the_filter_goes_forward_to_an_instruction():
     """The kernel takes only forward jumps within the program, each ending in a return."""
     for abi in confine_sockets._ABIS.values():
-        instructions = confine_sockets.program(abi)
+        instructions = confine_sockets.program(abi, 4_194_304)
         for index, (code, true, false, _) in enumerate(instructions):
             if code & 0x07 == 0x05:  # a jump
                 assert index + 1 + max(true, false) < len(instructions)
         assert instructions[-1][0] == 0x06  # the last instruction returns
+
+
+@needs_filter
+def test_the_filter_keeps_resource_limits_to_the_process_itself():
+    """``prlimit`` of another process (its parent here: the gate, for a target) is refused
+    with EPERM, reading it too; the process reads and changes its own limits by 0 and by its
+    own id (``setrlimit``, ``getrlimit``)."""
+    parent = os.getpid()
+
+    def own_limit_lowered():
+        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
+        resource.prlimit(os.getpid(), resource.RLIMIT_CORE, (0, hard))
+
+    got = _filtered({"prlimit(parent, RLIMIT_CPU, 1 s)": lambda: resource.prlimit(parent, resource.RLIMIT_CPU, (1, 1)),
+                     "prlimit(parent), reading": lambda: resource.prlimit(parent, resource.RLIMIT_CPU),
+                     "its own limits": own_limit_lowered})
+    assert got == {"installed": "", "prlimit(parent, RLIMIT_CPU, 1 s)": f"refused ({errno.EPERM})",
+                   "prlimit(parent), reading": f"refused ({errno.EPERM})", "its own limits": "allowed"}, got
+    assert resource.getrlimit(resource.RLIMIT_CPU) != (1, 1)
+
+
+@needs_filter
+def test_without_the_filter_a_process_may_change_its_parents_limits():
+    """Unfiltered, a forked child of the same user lowers its parent's (the test's) core
+    file limit: the refusal above is the filter's. The limit is put back."""
+    before = resource.getrlimit(resource.RLIMIT_CORE)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            resource.prlimit(os.getppid(), resource.RLIMIT_CORE, (0, before[1]))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    try:
+        assert resource.getrlimit(resource.RLIMIT_CORE) == (0, before[1])
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, before)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from meta_tests.another_user import OTHER_UID, run_as_other_user
-from meta_tests.hostile import MAX_POSITIONS, target
+from meta_tests.hostile import MAX_POSITIONS, SIGNALS_CONFINED_AS_USER, target
 from meta_tests.hostile.test_cli import RUN_LIMIT
 from posenc_spec.gate.child import confine_sockets
 from posenc_spec.gate.child.confinement import SCOPE_ABI, landlock_abi
@@ -32,8 +32,9 @@ SOCKET_ATTEMPTS = ("connect to a TCP port on 127.0.0.1", "connect to a unix sock
 EVERY_ATTEMPT = ATTEMPTS + SOCKET_ATTEMPTS
 VICTIM = "VALUE = 1\n"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="emulates an ordinary user from root")
-needs_scoping = pytest.mark.skipif(landlock_abi() < SCOPE_ABI,
-                                   reason=f"needs Landlock ABI {SCOPE_ABI} (Linux 6.12) to confine signals and sockets")
+needs_scoping = pytest.mark.skipif(landlock_abi() == 0 or not SIGNALS_CONFINED_AS_USER,
+                                   reason=f"needs Landlock, and its ABI {SCOPE_ABI} (Linux 6.12) or the seccomp signal "
+                                          "filter to confine signals")
 needs_filter = pytest.mark.skipif(not confine_sockets.available(),
                                   reason="needs a seccomp filter: Linux on x86_64 or aarch64")
 

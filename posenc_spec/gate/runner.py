@@ -37,6 +37,7 @@ from .sandbox import (
     describe_status,
     revive_root,
     root_template,
+    signals_filtered,
     target_watch,
 )
 from .wire import change_lines, encode_args, read_outcome, request_bytes, text
@@ -279,7 +280,13 @@ class Slot:
 
     def share_module(self, target: str, search_path=(), framework: dict | None = None) -> None:
         """Import ``target``'s module once in a module template for the targets that follow
-        (until :meth:`end_module` or another module), after the declared ``framework``."""
+        (until :meth:`end_module` or another module), after the declared ``framework``. Not
+        where a target's signals are kept by the seccomp filter (:func:`signals_filtered`):
+        the filter a module template would install for itself would be its children's too,
+        refusing each its own signals; each target imports its module in its own child."""
+        if signals_filtered():
+            self.end_module()
+            return
         self.ensure()
         key = (module_key(target), tuple(search_path), _framework_key(framework))
         if self._module is not None and self._module[0] == key:

@@ -6,8 +6,9 @@ imports torch while the gate prepares) and kept for later runs; a run that prelo
 of a run (``-j N`` slots) forks a *slot* template from it; a slot template is a subreaper, so whatever a
 target leaves running, double-forked or in a new session, is re-parented to it and killed
 when the target's turn ends. Targets that share a module may share a *module* template, forked from the slot
-template, that has imported that module once; every target still runs in a sealed child
-of its own (:class:`~posenc_spec.gate.runner._Child`), forked for it and killed after it.
+template, that has imported that module once (not where a seccomp filter keeps the targets'
+signals: :func:`signals_filtered`); every target still runs in a sealed child of its own
+(:class:`~posenc_spec.gate.runner._Child`), forked for it and killed after it.
 
 A module template has run the target's import, so the gate trusts nothing it says beyond
 the protocol: it may only make its own targets fail. The root and slot templates run no
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import socket
 import subprocess
@@ -32,7 +34,7 @@ from posenc_spec.text import one_line
 
 from . import options
 from .child import limits as os_limits
-from .child.confinement import remove_tree
+from .child.confinement import SCOPE_ABI, landlock_abi, remove_tree
 from .child.protocol import ChannelError, Reader, send
 from .child.template import command
 from .errors import UsageError
@@ -45,12 +47,35 @@ TEMPLATE_REPLY_SECONDS = 30.0  # fork, kill and reap: milliseconds
 
 CONFINEMENT_SWITCH = "POSENC_SPEC_CONFINEMENT"  # "off": targets run unconfined (child.confinement)
 WRITABLE_FOLDERS = "POSENC_SPEC_WRITABLE"  # folders, os.pathsep apart, that confined targets may also write
+# "on" (for testing): a confined target's signals are kept by the seccomp filter
+# (child.confine_signals), as on a kernel whose Landlock does not scope them, whatever this kernel offers
+SIGNAL_FILTER_SWITCH = "POSENC_SPEC_SIGNAL_FILTER"
 
 
 def confinement_wanted() -> bool:
     """Whether target code runs confined (:mod:`posenc_spec.gate.child.confinement`): unless
     ``POSENC_SPEC_CONFINEMENT=off``."""
     return os.environ.get(CONFINEMENT_SWITCH, "").strip().lower() != "off"
+
+
+def signals_filtered() -> bool:
+    """Whether a confined target's signals are kept by the seccomp filter
+    (:mod:`posenc_spec.gate.child.confine_signals`) rather than by Landlock's scoping: where
+    the kernel's Landlock has no signal scoping (ABI 6, Linux 6.12) and the gate is not root
+    (under root each target is a user of its own, whom the kernel refuses every other user's
+    processes), or with ``POSENC_SPEC_SIGNAL_FILTER=on`` (for testing). The filter is made
+    for the process that runs the target, so no module template imports a target's module
+    for the processes forked from it (:meth:`posenc_spec.gate.runner.Slot.share_module`)."""
+    if not confinement_wanted():
+        return False
+    if os.environ.get(SIGNAL_FILTER_SWITCH, "").strip().lower() == "on":
+        return True
+    return _landlock_abi() < SCOPE_ABI and not (os_limits.IS_LINUX and os.geteuid() == 0)
+
+
+@functools.cache
+def _landlock_abi() -> int:
+    return landlock_abi()
 
 
 def writable_folders() -> list[str]:
@@ -170,7 +195,8 @@ class Limits:
         import path."""
         init = {"environ": dict(os.environ), "cwd": os.getcwd(),
                 "sys_path": [*search_path, os.getcwd(), *sys.path], "private": run_folder(),
-                "confine": confinement_wanted(), "writable": writable_folders(), "run_started": run_started()}
+                "confine": confinement_wanted(), "filter_signals": signals_filtered(), "writable": writable_folders(),
+                "run_started": run_started()}
         if calls is not None:
             cpu = int(self.timeout * (calls + 2)) + 1
             init["limits"] = {"memory": self.memory, "cpu_seconds": cpu, "processes": self.processes,

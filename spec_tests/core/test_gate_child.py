@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import torch
 
+from posenc_spec.gate import sandbox
 from posenc_spec.gate.calls import CallRequest
-from posenc_spec.gate.child import state
+from posenc_spec.gate.child import confine_signals, state
 from posenc_spec.gate.child.protocol import (
     MAX_HEADER_BYTES,
     PREFIX,
@@ -240,6 +241,33 @@ def test_module_templates_share_an_import_between_targets_only(root, tmp_path):
         values = [slot.run(f"{tmp_path / 'shared.py'}:{name}", _requests((1, 2))).outcomes[0].table[0, 0]
                   for name in ("first", "second")]
         assert values == [11.0, 11.0]  # one import each saw, one call each made
+    finally:
+        slot.close()
+
+
+SECCOMP_FILTERS = (
+    "import os\nimport numpy as np\nIMPORTED_IN = os.getpid()\n"
+    "def first(n, d):\n"
+    "    with open('/proc/self/status') as status:\n"
+    "        filters = [line for line in status if line.startswith('Seccomp_filters:')][0].split()[1]\n"
+    "    return np.full((n, d), float(os.getpid() == IMPORTED_IN) + 10 * int(filters))\n"
+    "second = first\n")
+
+
+@pytest.mark.skipif(not confine_signals.available(), reason="needs a seccomp filter: Linux on x86_64 or aarch64")
+def test_with_the_signal_filter_each_target_imports_its_module_itself(root, tmp_path, monkeypatch):
+    """Where a seccomp filter keeps the targets' signals (forced here, as on a kernel before
+    Linux 6.12), no module template is shared: each target's own child imports the module,
+    and carries the signal filter beside the socket filter."""
+    monkeypatch.setenv(sandbox.SIGNAL_FILTER_SWITCH, "on")
+    monkeypatch.setenv(sandbox.CONFINEMENT_SWITCH, "on")
+    (tmp_path / "shared.py").write_text(SECCOMP_FILTERS)
+    slot = Slot(root, Limits(2**30, 16, 10.0))
+    try:
+        slot.share_module(f"{tmp_path / 'shared.py'}:first")
+        values = [slot.run(f"{tmp_path / 'shared.py'}:{name}", _requests((1, 2))).outcomes[0].table[0, 0]
+                  for name in ("first", "second")]
+        assert values == [21.0, 21.0]  # imported in its own process, two seccomp filters
     finally:
         slot.close()
 

@@ -23,6 +23,12 @@ target runs as. The filter refuses, with ``EACCES``:
   for every process outside the target's own, where the kernel has Landlock; the filter
   refuses them where it has not (reading another process's memory stays as the kernel
   allows: the gate's own processes are not dumpable);
+- ``prlimit64`` of another process: the resource limits of a process of the same user are
+  its to change, and no Landlock version scopes them, so a target could have the kernel
+  kill the gate (a CPU-time limit it has used up) or starve it of files or memory. A
+  process changes and reads its own limits (``0``, or its own process id, the one that
+  installed the filter: a module template's children keep ``0`` alone), with
+  ``EPERM`` for every other;
 - every system call of another ABI (a 32-bit ``int 0x80``, x32), whose numbers the filter
   does not know.
 
@@ -79,13 +85,15 @@ class _Abi(NamedTuple):
     seccomp: int
     x32: bool
     reaching: tuple[int, ...]  # ptrace, process_vm_writev
+    prlimit64: int
 
 
 # The same numbers on every architecture: io_uring_setup, _enter, _register; pidfd_getfd.
 IO_URING = (425, 426, 427)
 PIDFD_GETFD = 438
-_ABIS = {"x86_64": _Abi(0xC000003E, 41, 53, 317, True, (101, 311)),
-         "aarch64": _Abi(0xC00000B7, 198, 199, 277, False, (117, 271))}
+_ABIS = {"x86_64": _Abi(0xC000003E, 41, 53, 317, True, (101, 311), 302),
+         "aarch64": _Abi(0xC00000B7, 198, 199, 277, False, (117, 271), 261)}
+LIMITS_REFUSED = RET_ERRNO | errno.EPERM
 
 
 def _abi() -> _Abi | None:
@@ -121,8 +129,8 @@ def _assemble(lines: list) -> list[tuple[int, int, int, int]]:
     return instructions
 
 
-def program(abi: _Abi) -> list[tuple[int, int, int, int]]:
-    """The filter's instructions (see the module docstring)."""
+def program(abi: _Abi, pid: int) -> list[tuple[int, int, int, int]]:
+    """The filter's instructions for the process ``pid`` (see the module docstring)."""
     return _assemble([
         (_LD_W_ABS, 0, 0, _ARCH),
         (_JEQ_K, 0, "foreign", abi.arch),
@@ -131,7 +139,11 @@ def program(abi: _Abi) -> list[tuple[int, int, int, int]]:
         (_JEQ_K, "refuse", 0, abi.socket),
         (_JEQ_K, "socketpair", 0, abi.socketpair),
         *[(_JEQ_K, "refuse", 0, number) for number in (*IO_URING, PIDFD_GETFD, *abi.reaching)],
-        (_RET_K, 0, 0, RET_ALLOW),
+        (_JEQ_K, "prlimit64", "allow", abi.prlimit64),
+        "prlimit64",  # (pid, resource, new, old): this process, by 0 or its id
+        (_LD_W_ABS, 0, 0, _argument(0)),
+        (_JEQ_K, "allow", 0, 0),
+        (_JEQ_K, "allow", "limits", pid & 0xFFFFFFFF),
         "socketpair",  # (domain, type, ...): AF_UNIX, and a stream or sequenced-packet type
         (_LD_W_ABS, 0, 0, _argument(0)),
         (_JEQ_K, 0, "refuse", socket.AF_UNIX),
@@ -143,6 +155,8 @@ def program(abi: _Abi) -> list[tuple[int, int, int, int]]:
         (_RET_K, 0, 0, RET_ALLOW),
         "refuse",
         (_RET_K, 0, 0, REFUSED),
+        "limits",
+        (_RET_K, 0, 0, LIMITS_REFUSED),
         "foreign",
         (_RET_K, 0, 0, FOREIGN),
     ])
@@ -159,7 +173,7 @@ def close_sockets() -> str:
     if abi is None:
         return (f"the target's processes could open sockets (the network, unix sockets with a path): no seccomp "
                 f"filter is written for {sys.platform} on {platform.machine()}")
-    instructions = program(abi)
+    instructions = program(abi, os.getpid())
     code = b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
     prog = _Program(len(instructions), code)
     libc = ctypes.CDLL(None, use_errno=True)

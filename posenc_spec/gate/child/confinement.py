@@ -13,7 +13,9 @@ A confined process (a sealed child, or a module template that imports a target's
 - cannot trace or read through ``/proc`` any process outside its own (Landlock's domain);
 - cannot signal, or connect to an abstract unix socket of, any process outside its own
   (Landlock ABI 6 scoping): not the gate, its templates, the Python API's caller, the CI
-  step's shell, another lane's target.
+  step's shell, another lane's target. Where Landlock has no signal scoping (before Linux
+  6.12, or no Landlock), a seccomp filter keeps a sealed child's signals among its own
+  processes instead (:mod:`.confine_signals`).
 
 Its private folder is made by the process itself, beneath the one of the template it was
 forked from (beneath the gate's run folder for the first), and removed by that template when
@@ -155,17 +157,21 @@ def remove_tree(folder: str) -> None:
         shutil.rmtree(folder, onerror=writable_and_again)
 
 
-def confine(folder: str | None, writable=()) -> str:
+def confine(folder: str | None, writable=(), scope_signals: bool = True) -> str:
     """Confine this process and all it will start (see the module docstring), writing beneath
     ``folder`` and the folders ``writable``; ``""`` when it is confined as that says, else
-    what is not confined, in a few words."""
+    what is not confined, in a few words. Without ``scope_signals`` Landlock leaves signals
+    alone and says nothing of them: the caller keeps them by other means
+    (:mod:`.confine_signals`, on a kernel whose Landlock does not scope them)."""
     abi = landlock_abi()
     if abi == 0:
         return ("the target's processes were not confined: the kernel offers no Landlock, so they could write "
-                "wherever this user can, and signal and trace this user's processes")
+                "wherever this user can" + (", signal this user's processes" if scope_signals else "")
+                + ", and read or change them through /proc as far as the kernel's ptrace rules allow")
     libc = _libc()
     changes = _CHANGES | (FS_REFER if abi >= 2 else 0) | (FS_TRUNCATE if abi >= 3 else 0)
-    attributes = _RulesetAttr(changes, 0, SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= SCOPE_ABI else 0)
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | (SCOPE_SIGNAL if scope_signals else 0) if abi >= SCOPE_ABI else 0
+    attributes = _RulesetAttr(changes, 0, scoped)
     size = ctypes.sizeof(_RulesetAttr) if abi >= SCOPE_ABI else 16  # older kernels know two fields
     ruleset = libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attributes), size, 0)
     if ruleset < 0:
@@ -180,7 +186,7 @@ def confine(folder: str | None, writable=()) -> str:
                     f"({os.strerror(ctypes.get_errno())})")
     finally:
         os.close(ruleset)
-    if abi < SCOPE_ABI:
+    if abi < SCOPE_ABI and scope_signals:
         return (f"the target's signals were not confined (Landlock ABI {abi}; ABI {SCOPE_ABI}, Linux 6.12, scopes "
                 "them): it could signal this user's processes, the gate's among them")
     return ""

@@ -1,0 +1,142 @@
+"""Keeping a confined process's signals among its own processes where Landlock cannot (a
+kernel before Linux 6.12, whose Landlock has no signal scoping, or one without Landlock): a
+seccomp filter in the style of :mod:`.confine_sockets` (x86_64 and aarch64), made for the
+one process that installs it, a sealed child, and inherited by all it starts.
+
+A sealed child leads its own session and process group, so its process id names it and its
+group holds its own processes only. The filter lets a signal through only when the process
+it names is that: ``kill``, ``tkill``, ``tgkill``, ``rt_sigqueueinfo`` and
+``rt_tgsigqueueinfo`` whose first argument (its low 32 bits: the kernel reads a ``pid_t``)
+is the child's own process id, ``0`` (the caller's own process group) or minus the child's
+process id (that group named); ``pidfd_send_signal`` not at all (the process behind a pidfd
+is not known to the filter). Everything else is refused with ``EPERM``, as the kernel
+refuses a signal to another user's process: not the gate, its templates, the Python API's
+caller, the CI step's shell, ``kill(-1, ...)``. The ways to have the kernel signal a process
+for the caller are closed the same way: ``fcntl(F_SETOWN)`` (the owner that receives
+``SIGIO``, or the signal ``F_SETSIG`` names, when a descriptor is ready) only to the same
+ids, ``F_SETOWN_EX`` and the ``FIOSETOWN``/``SIOCSPGRP`` ioctls (whose id is behind a
+pointer) not at all.
+
+What this keeps from a target that Landlock's scoping would allow: a process it starts
+cannot be signalled by id (``subprocess.Popen.kill()``, ``terminate()``, the kill that
+``subprocess.run`` makes at its timeout, ``multiprocessing``'s ``terminate()``: each raises
+``PermissionError``; ``os.killpg(0, ...)`` of the target's own group still reaches them),
+and such a process cannot signal itself by id either (only its group, through ``0``). The
+target's own process signals itself as it likes: ``os.kill(os.getpid(), ...)``,
+``signal.raise_signal``, the C library's ``raise`` and ``abort`` (``tgkill`` of its own
+process id), ``signal.pthread_kill`` of its own threads, faulthandler.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+import sys
+from typing import NamedTuple
+
+from .confine_sockets import (
+    _ABIS,
+    _ARCH,
+    _JEQ_K,
+    _JGE_K,
+    _LD_W_ABS,
+    _NR,
+    _RET_K,
+    FOREIGN,
+    PR_SET_NO_NEW_PRIVS,
+    RET_ALLOW,
+    RET_ERRNO,
+    SECCOMP_FILTER_FLAG_TSYNC,
+    SECCOMP_SET_MODE_FILTER,
+    X32_SYSCALL_BIT,
+    _argument,
+    _assemble,
+    _Program,
+)
+
+REFUSED = RET_ERRNO | errno.EPERM
+PIDFD_SEND_SIGNAL = 424  # the same number on every architecture
+F_SETOWN, F_SETOWN_EX = 8, 15
+FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902
+LOW_32_BITS = 0xFFFFFFFF
+
+
+class _Calls(NamedTuple):
+    """An architecture's numbers for the system calls the filter looks at."""
+
+    signalling: tuple[int, ...]  # kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo: the process first
+    fcntl: int
+    ioctl: int
+
+
+_CALLS = {"x86_64": _Calls((62, 200, 234, 129, 297), 72, 16),
+          "aarch64": _Calls((129, 130, 131, 138, 240), 25, 29)}
+
+
+def available() -> bool:
+    """Whether this process's architecture has a filter here (Linux on x86_64 or aarch64)."""
+    return sys.platform.startswith("linux") and sys.maxsize > 2**32 and platform.machine() in _CALLS
+
+
+def _own(pid: int, where: str) -> list:
+    """Instructions: the word just loaded is ``pid``, ``0`` or ``-pid`` (as 32 bits): jump to
+    ``"allow"``, else to ``where``."""
+    return [(_JEQ_K, "allow", 0, pid & LOW_32_BITS),
+            (_JEQ_K, "allow", 0, 0),
+            (_JEQ_K, "allow", where, -pid & LOW_32_BITS)]
+
+
+def program(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
+    """The filter's instructions for the process ``pid`` on ``machine`` (see the module docstring)."""
+    abi, calls = _ABIS[machine], _CALLS[machine]
+    return _assemble([
+        (_LD_W_ABS, 0, 0, _ARCH),
+        (_JEQ_K, 0, "foreign", abi.arch),
+        (_LD_W_ABS, 0, 0, _NR),
+        *([(_JGE_K, "foreign", 0, X32_SYSCALL_BIT)] if abi.x32 else []),
+        *[(_JEQ_K, "signal", 0, number) for number in calls.signalling],
+        (_JEQ_K, "refuse", 0, PIDFD_SEND_SIGNAL),
+        (_JEQ_K, "fcntl", 0, calls.fcntl),
+        (_JEQ_K, "ioctl", "allow", calls.ioctl),
+        "signal",  # (pid, ...)
+        (_LD_W_ABS, 0, 0, _argument(0)),
+        *_own(pid, "refuse"),
+        "fcntl",  # (fd, cmd, arg): F_SETOWN's arg is the process (or minus the group)
+        (_LD_W_ABS, 0, 0, _argument(1)),
+        (_JEQ_K, "refuse", 0, F_SETOWN_EX),
+        (_JEQ_K, 0, "allow", F_SETOWN),
+        (_LD_W_ABS, 0, 0, _argument(2)),
+        *_own(pid, "refuse"),
+        "ioctl",  # (fd, request, pointer): the owner's id is behind the pointer
+        (_LD_W_ABS, 0, 0, _argument(1)),
+        (_JEQ_K, "refuse", 0, FIOSETOWN),
+        (_JEQ_K, "refuse", "allow", SIOCSPGRP),
+        "allow",
+        (_RET_K, 0, 0, RET_ALLOW),
+        "refuse",
+        (_RET_K, 0, 0, REFUSED),
+        "foreign",
+        (_RET_K, 0, 0, FOREIGN),
+    ])
+
+
+def confine_signals() -> str:
+    """Install the filter for this process (and so in all it starts); ``""`` when installed,
+    else what stays open, in a few words."""
+    if not available():
+        return (f"the target's signals were not confined: the kernel does not scope them (Landlock ABI 6, Linux "
+                f"6.12) and no seccomp filter is written for {sys.platform} on {platform.machine()}")
+    instructions = program(platform.machine(), os.getpid())
+    code = b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
+    prog = _Program(len(instructions), code)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.syscall(
+            _ABIS[platform.machine()].seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
+            ctypes.byref(prog)) != 0:
+        refusal = os.strerror(ctypes.get_errno())
+        return ("the target's signals were not confined: the kernel does not scope them (Landlock ABI 6, Linux "
+                f"6.12) and refused a seccomp filter ({refusal})")
+    return ""
