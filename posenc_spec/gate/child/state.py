@@ -565,6 +565,11 @@ def describe_change(name, before, after) -> str:
     return f"{name} {_difference(before, after)}"
 
 
+def changed_entries(baseline: dict, now: dict) -> list[str]:
+    """The entries of ``baseline`` that differ in ``now`` or are missing from it (could not be read)."""
+    return [name for name, value in baseline.items() if name not in now or now[name] != value]
+
+
 def compare_and_restore(baseline: dict, keep=frozenset()) -> list[str]:
     """Name every entry that differs from ``baseline`` and put it back; an entry named in
     ``keep`` (changed by imports alone: see :mod:`.attribution`) is taken into ``baseline``
