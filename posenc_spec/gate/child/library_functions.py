@@ -1,0 +1,141 @@
+"""The functions of the libraries an encoding computes with, as global state (an entry of
+:mod:`.state`): the attributes of torch, ``torch.nn.functional``, NumPy, ``math``,
+``builtins`` and a few more (:data:`MODULES`), and those of ``torch.Tensor`` and
+``torch.nn.Module`` (:data:`CLASSES`).
+
+A target that rebinds one (``torch.sin = fake``, ``np.exp = ...``, ``torch.Tensor.__add__ =
+...``, ``builtins.print = ...``) or deletes one changes what every later call of the
+caller's program computes. Imports add attributes (torch's ``__getattr__`` binds
+``torch._dynamo`` on first use): those are no change. So a reading equals a later one when
+the later keeps every watched attribute the earlier had, the same object, and adds none to a
+class that one of its bases defines (``torch.Tensor.sin = fake`` hides
+``torch._C.TensorBase.sin``). The watched attributes are the public and the special
+(``__add__``) ones: a module's private globals (one leading underscore) are the state its
+own functions keep, rebound as they run (torch's default-device context, caches).
+
+Read at every call and at every module a call imports, a reading copies each namespace's
+names and values (tuples, at C speed) and compares the values by their addresses, as bytes:
+by identity, so that no object of a target's is asked whether it equals the original. Only
+when a namespace's names or addresses differ is it compared name by name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import sys
+
+from .loaded_modules import addresses
+
+MODULES = ("builtins", "math", "cmath", "operator", "random", "numpy", "numpy.linalg", "numpy.fft", "numpy.random",
+           "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special")
+CLASSES = (("torch", "Tensor"), ("torch.nn", "Module"))
+
+_MISSING = object()
+_readings = itertools.count()
+def watched(name) -> bool:
+    """Whether the attribute ``name`` is watched: public or special, not private."""
+    return isinstance(name, str) and (not name.startswith("_") or (name.startswith("__") and name.endswith("__")))
+
+
+class _Namespace:
+    """A module's or a class's attributes: its label (``torch.Tensor``), its live dictionary
+    (a class's read-only view) and, for a class, its bases' dictionaries."""
+
+    def __init__(self, label: str, owner):
+        self.label, self.owner = label, owner
+        self.is_class = isinstance(owner, type)
+        self.dictionary = type.__dict__["__dict__"].__get__(owner) if self.is_class else vars(owner)
+        self.bases = tuple(map(type.__dict__["__dict__"].__get__, owner.__mro__[1:])) if self.is_class else ()
+
+    def hidden(self, name: str) -> bool:
+        """Whether ``name``, added to the class, hides an attribute one of its bases defines."""
+        return any(name in base for base in self.bases)
+
+    def put_back(self, name, value) -> None:
+        if self.is_class:
+            if value is _MISSING:
+                type.__delattr__(self.owner, name)
+            else:
+                type.__setattr__(self.owner, name, value)
+        elif value is _MISSING:
+            self.dictionary.pop(name, None)
+        else:
+            self.dictionary[name] = value
+
+
+def _namespaces() -> tuple[_Namespace, ...]:
+    """The namespaces this process has imported (read once, in the template: later imports
+    of one of them are an import's, not a change)."""
+    found = [_Namespace(name, sys.modules[name]) for name in MODULES if name in sys.modules]
+    for module, name in CLASSES:
+        owner = vars(sys.modules[module]).get(name) if module in sys.modules else None
+        if isinstance(owner, type):
+            found.append(_Namespace(f"{module}.{name}", owner))
+    return tuple(found)
+
+
+_SPACES: tuple[_Namespace, ...] | None = None
+
+
+def _spaces() -> tuple[_Namespace, ...]:
+    global _SPACES
+    if _SPACES is None:
+        _SPACES = _namespaces()
+    return _SPACES
+
+
+class Reading:
+    """The watched namespaces as read once (see the module docstring). Compared with ``==``,
+    the earlier of two readings must be kept by the later."""
+
+    __hash__ = None
+
+    def __init__(self):
+        self.order = next(_readings)
+        self.spaces = _spaces()
+        self.names = tuple(tuple(space.dictionary) for space in self.spaces)
+        self.values = tuple(tuple(space.dictionary.values()) for space in self.spaces)
+        self.addresses = tuple(map(addresses, self.values))
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Reading):
+            return NotImplemented
+        if self.addresses == other.addresses and self.names == other.names:
+            return True
+        earlier, later = sorted((self, other), key=operator.attrgetter("order"))
+        return not earlier.changes(later)
+
+    def changes(self, later: Reading) -> list[tuple[_Namespace, str, object, str]]:
+        """``(namespace, name, value here, what became of it)`` for each watched attribute
+        ``later`` replaced, removed, or added to a class over a base (its value here then
+        missing)."""
+        found = []
+        for index, space in enumerate(self.spaces):
+            if self.addresses[index] == later.addresses[index] and self.names[index] == later.names[index]:
+                continue
+            now = dict(zip(later.names[index], later.values[index], strict=True))
+            before = dict(zip(self.names[index], self.values[index], strict=True))
+            found += [(space, name, value, "replaced" if name in now else "removed")
+                      for name, value in before.items() if watched(name) and now.get(name, _MISSING) is not value]
+            if space.is_class:
+                found += [(space, name, _MISSING, "added over its base's") for name in now.keys() - before.keys()
+                          if watched(name) and space.hidden(name)]
+        return found
+
+    def difference(self, later: Reading) -> str:
+        """What ``later`` changed of this reading, in a few words ("" for nothing)."""
+        changes = self.changes(later)
+        parts = [f"{space.label}.{name} {what}" for space, name, _, what in changes[:3]]
+        more = len(changes) - len(parts)
+        return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+    def __repr__(self) -> str:
+        return f"the attributes of {len(self.spaces)} library modules and classes"
+
+
+def restore(reading: Reading) -> None:
+    """Put back every watched attribute ``reading`` held that changed since, and take away
+    what was added to a class over its bases."""
+    for space, name, value, _ in reading.changes(Reading()):
+        space.put_back(name, value)
