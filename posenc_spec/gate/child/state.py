@@ -218,7 +218,7 @@ def _c_environ() -> dict:
 def _c_only_environ() -> dict:
     """Where the C library's environment differs from ``os.environ`` (``os.putenv`` and
     ``unsetenv``, C code's ``setenv``): name -> its value there, None where it is missing."""
-    python, c = dict(os.environb), _c_environ()
+    python, c = os.environ._data, _c_environ()  # os.environb's own table (reading through it decodes each item)
     return {name: c.get(name) for name in {*python, *c} if c.get(name) != python.get(name)}
 
 
