@@ -33,6 +33,8 @@ CLASSES = (("torch", "Tensor"), ("torch.nn", "Module"))
 
 _MISSING = object()
 _readings = itertools.count()
+
+
 def watched(name) -> bool:
     """Whether the attribute ``name`` is watched: public or special, not private."""
     return isinstance(name, str) and (not name.startswith("_") or (name.startswith("__") and name.endswith("__")))
@@ -53,6 +55,8 @@ class _Namespace:
         return any(name in base for base in self.bases)
 
     def put_back(self, name, value) -> None:
+        """Bind ``name`` to ``value`` again (take it away when ``value`` is missing), through
+        the type's and the dictionary's own methods: nothing of a target's is called."""
         if self.is_class:
             if value is _MISSING:
                 type.__delattr__(self.owner, name)
