@@ -10,7 +10,9 @@ torch imported and ``state.warm_up()`` done as in a template:
   was taken (a target's first call often does: the later calls compare a longer
   ``sys.modules`` with the baseline's);
 - ``watch``: the watch alone (``Watch`` + ``verdict`` of a fresh snapshot + ``_settle``);
-- ``snapshot``: one reading of every entry (``state.snapshot()``).
+- ``snapshot``: one reading of every entry (``state.snapshot()``);
+- ``library functions``: that entry alone, read and compared with the baseline's reading
+  (``-`` for a checkout that does not watch them).
 
 Each figure is the median of ``--calls`` calls, and the report the median of ``--runs``
 fresh processes. ``--baseline DIR`` measures a second checkout (``DIR`` holds its
@@ -31,7 +33,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIGURES = ("call", "call after import", "watch", "snapshot")
+FIGURES = ("call", "call after import", "watch", "snapshot", "library functions")
 
 
 def _median_ms(action, calls: int) -> float:
@@ -67,6 +69,13 @@ def measure(calls: int) -> dict:
 
     figures = {"call": _median_ms(lambda: serve._call(target, request, [], baseline), calls),
                "watch": _median_ms(watch, calls), "snapshot": _median_ms(state.snapshot, calls)}
+    try:
+        from posenc_spec.gate.child.library_functions import Reading
+    except ImportError:  # a checkout from before they were watched
+        pass
+    else:
+        first = Reading()
+        figures["library functions"] = _median_ms(lambda: first == Reading(), calls)
     import xml.dom.minidom  # noqa: F401 -- modules this process had not imported
 
     figures["call after import"] = _median_ms(lambda: serve._call(target, request, [], baseline), calls)
@@ -97,14 +106,16 @@ def main(argv=None) -> None:
     for _ in range(args.runs):  # alternating: a drift of the machine's speed falls on both
         for name, tree in trees.items():
             runs[name].append(_run(tree, args.calls))
-    medians = {name: {figure: statistics.median(run["figures"][figure] for run in results) for figure in FIGURES}
+    medians = {name: {figure: statistics.median(run["figures"][figure] for run in results)
+                      for figure in FIGURES if figure in results[0]["figures"]}
                for name, results in runs.items()}
     for name, results in runs.items():
-        figures = ", ".join(f"{figure} {medians[name][figure]:.3f} ms" for figure in FIGURES)
+        figures = ", ".join(f"{figure} {medians[name][figure]:.3f} ms" if figure in medians[name] else f"{figure} -"
+                            for figure in FIGURES)
         print(f"{name} ({results[0]['posenc_spec']}): {figures}")
     if args.baseline:
         ratios = ", ".join(f"{figure} {medians['baseline'][figure] / medians['this'][figure]:.1f}x"
-                           for figure in FIGURES)
+                           for figure in FIGURES if figure in medians["baseline"] and figure in medians["this"])
         print(f"baseline / this (median of {args.runs} runs): {ratios}")
 
 
