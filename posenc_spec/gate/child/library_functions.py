@@ -28,7 +28,7 @@ import sys
 from .loaded_modules import addresses
 
 MODULES = ("builtins", "math", "cmath", "operator", "random", "numpy", "numpy.linalg", "numpy.fft", "numpy.random",
-           "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special")
+           "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.random")
 CLASSES = (("torch", "Tensor"), ("torch.nn", "Module"))
 
 _MISSING = object()
@@ -101,14 +101,26 @@ class Reading:
         self.names = tuple(tuple(space.dictionary) for space in self.spaces)
         self.values = tuple(tuple(space.dictionary.values()) for space in self.spaces)
         self.addresses = tuple(map(addresses, self.values))
+        self.kept_by: Reading | None = None  # the last later reading found to keep this one
+
+    def same(self, other: Reading) -> bool:
+        """Whether ``other`` holds the same names bound to the same objects."""
+        return self.addresses == other.addresses and self.names == other.names
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Reading):
             return NotImplemented
-        if self.addresses == other.addresses and self.names == other.names:
+        if self.same(other):
             return True
         earlier, later = sorted((self, other), key=operator.attrgetter("order"))
-        return not earlier.changes(later)
+        # After an import added attributes, every later call's reading is the same as the
+        # first one found to keep the baseline's: compared as bytes, not name by name.
+        if earlier.kept_by is not None and earlier.kept_by.same(later):
+            return True
+        if earlier.changes(later):
+            return False
+        earlier.kept_by = later
+        return True
 
     def changes(self, later: Reading) -> list[tuple[_Namespace, str, object, str]]:
         """``(namespace, name, value here, what became of it)`` for each watched attribute
