@@ -27,8 +27,10 @@ import sys
 
 from .loaded_modules import addresses
 
+# torch._C's modules hold what torch.nn.functional, torch.linalg, torch.fft and torch.special call.
 MODULES = ("builtins", "math", "cmath", "operator", "random", "numpy", "numpy.linalg", "numpy.fft", "numpy.random",
-           "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.random")
+           "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.random",
+           "torch._C._nn", "torch._C._linalg", "torch._C._fft", "torch._C._special")
 CLASSES = (("torch", "Tensor"), ("torch.nn", "Module"))
 
 _MISSING = object()
