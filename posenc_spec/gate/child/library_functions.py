@@ -25,6 +25,8 @@ import itertools
 import operator
 import sys
 
+import numpy.fft  # noqa: F401 -- NumPy imports it lazily: here it is in the template, watched from the start
+
 from .loaded_modules import addresses
 
 # torch._C's modules hold what torch.nn.functional, torch.linalg, torch.fft and torch.special call.
