@@ -11,8 +11,10 @@ torch imported and ``state.warm_up()`` done as in a template:
   ``sys.modules`` with the baseline's);
 - ``watch``: the watch alone (``Watch`` + ``verdict`` of a fresh snapshot + ``_settle``);
 - ``snapshot``: one reading of every entry (``state.snapshot()``);
-- ``library functions``: that entry alone, read and compared with the baseline's reading
-  (``-`` for a checkout that does not watch them).
+- ``library functions``: that entry alone, read and compared with the baseline's reading;
+  ``library functions in a snapshot``: what a snapshot costs more with that entry than
+  without it (reading it among the others touches objects the other readings evict from the
+  caches: more than alone). ``-`` for a checkout that does not watch them.
 
 Each figure is the median of ``--calls`` calls, and the report the median of ``--runs``
 fresh processes. ``--baseline DIR`` measures a second checkout (``DIR`` holds its
@@ -33,7 +35,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIGURES = ("call", "call after import", "watch", "snapshot", "library functions")
+FIGURES = ("call", "call after import", "watch", "snapshot", "library functions", "library functions in a snapshot")
 
 
 def _median_ms(action, calls: int) -> float:
@@ -76,6 +78,13 @@ def measure(calls: int) -> dict:
     else:
         first = Reading()
         figures["library functions"] = _median_ms(lambda: first == Reading(), calls)
+        every = state.entries()
+        state.entries = lambda: tuple(entry for entry in every if entry.name != "library functions")
+        try:
+            without = _median_ms(state.snapshot, calls)
+        finally:
+            state.entries = lambda: every
+        figures["library functions in a snapshot"] = _median_ms(state.snapshot, calls) - without
     import xml.dom.minidom  # noqa: F401 -- modules this process had not imported
 
     figures["call after import"] = _median_ms(lambda: serve._call(target, request, [], baseline), calls)
