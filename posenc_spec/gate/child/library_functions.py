@@ -16,11 +16,17 @@ own functions keep, rebound as they run (torch's default-device context, caches)
 Read at every call and at every module a call imports, a reading copies each namespace's
 names and values (tuples, at C speed) and compares the values by their addresses, as bytes:
 by identity, so that no object of a target's is asked whether it equals the original. Only
-when a namespace's names or addresses differ is it compared name by name.
+when a namespace's names or addresses differ is it compared name by name. Where the
+interpreter keeps a version tag in each dictionary that changes at every change of it
+(CPython 3.11 to 3.13; checked when this module is imported), a namespace whose tag is the
+one of its last copy is not copied again: copying touches thousands of objects, most of a
+reading's cost.
 """
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import itertools
 import operator
 import sys
@@ -39,6 +45,30 @@ _MISSING = object()
 _readings = itertools.count()
 
 
+def _version_reader():
+    """A function reading a dictionary's version tag (CPython's ``ma_version_tag``, after the
+    object header and the item count), or None where this interpreter keeps none that
+    changes at every change: a probe dictionary is changed each way and must show a new tag
+    each time, and the same tag while untouched."""
+    if sys.implementation.name != "cpython":
+        return None
+    offset = object.__basicsize__ + ctypes.sizeof(ctypes.c_ssize_t)
+
+    def version(dictionary: dict) -> int:
+        return ctypes.c_uint64.from_address(id(dictionary) + offset).value
+
+    probe = {"a": 1}
+    tags = [version(probe)]
+    for change in (lambda: probe.__setitem__("a", 2), lambda: probe.__setitem__("b", 3),
+                   lambda: probe.__delitem__("a"), lambda: probe.update(c=4), probe.clear):
+        change()
+        tags.append(version(probe))
+    return version if len(set(tags)) == len(tags) and version(probe) == tags[-1] else None
+
+
+_VERSION = _version_reader()
+
+
 def watched(name) -> bool:
     """Whether the attribute ``name`` is watched: public or special, not private."""
     return isinstance(name, str) and (not name.startswith("_") or (name.startswith("__") and name.endswith("__")))
@@ -53,6 +83,19 @@ class _Namespace:
         self.is_class = isinstance(owner, type)
         self.dictionary = type.__dict__["__dict__"].__get__(owner) if self.is_class else vars(owner)
         self.bases = tuple(map(type.__dict__["__dict__"].__get__, owner.__mro__[1:])) if self.is_class else ()
+        # The dictionary itself (a class's view refers to it alone), whose version tag is read.
+        self.table = gc.get_referents(self.dictionary)[0] if self.is_class else self.dictionary
+        self.copy: tuple | None = None  # (version tag, names, values, their addresses) when last copied
+
+    def read(self) -> tuple:
+        """``(names, values, the values' addresses)``: the last copy while the version tag
+        says the dictionary is unchanged since."""
+        version = _VERSION(self.table) if _VERSION is not None else None
+        if version is not None and self.copy is not None and self.copy[0] == version:
+            return self.copy[1:]
+        names, values = tuple(self.dictionary), tuple(self.dictionary.values())
+        self.copy = (version, names, values, addresses(values))  # tagged as read before: a change since shows
+        return self.copy[1:]
 
     def hidden(self, name: str) -> bool:
         """Whether ``name``, added to the class, hides an attribute one of its bases defines."""
@@ -102,9 +145,7 @@ class Reading:
     def __init__(self):
         self.order = next(_readings)
         self.spaces = _spaces()
-        self.names = tuple(tuple(space.dictionary) for space in self.spaces)
-        self.values = tuple(tuple(space.dictionary.values()) for space in self.spaces)
-        self.addresses = tuple(map(addresses, self.values))
+        self.names, self.values, self.addresses = zip(*(space.read() for space in self.spaces), strict=True)
         self.kept_by: Reading | None = None  # the last later reading found to keep this one
 
     def same(self, other: Reading) -> bool:
