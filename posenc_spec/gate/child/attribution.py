@@ -214,13 +214,15 @@ class Verdict:
     target changed, with a line each (the child restores them after a call); ``effects``:
     ``importing M changed X`` for what imports alone changed (kept); ``imported``: the
     modules the outermost imports named, in order; ``count``: how many modules ran;
-    ``kept``: the entries only imports changed."""
+    ``kept``: the entries only imports changed; ``changed``: every entry of the baseline
+    that differs at the end, or could no longer be read."""
 
     own: dict[str, str] = field(default_factory=dict)
     kept: set[str] = field(default_factory=set)
     effects: list[str] = field(default_factory=list)
     imported: list[str] = field(default_factory=list)
     count: int = 0
+    changed: list[str] = field(default_factory=list)
 
 
 class Watch:
@@ -293,11 +295,15 @@ class Watch:
     def verdict(self, final: dict) -> Verdict:
         """Attribute each entry that ``final`` (the state when the call or import ended)
         holds changed from the baseline: to imports alone, or to the target."""
+        verdict = Verdict(imported=list(self.imported), count=self.count,
+                          changed=state.changed_entries(self.baseline, final))
+        if not verdict.changed:  # the common case: nothing to attribute
+            return verdict
         self._read_final(final)
-        verdict = Verdict(imported=list(self.imported), count=self.count)
-        for name, value in final.items():
-            if name not in self.baseline or value == self.baseline[name]:
+        for name in verdict.changed:
+            if name not in final:  # unreadable now: named when the state is put back
                 continue
+            value = final[name]
             changes = [change for change in self.changes if change.entry == name]
             libraries = [change for change in changes if change.module is not None]
             if changes and len(libraries) == len(changes):

@@ -9,14 +9,16 @@ entries and bind new attributes: those are no change. So a reading equals a late
 the later keeps every entry of the earlier one, the same object, and every binding the
 earlier one had.
 
-Read at every module a call imports (:mod:`.attribution`), a reading is two copies made at C
+Read at every module a call imports (:mod:`.attribution`), a reading is copies made at C
 speed: the table itself, and the attribute of each package named like each submodule,
 through a layout of the table's names kept while the names stay the same. Nothing of a
-target's object is called: a package's attributes are read from its dictionary.
+target's object is called: a package's attributes are read from its dictionary, and two
+readings are compared by the addresses of their objects, as bytes (:func:`addresses`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import operator
 import sys
@@ -26,6 +28,14 @@ _MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__  # a module's own d
 _NO_ATTRIBUTES: dict = {}
 _MISSING = object()
 _readings = itertools.count()
+_ITEMS = tuple.__basicsize__  # where a tuple's item pointers (its items' ids) start in its memory
+
+
+def addresses(items: tuple) -> bytes:
+    """The ids of a tuple's items, as bytes: its pointer array, copied at once. Two such
+    copies are equal when the items are the same objects (while a reading holds them no id
+    is used again), whatever a target's object says it equals."""
+    return ctypes.string_at(id(items) + _ITEMS, len(items) * tuple.__itemsize__)
 
 
 def _attributes(value) -> dict:
@@ -70,7 +80,9 @@ class Reading:
         self.order = next(_readings)
         self.table = dict(sys.modules)
         self.layout = _current_layout(self.table)
+        self.modules = tuple(self.table.values())
         self.attributes = tuple(map(dict.get, self.layout.dictionaries, self.layout.last_names))
+        self.addresses = addresses(self.modules), addresses(self.attributes)
 
     def bound(self) -> dict:
         """Each submodule that is its package's attribute, and the module."""
@@ -81,11 +93,16 @@ class Reading:
         if not isinstance(other, Reading):
             return NotImplemented
         earlier, later = sorted((self, other), key=operator.attrgetter("order"))
-        if earlier.layout is later.layout:  # the same names: compared object by object
-            same = all(map(operator.is_, earlier.table.values(), later.table.values()))
-            if same and all(map(operator.is_, earlier.attributes, later.attributes)):
-                return True
-        return not earlier.difference(later)
+        return earlier.kept_in_place(later) or not earlier.difference(later)
+
+    def kept_in_place(self, later: Reading) -> bool:
+        """Whether ``later`` begins with this reading's names (imports append theirs), the
+        same modules and package attributes: then it keeps everything this one had."""
+        names = self.layout.names
+        if later.layout is not self.layout and later.layout.names[:len(names)] != names:
+            return False
+        modules, attributes = self.addresses
+        return later.addresses[0][:len(modules)] == modules and later.addresses[1][:len(attributes)] == attributes
 
     def difference(self, later: Reading) -> str:
         """What ``later`` lost of this reading, in a few words ("" for nothing)."""

@@ -213,7 +213,11 @@ def _lines(lines) -> list[str]:
 def _settle(baseline: dict, verdict) -> list[str]:
     """Put back what the target changed (named in the lines returned); keep what importing
     libraries changed, during the call or while the state was put back (torch's
-    ``use_deterministic_algorithms`` imports its compiler's config on its first use)."""
+    ``use_deterministic_algorithms`` imports its compiler's config on its first use).
+    When nothing differs from ``baseline`` at the end of the call (``verdict.changed``),
+    there is nothing to put back or keep: the state is not read again."""
+    if not verdict.changed:
+        return []
     with attribution.Watch(state.snapshot()) as restoring:
         changes = state.compare_and_restore(baseline, keep=verdict.kept)
     state.adopt(baseline, restoring.verdict(state.snapshot()).kept)

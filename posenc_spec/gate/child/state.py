@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.random  # noqa: F401 -- NumPy imports it lazily: here it is in the template, not in each child
 
-from . import loaded_modules
+from . import library_functions, loaded_modules
 
 try:
     import torch
@@ -218,7 +218,7 @@ def _c_environ() -> dict:
 def _c_only_environ() -> dict:
     """Where the C library's environment differs from ``os.environ`` (``os.putenv`` and
     ``unsetenv``, C code's ``setenv``): name -> its value there, None where it is missing."""
-    python, c = dict(os.environb), _c_environ()
+    python, c = os.environ._data, _c_environ()  # os.environb's own table (reading through it decodes each item)
     return {name: c.get(name) for name in {*python, *c} if c.get(name) != python.get(name)}
 
 
@@ -341,6 +341,8 @@ def _interpreter_hooks():
 
 def _python_entries() -> list[Entry]:
     return [
+        # First: the entries after it are read and put back through library functions.
+        Entry("library functions", library_functions.Reading, library_functions.restore, numeric=True),
         Entry("environment variables", _environ, _restore_environ),
         Entry("sys.path", lambda: list(sys.path), lambda value: sys.path.__setitem__(slice(None), value)),
         Entry("imported modules (sys.modules)", loaded_modules.Reading, loaded_modules.restore, numeric=True),
@@ -542,7 +544,7 @@ def _difference(before, after) -> str:
     """What differs, in a few words: a mapping's changed keys (with their values where both
     are plain numbers or words, never an environment variable's: it may hold a secret), a
     list's length, else ``before -> after``."""
-    if isinstance(before, loaded_modules.Reading):
+    if isinstance(before, loaded_modules.Reading | library_functions.Reading):
         return f"({before.difference(after)})"
     if isinstance(before, dict) and isinstance(after, dict):
         keys = sorted({*before, *after} - {key for key in before if key in after and before[key] == after[key]},
@@ -563,6 +565,11 @@ def _difference(before, after) -> str:
 def describe_change(name, before, after) -> str:
     """One entry's change, named: ``"torch grad mode True -> False"``."""
     return f"{name} {_difference(before, after)}"
+
+
+def changed_entries(baseline: dict, now: dict) -> list[str]:
+    """The entries of ``baseline`` that differ in ``now`` or are missing from it (could not be read)."""
+    return [name for name, value in baseline.items() if name not in now or now[name] != value]
 
 
 def compare_and_restore(baseline: dict, keep=frozenset()) -> list[str]:
