@@ -51,6 +51,24 @@ def test_dtype_signatures_make_each_narrow_dtype_where_it_shows():
         assert max(lengths) - 1 == last + 1, (dtype, lengths)
 
 
+def _counted_in_the_asked_dtype(attention_mask, num_heads, dtype):
+    """BLOOM's bias with the mask cast to the asked dtype before its cumsum: the count stops at the
+    dtype's last exact integer (2048 in float16, 256 in bfloat16)."""
+    batch, length = attention_mask.shape
+    slopes = torch.tensor(oracle.slopes(num_heads, "bloom"), dtype=torch.float32)
+    mask = attention_mask.to(dtype)
+    positions = ((mask.cumsum(dim=-1) - 1) * mask)[:, None, :]
+    return (slopes[..., None] * positions).reshape(batch * num_heads, 1, length).to(dtype)
+
+
+def test_positions_counted_in_a_narrow_dtype_fail_only_past_its_integers():
+    """Positions summed in float16 or bfloat16 fail at the first length past that dtype's integers,
+    the calls kept for it, and at no other call."""
+    failed = {result.name for result in failures(judge(_counted_in_the_asked_dtype, "mask-heads-dtype", "bloom", 12))}
+    assert {name.split("[")[1] for name in failed} == {"L=2050:float16]", "L=258:bfloat16]"}, failed
+    assert "formula[L=2050:float16]" in failed and "formula[L=258:bfloat16]" in failed
+
+
 def test_large_tables_stay_within_the_budget_and_max_positions():
     """A (128, 258, 258) bias is not asked for; (31, 258, 258) is, and any key form's row is;
     no call reaches past a declared max_positions."""
