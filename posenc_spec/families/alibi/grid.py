@@ -20,18 +20,18 @@ kind at every power to 128 (the corpus's first failing counts: 1, 2, 3, 5, 6, 8 
   (Falcon-7B: 7 extra heads, an odd number), 112 (BLOOM-176B: 48 extra heads, more than half
   of ``P``).
 
-Slopes that are not powers of two in float16 and bfloat16 begin at 9 heads (below, every slope
-is ``2 ** -k``, which both hold), so a slope rounded to a narrow dtype shows from 9 on. A
-partial ALiBi (``alibi_heads = K``) takes the counts from ``K``, with ``K`` and ``K + 1`` (the
-model with one unbiased head).
+Under the paper's rule at ``B = 8``, every slope of up to 8 heads is ``2 ** -k`` for an integer
+``k``, which float16 and bfloat16 hold; from 9 heads on some are not, so a slope rounded to a
+narrow dtype shows from 9 on. A partial ALiBi (``alibi_heads = K``) takes the counts from ``K``,
+with ``K`` and ``K + 1`` (the model with one unbiased head).
 
 Every head count gets the *sweep*, calls small enough to make for all of them: they hold every
 head's slope and the bias's form. The *deep* head counts (:data:`DEEP_HEADS`) also get the
 long calls, the dtypes and the decoding steps, where precision, caches and positions go wrong
 whatever the head count: one head (its slope ``2 ** -8`` exact in every dtype: a long call
 shows a rounded position alone); 12 (the first deep count whose slopes float16 and bfloat16
-round, with the interleave); 128 (the most heads: the largest powers of the finest ratio, the
-largest calls and the tightest bounds).
+round, with the interleave); 128 (the most heads: the largest powers of the finest ratio, where
+a bound derived too tight would first fail correct code, and the largest calls).
 
 The long calls, by what shows there (bfloat16 holds every integer up to 256, float16 up to
 2048, float32 up to 2**24: :data:`EXACT_INTEGERS`):
@@ -40,7 +40,11 @@ The long calls, by what shows there (bfloat16 holds every integer up to 256, flo
 - 64 keys, and its ``64x64`` prefill: a call longer than the sweep's (a cache built for 8 keys
   and reused), and the narrow dtypes' own rounding at positions every dtype holds;
 - 258 keys (``L=258``, the step ``p=257``): key 257, the first integer bfloat16 rounds;
-- 2050 keys (``L=2050``, ``p=2049``): key 2049, the first integer float16 rounds;
+- 2050 keys (``L=2050``, ``p=2049``): key 2049, the first integer float16 rounds. In float32
+  they show a bias formed in the narrow dtype whatever dtype is asked for (at one head, where
+  the slope is exact, nothing else shows it); in their own narrow dtype, positions counted or
+  summed in it, which stop at its last integer (a narrow dtype's rounding of the output alone
+  hides a position off by one, not a count that stops);
 - a decoding step inside the prefill (``p=31``, not its last row): a cache sliced from the
   wrong corner or row; the steps at 257 and 2049 are past the prefill, where a cache grows;
 - a left-padded mask (``mask-left``: 3 padded, 61 kept) and one with a hole (``mask-hole``:
