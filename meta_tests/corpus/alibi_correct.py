@@ -377,9 +377,9 @@ class BaichuanFutureMask(nn.Module):
         return self.future_mask[:self.n_head, j - i:j, :j]
 
 
-# 40 heads, Baichuan-13B's: the gate's decoding step at 8192 keys needs a 10.7 GB square, past the
-# per-target memory limit, and is noted. In this process no limit applies: the in-process judge
-# takes one head (a 268 MB square).
+# 40 heads, Baichuan-13B's: the gate's decoding step at 2050 keys needs a 672 MB square, past a
+# small per-target memory limit, where it is noted. In this process no limit applies: the in-process
+# judge takes one head (a 17 MB square).
 alibi_correct(idiom="Baichuan-13B's _gen_alibi_mask: the whole (heads, keys, keys) square with the future mask "
                     "folded in, sliced to the call's queries; no max_positions declared",
               seen="baichuan-inc/Baichuan-13B-Base modeling_baichuan.py (_gen_alibi_mask, future_mask)",

@@ -39,7 +39,7 @@ WRONG = {
     "slopes_reversed": ("formula[L=7]", "alibi-slopes-reversed"),
     "tensor_parallel_first_slice": ("formula[L=7]", "alibi-slope-rule"),  # heads 56..111 repeat heads 0..55
     "tensor_parallel_local_head_count": ("formula[L=7]", "alibi-slope-rule"),  # the slopes of 56 heads, twice
-    "bias_in_bfloat16_whatever_dtype": ("formula[L=2049:float32]", "alibi-bfloat16"),
+    "bias_in_bfloat16_whatever_dtype": ("formula[L=258:float32]", "alibi-bfloat16"),
     "PositionsInComputeDtype": ("formula[64x64:float16]", "alibi-low-precision-positions"),
     "NoBiasWhenDecoding": ("formula[p=7]", "alibi-no-decode-bias"),
     "BiasFromQueryWindow": ("formula[p=7:float32]", "alibi-no-decode-bias"),
@@ -71,7 +71,7 @@ REAL = [
                                 "signature": "mask-heads-dtype", "alibi_convention": "falcon"}, None),
     ("falcon-as-bloom", "transformers", {"target": f"{FALCON}:build_alibi_tensor", "api": "alibi-bias",
                                          "signature": "mask-heads-dtype", "alibi_convention": "bloom"},
-     "formula[L=2049:float32]"),
+     "formula[L=258:float32]"),
     ("mpt", "transformers", {"target": f"{MPT}:build_mpt_alibi_tensor", "api": "alibi-bias",
                              "signature": "heads-length-max", "alibi_convention": "mpt"}, None),
     ("mpt-rows", "transformers", {"target": f"{MPT}:build_mpt_alibi_tensor", "api": "alibi-bias",

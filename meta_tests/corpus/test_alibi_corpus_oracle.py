@@ -24,7 +24,7 @@ SMALLEST = {
     "slopes_reversed": (2, "formula[L=7]"),
     "tensor_parallel_first_slice": (2, "formula[L=7]"),
     "tensor_parallel_local_head_count": (2, "formula[L=7]"),
-    "bias_in_bfloat16_whatever_dtype": (1, "formula[L=2049:float32]"),  # key 257 rounds to 256 in bfloat16
+    "bias_in_bfloat16_whatever_dtype": (1, "formula[L=258:float32]"),  # key 257 rounds to 256 in bfloat16
     "PositionsInComputeDtype": (9, "formula[64x64:float16]"),  # 2**-0.5 rounded to float16, then the product
     "NoBiasWhenDecoding": (1, "formula[p=7]"),
     "BiasFromQueryWindow": (1, "formula[p=7:float32]"),

@@ -1,38 +1,84 @@
 """The calls the gate makes of an ALiBi target, and the check ids they produce.
 
-Head counts ``1 .. 128``, every one (each power of two and every count between, BLOOM-176B's
-112 and Falcon-7B's 71 among them), or the model's when a declaration gives
-``num_heads``. Every head count gets the *sweep*, calls small enough to make for all
-128: they hold every head's slope and the bias's form. The *deep* head counts
-(:data:`DEEP_HEADS`: one head; 12, a count with the interleave; 71, whose 7 extra heads take
-the odd members of 128's; 112, whose slopes are the largest powers of the finest ratio; 128,
-the most heads) also get the long calls, the dtypes and the decoding steps, where
-precision, caches and positions go wrong whatever the head count. By signature:
+The grid is sized by what a bug needs to show, each call kept for a reason written here.
+
+Head counts (:data:`HEAD_COUNTS`, 28 of 1 .. 128; the model's alone when a declaration gives
+``num_heads``). The slopes of ``H`` heads depend on ``H`` only through ``P``, the power of two
+at or below it, and the ``H - P`` extra heads, which take the odd members of ``2P``'s
+sequence: every slip of the rule shows at one of these kinds of count, and the grid holds each
+kind at every power to 128 (the corpus's first failing counts: 1, 2, 3, 5, 6, 8 and 9):
+
+- each power of two, 1 .. 128 (one geometric sequence; a closest power computed through a
+  logarithm that rounds the wrong way; head order and sign at one head and at two);
+- one past each, ``P + 1`` (3, 5, 9, 17, 33, 65: the first extra head, the first odd member:
+  a geometric sequence for every count, the power rounded up, the even members taken) and
+  two past, ``P + 2`` (6, 10, 18, 34, 66: a second extra head, where a missing stride or a
+  slice of the extra heads shows: at 3 and 5 the first of ``2P``'s slopes is the odd one);
+- one below the next power, ``2P - 1`` (7, 15, 31, 63, 127: ``P - 1`` extra heads, every odd
+  member but the last: a slice one short or one long);
+- the models' counts: 12 (the paper's own interleave example), 40 (Baichuan-13B), 71
+  (Falcon-7B: 7 extra heads, an odd number), 112 (BLOOM-176B: 48 extra heads, more than half
+  of ``P``).
+
+Under the paper's rule at ``B = 8``, every slope of up to 8 heads is ``2 ** -k`` for an integer
+``k``, which float16 and bfloat16 hold; from 9 heads on some are not, so a slope rounded to a
+narrow dtype shows from 9 on. A partial ALiBi (``alibi_heads = K``) takes the counts from ``K``,
+with ``K`` and ``K + 1`` (the model with one unbiased head).
+
+Every head count gets the *sweep*, calls small enough to make for all of them: they hold every
+head's slope and the bias's form. The *deep* head counts (:data:`DEEP_HEADS`) also get the
+long calls, the dtypes and the decoding steps, where precision, caches and positions go wrong
+whatever the head count: one head (its slope ``2 ** -8`` exact in every dtype: a long call
+shows a rounded position alone); 12 (the first deep count whose slopes float16 and bfloat16
+round, with the interleave); 128 (the most heads: the largest powers of the finest ratio, where
+a bound derived too tight would first fail correct code, and the largest calls).
+
+The long calls, by what shows there (bfloat16 holds every integer up to 256, float16 up to
+2048, float32 up to 2**24: :data:`EXACT_INTEGERS`):
+
+- one key (``L=1``): size-1 axes, squeezed or not, and a bias with no distance;
+- 64 keys, and its ``64x64`` prefill: a call longer than the sweep's (a cache built for 8 keys
+  and reused), and the narrow dtypes' own rounding at positions every dtype holds;
+- 258 keys (``L=258``, the step ``p=257``): key 257, the first integer bfloat16 rounds;
+- 2050 keys (``L=2050``, ``p=2049``): key 2049, the first integer float16 rounds. In float32
+  they show a bias formed in the narrow dtype whatever dtype is asked for (at one head, where
+  the slope is exact, nothing else shows it); in their own narrow dtype, positions counted or
+  summed in it, which stop at its last integer (a narrow dtype's rounding of the output alone
+  hides a position off by one, not a count that stops);
+- a decoding step inside the prefill (``p=31``, not its last row): a cache sliced from the
+  wrong corner or row; the steps at 257 and 2049 are past the prefill, where a cache grows;
+- a left-padded mask (``mask-left``: 3 padded, 61 kept) and one with a hole (``mask-hole``:
+  30 kept, 4 padded, 30 kept), in float32: padding moves positions below 64, which every
+  dtype holds.
+
+Float32 positions round only past 2**24 keys, beyond any call's budget: no call asks for them.
+Where a signature takes a dtype, float32 is asked at every length, each narrow dtype at 64
+keys and at the first length past its integers (:func:`call_dtypes`). A slope returned by
+itself is judged by the bias it makes at 8192 keys, a length models use
+(:func:`~.tolerance.slope_tolerance`), whatever calls were made. By signature:
 
 - ``heads`` (``alibi-slopes``): one call ``fn(H)`` per head count.
-- ``heads-length`` and ``heads-length-max``: sweep ``L=7``; deep ``L=1, 2, 64, 257, 2049,
-  8193``.
-- ``mask-heads-dtype``: sweep ``L=7:float32``; deep all-ones masks of ``L=1, 2, 7, 64,
-  257, 2049, 8193``, a left-padded mask (``mask-left``: 3 padded, 61 kept) and one with a
-  hole (``mask-hole``: 30 kept, 4 padded, 30 kept), each in float32, float16 and bfloat16.
+- ``heads-length`` and ``heads-length-max``: sweep ``L=7``; deep ``L=1, 64, 258, 2050``.
+- ``mask-heads-dtype``: sweep ``L=7:float32``; deep all-ones masks of ``L=1, 64, 258,
+  2050`` in float32, ``L=64`` and ``L=2050`` in float16, ``L=64`` and ``L=258`` in bfloat16,
+  and ``mask-left`` and ``mask-hole`` in float32.
 - ``heads-mask``, ``module-ij`` and ``module-scores`` (a row per query, called with
   ``(q_len, k_len)``): sweep a prefill ``8x8`` then a decoding step ``p=7`` (one query at
-  position 7 over keys ``0 .. 7``); deep a prefill ``64x64``, then steps ``p=1, 31, 63``, then
-  ``p=256, 2048, 8192`` (bfloat16 holds every integer only up to 256, float16 up to 2048).
+  position 7 over keys ``0 .. 7``); deep a prefill ``64x64``, then steps ``p=31, 257, 2049``.
   A module is built once per head count and gets every call of its head count, in order:
   a cache kept between a prefill and a decoding step is judged at every step.
-  ``module-scores`` (whose scores carry the dtype) makes the deep calls in float32,
-  float16 and bfloat16.
+  ``module-scores`` (whose scores carry the dtype) makes ``64x64`` in float32, float16 and
+  bfloat16, ``p=257`` in bfloat16 and ``p=2049`` in float16 besides float32.
 
 A call is made only where its result holds at most :data:`ELEMENT_BUDGET` elements (2**21:
-a ``(31, 257, 257)`` bias does, a ``(1, 2049, 2049)`` one does not; the long distances of
+a ``(31, 258, 258)`` bias does, a ``(1, 2050, 2050)`` one does not; the long distances of
 the forms with a row per query come from the decoding steps), and only where its keys fit
 under a declared ``max_positions``.
 
 Without a declared ``max_positions`` the long calls' lengths are the gate's choice, not a
 promise of the target. Correct code may build the whole ``(heads, keys, keys)`` square and
-slice its last row for a decoding step (Baichuan's mask, a cached full bias): 34 GB at
-128 heads and 8193 keys, past any per-target memory limit. Such a call that runs out of
+slice its last row for a decoding step (Baichuan's mask, a cached full bias): 2.2 GB at
+128 heads and 2050 keys, past a small per-target memory limit. Such a call that runs out of
 memory (:func:`chosen_size`: beyond the prefill's keys, its float32 square at least
 :data:`SQUARE_FLOOR` bytes) is a note, not a failure: the target is judged on the calls it
 could make, the shorter ones of the same head count among them.
@@ -61,7 +107,7 @@ reads what each returns as the oracle's layout)::
                              call's dtype: what it returns is the bias)
 
 Check ids (``S`` a call's slot without its head count: ``L=7``, ``64x64``, ``p=31``,
-``L=2049:float16``, ``mask-left:bfloat16``; each check of a slot judges it at every head
+``L=2050:float16``, ``mask-left:float32``; each check of a slot judges it at every head
 count that makes the call, and its message names the head count of the worst call):
 
 ``call[S]``, ``finite[S]``, ``formula[S]``, ``linear[S]``, ``equivalent[S]``
@@ -78,8 +124,8 @@ count that makes the call, and its message names the head count of the worst cal
 ``decode[S]``
     (decoding steps within their prefill) the step agrees with the prefill's row for its query.
 ``call[h=A-B]``, ``finite[h=A-B]``, ``formula[h=A-B]``, ``head-ratio[h=A-B]``
-    (``alibi-slopes``; ``h=112`` for a declared head count) the slopes within their bounds,
-    and their ratios between heads.
+    (``alibi-slopes``: ``h=1-128`` over the grid's counts; ``h=112`` for a declared head count)
+    the slopes within their bounds, and their ratios between heads.
 ``determinism``, ``aliasing``, ``global-state``
     as for every family (:mod:`posenc_spec.families.sinusoidal.grid`): the repeat is the sweep
     call of the last head count.
@@ -95,14 +141,24 @@ from posenc_spec.gate.calls import ArrayArg, CallRequest
 
 from .conventions import AlibiConvention
 
-HEAD_COUNTS = tuple(range(1, 129))
-DEEP_HEADS = (1, 12, 71, 112, 128)
+# Every power of two to 128 (one geometric sequence, and where a closest power computed
+# through a logarithm rounds the wrong way); one and two heads past each (the first odd member
+# of the next power's sequence; a second, where a stride or a slice of the extra heads shows);
+# one below the next power (every odd member but the last); and the models' counts: 12 (the
+# paper's own interleave example), 40 (Baichuan-13B), 71 (Falcon-7B: 7 extra heads, an odd
+# number), 112 (BLOOM-176B: 48 extra heads, more than half of 64).
+POWERS = tuple(2**k for k in range(8))
+HEAD_COUNTS = tuple(sorted({*POWERS, *(p + 1 for p in POWERS[1:7]), *(p + 2 for p in POWERS[2:7]),
+                            *(2 * p - 1 for p in POWERS[2:7]), 12, 40, 71, 112}))
+DEEP_HEADS = (1, 12, 128)
 SWEEP_LENGTH = 7
 SWEEP_PREFILL = 8
 PREFILL = 64
-DECODE_POSITIONS = (1, 31, 63)
-LONG_DECODE_POSITIONS = (256, 2048, 8192)
-LENGTHS = (1, 2, 7, 64, 257, 2049, 8193)
+DECODE_POSITIONS = (31,)
+# The last integer each narrow dtype holds exactly, and so every position up to it.
+EXACT_INTEGERS = {"bfloat16": 256, "float16": 2048}
+LONG_DECODE_POSITIONS = (EXACT_INTEGERS["bfloat16"] + 1, EXACT_INTEGERS["float16"] + 1)  # 257, 2049
+LENGTHS = (1, 7, 64, *(p + 1 for p in LONG_DECODE_POSITIONS))  # 258 and 2050 keys: the last one past each
 LEFT_PADDED = (0,) * 3 + (1,) * 61
 WITH_HOLE = (1,) * 30 + (0,) * 4 + (1,) * 30
 DTYPES = ("float32", "float16", "bfloat16")
@@ -146,20 +202,35 @@ class AlibiCall:
 
 
 def head_counts(declared: int | None = None, least: int = 1) -> tuple[int, ...]:
-    """The grid's head counts: the declared model's, or every count from ``least`` (a partial
-    ALiBi's ``alibi_heads``: a model has at least that many heads) to 128."""
-    return (declared,) if declared is not None else tuple(count for count in HEAD_COUNTS if count >= least)
+    """The grid's head counts: the declared model's, or those of :data:`HEAD_COUNTS` from
+    ``least`` (a partial ALiBi's ``alibi_heads``: a model has at least that many heads) to
+    128, with ``least`` itself and one more (the fewest heads of the model, and the first
+    count with an unbiased head)."""
+    if declared is not None:
+        return (declared,)
+    return tuple(sorted({count for count in HEAD_COUNTS if count >= least} | {least, least + 1} & set(range(1, 129))))
 
 
 def deep_heads(counts: tuple[int, ...]) -> tuple[int, ...]:
     """The head counts that also get the long calls: :data:`DEEP_HEADS` among ``counts``, the
-    largest of them when none is (a partial ALiBi from 4 heads keeps 12, 71, 112 and 128)."""
+    largest of them when none is (a partial ALiBi from 4 heads keeps 12 and 128)."""
     return tuple(count for count in counts if count in DEEP_HEADS) or counts[-1:]
 
 
-def _with_dtypes(calls: list[AlibiCall], dtypes) -> list[AlibiCall]:
+def call_dtypes(k_len: int) -> tuple[str, ...]:
+    """The dtypes a call of ``k_len`` keys is made in, where the signature takes one: float32;
+    every dtype at the prefill's length, whose positions each holds exactly; and a narrow dtype
+    at the length whose last key is the first integer it rounds (258 keys for bfloat16, 2050
+    for float16)."""
+    if k_len == PREFILL:
+        return DTYPES
+    return ("float32", *(dtype for dtype, last in EXACT_INTEGERS.items() if k_len - 1 == last + 1))
+
+
+def _with_dtypes(calls: list[AlibiCall], dtypes_of) -> list[AlibiCall]:
+    """Each call in each of ``dtypes_of(call)``, dtype by dtype (a module gets its float32 calls first)."""
     return [AlibiCall(f"{call.slot}:{dtype}", call.num_heads, call.q_len, call.k_len, dtype, call.mask, call.step)
-            for dtype in dtypes for call in calls]
+            for dtype in DTYPES for call in calls if dtype in dtypes_of(call)]
 
 
 def _row_calls(num_heads: int, prefill: int, positions) -> list[AlibiCall]:
@@ -176,7 +247,7 @@ def sweep_calls(signature: str, num_heads: int) -> list[AlibiCall]:
     if signature in ("heads-length", "heads-length-max"):
         return [AlibiCall(f"L={SWEEP_LENGTH}", num_heads, SWEEP_LENGTH, SWEEP_LENGTH)]
     made = _row_calls(num_heads, SWEEP_PREFILL, (SWEEP_PREFILL - 1,))
-    return _with_dtypes(made, DTYPES[:1]) if signature in TAKES_DTYPE else made
+    return _with_dtypes(made, lambda call: DTYPES[:1]) if signature in TAKES_DTYPE else made
 
 
 def deep_calls(signature: str, num_heads: int) -> list[AlibiCall]:
@@ -186,13 +257,15 @@ def deep_calls(signature: str, num_heads: int) -> list[AlibiCall]:
     if signature == "mask-heads-dtype":
         masks = [(f"L={length}", (1,) * length) for length in LENGTHS]
         masks += [("mask-left", LEFT_PADDED), ("mask-hole", WITH_HOLE)]
-        made = _with_dtypes([AlibiCall(slot, num_heads, 1, len(mask), mask=mask) for slot, mask in masks], DTYPES)
+        made = [AlibiCall(slot, num_heads, 1, len(mask), mask=mask) for slot, mask in masks]
+        # Padding moves positions below 64, which every dtype holds: the masks' calls are float32's.
+        made = _with_dtypes(made, lambda call: call_dtypes(call.k_len) if all(call.mask) else DTYPES[:1])
         swept = {call.slot for call in sweep_calls(signature, num_heads)}
         return [call for call in made if call.slot not in swept]
     if signature in ("heads-length", "heads-length-max"):
         return [AlibiCall(f"L={length}", num_heads, length, length) for length in LENGTHS if length != SWEEP_LENGTH]
     made = _row_calls(num_heads, PREFILL, (*DECODE_POSITIONS, *LONG_DECODE_POSITIONS))
-    return _with_dtypes(made, DTYPES) if signature in TAKES_DTYPE else made
+    return _with_dtypes(made, lambda call: call_dtypes(call.k_len)) if signature in TAKES_DTYPE else made
 
 
 def returned_shape(signature: str, call: AlibiCall) -> tuple[int, ...]:
@@ -275,7 +348,8 @@ def bias_checks(call: AlibiCall, convention: AlibiConvention, with_decode: bool)
 
 
 def heads_group(counts: tuple[int, ...]) -> str:
-    """``h=1-128`` (or ``h=112`` for one count): the slot of the slopes' check ids."""
+    """``h=1-128`` (or ``h=112`` for one count): the slot of the slopes' check ids, from the
+    fewest heads to the most."""
     return f"h={counts[0]}" if len(counts) == 1 else f"h={counts[0]}-{counts[-1]}"
 
 

@@ -98,7 +98,7 @@ def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positio
 # The expectations kept between the calls and the targets of a run, the least recently used
 # dropped first past this many bytes: every target of a run under one convention asks for the
 # same ones. Only those of at most a KEPT_SHARE of it are kept (the sweep's, 200 KB at most):
-# a run asks for its targets' calls in turn, and the long ones (25 MB at 128 heads over 8193
+# a run asks for its targets' calls in turn, and the long ones (6 MB at 128 heads over 2050
 # keys) would push every small one out before the next target asked for it again.
 KEPT_EXPECTATION_BYTES = 2**27
 KEPT_SHARE = 32

@@ -44,7 +44,7 @@ _HELP = {
     "key_positions": ("index|mask-cumsum", "key positions from the index, or BLOOM's (cumsum(mask) - 1) * mask"),
     "compute_dtype": ("DTYPE", "the dtype the bias is computed in, where the model was trained so (Falcon: bfloat16)"),
     "up_to_row_constant": ("true|false", "accept any constant per query row (the same attention after softmax)"),
-    "num_heads": ("N", "the model's head count: the grid then calls only it (default: every count 1..128)"),
+    "num_heads": ("N", "the model's head count: the grid then calls only it (default: 28 counts from 1 to 128)"),
 }
 
 NAMES = FamilyKeys(
@@ -76,7 +76,7 @@ NAMES = FamilyKeys(
     aliases={"alibi_convention": "convention", "bias_dtype": "compute_dtype", "attention_heads": "num_heads"},
     title="ALiBi attention biases (BLOOM, MPT, Falcon, x-transformers)",
     page="docs/families/alibi.md",
-    check_ids="ALiBi biases (S a call's slot such as L=7, 8x8, p=31 or L=2049:float16, each the worst over the head "
+    check_ids="ALiBi biases (S a call's slot such as L=7, 8x8, p=31 or L=2050:float16, each the worst over the head "
               "counts that make it): call[S], finite[S], formula[S], linear[S], toeplitz[S], diagonal[S], "
               "equivalent[S], unbiased-heads[S] and decode[S] (a decoding step on the module of its prefill); ALiBi "
               "slopes: call, finite, formula and head-ratio at [h=1-128]. See posenc_spec.families.alibi.grid.",

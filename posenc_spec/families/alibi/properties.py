@@ -208,10 +208,9 @@ def check_finite(table, exp: BiasExpectation, name="finite") -> CheckResult:
 def _row_constants(difference: np.ndarray, tolerance: np.ndarray, judged: np.ndarray) -> np.ndarray:
     """Per (head, row), the constant ``c`` with every judged ``|difference - c| <= tolerance``
     when one exists: the middle of ``[max(difference - t), min(difference + t)]``."""
-    low, high = difference - tolerance, difference + tolerance
-    if not judged.all():  # the common key-only row is judged whole: no masked copies
-        low, high = np.where(judged[None], low, -np.inf), np.where(judged[None], high, np.inf)
-    low, high = low.max(axis=2, initial=-np.inf), high.min(axis=2, initial=np.inf)
+    within = True if judged.all() else judged[None]  # the reductions skip the other elements: no masked copies
+    low = (difference - tolerance).max(axis=2, initial=-np.inf, where=within)
+    high = (difference + tolerance).min(axis=2, initial=np.inf, where=within)
     middle = (low + high) / 2
     return np.where(np.isfinite(middle), middle, 0.0)[:, :, None]
 

@@ -38,7 +38,7 @@ ratio of the 112 is 0.058).
 
 A slope is worth the biases it makes: a slope returned by itself (``alibi-slopes``) is judged
 by the bias it gives at the longest distance ``D`` a model uses (``max_positions - 1`` when
-declared, else the grid's longest, 8192), formed and stored in float32 (or the declared
+declared, else 8192, a context length models use), formed and stored in float32 (or the declared
 ``bias_dtype``): its error times ``D`` must be within that bias's bound at ``d = D``
 (:func:`slope_tolerance`), whatever dtype it is returned in. Per unit of distance that is
 ``m (delta_s + 3 u_c + u_o)`` below 2**24 (the terms B1 to B4 at ``q = D``, ``k = 0``), so a
@@ -100,7 +100,7 @@ from .conventions import AlibiConvention, get_convention
 from .oracle import Positions, distances, slopes
 
 DEFAULT_DTYPE = "float32"
-DEFAULT_DISTANCE = 8192  # the grid's longest distance (its decoding step at 8192, L=8193)
+DEFAULT_DISTANCE = 8192  # a context length models use (MPT-7B-8k's)
 _NARROW = ("float16", "bfloat16")
 
 

@@ -122,19 +122,19 @@ def test_a_bias_key_for_the_slopes_api_names_the_api_that_reads_it(impl):
 
 def test_a_length_the_gate_chose_that_runs_out_of_memory_is_a_note(impl):
     """Code that builds the whole (heads, keys, keys) square conforms with no max_positions: the
-    decoding step at 8192 keys the gate chose cannot be allocated under a 1 GiB limit and is
+    decoding step at 2050 keys the gate chose cannot be allocated under a 256 MiB limit and is
     noted, the shorter calls judged; a max_positions that declares those keys makes it a failure."""
     from posenc_spec.gate.options import run_options
 
     keys = {"target": "impl:FullSquare", "api": "alibi-bias", "signature": "module-ij",
             "init": {"heads": "{num_heads}"}, "num_heads": HEADS}
-    options = run_options(jobs=1, max_memory="1GiB")
+    options = run_options(jobs=1, max_memory="256MiB")
     report = check_target(declare(keys), options)
     statuses = {check.name: check.status for check in report.checks}
     assert report.conforms, _failed(report)
-    assert (statuses["call[p=8192]"], statuses["formula[p=8192]"], statuses["formula[p=2048]"]) == (
+    assert (statuses["call[p=2049]"], statuses["formula[p=2049]"], statuses["formula[p=257]"]) == (
         "noted", "skipped", "passed"), statuses
-    note = next(check.message for check in report.checks if check.name == "call[p=8192]")
-    assert "8193 keys is a length the gate chose (no max_positions declared)" in note, note
-    declared = check_target(declare({**keys, "max_positions": 8193}), options)
-    assert _failed(declared) == ["call[p=8192]"], _failed(declared)
+    note = next(check.message for check in report.checks if check.name == "call[p=2049]")
+    assert "2050 keys is a length the gate chose (no max_positions declared)" in note, note
+    declared = check_target(declare({**keys, "max_positions": 2050}), options)
+    assert _failed(declared) == ["call[p=2049]"], _failed(declared)

@@ -11,43 +11,71 @@ from posenc_spec.families.alibi.grid import AlibiCall
 from posenc_spec.families.alibi.judge import Unreadable, failures, judge, read
 
 
-def test_head_counts_cover_every_count_to_128():
-    """Every count from 1 to 128, BLOOM-176B's 112 and Falcon-7B's 71 among the 121 that are not
-    powers of two; a declared model count replaces them, a partial ALiBi starts at its heads."""
+def test_head_counts_hold_every_kind_of_count_to_128():
+    """Each power of two to 128, one and two heads past each, one below the next, and the models'
+    12, 40, 71 and 112; a declared model count replaces them, a partial ALiBi starts at its heads
+    and keeps one more."""
     counts = grid.head_counts()
-    assert counts == tuple(range(1, 129))
-    assert sum(1 for n in counts if n & (n - 1)) == 120 and {71, 112} <= set(counts)
+    powers = [2**k for k in range(8)]
+    assert set(powers) | {p + 1 for p in powers[1:7]} | {p + 2 for p in powers[2:7]} <= set(counts)
+    assert {2 * p - 1 for p in powers[2:7]} | {12, 40, 71, 112} <= set(counts)
+    assert counts == tuple(sorted(set(counts))) and counts[-1] == 128 and len(counts) < 32
     assert grid.head_counts(40) == (40,)
-    assert grid.head_counts(least=4)[0] == 4
+    assert grid.head_counts(least=4)[:3] == (4, 5, 6) and grid.head_counts(least=11)[:2] == (11, 12)
 
 
 def test_every_head_count_gets_the_sweep_and_the_deep_ones_the_long_calls():
-    """Each of the 128 head counts gets the 8x8 prefill and its decoding step; 1, 12, 71, 112 and
-    128 also the 64x64 prefill and the steps up to 8192, on the same module, in that order."""
+    """Each head count gets the 8x8 prefill and its decoding step; 1, 12 and 128 also the 64x64
+    prefill, a step inside it and the steps past bfloat16's and float16's integers, on the same
+    module, in that order."""
     probes = grid.probes("module-ij", PRESETS["bidirectional"])
     by_heads = {}
     for probe in probes:
         if probe.role == "table":
             by_heads.setdefault(probe.call.num_heads, []).append(probe.call.slot)
-    assert len(by_heads) == 128 and by_heads[5] == ["8x8", "p=7"]
-    assert by_heads[71] == ["8x8", "p=7", "64x64", "p=1", "p=31", "p=63", "p=256", "p=2048", "p=8192"]
+    assert set(by_heads) == set(grid.HEAD_COUNTS) and by_heads[5] == ["8x8", "p=7"]
+    assert by_heads[12] == ["8x8", "p=7", "64x64", "p=31", "p=257", "p=2049"]
+    assert [count for count, slots in by_heads.items() if len(slots) > 2] == [1, 12, 128]
     assert probes[-1].role == "repeat" and probes[-1].call.num_heads == 128
 
 
-def test_dtype_signatures_repeat_the_deep_calls_per_dtype():
-    """The mask signature's deep calls come in float32, float16 and bfloat16, each slot named with its dtype."""
-    calls = grid.calls("mask-heads-dtype", 3, PRESETS["bloom"])
-    assert len(calls) == 3 * (len(grid.LENGTHS) + 2)
-    assert calls[0].slot == "L=7:float32" and calls[-1].slot == "mask-hole:bfloat16"
+def test_dtype_signatures_make_each_narrow_dtype_where_it_shows():
+    """A narrow dtype is asked for at 64 keys, whose positions it holds, and at the first length
+    past its integers (258 keys for bfloat16, 2050 for float16); float32 at every length and mask."""
+    slots = [call.slot for call in grid.calls("mask-heads-dtype", 12, PRESETS["bloom"])]
+    assert slots == ["L=7:float32", "L=1:float32", "L=64:float32", "L=258:float32", "L=2050:float32",
+                     "mask-left:float32", "mask-hole:float32", "L=64:float16", "L=2050:float16", "L=64:bfloat16",
+                     "L=258:bfloat16"]
+    for dtype, last in grid.EXACT_INTEGERS.items():
+        lengths = [call.k_len for call in grid.calls("module-scores", 12, PRESETS["mpt"]) if call.dtype == dtype]
+        assert max(lengths) - 1 == last + 1, (dtype, lengths)
+
+
+def _counted_in_the_asked_dtype(attention_mask, num_heads, dtype):
+    """BLOOM's bias with the mask cast to the asked dtype before its cumsum: the count stops at the
+    dtype's last exact integer (2048 in float16, 256 in bfloat16)."""
+    batch, length = attention_mask.shape
+    slopes = torch.tensor(oracle.slopes(num_heads, "bloom"), dtype=torch.float32)
+    mask = attention_mask.to(dtype)
+    positions = ((mask.cumsum(dim=-1) - 1) * mask)[:, None, :]
+    return (slopes[..., None] * positions).reshape(batch * num_heads, 1, length).to(dtype)
+
+
+def test_positions_counted_in_a_narrow_dtype_fail_only_past_its_integers():
+    """Positions summed in float16 or bfloat16 fail at the first length past that dtype's integers,
+    the calls kept for it, and at no other call."""
+    failed = {result.name for result in failures(judge(_counted_in_the_asked_dtype, "mask-heads-dtype", "bloom", 12))}
+    assert {name.split("[")[1] for name in failed} == {"L=2050:float16]", "L=258:bfloat16]"}, failed
+    assert "formula[L=2050:float16]" in failed and "formula[L=258:bfloat16]" in failed
 
 
 def test_large_tables_stay_within_the_budget_and_max_positions():
-    """A (128, 257, 257) bias is not asked for; (31, 257, 257) is, and any key form's row is;
+    """A (128, 258, 258) bias is not asked for; (31, 258, 258) is, and any key form's row is;
     no call reaches past a declared max_positions."""
     paper = PRESETS["paper"]
-    assert "L=257" not in [call.slot for call in grid.calls("heads-length", 128, paper)]
-    assert "L=257" in [call.slot for call in grid.calls("heads-length", 31, paper)]
-    assert "L=8193" in [call.slot for call in grid.calls("heads-length", 128, PRESETS["mpt"])]
+    assert "L=258" not in [call.slot for call in grid.calls("heads-length", 128, paper)]
+    assert "L=258" in [call.slot for call in grid.calls("heads-length", 31, paper)]
+    assert "L=2050" in [call.slot for call in grid.calls("heads-length", 128, PRESETS["mpt"])]
     assert max(call.k_len for call in grid.calls("module-ij", 12, paper, max_positions=64)) == 64
 
 
@@ -56,8 +84,8 @@ def test_check_ids_name_the_slot_and_decoding_steps_add_decode():
     decode[S]; slopes share one id per check over the head counts, h=1-128."""
     ids = grid.plan_ids(grid.probes("module-ij", PRESETS["bidirectional"]))
     assert ids[0] == "import" and ids[-2:] == ["aliasing", "global-state"]
-    assert {"formula[64x64]", "decode[p=31]", "toeplitz[64x64]", "formula[p=8192]"} <= set(ids)
-    assert "decode[p=256]" not in ids and "toeplitz[p=31]" not in ids  # past the prefill; one row
+    assert {"formula[64x64]", "decode[p=31]", "toeplitz[64x64]", "formula[p=2049]"} <= set(ids)
+    assert "decode[p=257]" not in ids and "toeplitz[p=31]" not in ids  # past the prefill; one row
     assert grid.plan_ids(grid.probes("heads", PRESETS["paper"])) == [
         "import", "call[h=1-128]", "finite[h=1-128]", "formula[h=1-128]", "head-ratio[h=1-128]", "determinism",
         "aliasing", "global-state"]
@@ -132,10 +160,10 @@ def _out_of_memory_verdict(slot, heads, max_positions=None):
 
 
 def test_running_out_of_memory_is_a_note_only_at_a_long_length_the_gate_chose():
-    """Out of memory at the step the gate chose at 8192 keys (a 3.2 GB square at 12 heads) is noted;
-    at the 64x64 prefill, at one head's step at 2048 (a 16 MB square) or under a declared
+    """Out of memory at the step the gate chose at 2050 keys (a 200 MB square at 12 heads) is noted;
+    at the 64x64 prefill, at one head's step at 257 (a 266 KB square) or under a declared
     max_positions it fails."""
-    assert _out_of_memory_verdict("p=8192", 12) == "noted"
+    assert _out_of_memory_verdict("p=2049", 12) == "noted"
     assert _out_of_memory_verdict("64x64", 12) == "failed"
-    assert _out_of_memory_verdict("p=2048", 1) == "failed"
-    assert _out_of_memory_verdict("p=8192", 12, max_positions=8193) == "failed"
+    assert _out_of_memory_verdict("p=257", 1) == "failed"
+    assert _out_of_memory_verdict("p=2049", 12, max_positions=2050) == "failed"

@@ -54,8 +54,8 @@ def test_init_writes_an_entry_check_accepts(impl, capsys):
 
 def test_a_note_is_no_failure_of_the_answer(impl, capsys):
     """Code that builds the whole (heads, keys, keys) square is the paper's member: check accepts
-    it, naming the note on the decoding step at 8192 keys it could not allocate under 1 GiB."""
+    it, naming the note on the decoding step at 2050 keys it could not allocate under 256 MiB."""
     status, answer = _identify(capsys, "impl:FullSquare", "--api", "alibi-bias", "--signature", "module-ij",
-                               "--init", "heads={num_heads}", "--num-heads", "12", "--max-memory", "1GiB")
+                               "--init", "heads={num_heads}", "--num-heads", "12", "--max-memory", "256MiB")
     assert (status, answer["name"], answer["check"]) == (0, "paper", "conforms"), answer["message"]
-    assert "check accepts it on its whole grid (notes, no failure: call[p=8192])" in answer["message"], answer
+    assert "check accepts it on its whole grid (notes, no failure: call[p=2049])" in answer["message"], answer

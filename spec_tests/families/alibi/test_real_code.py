@@ -63,7 +63,7 @@ def test_recorded_deviation_is_outside_the_bound_it_breaks(real, name):
     and inside the bound of the one the code implements."""
     fact = RECORDED[real.id]["deviates"][name]
     broken = from_keys(fact["keys"])
-    slot = fact["check"].split("[")[1].rstrip("]").split(":")[0]  # L=2049, 8x8 or p=7
+    slot = fact["check"].split("[")[1].rstrip("]").split(":")[0]  # L=258, 8x8 or p=7
     if slot.startswith("L="):
         length = int(slot[2:])
         positions = oracle.mask_positions(np.ones(length), broken) if real.signature == "mask-heads-dtype" \
