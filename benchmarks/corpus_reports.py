@@ -2,10 +2,14 @@
 
 A change that moves code without meaning to change a verdict (a restructuring) must leave
 every report byte for byte as it was: record the reports before it, compare after, on the
-same machine (float results, and so the numbers in the reports, differ between CPUs)::
+same machine (float results, and so the numbers in the reports, differ between CPUs). The
+script checks the checkout it is in, whatever is installed: it puts its repository first on
+the import path, and the gate's template imports ``posenc_spec`` from where the running one
+lives. So the old revision is a second checkout, and each checkout runs its own script::
 
-    python benchmarks/corpus_reports.py --record /tmp/before.jsonl     # at the old revision
-    python benchmarks/corpus_reports.py --compare /tmp/before.jsonl    # at the new one
+    git worktree add --detach /tmp/posenc-before REV    # or git archive REV | tar -x -C an empty folder
+    python /tmp/posenc-before/benchmarks/corpus_reports.py --record /tmp/before.jsonl
+    python benchmarks/corpus_reports.py --compare /tmp/before.jsonl
 
 ``--corpus NAME`` (repeatable) records or compares only those corpora's entries.
 
