@@ -2,13 +2,14 @@
 (the default), and one target alone in a fresh command beyond its imports (``--first``).
 
     python benchmarks/bench_family_cost.py [--repeats 3] [--corpus NAME ...] [--jobs N ...] [--per-entry]
-    python benchmarks/bench_family_cost.py --first [--repeats 5] [--corpus NAME ...]
+    python benchmarks/bench_family_cost.py --first [--repeats 5] [--corpus NAME ...] [--jobs N ...]
 
 **One more target** (the default): each corpus's correct entries of one API checked in one
 run, in this process, after a first run that started the root template and imported the
 entries' modules (as in any later run of a process that keeps them: the pytest plugin, the
-Python API). The expected values that first run computed are kept by the families' caches
-and reused, as by a second target of the same grid in one run. Each line is one family's
+Python API). The expected values that first run computed stay in the families' caches (where
+a family keeps them) and are reused, as a later target of the same grid in one run reuses
+them; ``--first --jobs`` gives a fresh run's figure. Each line is one family's
 API: the median over ``--repeats`` runs of its correct entries, divided by their number (the
 mean cost of one more target, its grid, sequences and judging included): the wall seconds,
 the slowdown the machine's load caused meanwhile (a fixed piece of Python's wall over CPU
@@ -30,7 +31,11 @@ MODULE"`` (MODULE: the target's module) in a fresh Python. The two commands of e
 turns in rounds (``timing``: a drift of the machine's speed falls on all alike); each line
 gives the medians of the check and of the imports, the median of the rounds' differences
 (the cost beyond the imports), the slowdown (probed before and after each pair) and the
-median of the differences divided by it.
+median of the differences divided by it. With ``--jobs N`` (repeatable, ``default`` as
+above), each round also checks every correct entry of the API in one fresh ``check
+--config`` run with N lanes: the marginal target is that run's wall less the one target's,
+over the entries less one, round by round (imports, the template's start and the run's
+fixed costs cancel; expected values are computed as a real run computes them).
 """
 
 from __future__ import annotations
@@ -51,7 +56,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from meta_tests.corpus.every import every_corpus  # noqa: E402
-from posenc_spec import registry  # noqa: E402
 from posenc_spec.gate.engine import check_many  # noqa: E402
 from posenc_spec.gate.identify import toml_text  # noqa: E402
 from posenc_spec.gate.options import run_options, usable_cores  # noqa: E402
@@ -131,13 +135,10 @@ def typical(name: str, api: str, entries: list):
     return next(entry for entry in entries if entry.id == chosen), why
 
 
-def config_text(entry) -> str:
-    """The entry as one ``[[targets]]`` table, each key under its current name (a user's config
-    holds no renamed key, whose note the run would print)."""
-    table = entry.config_table()
-    aliases = registry.names_of_api(table.get("api", "table")).aliases
-    return "[[targets]]\n" + "\n".join(toml_text.lines({aliases.get(key, key): value
-                                                         for key, value in table.items()})) + "\n"
+def config_text(entries) -> str:
+    """The entries as ``[[targets]]`` tables, as each entry declares itself (a key under a
+    former name too: the run reads it as the current one, values included, with a note)."""
+    return "\n".join("[[targets]]\n" + "\n".join(toml_text.lines(entry.config_table())) + "\n" for entry in entries)
 
 
 def _command(command: list[str], folder: Path) -> float:
@@ -151,43 +152,64 @@ def _command(command: list[str], folder: Path) -> float:
     return seconds
 
 
+def _fresh_commands(folder: Path, label: str, entry, entries: list, jobs: list[int]) -> dict[str, list[str]]:
+    """The commands of one API a round runs: the imports, the one target, and every correct
+    entry in one run with each number of ``jobs`` (where the API has more than one)."""
+    check = [sys.executable, "-m", "posenc_spec", "check", "--config"]
+    one, every = folder / f"{label.replace('/', '_')}.toml", folder / f"{label.replace('/', '_')}_every.toml"
+    one.write_text(config_text([entry]))
+    every.write_text(config_text(entries))
+    commands = {"imports": [sys.executable, "-c", f"import numpy, torch, {entry.module}"],
+                "one": [*check, str(one)]}
+    if len(entries) > 1:
+        commands.update({f"every -j {count}": [*check, str(every), "-j", str(count)] for count in jobs})
+    return commands
+
+
 def first_target(args) -> None:
-    """``--first``: one typical target per API in a fresh command, beyond its imports."""
+    """``--first``: one typical target per API in a fresh command, beyond its imports (and
+    with ``--jobs``, the marginal target of a fresh run of every correct entry)."""
+    jobs = [lanes(value) for value in args.jobs or ()]
     chosen = []
     for name, api, entries in correct_by_api(args.corpus):
         entry, why = typical(name, api, entries)
-        chosen.append((f"{name}/{api}", entry, why))
+        chosen.append((f"{name}/{api}", entry, why, entries))
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         (folder / ".git").mkdir()  # the search for a pyproject.toml stops here
-        commands = {}
-        for label, entry, _ in chosen:
-            config = folder / f"{label.replace('/', '_')}.toml"
-            config.write_text(config_text(entry))
-            commands[label] = ([sys.executable, "-c", f"import numpy, torch, {entry.module}"],
-                               [sys.executable, "-m", "posenc_spec", "check", "--config", str(config)])
-        for imports, check in commands.values():  # untimed: compiled bytecode and the file cache, once
-            _command(imports, folder)
-            _command(check, folder)
-        rounds: dict[str, list[tuple[float, float, float]]] = {label: [] for label in commands}
+        commands = {label: _fresh_commands(folder, label, entry, entries, jobs) for label, entry, _, entries in chosen}
+        for command in (command for of_api in commands.values() for command in of_api.values()):
+            _command(command, folder)  # untimed: compiled bytecode and the file cache, once
+        # label -> one dict per round: command name -> wall seconds, and "slowdown"
+        rounds: dict[str, list[dict[str, float]]] = {label: [] for label in commands}
         for _ in range(args.repeats):
-            for label, (imports, check) in commands.items():
+            for label, of_api in commands.items():
                 before = probe_slowdown()
-                floor, whole = _command(imports, folder), _command(check, folder)
-                rounds[label].append((floor, whole, (before + probe_slowdown()) / 2))
+                times = {name: _command(command, folder) for name, command in of_api.items()}
+                rounds[label].append({**times, "slowdown": (before + probe_slowdown()) / 2})
+
+    def median(label, figure):
+        return statistics.median(figure(times) for times in rounds[label])
+
     print(f"one target, a fresh command each; medians of {args.repeats} rounds")
     print("family/API                 check s  imports s  beyond s  slowdown  idle beyond s  entry")
-    for label, entry, _ in chosen:
-        def median(figure, times=rounds[label]):
-            return statistics.median(figure(*pair) for pair in times)
-
-        print(f"{label:26s} {median(lambda floor, whole, slowdown: whole):7.2f} "
-              f"{median(lambda floor, whole, slowdown: floor):10.2f} "
-              f"{median(lambda floor, whole, slowdown: whole - floor):9.3f} "
-              f"{median(lambda floor, whole, slowdown: slowdown):9.2f} "
-              f"{median(lambda floor, whole, slowdown: (whole - floor) / slowdown):14.3f}  {entry.id}")
+    for label, entry, _, _ in chosen:
+        print(f"{label:26s} {median(label, lambda t: t['one']):7.2f} {median(label, lambda t: t['imports']):10.2f} "
+              f"{median(label, lambda t: t['one'] - t['imports']):9.3f} {median(label, lambda t: t['slowdown']):9.2f} "
+              f"{median(label, lambda t: (t['one'] - t['imports']) / t['slowdown']):14.3f}  {entry.id}")
+    if jobs:
+        print("one more target in a fresh run of every correct entry: (that run - the one target) / (entries - 1)")
+        print("family/API                 targets lanes   run s  marginal s  idle marginal s")
+        for label, _, _, entries in chosen:
+            for lane_count in jobs if len(entries) > 1 else ():
+                key = f"every -j {lane_count}"
+                run = [times[key] for times in rounds[label]]
+                marginal = [(times[key] - times["one"]) / (len(entries) - 1) for times in rounds[label]]
+                idle = [(times[key] - times["one"]) / (len(entries) - 1) / times["slowdown"] for times in rounds[label]]
+                print(f"{label:26s} {len(entries):7d} {lane_count:5d} {statistics.median(run):7.2f} "
+                      f"{statistics.median(marginal):11.3f} {statistics.median(idle):16.3f}")
     print("why these entries:")
-    for label, entry, why in chosen:
+    for label, entry, why, _ in chosen:
         print(f"  {label}: {entry.id}: {why}")
 
 
@@ -203,8 +225,8 @@ def main(argv=None) -> int:
     parser.add_argument("--first", action="store_true", help="one typical target per API in a fresh command, "
                         "beyond importing numpy, torch and its module")
     args = parser.parse_args(argv)
-    if args.first and (args.jobs or args.per_entry):
-        parser.error("--first times one target alone: --jobs and --per-entry are the default mode's")
+    if args.first and args.per_entry:
+        parser.error("--per-entry is the default mode's: a fresh run's first turn waits for its template")
     if args.first:
         first_target(args)
     else:
