@@ -27,11 +27,15 @@ computing the expected values, judging: the children's are not in it).
 (:data:`TYPICAL`, else the corpus's first correct entry of that API), written as a one-target
 ``[[targets]]`` config into a folder of its own and checked as a user runs it, ``python -m
 posenc_spec check --config FILE`` in a fresh Python, beside ``python -c "import numpy, torch,
-MODULE"`` (MODULE: the target's module) in a fresh Python. The two commands of every API take
-turns in rounds (``timing``: a drift of the machine's speed falls on all alike); each line
-gives the medians of the check and of the imports, the median of the rounds' differences
-(the cost beyond the imports), the slowdown (probed before and after each pair) and the
-median of the differences divided by it. With ``--jobs N`` (repeatable, ``default`` as
+MODULE"`` (MODULE: the target's module) and ``python -c "import numpy, torch"``
+(``timing.IMPORT_FLOOR``), each in a fresh Python. The commands of every API take turns in
+rounds (``timing``: a drift of the machine's speed falls on all alike); each line gives the
+medians of the check and of the two imports, the slowdown (probed before and after each
+API's commands), and the medians of the rounds' differences (the cost beyond the imports),
+each divided by the slowdown in parentheses. Both floors, because a corpus module is not a
+user's: importing it registers the corpus's entries, which imports the gate and declares
+each entry, in the floor and in the target's child alike (a user's dependency-free module
+imports NumPy and torch alone). With ``--jobs N`` (repeatable, ``default`` as
 above), each round also checks every correct entry of the API in one fresh ``check
 --config`` run with N lanes: the marginal target is that run's wall less the one target's,
 over the entries less one, round by round (imports, the template's start and the run's
@@ -50,6 +54,7 @@ import time
 from pathlib import Path
 
 from record_seconds import probe_slowdown
+from timing import IMPORT_FLOOR
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -159,7 +164,7 @@ def _fresh_commands(folder: Path, label: str, entry, entries: list, jobs: list[i
     one, every = folder / f"{label.replace('/', '_')}.toml", folder / f"{label.replace('/', '_')}_every.toml"
     one.write_text(config_text([entry]))
     every.write_text(config_text(entries))
-    commands = {"imports": [sys.executable, "-c", f"import numpy, torch, {entry.module}"],
+    commands = {"torch": IMPORT_FLOOR, "imports": [sys.executable, "-c", f"import numpy, torch, {entry.module}"],
                 "one": [*check, str(one)]}
     if len(entries) > 1:
         commands.update({f"every -j {count}": [*check, str(every), "-j", str(count)] for count in jobs})
@@ -192,11 +197,16 @@ def first_target(args) -> None:
         return statistics.median(figure(times) for times in rounds[label])
 
     print(f"one target, a fresh command each; medians of {args.repeats} rounds")
-    print("family/API                 check s  imports s  beyond s  slowdown  idle beyond s  entry")
+    print("family/API                 check s  torch s  +module s  slowdown  beyond torch s (idle)  "
+          "beyond +module s (idle)  entry")
     for label, entry, _, _ in chosen:
-        print(f"{label:26s} {median(label, lambda t: t['one']):7.2f} {median(label, lambda t: t['imports']):10.2f} "
-              f"{median(label, lambda t: t['one'] - t['imports']):9.3f} {median(label, lambda t: t['slowdown']):9.2f} "
-              f"{median(label, lambda t: (t['one'] - t['imports']) / t['slowdown']):14.3f}  {entry.id}")
+        beyond_torch = f"{median(label, lambda t: t['one'] - t['torch']):.3f} " \
+                       f"({median(label, lambda t: (t['one'] - t['torch']) / t['slowdown']):.3f})"
+        beyond_module = f"{median(label, lambda t: t['one'] - t['imports']):.3f} " \
+                        f"({median(label, lambda t: (t['one'] - t['imports']) / t['slowdown']):.3f})"
+        print(f"{label:26s} {median(label, lambda t: t['one']):7.2f} {median(label, lambda t: t['torch']):8.2f} "
+              f"{median(label, lambda t: t['imports']):10.2f} {median(label, lambda t: t['slowdown']):9.2f}  "
+              f"{beyond_torch:>21s}  {beyond_module:>23s}  {entry.id}")
     if jobs:
         print("one more target in a fresh run of every correct entry: (that run - the one target) / (entries - 1)")
         print("family/API                 targets lanes   run s  marginal s  idle marginal s")
