@@ -15,7 +15,8 @@ lives. So the old revision is a second checkout, and each checkout runs its own 
 
 Every corpus (``meta_tests/corpus/every.py``), each entry under its own declaration, every
 call made (no ``--fail-fast``): one line per entry, ``{"target": ..., "report": ...}`` with
-the report's ``seconds`` taken out, keyed by the entry's target (``module:id``: corpora share
+the report's ``seconds`` taken out and the checkout's folder written ``<checkout>`` (the
+reports name the entries' files), keyed by the entry's target (``module:id``: corpora share
 some ids, ``sign_flipped`` among them). A recording of an earlier version of this script,
 keyed ``{"id": ...}`` by the id alone, is compared by id, the entries whose id more than one
 corpus uses left out and counted. Exit status 0 when every recorded report is the same (or
@@ -29,6 +30,7 @@ import argparse
 import collections
 import difflib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -42,6 +44,9 @@ from posenc_spec.gate.options import run_options  # noqa: E402
 from posenc_spec.gate.output import json_report  # noqa: E402
 
 SHOWN = 5  # entries whose difference is printed
+CHECKOUT = "<checkout>"  # the repository's folder, as the reports are recorded
+# The folder of the checkout a report was made in: the entries' files are in its meta_tests/.
+RECORDED_CHECKOUT = re.compile(r'"file": "([^"]*)/meta_tests/')
 
 
 def reports(jobs: int, corpora=None) -> dict[str, str]:
@@ -53,19 +58,22 @@ def reports(jobs: int, corpora=None) -> dict[str, str]:
     for position, (entry, report) in enumerate(zip(entries, made, strict=True)):
         data = json_report.target_entry(report, position)
         data.pop("seconds", None)
-        texts[entry.target] = json.dumps(data, sort_keys=True, indent=1)
+        texts[entry.target] = json.dumps(data, sort_keys=True, indent=1).replace(str(ROOT), CHECKOUT)
     return texts
 
 
 def read_recording(path: str) -> tuple[dict[str, str], bool]:
     """The recorded reports by key, and whether they are keyed by the entry's id alone (a
     recording of an earlier version of this script)."""
-    recorded, by_id = {}, False
+    recorded, by_id, folder = {}, False, None
     with open(path) as recording:
         for line in recording:
             item = json.loads(line)
             by_id = by_id or "target" not in item
             recorded[item.get("target", item.get("id"))] = item["report"]
+            folder = folder or next(iter(RECORDED_CHECKOUT.findall(item["report"])), None)
+    if folder and folder != CHECKOUT:  # recorded by an earlier version of this script, with the folder's path
+        recorded = {key: text.replace(folder, CHECKOUT) for key, text in recorded.items()}
     return recorded, by_id
 
 
