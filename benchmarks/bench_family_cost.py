@@ -107,7 +107,7 @@ def _timed(declarations, jobs: int) -> tuple[float, float, float, list[float]]:
 
 def one_more_target(args) -> None:
     """The default: the mean cost of one more target per API (and its entries' own, ``--per-entry``)."""
-    jobs = [lanes(value) for value in args.jobs] if args.jobs else [1]
+    jobs = list(dict.fromkeys(lanes(value) for value in args.jobs)) if args.jobs else [1]
     print("family/API                 targets " + ("lanes " if args.jobs else "")
           + " wall s  slowdown  idle s  gate CPU s" + ("  entry median s  slowest s  (slowest entry)"
                                                        if args.per_entry else "")
@@ -174,7 +174,7 @@ def _fresh_commands(folder: Path, label: str, entry, entries: list, jobs: list[i
 def first_target(args) -> None:
     """``--first``: one typical target per API in a fresh command, beyond its imports (and
     with ``--jobs``, the marginal target of a fresh run of every correct entry)."""
-    jobs = [lanes(value) for value in args.jobs or ()]
+    jobs = list(dict.fromkeys(lanes(value) for value in args.jobs or ()))  # each number of lanes once
     chosen = []
     for name, api, entries in correct_by_api(args.corpus):
         entry, why = typical(name, api, entries)
@@ -230,7 +230,7 @@ def main(argv=None) -> int:
     parser.add_argument("--corpus", action="append", choices=[name for name, _, _ in every_corpus()], default=None,
                         help="only this corpus (repeatable; default: every corpus)")
     parser.add_argument("--jobs", action="append", metavar="N", help="lanes of the run (repeatable; 'default': "
-                        "the usable cores; default: 1)")
+                        "the usable cores; default: 1); with --first, a fresh run of every correct entry with N lanes")
     parser.add_argument("--per-entry", action="store_true", help="each entry's own turn: the median and the slowest")
     parser.add_argument("--first", action="store_true", help="one typical target per API in a fresh command, "
                         "beyond importing numpy, torch and its module")
