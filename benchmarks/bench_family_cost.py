@@ -72,8 +72,8 @@ TYPICAL = {
                               "a function of (positions, dim) returning the table, as most code writes it; the "
                               "first entry builds a module and applies it to zeros"),
     ("alibi", "alibi-bias"): ("llm_foundry_build_alibi_bias",
-                              "llm-foundry's bias builder, the form issue 34's 1.30 s figure was taken on; the "
-                              "first entry is a flex-attention score_mod"),
+                              "llm-foundry's bias builder, a function of heads and length as most bias code is; "
+                              "the first entry is a flex-attention score_mod"),
 }
 
 
