@@ -20,7 +20,11 @@ import numpy as np
 import torch
 from timing import median_by_round, seconds_in_rounds
 
-from posenc_spec.gate.child import convert
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # this checkout's posenc_spec, whatever is installed
+    sys.path.insert(0, str(ROOT))
+
+from posenc_spec.gate.child import convert  # noqa: E402
 
 MODULE = "posenc_spec/gate/child/convert.py"
 
@@ -43,8 +47,7 @@ def results(n: int, d: int) -> dict:
 
 def version_at(revision: str) -> types.ModuleType:
     """The conversion module as it was at git ``revision``."""
-    root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{revision}:{MODULE}"], cwd=root, check=True, capture_output=True,
+    source = subprocess.run(["git", "show", f"{revision}:{MODULE}"], cwd=ROOT, check=True, capture_output=True,
                             text=True).stdout
     module = types.ModuleType(f"convert_at_{revision}")
     exec(compile(source, f"{revision}:{MODULE}", "exec"), module.__dict__)  # noqa: S102 - the project's own history

@@ -1,6 +1,6 @@
 """The default test suite's cost: wall time, CPU time, and where it goes.
 
-    python benchmarks/bench_suite.py [--repeats 3] [--files 15] [--record [PATH ...]]
+    python benchmarks/bench_suite.py [--repeats 3] [--files 15] [--tier slow] [--record [PATH ...]]
 
 Runs the README's test command (``pytest`` with the repository's own options: pytest-xdist
 ``-n auto``, in the environment tox gives it, :func:`_environment`) ``--repeats`` times and
@@ -11,7 +11,8 @@ gate's template reaps its own children without passing their times up, so this o
 them out). On a machine with N cores the wall time cannot fall below busy / N, so the busy
 time says what parallelism can still buy. Then one run's test times (setup, call and
 teardown, from its JUnit XML) summed per test file, and the time one process takes to
-collect the suite (every xdist worker pays it).
+collect the suite (every xdist worker pays it). ``--tier slow`` does the same for the slow
+tier (``pytest -m slow``, what CI runs after the default tier).
 The runs are framed by ``timing.IMPORT_FLOOR`` (a fresh ``python -c "import numpy, torch"``,
 the floor bench_gate.py reports too) timed before and after: the machine's speed drifts
 with the hour, and a wall time is read beside the speed it was measured at.
@@ -218,6 +219,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--files", type=int, default=15, help="test files listed by their summed durations")
+    parser.add_argument("--tier", choices=("default", "slow"), default="default",
+                        help="the tier timed: the default (pytest) or the slow one (pytest -m slow)")
     parser.add_argument("--record", nargs="*", metavar="PATH", default=None,
                         help=f"only run both tiers once (of the test files or folders PATH alone, if given), "
                              f"recording the seconds per test function, shared fixture and file into "
@@ -232,20 +235,21 @@ def main(argv=None) -> int:
         record(tests, fixtures, args.record)
         tier_costs(args.files)
         return 0
+    tier = ["-m", "slow"] if args.tier == "slow" else []
     imports_before = _import_seconds()
-    runs = [_run([]) for _ in range(args.repeats)]
+    runs = [_run(tier) for _ in range(args.repeats)]
     imports_after = _import_seconds()
     summary = runs[-1][3].strip().splitlines()[-1]
-    print(f"default suite ({summary}), {os.cpu_count()} cores, median of {args.repeats}:")
+    print(f"{args.tier} tier ({summary}), {os.cpu_count()} cores, median of {args.repeats}:")
     print(f"  wall {statistics.median(run[0] for run in runs):6.1f} s   (runs: "
           f"{', '.join(f'{run[0]:.1f}' for run in runs)})")
     print(f"  busy {statistics.median(run[1] for run in runs):6.1f} s   (the machine's CPU time over the run)")
     print(f"  CPU  {statistics.median(run[2] for run in runs):6.1f} s   (user + system of the processes waited for)")
     print(f"  import numpy, torch: {imports_before:.2f} s before the runs, {imports_after:.2f} s after "
           "(the machine's speed at the time)")
-    collect_wall, _, _, _ = _run(["-n", "0", "--collect-only"])
+    collect_wall, _, _, _ = _run([*tier, "-n", "0", "--collect-only"])
     print(f"  one process collecting the suite: {collect_wall:.1f} s wall")
-    files = per_file(_seconds_per_test())
+    files = per_file(_seconds_per_test(tier))
     print(f"  seconds per test file in its worker (setup + call + teardown), the {args.files} largest:")
     for name, seconds in files.most_common(args.files):
         print(f"    {seconds:6.1f}  {name}")

@@ -21,13 +21,19 @@ from __future__ import annotations
 import argparse
 import functools
 import re
+import sys
 import time
+from pathlib import Path
 
 from timing import median_seconds
 
-from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.engine import plan
-from posenc_spec.gate.xfails import Glob, parse_xfails
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # this checkout's posenc_spec, whatever is installed
+    sys.path.insert(0, str(ROOT))
+
+from posenc_spec.gate.declaration import declare  # noqa: E402
+from posenc_spec.gate.engine import plan  # noqa: E402
+from posenc_spec.gate.xfails import Glob, parse_xfails  # noqa: E402
 
 PLAN = tuple(plan(declare({"target": "pkg.mod:fn"})))
 ID = "formula[4096x1024]"
