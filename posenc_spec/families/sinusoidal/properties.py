@@ -55,24 +55,29 @@ class Expectation:
 
 class _Exact(NamedTuple):
     """What a size and convention hold whatever the output dtype: the rows' positions, the
-    float64 table, its columns and the angle term of its bound."""
+    float64 table and its columns."""
 
     positions: np.ndarray
     table: np.ndarray
     columns: Columns
-    term: np.ndarray
 
 
 def _exact(positions, width: int, conv: Convention, degenerate_limit: bool) -> _Exact:
-    theta, log_omega = oracle.angles(positions, width, conv, degenerate_limit)
+    theta, _ = oracle.angles(positions, width, conv, degenerate_limit)
     columns = conv.columns(width)
-    table = oracle.table_from_angles(theta, columns, conv.first)
-    # The angles are not kept: their term of the bound takes their memory (32 MiB at 4096 x 1024).
-    return _Exact(conv.positions(positions), table, columns, angle_term(theta, log_omega, out=theta))
+    return _Exact(conv.positions(positions), oracle.table_from_angles(theta, columns, conv.first), columns)
 
 
-# Each cache holds only its own arrays (the tables and angle terms; the bounds), so that
-# their sizes are what the cache keeps alive: an Expectation is assembled on each call.
+def _bound(positions, width: int, conv: Convention, degenerate_limit: bool, dtype: str) -> np.ndarray:
+    """The bound of every element for one output dtype, from the angles formed again (an
+    outer product, cheap beside the sines), written over them: keeping the angles' term beside
+    each table instead would double what the table cache holds per size and convention."""
+    theta, log_omega = oracle.angles(positions, width, conv, degenerate_limit)
+    return tolerance_from_term(angle_term(theta, log_omega, out=theta), dtype, out=theta)
+
+
+# Each cache holds only its own arrays (the tables; the bounds), so that their sizes are what
+# the cache keeps alive: an Expectation is assembled on each call.
 CACHE_BYTES = 1 << 30  # room for the expected tables of several conventions at 4096 x 1024
 _tables = BoundedCache(CACHE_BYTES // 2)
 _bounds = BoundedCache(CACHE_BYTES // 2)
@@ -85,21 +90,20 @@ def expectation(positions, width: int, convention: str | Convention, out_dtype,
     once (a fitted candidate): computed, never stored, so that it evicts nothing."""
     conv = get_convention(convention)
     key = positions if isinstance(positions, (int, np.integer)) else np.asarray(positions, np.float64).tobytes()
+    values = key if isinstance(key, (int, np.integer)) else np.frombuffer(key, dtype=np.float64)
     dtype = dtype_name(out_dtype)
     table_conv = conv.for_width(width)
     base = (key, width, table_conv, degenerate_limit)
 
     def make_exact():
-        values = key if isinstance(key, (int, np.integer)) else np.frombuffer(key, dtype=np.float64)
         exact = _exact(values, width, table_conv, degenerate_limit)
-        return exact, exact.table.nbytes + exact.term.nbytes
-
-    exact = _tables.get(base, make_exact) if cached else make_exact()[0]
+        return exact, exact.table.nbytes
 
     def make_tolerance():
-        tolerance = tolerance_from_term(exact.term, dtype)
+        tolerance = _bound(values, width, table_conv, degenerate_limit, dtype)
         return tolerance, tolerance.nbytes
 
+    exact = _tables.get(base, make_exact) if cached else make_exact()[0]
     tolerance = _bounds.get((*base, dtype), make_tolerance) if cached else make_tolerance()[0]
     return Expectation(exact.positions, width, conv, dtype, exact.table, tolerance, exact.columns, degenerate_limit)
 
