@@ -125,9 +125,20 @@ def _row_blocks(shape) -> list:
     return [slice(start, start + step) for start in range(0, shape[0], step)]
 
 
+# Dtypes whose values float64 holds exactly: the error is subtracted straight from them
+# into a float64 block, without a float64 copy of the block first.
+_EXACT_IN_FLOAT64 = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
 def compare(actual, expected, tolerance) -> Comparison:
     """Element-wise comparison; NaN counts as an infinite error. The worst element is the
-    first of the largest ratio (in C order), as ``argmax`` over the whole table finds it."""
+    first of the largest ratio (in C order), as ``argmax`` over the whole table finds it.
+
+    Each block of rows is worked on in one reused float64 buffer, the error turned into the
+    ratio in place, with :func:`ratios`' rules: a NaN error is infinite, and a NaN ratio (0/0,
+    or an infinite error over an infinite bound) is 0, looked for only where ``argmax`` (which
+    stops at the first NaN) finds one; elements out of bound are counted only in a block whose
+    largest ratio exceeds 1."""
     actual = np.asarray(actual)
     expected = np.asarray(expected, dtype=np.float64)
     tolerance = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), expected.shape)
@@ -135,21 +146,37 @@ def compare(actual, expected, tolerance) -> Comparison:
         raise ValueError(f"shape {actual.shape} differs from the expected {expected.shape}")
     if actual.size == 0:
         return Comparison(0.0, (), np.nan, np.nan, 0.0, np.nan, 0.0, 0, actual.shape)
+    blocks = _row_blocks(actual.shape)
+    buffer = np.empty(actual[blocks[0]].shape)
     max_error, max_ratio, worst, num_failing = 0.0, 0.0, None, 0
-    for block in _row_blocks(actual.shape):
-        error = np.array(actual[block], dtype=np.float64)  # a float64 copy of the block, worked on in place
-        np.subtract(error, expected[block], out=error)
+    for block in blocks:
+        rows = actual[block]
+        error = buffer[: rows.shape[0]] if rows.ndim else buffer
+        if rows.dtype in _EXACT_IN_FLOAT64:
+            np.subtract(rows, expected[block], out=error)
+        else:
+            error[...] = rows
+            np.subtract(error, expected[block], out=error)
         np.abs(error, out=error)
         block_max = float(error.max())
-        max_error = max(max_error, np.inf if np.isnan(block_max) else block_max)  # a NaN is an infinite error
-        ratio = ratios(error, tolerance[block], out=error)
-        at = int(np.argmax(ratio))
-        if worst is None or ratio.flat[at] > max_ratio:  # strictly: an earlier block keeps a tie
-            max_ratio = float(ratio.flat[at])
-            worst = np.unravel_index(at, ratio.shape)
+        if np.isnan(block_max):  # max propagates NaN: one pass, no mask, in the common case
+            error[np.isnan(error)] = np.inf
+            block_max = np.inf
+        max_error = max(max_error, block_max)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a ratio past the largest float is Inf
+            np.divide(error, tolerance[block], out=error)
+        at = int(np.argmax(error))
+        if np.isnan(error.flat[at]):
+            error[np.isnan(error)] = 0.0
+            at = int(np.argmax(error))
+        block_ratio = float(error.flat[at])
+        if worst is None or block_ratio > max_ratio:  # strictly: an earlier block keeps a tie
+            max_ratio = block_ratio
+            worst = np.unravel_index(at, error.shape)
             if isinstance(block, slice):
                 worst = (worst[0] + block.start, *worst[1:])
-        num_failing += int(np.count_nonzero(ratio > 1.0))
+        if block_ratio > 1.0:
+            num_failing += int(np.count_nonzero(error > 1.0))
     worst_error = abs(float(actual[worst]) - float(expected[worst]))
     return Comparison(
         max_ratio=max_ratio,
