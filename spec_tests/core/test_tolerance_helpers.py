@@ -1,11 +1,13 @@
 """The tolerance helpers: dtype names, the comparison report, the assertion helper."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
 
 from posenc_spec.families.sinusoidal import properties as checks
-from posenc_spec.tolerance import BLOCK_ELEMENTS, compare, dtype_name, ratios, unit_roundoff
+from posenc_spec.tolerance import BLOCK_ELEMENTS, compare, compare_blocks, dtype_name, ratios, unit_roundoff
 from spec_tests.assertions import assert_within
 
 
@@ -123,3 +125,16 @@ def test_compare_by_blocks_is_the_one_pass_rule(dtype, seed):
     result = compare(actual, expected, tolerance)
     found = (result.worst_index, result.max_ratio, result.num_failing, result.max_error)
     assert found == _whole_table_comparison(actual, expected, tolerance)
+
+
+def test_compare_of_uneven_blocks_is_compare_of_the_whole():
+    """A table handed to compare_blocks in blocks of uneven sizes (one row, many, the rest) is
+    judged as compare judges it whole: worst element by its index in the whole table, the
+    count over every block, the largest error wherever it is."""
+    generator = np.random.default_rng(7)
+    expected = generator.standard_normal((97, 40))
+    tolerance = generator.uniform(0.0, 1e-3, expected.shape)
+    actual = expected + generator.uniform(-2e-3, 2e-3, expected.shape)
+    edges = (0, 1, 30, 31, 90, 97)
+    blocks = ((actual[a:b], expected[a:b], tolerance[a:b]) for a, b in itertools.pairwise(edges))
+    assert repr(compare_blocks(blocks, actual.shape)) == repr(compare(actual, expected, tolerance))
