@@ -125,6 +125,11 @@ def _row_blocks(shape) -> list:
     return [slice(start, start + step) for start in range(0, shape[0], step)]
 
 
+# Dtypes whose values float64 holds exactly: the error is subtracted straight from them
+# into a float64 block, without a float64 copy of the block first.
+_EXACT_IN_FLOAT64 = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
 def compare(actual, expected, tolerance) -> Comparison:
     """Element-wise comparison; NaN counts as an infinite error. The worst element is the
     first of the largest ratio (in C order), as ``argmax`` over the whole table finds it."""
@@ -133,32 +138,67 @@ def compare(actual, expected, tolerance) -> Comparison:
     tolerance = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), expected.shape)
     if actual.shape != expected.shape:
         raise ValueError(f"shape {actual.shape} differs from the expected {expected.shape}")
-    if actual.size == 0:
-        return Comparison(0.0, (), np.nan, np.nan, 0.0, np.nan, 0.0, 0, actual.shape)
-    max_error, max_ratio, worst, num_failing = 0.0, 0.0, None, 0
-    for block in _row_blocks(actual.shape):
-        error = np.array(actual[block], dtype=np.float64)  # a float64 copy of the block, worked on in place
-        np.subtract(error, expected[block], out=error)
+    return compare_blocks(((actual[block], expected[block], tolerance[block]) for block in _row_blocks(actual.shape)),
+                          actual.shape)
+
+
+def compare_blocks(blocks, shape) -> Comparison:
+    """:func:`compare` of a table of ``shape`` given as its consecutive blocks of rows, in order:
+    ``(actual, expected, tolerance)`` each (``tolerance`` may be a scalar), for a table that is
+    measured a block at a time and never held whole.
+
+    Each block is worked on in one reused float64 buffer, the error turned into the ratio in
+    place, with :func:`ratios`' rules: a NaN error is infinite, and a NaN ratio (0/0, or an
+    infinite error over an infinite bound) is 0, looked for only where ``argmax`` (which stops
+    at the first NaN) finds one; elements out of bound are counted only in a block whose largest
+    ratio exceeds 1."""
+    if math.prod(shape) == 0:
+        return Comparison(0.0, (), np.nan, np.nan, 0.0, np.nan, 0.0, 0, tuple(shape))
+    buffer = np.empty(0)
+    max_error, max_ratio, num_failing, start = 0.0, 0.0, 0, 0
+    worst = worst_values = None
+    for rows, expected, tolerance in blocks:
+        rows, expected = np.asarray(rows), np.asarray(expected, dtype=np.float64)
+        if buffer.size < rows.size:
+            buffer = np.empty(rows.size)
+        error = buffer[: rows.size].reshape(rows.shape)
+        if rows.dtype in _EXACT_IN_FLOAT64:
+            np.subtract(rows, expected, out=error)
+        else:
+            error[...] = rows
+            np.subtract(error, expected, out=error)
         np.abs(error, out=error)
         block_max = float(error.max())
-        max_error = max(max_error, np.inf if np.isnan(block_max) else block_max)  # a NaN is an infinite error
-        ratio = ratios(error, tolerance[block], out=error)
-        at = int(np.argmax(ratio))
-        if worst is None or ratio.flat[at] > max_ratio:  # strictly: an earlier block keeps a tie
-            max_ratio = float(ratio.flat[at])
-            worst = np.unravel_index(at, ratio.shape)
-            if isinstance(block, slice):
-                worst = (worst[0] + block.start, *worst[1:])
-        num_failing += int(np.count_nonzero(ratio > 1.0))
-    worst_error = abs(float(actual[worst]) - float(expected[worst]))
+        if np.isnan(block_max):  # max propagates NaN: one pass, no mask, in the common case
+            error[np.isnan(error)] = np.inf
+            block_max = np.inf
+        max_error = max(max_error, block_max)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a ratio past the largest float is Inf
+            np.divide(error, tolerance, out=error)
+        at = int(np.argmax(error))
+        if np.isnan(error.flat[at]):
+            error[np.isnan(error)] = 0.0
+            at = int(np.argmax(error))
+        block_ratio = float(error.flat[at])
+        if worst is None or block_ratio > max_ratio:  # strictly: an earlier block keeps a tie
+            max_ratio = block_ratio
+            local = np.unravel_index(at, error.shape)
+            worst = (local[0] + start, *local[1:]) if rows.ndim else ()
+            worst_values = (float(rows[local]), float(expected[local]),
+                            float(np.broadcast_to(tolerance, rows.shape)[local]))
+        if block_ratio > 1.0:
+            num_failing += int(np.count_nonzero(error > 1.0))
+        start += rows.shape[0] if rows.ndim else 0
+    worst_actual, worst_expected, worst_tolerance = worst_values
+    worst_error = abs(worst_actual - worst_expected)
     return Comparison(
         max_ratio=max_ratio,
         worst_index=tuple(int(i) for i in worst),
-        worst_actual=float(actual[worst]),
-        worst_expected=float(expected[worst]),
+        worst_actual=worst_actual,
+        worst_expected=worst_expected,
         worst_error=np.inf if np.isnan(worst_error) else worst_error,
-        worst_tolerance=float(tolerance[worst]),
+        worst_tolerance=worst_tolerance,
         max_error=max_error,
         num_failing=num_failing,
-        shape=tuple(actual.shape),
+        shape=tuple(shape),
     )

@@ -1,11 +1,13 @@
 """The tolerance helpers: dtype names, the comparison report, the assertion helper."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
 
 from posenc_spec.families.sinusoidal import properties as checks
-from posenc_spec.tolerance import BLOCK_ELEMENTS, compare, dtype_name, unit_roundoff
+from posenc_spec.tolerance import BLOCK_ELEMENTS, compare, compare_blocks, dtype_name, ratios, unit_roundoff
 from spec_tests.assertions import assert_within
 
 
@@ -89,3 +91,50 @@ def test_assert_within_names_the_worst_element():
     with pytest.raises(AssertionError, match=r"table x: 1 of 4 out of bound; worst at \[1, 0\]: got 2.0"):
         assert_within(np.array([[0.0, 0.0], [2.0, 0.0]]), np.zeros((2, 2)), 0.5, "table x")
     assert_within(np.ones(3), np.ones(3), 0.0, "equal tables pass a zero bound")
+
+
+def _whole_table_comparison(actual, expected, tolerance):
+    """What :func:`ratios` makes of the whole table in one pass: the worst element's index,
+    the largest ratio, the elements out of bound, the largest error."""
+    error = np.abs(np.asarray(actual, np.float64) - expected)
+    max_error = float(np.nan_to_num(error, nan=np.inf).max())
+    ratio = ratios(error, np.broadcast_to(tolerance, error.shape))
+    at = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    return tuple(int(i) for i in at), float(ratio[at]), int(np.count_nonzero(ratio > 1)), max_error
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ">f4", np.int32])
+@pytest.mark.parametrize("seed", range(4))
+def test_compare_by_blocks_is_the_one_pass_rule(dtype, seed):
+    """Block by block, on tables of any dtype holding NaN, Inf, exact zeros under zero bounds,
+    errors under zero and infinite bounds, compare finds the same worst element, ratio, count
+    and largest error as one pass of :func:`ratios` over the whole table."""
+    generator = np.random.default_rng(seed)
+    rows, width = 2 * BLOCK_ELEMENTS // 96 + 7, 96
+    expected = np.round(generator.standard_normal((rows, width)) * 4)
+    tolerance = generator.uniform(0.0, 2.0, (rows, width))
+    actual = (expected + generator.standard_normal((rows, width))).astype(dtype)
+    spots = [tuple(generator.integers((rows, width))) for _ in range(8)]
+    tolerance[spots[0]] = 0.0
+    actual[spots[0]] = expected[spots[0]]  # 0 / 0: within bound
+    tolerance[spots[1]] = 0.0  # an error over a zero bound: infinite
+    tolerance[spots[2]] = np.inf
+    if np.dtype(dtype).kind == "f":
+        actual[spots[3]], actual[spots[4]], actual[spots[5]] = np.nan, np.inf, -np.inf
+        tolerance[spots[4]] = np.inf  # an infinite error over an infinite bound: ratio 0
+    result = compare(actual, expected, tolerance)
+    found = (result.worst_index, result.max_ratio, result.num_failing, result.max_error)
+    assert found == _whole_table_comparison(actual, expected, tolerance)
+
+
+def test_compare_of_uneven_blocks_is_compare_of_the_whole():
+    """A table handed to compare_blocks in blocks of uneven sizes (one row, many, the rest) is
+    judged as compare judges it whole: worst element by its index in the whole table, the
+    count over every block, the largest error wherever it is."""
+    generator = np.random.default_rng(7)
+    expected = generator.standard_normal((97, 40))
+    tolerance = generator.uniform(0.0, 1e-3, expected.shape)
+    actual = expected + generator.uniform(-2e-3, 2e-3, expected.shape)
+    edges = (0, 1, 30, 31, 90, 97)
+    blocks = ((actual[a:b], expected[a:b], tolerance[a:b]) for a, b in itertools.pairwise(edges))
+    assert repr(compare_blocks(blocks, actual.shape)) == repr(compare(actual, expected, tolerance))

@@ -12,10 +12,10 @@ limit omega = 1, and fails a NaN.
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
 
 import numpy as np
 
+from posenc_spec.caching import BoundedCache
 from posenc_spec.gate.calls import shape_text
 from posenc_spec.gate.judge import failed, passed
 from posenc_spec.results import check_finite, skipped
@@ -28,10 +28,20 @@ from .grid import CHECK_NAMES
 _READING = {name: check for name, check in properties.CHECKS if name not in ("finite", "shape")}
 
 
-@lru_cache(maxsize=96)
+# The expectations of the grid's calls, bounded by their bytes: a convention's ~28 calls in one
+# dtype hold about 10 MiB, so a run of targets of a dozen conventions keeps them all, where a
+# count of entries (a least-recently-used 96) is emptied by each target before the next
+# target of the convention asks again.
+_EXPECTATIONS = BoundedCache(1 << 28)
+
+
 def expectation(height: int, width: int, dim: int, conv: Sincos2d, dtype: str) -> properties.Expectation2d:
     """The expected grid and bounds of one call in one dtype (shared by every target of the convention)."""
-    return properties.expectation(height, width, dim, conv, dtype)
+    def make():
+        exp = properties.expectation(height, width, dim, conv, dtype)
+        return exp, exp.grid.nbytes + exp.tolerance.nbytes
+
+    return _EXPECTATIONS.get((height, width, dim, conv, dtype), make)
 
 
 def table_problem(outcome) -> str | None:

@@ -194,9 +194,9 @@ def check_axis_order(table, exp: Expectation2d, name="axis-order") -> CheckResul
         results.append((axis, deviation, limit, _along_ratio(values, bound, axis)))
     if not results:
         return skipped(name, "a 1x1 grid has no axis to tell")
-    failing = [item for item in results if compare(item[1], np.zeros_like(item[1]), item[2]).max_ratio > 1]
-    axis, deviation, limit, own = (failing or results)[0]
-    result = compare(deviation, np.zeros_like(deviation), limit)
+    compared = [(axis, compare(deviation, np.broadcast_to(0.0, deviation.shape), limit), own)
+                for axis, deviation, limit, own in results]
+    axis, result, own = ([item for item in compared if item[1].max_ratio > 1] or compared)[0]
     half = "first" if axis == exp.convention.first else "second"
     declared = AXES[axis]
     if result.ok:

@@ -21,7 +21,16 @@ from posenc_spec.caching import BoundedCache
 from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal.conventions import Columns, Convention, get_convention
 from posenc_spec.families.sinusoidal.tolerance import angle_term, tolerance_from_term
-from posenc_spec.results import CheckResult, Worst, comparison_worst, deviation_result, real, result, skipped
+from posenc_spec.results import (
+    CheckResult,
+    Worst,
+    comparison_worst,
+    deviation_result,
+    deviation_result_blocks,
+    real,
+    result,
+    skipped,
+)
 from posenc_spec.tolerance import compare, dtype_name
 
 
@@ -55,24 +64,29 @@ class Expectation:
 
 class _Exact(NamedTuple):
     """What a size and convention hold whatever the output dtype: the rows' positions, the
-    float64 table, its columns and the angle term of its bound."""
+    float64 table and its columns."""
 
     positions: np.ndarray
     table: np.ndarray
     columns: Columns
-    term: np.ndarray
 
 
 def _exact(positions, width: int, conv: Convention, degenerate_limit: bool) -> _Exact:
-    theta, log_omega = oracle.angles(positions, width, conv, degenerate_limit)
+    theta, _ = oracle.angles(positions, width, conv, degenerate_limit)
     columns = conv.columns(width)
-    table = oracle.table_from_angles(theta, columns, conv.first)
-    # The angles are not kept: their term of the bound takes their memory (32 MiB at 4096 x 1024).
-    return _Exact(conv.positions(positions), table, columns, angle_term(theta, log_omega, out=theta))
+    return _Exact(conv.positions(positions), oracle.table_from_angles(theta, columns, conv.first), columns)
 
 
-# Each cache holds only its own arrays (the tables and angle terms; the bounds), so that
-# their sizes are what the cache keeps alive: an Expectation is assembled on each call.
+def _bound(positions, width: int, conv: Convention, degenerate_limit: bool, dtype: str) -> np.ndarray:
+    """The bound of every element for one output dtype, from the angles formed again (an
+    outer product, cheap beside the sines), written over them: keeping the angles' term beside
+    each table instead would double what the table cache holds per size and convention."""
+    theta, log_omega = oracle.angles(positions, width, conv, degenerate_limit)
+    return tolerance_from_term(angle_term(theta, log_omega, out=theta), dtype, out=theta)
+
+
+# Each cache holds only its own arrays (the tables; the bounds), so that their sizes are what
+# the cache keeps alive: an Expectation is assembled on each call.
 CACHE_BYTES = 1 << 30  # room for the expected tables of several conventions at 4096 x 1024
 _tables = BoundedCache(CACHE_BYTES // 2)
 _bounds = BoundedCache(CACHE_BYTES // 2)
@@ -85,21 +99,20 @@ def expectation(positions, width: int, convention: str | Convention, out_dtype,
     once (a fitted candidate): computed, never stored, so that it evicts nothing."""
     conv = get_convention(convention)
     key = positions if isinstance(positions, (int, np.integer)) else np.asarray(positions, np.float64).tobytes()
+    values = key if isinstance(key, (int, np.integer)) else np.frombuffer(key, dtype=np.float64)
     dtype = dtype_name(out_dtype)
     table_conv = conv.for_width(width)
     base = (key, width, table_conv, degenerate_limit)
 
     def make_exact():
-        values = key if isinstance(key, (int, np.integer)) else np.frombuffer(key, dtype=np.float64)
         exact = _exact(values, width, table_conv, degenerate_limit)
-        return exact, exact.table.nbytes + exact.term.nbytes
-
-    exact = _tables.get(base, make_exact) if cached else make_exact()[0]
+        return exact, exact.table.nbytes
 
     def make_tolerance():
-        tolerance = tolerance_from_term(exact.term, dtype)
+        tolerance = _bound(values, width, table_conv, degenerate_limit, dtype)
         return tolerance, tolerance.nbytes
 
+    exact = _tables.get(base, make_exact) if cached else make_exact()[0]
     tolerance = _bounds.get((*base, dtype), make_tolerance) if cached else make_tolerance()[0]
     return Expectation(exact.positions, width, conv, dtype, exact.table, tolerance, exact.columns, degenerate_limit)
 
@@ -216,6 +229,13 @@ def rotation_entries(offset, width: int, convention: str | Convention, degenerat
     return rows, np.cos(a), np.where(is_sin, np.sin(a), -np.sin(a))
 
 
+# The derived checks measure a block of rows at a time, about this many elements (64 KiB in
+# float64): small arrays come from the allocator's heap, where the whole (3 L - 58) x d/2
+# deviations of a 300 x 512 table at once are fresh pages, zeroed by the kernel on every call
+# and costing more than the arithmetic.
+DERIVED_BLOCK_ELEMENTS = 1 << 13
+
+
 def _offsets_present(exp: Expectation, offsets):
     p = exp.positions
     return [k for k in offsets if p.size > k and np.all(p[k:] - p[:-k] == k)]
@@ -237,22 +257,28 @@ def check_relative_offset(table, exp: Expectation, offsets=(1, 7, 50), name="rel
         return skipped(name, _no_offset_reason(exp, offsets))
     paired = exp.paired
     partner = exp.columns.partner[paired]
-    value, value_partner = table[:, paired], table[:, partner]
-    tol, tol_partner = exp.tolerance[:, paired], exp.tolerance[:, partner]
-    # One block of rows per offset, written in place: the gate runs this on every target.
-    length = value.shape[0]
-    measured, exact, bounds = (np.empty((sum(length - k for k in used), paired.size)) for _ in range(3))
-    start = 0
+    length = table.shape[0]
+    shape = (sum(length - k for k in used), paired.size)
+    return deviation_result_blocks(name, _offset_deviations(table, exp, used, paired, partner), shape,
+                                   f"|M(k) PE(p) - PE(p+k)| for k in {used}")
+
+
+def _offset_deviations(table, exp: Expectation, used, paired, partner):
+    """``(M(k) PE(p), PE(p + k), bound)`` for every offset in ``used``, a block of rows p at a
+    time (:data:`DERIVED_BLOCK_ELEMENTS`): the gate runs this on every target."""
+    step = max(1, DERIVED_BLOCK_ELEMENTS // max(paired.size, 1))
     for k in used:
-        block, start = slice(start, start + length - k), start + length - k
         # M(k) PE(p) without the dense product: each paired row of M has two entries.
         _, diagonal, off_diagonal = rotation_entries(k, exp.width, exp.convention, exp.degenerate_limit)
-        np.multiply(value[:-k], diagonal, out=measured[block])
-        measured[block] += value_partner[:-k] * off_diagonal
-        exact[block] = value[k:]
-        np.add(tol[:-k], tol_partner[:-k], out=bounds[block])
-        bounds[block] += tol[k:]
-    return deviation_result(name, measured, exact, bounds, f"|M(k) PE(p) - PE(p+k)| for k in {used}")
+        for start in range(0, table.shape[0] - k, step):
+            stop = min(start + step, table.shape[0] - k)
+            here, there = table[start:stop], table[start + k:stop + k]
+            bound_here, bound_there = exp.tolerance[start:stop], exp.tolerance[start + k:stop + k]
+            measured = np.multiply(here[:, paired], diagonal)
+            measured += here[:, partner] * off_diagonal
+            bound = np.add(bound_here[:, paired], bound_here[:, partner])
+            bound += bound_there[:, paired]
+            yield measured, there[:, paired], bound
 
 
 def check_dot_products(table, exp: Expectation, offsets=(1, 7, 50), name="dot-product") -> CheckResult:

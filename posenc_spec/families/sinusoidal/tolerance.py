@@ -55,13 +55,15 @@ def angle_term(theta, log_omega, out=None) -> np.ndarray:
     return term
 
 
-def tolerance_from_term(term, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE, oracle_bound: bool = True) -> np.ndarray:
+def tolerance_from_term(term, out_dtype, angle_dtype=DEFAULT_ANGLE_DTYPE, oracle_bound: bool = True,
+                        out=None) -> np.ndarray:
     """``u_a * term + u_o``, plus the float64 oracle's own bound (the same with float64
-    precisions) unless ``oracle_bound`` is False."""
+    precisions) unless ``oracle_bound`` is False; written into ``out`` when given
+    (``out=term`` for a caller done with the term)."""
     u_a, u_o = unit_roundoff(angle_dtype), unit_roundoff(out_dtype)
     if oracle_bound:
         u_a, u_o = u_a + unit_roundoff("float64"), u_o + unit_roundoff("float64")
-    tolerance = np.multiply(term, u_a)  # then in place: one table-sized array, not two
+    tolerance = np.multiply(term, u_a, out=out)  # then in place: one table-sized array, not two
     tolerance += u_o
     return tolerance
 

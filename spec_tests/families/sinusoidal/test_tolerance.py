@@ -8,7 +8,7 @@ import torch
 
 from posenc_spec.families.sinusoidal import oracle
 from posenc_spec.families.sinusoidal import properties as checks
-from posenc_spec.families.sinusoidal.tolerance import element_tolerance
+from posenc_spec.families.sinusoidal.tolerance import element_tolerance, table_tolerance
 from posenc_spec.tolerance import unit_roundoff
 from spec_tests.implementations import IMPLEMENTATIONS, by_dtype, ids
 
@@ -74,3 +74,14 @@ def test_bound_grows_with_the_angle_and_never_drops_below_the_output_rounding(dt
     bound = element_tolerance(theta, 0.0, dtype)
     assert np.all(np.diff(bound) > 0)
     assert bound[0] >= unit_roundoff(dtype)
+
+
+@pytest.mark.parametrize("convention", ["vaswani", "tensor2tensor", "fairseq"])
+@pytest.mark.parametrize("positions", [300, np.array([0.0, 7.5, 999.0, 3.25])], ids=["range", "timesteps"])
+def test_cached_expectation_holds_the_tables_bound_bit_for_bit(convention, positions):
+    """The expectation's bound, made from angles formed again over which it is written, is the
+    table's bound of the tolerance module, element for element and bit for bit."""
+    for dtype in ("float32", "float16"):
+        exp = checks.expectation(positions, 64, convention, dtype, cached=False)
+        expected = table_tolerance(positions, 64, convention, dtype)
+        assert exp.tolerance.tobytes() == expected.tobytes(), f"{convention} {dtype}"
