@@ -85,11 +85,14 @@ def names_numpy_as_its_origin(num_positions, dim):
     return vaswani(num_positions, dim)
 
 
-IMPORTER, LEAF = "posenc_hostile_importer", "posenc_hostile_leaf"  # untouched: the first imports the second
+# Untouched library modules, the first of each pair importing the second; a pair for each
+# attack, as a module one target's call imported is imported before the next target starts.
+IMPORTER, LEAF = "posenc_hostile_importer", "posenc_hostile_leaf"
+IMPORTER_TOO, LEAF_TOO = "posenc_hostile_importer_too", "posenc_hostile_leaf_too"
 
 
 def _set_float64_when_asked_about_the_leaf(fullname: str) -> None:
-    if fullname == LEAF:
+    if fullname in (LEAF, LEAF_TOO):
         import torch
 
         torch.set_default_dtype(torch.float64)
@@ -134,13 +137,13 @@ class _CachedFinder:
 def caches_its_finder_for_the_site_folder(num_positions, dim):
     """Puts its own finder into ``sys.path_importer_cache`` for the site folder while an
     untouched library there imports."""
-    if IMPORTER not in sys.modules:
+    if IMPORTER_TOO not in sys.modules:
         folder = os.environ[LIBRARY]
         own = sys.path_importer_cache.get(folder) or importlib.machinery.FileFinder(
             folder, (importlib.machinery.SourceFileLoader, importlib.machinery.SOURCE_SUFFIXES))
         sys.path_importer_cache[folder] = _CachedFinder(own)
         try:
-            importlib.import_module(IMPORTER)
+            importlib.import_module(IMPORTER_TOO)
         finally:
             sys.path_importer_cache[folder] = own
     return vaswani(num_positions, dim)

@@ -38,6 +38,8 @@ def reports(tmp_path_factory):
     installed.write_text("import torch\ntorch.set_default_dtype(torch.float64)\n")
     (library / "posenc_hostile_importer.py").write_text("import posenc_hostile_leaf  # noqa: F401\n")
     (library / "posenc_hostile_leaf.py").write_text("VALUE = 1\n")
+    (library / "posenc_hostile_importer_too.py").write_text("import posenc_hostile_leaf_too  # noqa: F401\n")
+    (library / "posenc_hostile_leaf_too.py").write_text("VALUE = 1\n")
     written = max(path.stat().st_ctime_ns for path in library.iterdir())
     while time.clock_gettime_ns(FILE_CLOCK) <= written:  # the run begins after the file
         time.sleep(0.001)
