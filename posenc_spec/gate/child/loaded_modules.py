@@ -24,11 +24,14 @@ import operator
 import sys
 import types
 
+import numpy as np
+
 _MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__  # a module's own dictionary, no __getattr__
 _NO_ATTRIBUTES: dict = {}
 _MISSING = object()
 _readings = itertools.count()
 _ITEMS = tuple.__basicsize__  # where a tuple's item pointers (its items' ids) start in its memory
+_NONE = id(None)  # an unbound package attribute, as its address
 
 
 def addresses(items: tuple) -> bytes:
@@ -102,7 +105,16 @@ class Reading:
         if later.layout is not self.layout and later.layout.names[:len(names)] != names:
             return False
         modules, attributes = self.addresses
-        return later.addresses[0][:len(modules)] == modules and later.addresses[1][:len(attributes)] == attributes
+        if later.addresses[0][:len(modules)] != modules:
+            return False
+        now = later.addresses[1][:len(attributes)]
+        if now == attributes:
+            return True
+        # A package attribute that was unbound and now holds something: an import binds each
+        # submodule to its package as it ends (every module a call imports is read). Bindings
+        # this reading had, changed, are for difference() to weigh.
+        before, after = np.frombuffer(attributes, dtype=np.uintp), np.frombuffer(now, dtype=np.uintp)
+        return bool((before[before != after] == _NONE).all())
 
     def difference(self, later: Reading) -> str:
         """What ``later`` lost of this reading, in a few words ("" for nothing)."""
