@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
+import threading
 from dataclasses import dataclass, field
 
 from . import options
@@ -192,6 +193,7 @@ class Slot:
         self._template: Template | None = None
         self._taught: tuple[Template | None, int] = (None, 0)  # the slot template, and how many names it imported
         self._module_taught = 0  # how many of the run's learned names the module template has imported
+        self._teaching: tuple | None = None  # the slot template's teaching going on (teach_ahead)
         self._module: tuple[str, Template | None, TargetRun] | None = None
         self._unshared: set = set()  # modules whose import starts threads a fork would lose
         self._framework_deaths: dict[tuple, str] = {}  # (template, framework) -> what framework_death says
@@ -227,18 +229,20 @@ class Slot:
         that the targets forked from it next find them imported. A name whose import imports
         a target's module or starts a thread is learned no more and the template is replaced;
         an import that fails the template ends the learning of this lane."""
-        for _ in range(3):  # each round blocks a name; a third failure ends the learning
-            if self.learned is None:
-                return
+        ahead = self._join_teaching()
+        failures = 0
+        while failures < 3 and self.learned is not None:  # each failure blocks a name; a third ends the learning
             template = self.template
-            names, learned = self.learned.since(self._taught[1] if self._taught[0] is template else 0)
-            if not names:
-                self._taught = (template, learned)
-                return
-            header = {"op": "learned", "modules": names, "keep_out": self.learned.keep_out}
-            try:
-                reply = template.request(header, deadline=OwnTime(self.limits.timeout, template.pid))
-            except SandboxError:  # the import hung or ended the process
+            if ahead is not None and ahead[0] is template:
+                _, learned, reply = ahead
+            else:
+                names, learned = self.learned.since(self._taught[1] if self._taught[0] is template else 0)
+                if not names:
+                    self._taught = (template, learned)
+                    return
+                reply = self._learn_in(template, names)
+            ahead = None
+            if reply is None:  # the import hung or ended the process
                 self.learned = None
                 self.end_module()
                 self._template.close()
@@ -246,12 +250,46 @@ class Slot:
                 return
             if reply.get("ok") is True:
                 self._taught = (template, learned)
-                return
+                continue  # what was learned meanwhile, next
+            failures += 1
             self.learned.block(reply.get("tainted"))
             self.end_module()  # forked from the template it replaces: it goes with it
             self._template.close()
             self._template = None
         self.learned = None
+
+    def teach_ahead(self) -> None:
+        """Start teaching the slot template in the background, while the targets of a module
+        run from the module's template (whose import brought what is taught): the slot template
+        is idle until the next module, and :meth:`teach` takes the answer then."""
+        if self.learned is None or self._template is None or self._teaching is not None:
+            return
+        template = self._template
+        names, learned = self.learned.since(self._taught[1] if self._taught[0] is template else 0)
+        if not names:
+            return
+        answer: list = []
+        thread = threading.Thread(target=lambda: answer.append(self._learn_in(template, names)),
+                                  name="posenc-spec-teach", daemon=True)
+        thread.start()
+        self._teaching = (thread, template, learned, answer)
+
+    def _join_teaching(self) -> tuple | None:
+        """``(template, learned, reply)`` of the teaching :meth:`teach_ahead` started, once done."""
+        if self._teaching is None:
+            return None
+        thread, template, learned, answer = self._teaching
+        self._teaching = None
+        thread.join()
+        return template, learned, answer[0] if answer else None
+
+    def _learn_in(self, template: Template, names: list[str]) -> dict | None:
+        """The slot template's answer to importing ``names``; None when it hung or died."""
+        header = {"op": "learned", "modules": names, "keep_out": self.learned.keep_out}
+        try:
+            return template.request(header, deadline=OwnTime(self.limits.timeout, template.pid))
+        except SandboxError:
+            return None
 
     def teach_module(self) -> None:
         """Import into the module template the modules the run has learned since it was forked
@@ -322,6 +360,7 @@ class Slot:
             module = None
         self._module = (key, module, imported)
         self._module_taught = self._taught[1]  # forked from the slot template just taught
+        self.teach_ahead()
 
     def end_module(self) -> None:
         if self._module is not None:
