@@ -77,3 +77,11 @@ def test_an_added_attribute_changes_nothing(readings, monkeypatch):
     monkeypatch.setattr(np, "posenc_spec_helper", len, raising=False)
     monkeypatch.setattr(torch.Tensor, "posenc_spec_helper", len, raising=False)
     assert before == readings()
+
+
+def test_the_default_dtypes_storage_alias_is_the_default_dtypes_change(readings, monkeypatch):
+    """``torch.set_default_dtype`` rebinds ``torch.Storage`` to its storage class: the default
+    dtype names that change, the library functions do not name it twice."""
+    before = readings()
+    monkeypatch.setattr(torch, "Storage", torch.DoubleStorage)
+    assert before.difference(readings()) == ""

@@ -69,6 +69,12 @@ def _version_reader():
 _VERSION = _version_reader()
 
 
+# Attributes a library rebinds itself to follow state watched elsewhere: torch.set_default_dtype
+# binds torch.Storage to the default dtype's storage class (the default dtype is watched,
+# named and put back, and Storage with it).
+FOLLOWERS = frozenset({"torch.Storage"})
+
+
 def watched(name) -> bool:
     """Whether the attribute ``name`` is watched: public or special, not private."""
     return isinstance(name, str) and (not name.startswith("_") or (name.startswith("__") and name.endswith("__")))
@@ -96,6 +102,10 @@ class _Namespace:
         names, values = tuple(self.dictionary), tuple(self.dictionary.values())
         self.copy = (version, names, values, addresses(values))  # tagged as read before: a change since shows
         return self.copy[1:]
+
+    def follows(self, name: str) -> bool:
+        """Whether the attribute ``name`` follows state watched elsewhere (:data:`FOLLOWERS`)."""
+        return f"{self.label}.{name}" in FOLLOWERS
 
     def hidden(self, name: str) -> bool:
         """Whether ``name``, added to the class, hides an attribute one of its bases defines."""
@@ -178,7 +188,8 @@ class Reading:
             now = dict(zip(later.names[index], later.values[index], strict=True))
             before = dict(zip(self.names[index], self.values[index], strict=True))
             found += [(space, name, value, "replaced" if name in now else "removed")
-                      for name, value in before.items() if watched(name) and now.get(name, _MISSING) is not value]
+                      for name, value in before.items()
+                      if watched(name) and now.get(name, _MISSING) is not value and not space.follows(name)]
             if space.is_class:
                 found += [(space, name, _MISSING, "added over its base's") for name in now.keys() - before.keys()
                           if watched(name) and space.hidden(name)]
