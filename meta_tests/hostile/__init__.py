@@ -11,6 +11,8 @@ cap every declaration uses, what a complete report must hold, and whether a proc
 from __future__ import annotations
 
 import json
+import os
+import socket
 from pathlib import Path
 
 from posenc_spec.gate.child import confine_signals
@@ -82,3 +84,24 @@ def assert_complete_entry(entry: dict, declaration) -> None:
     importable = entry["checks"][0]["status"] != "failed"
     expected = ("conforms" if not failed else "does-not-conform") if importable else "error"
     assert entry["status"] == expected, f"{name}: status {entry['status']} with failed checks {failed[:3]}"
+
+
+def in_a_forked_process(body) -> dict:
+    """The dict ``body(got)`` filled in a forked process (what it filled before an error
+    too), sent back through a socket pair made before the fork: an inherited socket, as
+    the gate's own channel to a child."""
+    parent_end, child_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        got: dict = {}
+        try:
+            parent_end.close()
+            body(got)
+        finally:
+            child_end.sendall(json.dumps(got).encode())
+            os._exit(0)
+    child_end.close()
+    with parent_end:
+        received = b"".join(iter(lambda: parent_end.recv(65536), b""))
+    os.waitpid(pid, 0)
+    return json.loads(received)

@@ -10,7 +10,6 @@ import ctypes
 import errno
 import faulthandler
 import fcntl
-import json
 import os
 import platform
 import signal
@@ -20,6 +19,7 @@ import threading
 
 import pytest
 
+from meta_tests.hostile import in_a_forked_process
 from posenc_spec.gate.child import confine_signals, confinement
 
 pytestmark = pytest.mark.skipif(not confine_signals.available(),
@@ -123,31 +123,20 @@ def _in_a_filtered_process(tried) -> dict:
     """What each attempt of ``tried()`` got in a forked process in a session of its own that
     installed the filter first (``"installed"``: the filter's complaint; ``"caught"``: how
     many SIGUSR1 its handler saw)."""
-    parent_end, child_end = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        got = {}
-        try:
-            parent_end.close()
-            os.setsid()
-            caught = []
-            signal.signal(signal.SIGUSR1, lambda number, frame: caught.append(number))
-            got["installed"] = confine_signals.confine_signals()
-            for name, attempt in tried().items():
-                try:
-                    attempt()
-                    got[name] = "allowed"
-                except OSError as error:
-                    got[name] = f"refused ({errno.errorcode[error.errno]})"
-            got["caught"] = len(caught)
-        finally:
-            child_end.sendall(json.dumps(got).encode())
-            os._exit(0)
-    child_end.close()
-    with parent_end:
-        received = b"".join(iter(lambda: parent_end.recv(65536), b""))
-    os.waitpid(pid, 0)
-    return json.loads(received)
+    def body(got: dict) -> None:
+        os.setsid()
+        caught = []
+        signal.signal(signal.SIGUSR1, lambda number, frame: caught.append(number))
+        got["installed"] = confine_signals.confine_signals()
+        for name, attempt in tried().items():
+            try:
+                attempt()
+                got[name] = "allowed"
+            except OSError as error:
+                got[name] = f"refused ({errno.errorcode[error.errno]})"
+        got["caught"] = len(caught)
+
+    return in_a_forked_process(body)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import platform
 import resource
@@ -15,6 +14,7 @@ import socket
 
 import pytest
 
+from meta_tests.hostile import in_a_forked_process
 from posenc_spec.gate.child import confine_sockets
 
 needs_filter = pytest.mark.skipif(not confine_sockets.available(),
@@ -85,24 +85,16 @@ def _filtered(attempts: dict) -> dict:
     """What each attempt got in a forked process that installed the filter first, sent back
     through a socket pair made before it (an inherited socket); the filter's own complaint
     under ``"installed"``."""
-    parent_end, child_end = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        parent_end.close()
-        got = {"installed": confine_sockets.close_sockets()}
+    def body(got: dict) -> None:
+        got["installed"] = confine_sockets.close_sockets()
         for name, attempt in attempts.items():
             try:
                 attempt()
                 got[name] = "allowed"
             except OSError as error:
                 got[name] = f"refused ({error.errno})"
-        child_end.sendall(json.dumps(got).encode())
-        os._exit(0)
-    child_end.close()
-    with parent_end:
-        received = b"".join(iter(lambda: parent_end.recv(65536), b""))
-    os.waitpid(pid, 0)
-    return json.loads(received)
+
+    return in_a_forked_process(body)
 
 
 @needs_filter

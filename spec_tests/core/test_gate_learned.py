@@ -43,16 +43,21 @@ def _write(folder, name: str, body: str) -> None:
     (folder / f"{name}.py").write_text(TABLE.replace("{body}", body), encoding="utf-8")
 
 
+def _write_looks_for_it(folder) -> None:
+    """The module ``looks_for_it``, whose table raises unless LIBRARY was imported before it."""
+    _write(folder, "looks_for_it", f"""
+        if {LIBRARY!r} not in FOUND_AT_IMPORT:
+            raise RuntimeError("{LIBRARY} was not imported before this module")""")
+    looks = folder / "looks_for_it.py"
+    looks.write_text(f"import sys\nFOUND_AT_IMPORT = set(sys.modules)\n{looks.read_text()}", encoding="utf-8")
+
+
 def test_a_later_target_finds_the_library_an_earlier_call_imported(tmp_path, monkeypatch):
     """The first target's call imports an installed library; the second target, of another
     module, finds it imported before its own module ran (its calls raise otherwise): both conform."""
     pytest.importorskip(LIBRARY)
     _write(tmp_path, "imports_it", f"import {LIBRARY}  # noqa: F401")
-    _write(tmp_path, "looks_for_it", f"""
-        if {LIBRARY!r} not in FOUND_AT_IMPORT:
-            raise RuntimeError("{LIBRARY} was not imported before this module")""")
-    looks = tmp_path / "looks_for_it.py"
-    looks.write_text(f"import sys\nFOUND_AT_IMPORT = set(sys.modules)\n{looks.read_text()}", encoding="utf-8")
+    _write_looks_for_it(tmp_path)
     monkeypatch.chdir(tmp_path)
     reports = check_named({name: declare({"target": f"{name}:table", "api": "table", "max_positions": 64})
                            for name in ("imports_it", "looks_for_it")})
@@ -74,11 +79,7 @@ def test_the_libraries_a_shared_modules_import_brought_are_learned(tmp_path, mon
     import brought is learned from there: a target of another module finds it imported."""
     pytest.importorskip(LIBRARY)
     _two_tables(tmp_path, "imports_it", "pass", "pass", header=f"import {LIBRARY}  # noqa: F401\n")
-    _write(tmp_path, "looks_for_it", f"""
-        if {LIBRARY!r} not in FOUND_AT_IMPORT:
-            raise RuntimeError("{LIBRARY} was not imported before this module")""")
-    looks = tmp_path / "looks_for_it.py"
-    looks.write_text(f"import sys\nFOUND_AT_IMPORT = set(sys.modules)\n{looks.read_text()}", encoding="utf-8")
+    _write_looks_for_it(tmp_path)
     monkeypatch.chdir(tmp_path)
     reports = check_named({target: declare({"target": target, "api": "table", "max_positions": 64})
                            for target in ("imports_it:first", "imports_it:second", "looks_for_it:table")})
