@@ -1,4 +1,4 @@
-"""The sealed child's per-call cost of watching the global state, in the lead's process.
+"""The sealed child's per-call cost of watching the global state, measured in this process.
 
 Each call a child answers (``posenc_spec/gate/child/serve.py::_call``) seeds the generators,
 runs the target inside ``attribution.Watch``, then compares the global state with the
