@@ -18,7 +18,6 @@ readings are compared by the addresses of their objects, as bytes (:func:`addres
 
 from __future__ import annotations
 
-import bisect
 import ctypes
 import itertools
 import operator
@@ -48,36 +47,19 @@ def _attributes(value) -> dict:
 
 class _Layout:
     """The names of ``sys.modules`` at one moment, and for each submodule (``a.b``) its
-    position among them, its package's dictionary and its own last name, in the same order.
-    Imports append names, a finished one moves its module's name to the end (CPython's loader
-    takes it out and puts it back) and a failed one takes its name away: a layout shares with
-    the one before it the names they begin with alike."""
+    package's dictionary and its own last name, in the same order. Imports append names:
+    a layout whose names begin with an earlier one's extends it."""
 
     def __init__(self, names: tuple[str, ...], table: dict, earlier: _Layout | None = None):
         self.names = names
-        start = _common_prefix(names, earlier.names) if earlier is not None else 0
-        keep = bisect.bisect_left(earlier.positions, start) if earlier is not None else 0
-        split = [(index, name, *name.rsplit(".", 1)) for index, name in enumerate(names[start:], start) if "." in name]
-        before = (earlier.positions[:keep], earlier.submodules[:keep], earlier.dictionaries[:keep],
-                  earlier.last_names[:keep]) if keep else ((), (), (), ())
-        self.positions = before[0] + tuple(index for index, _, _, _ in split)
-        self.submodules = before[1] + tuple(name for _, name, _, _ in split)
-        self.dictionaries = before[2] + tuple(_attributes(table.get(package)) for _, _, package, _ in split)
-        self.last_names = before[3] + tuple(last for _, _, _, last in split)
-
-
-def _common_prefix(names: tuple, others: tuple) -> int:
-    """How many names two tuples begin with alike (slices compared at C speed, halving)."""
-    low, high = 0, min(len(names), len(others))
-    if names[:high] == others[:high]:
-        return high
-    while low < high:  # names[:low] == others[:low], and not at high
-        middle = (low + high + 1) // 2
-        if names[:middle] == others[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+        start = 0
+        if earlier is not None and names[:len(earlier.names)] == earlier.names:
+            start = len(earlier.names)
+        split = [(name, *name.rsplit(".", 1)) for name in names[start:] if "." in name]
+        self.submodules = (earlier.submodules if start else ()) + tuple(name for name, _, _ in split)
+        self.dictionaries = ((earlier.dictionaries if start else ())
+                             + tuple(_attributes(table.get(package)) for _, package, _ in split))
+        self.last_names = (earlier.last_names if start else ()) + tuple(last for _, _, last in split)
 
 
 _layout: _Layout | None = None
@@ -117,9 +99,8 @@ class Reading:
         return earlier.kept_in_place(later) or not earlier.difference(later)
 
     def kept_in_place(self, later: Reading) -> bool:
-        """Whether ``later`` begins with this reading's names (an import that imported nothing
-        else appends its name), the same modules and package attributes: then it keeps
-        everything this one had."""
+        """Whether ``later`` begins with this reading's names (imports append theirs), the
+        same modules and package attributes: then it keeps everything this one had."""
         names = self.layout.names
         if later.layout is not self.layout and later.layout.names[:len(names)] != names:
             return False
