@@ -1,0 +1,26 @@
+"""``sys.modules`` as global state, read in this process
+(``posenc_spec/gate/child/loaded_modules.py``): a reading keeps an earlier one when a package
+attribute that was unbound is bound since (an import ends by binding it), not when one that
+was bound is rebound."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+from posenc_spec.gate.child import loaded_modules
+
+
+def test_a_submodule_bound_since_keeps_the_earlier_reading(monkeypatch):
+    """Unbound in one reading, bound to its submodule in the next: the earlier reading is
+    kept; rebinding the attribute afterwards is a change."""
+    package, submodule = types.ModuleType("posenc_probe_pkg"), types.ModuleType("posenc_probe_pkg.sub")
+    monkeypatch.setitem(sys.modules, "posenc_probe_pkg", package)
+    monkeypatch.setitem(sys.modules, "posenc_probe_pkg.sub", submodule)
+    unbound = loaded_modules.Reading()
+    package.sub = submodule
+    bound = loaded_modules.Reading()
+    assert unbound.kept_in_place(bound) and unbound == bound
+    package.sub = types.ModuleType("a stand-in")
+    assert not bound.kept_in_place(loaded_modules.Reading())
+    assert bound != loaded_modules.Reading()
