@@ -7,8 +7,9 @@ none of it: a name is kept only if it is a dotted name the import system, as the
 template would run it, finds (without running anything) in a file of an installed library
 (a ``site-packages`` or ``dist-packages`` folder) that, with each package above it, existed
 unchanged since before the run started: nothing a target wrote, nothing of the user's own
-tree. The module of every target of the run is kept out, and so is any name whose import
-would import one of them or leave a thread running (the template says so and is replaced): a
+tree. The module of every target of the run is kept out, and so are Keras and the libraries built on
+it (their import fixes the backend, which each target declares), and any name whose import
+would import one of these or leave a thread running (the template says so and is replaced): a
 target's own module runs in the target's process, where its changes of the global state are
 its own, and every child is forked from the template.
 
@@ -29,6 +30,10 @@ from .child.site_folders import in_site_folder
 from .loader import TargetError, parse_target
 
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Libraries whose import fixes the framework a target computes with (Keras reads its backend
+# once, when first imported): each target's process imports them after its declared framework
+# is set up (``child.frameworks.prepare``), never a template on another target's behalf.
+FRAMEWORK_BOUND = ("keras", "keras_hub", "keras_nlp", "tf_keras")
 MAX_LEARNED = 20_000  # names per run: several large libraries
 
 
@@ -44,7 +49,7 @@ class LearnedModules:
                 continue
             if not name.is_path:
                 keep_out.add(name.module)
-        self.keep_out = sorted(keep_out)
+        self.keep_out = sorted(keep_out | set(FRAMEWORK_BOUND))
         self.started_ns = time.time_ns()
         self._checked: dict[str | None, bool] = {}  # a file -> installed and unchanged
         self.names: list[str] = []
@@ -67,7 +72,8 @@ class LearnedModules:
                 if type(name) is not str or name in self._seen or len(name) > 200:
                     continue
                 self._seen.add(name)
-                if MODULE_NAME.fullmatch(name) and name not in self.keep_out and self._installed_before(name):
+                if (MODULE_NAME.fullmatch(name) and name not in self.keep_out
+                        and name.partition(".")[0] not in FRAMEWORK_BOUND and self._installed_before(name)):
                     self.names.append(name)
 
     def block(self, name) -> None:

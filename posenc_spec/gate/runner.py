@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from . import options
 from .calls import CallRequest, Outcome
+from .child.learned import MAX_NAME_BYTES
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
 from .learned import LearnedModules
 from .loader import module_key
@@ -91,6 +92,20 @@ class TargetRun:
     import_state: ImportState = ImportState()
     outcomes: list = field(default_factory=list)
     where: tuple | None = None
+
+
+def _parts(names: list[str], size: int) -> list[list[str]]:
+    """``names`` in consecutive parts of at most ``size`` bytes of JSON each (at least one name a part)."""
+    parts: list[list[str]] = [[]]
+    used = 0
+    for name in names:
+        cost = len(name) + 4  # quotes, comma, space
+        if parts[-1] and used + cost > size:
+            parts.append([])
+            used = 0
+        parts[-1].append(name)
+        used += cost
+    return parts if parts[-1] else []
 
 
 class _Child:
@@ -284,12 +299,18 @@ class Slot:
         return template, learned, answer[0] if answer else None
 
     def _learn_in(self, template: Template, names: list[str]) -> dict | None:
-        """The slot template's answer to importing ``names``; None when it hung or died."""
-        header = {"op": "learned", "modules": names, "keep_out": self.learned.keep_out}
-        try:
-            return template.request(header, deadline=OwnTime(self.limits.timeout, template.pid))
-        except SandboxError:
-            return None
+        """The slot template's answer to importing ``names``, sent in parts that each fit a
+        request header; None when it hung or died."""
+        reply: dict = {"ok": True}
+        for part in _parts(names, MAX_NAME_BYTES):
+            header = {"op": "learned", "modules": part, "keep_out": self.learned.keep_out}
+            try:
+                reply = template.request(header, deadline=OwnTime(self.limits.timeout, template.pid))
+            except SandboxError:
+                return None
+            if reply.get("ok") is not True:
+                break
+        return reply
 
     def teach_module(self) -> None:
         """Import into the module template the modules the run has learned since it was forked
@@ -303,12 +324,16 @@ class Slot:
         names, learned = self.learned.since(self._module_taught)
         if not names:
             return
-        header = {"op": "learned", "modules": names,
-                  "keep_out": [name for name in self.learned.keep_out if name != module_name]}
-        try:
-            reply = module.request(header, deadline=OwnTime(self.limits.timeout, module.pid))
-        except SandboxError:
-            reply = {}
+        keep_out = [name for name in self.learned.keep_out if name != module_name]
+        reply: dict = {}
+        for part in _parts(names, MAX_NAME_BYTES):
+            try:
+                reply = module.request({"op": "learned", "modules": part, "keep_out": keep_out},
+                                       deadline=OwnTime(self.limits.timeout, module.pid))
+            except SandboxError:
+                reply = {}
+            if reply.get("ok") is not True:
+                break
         if reply.get("ok") is True:
             self._module_taught = learned
         else:

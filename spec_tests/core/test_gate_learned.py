@@ -13,9 +13,10 @@ import textwrap
 
 import pytest
 
-from posenc_spec.gate.child.learned import NewModules
+from posenc_spec.gate.child.learned import MAX_NAME_BYTES, NewModules
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.learned import LearnedModules
+from posenc_spec.gate.learned import FRAMEWORK_BOUND, LearnedModules
+from posenc_spec.gate.runner import _parts
 from spec_tests.assertions import check_named, failure_summary
 
 # An installed library the gate's templates do not import (its own code imports it only to
@@ -103,17 +104,18 @@ def test_a_shared_modules_next_target_finds_what_an_earlier_call_imported(tmp_pa
 
 def test_only_installed_unchanged_modules_outside_the_runs_targets_are_learned(tmp_path, monkeypatch):
     """Kept: an installed library's module. Left out: a target's own module, the standard
-    library, a module of the user's tree, a name no file has, and text that is no module name."""
+    library, a module of the user's tree, a name no file has, text that is no module name, and
+    Keras (its import fixes the backend each target declares)."""
     (tmp_path / "users_own.py").write_text("VALUE = 1\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     declarations = [declare({"target": "numpy.linalg:norm", "api": "table"}),
                     declare({"target": "users_own:table", "api": "table"})]
     learned = LearnedModules(declarations)
     learned.add(["numpy.fft", "numpy.linalg", "json", "users_own", "numpy.no_such_module", "numpy..fft",
-                 "os; import antigravity", 7, None])
+                 "os; import antigravity", 7, None, "keras", "keras.src.backend"])
     learned.add("numpy.polynomial")  # not a list: nothing
     assert learned.names == ["numpy.fft"]
-    assert learned.keep_out == ["numpy.linalg", "users_own"]
+    assert learned.keep_out == sorted({"numpy.linalg", "users_own", *FRAMEWORK_BOUND})
 
 
 def test_a_file_written_after_the_run_started_is_not_learned(tmp_path, monkeypatch):
@@ -206,3 +208,12 @@ def test_openblas_threads_do_not_taint_the_template():
     if not started:
         pytest.skip("SciPy's OpenBLAS started no thread here (a single core, or a build without threads)")
     assert answer == {"ok": True}
+
+
+def test_learned_names_go_to_a_template_in_parts_that_fit_a_request():
+    """More names than one request header holds are sent in parts, in order, each within the
+    bound (a run that learned several libraries at once)."""
+    names = [f"library_{index:05d}.module_{index:05d}" for index in range(4000)]
+    parts = _parts(names, MAX_NAME_BYTES)
+    assert len(parts) > 1 and [name for part in parts for name in part] == names
+    assert all(len(json.dumps(part)) <= MAX_NAME_BYTES for part in parts)
