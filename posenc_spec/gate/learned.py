@@ -35,6 +35,9 @@ MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # is set up (``child.frameworks.prepare``), never a template on another target's behalf.
 FRAMEWORK_BOUND = ("keras", "keras_hub", "keras_nlp", "tf_keras")
 MAX_LEARNED = 20_000  # names per run: several large libraries
+# Names per request to a template: with the run's keep-out list, well within the protocol's
+# 64 KiB header (a run that learned several libraries at once is sent them in parts).
+REQUEST_NAME_BYTES = 32 * 1024
 
 
 class LearnedModules:

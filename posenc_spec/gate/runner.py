@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 
 from . import options
 from .calls import CallRequest, Outcome
-from .child.learned import MAX_NAME_BYTES
 from .child.protocol import ChannelClosed, ChannelError, ChannelTimeout, PayloadTooLarge, Reader, send
-from .learned import LearnedModules
+from .learned import REQUEST_NAME_BYTES, LearnedModules
 from .loader import module_key
 from .sandbox import (
     Limits,
@@ -302,7 +301,7 @@ class Slot:
         """The slot template's answer to importing ``names``, sent in parts that each fit a
         request header; None when it hung or died."""
         reply: dict = {"ok": True}
-        for part in _parts(names, MAX_NAME_BYTES):
+        for part in _parts(names, REQUEST_NAME_BYTES):
             header = {"op": "learned", "modules": part, "keep_out": self.learned.keep_out}
             try:
                 reply = template.request(header, deadline=OwnTime(self.limits.timeout, template.pid))
@@ -326,7 +325,7 @@ class Slot:
             return
         keep_out = [name for name in self.learned.keep_out if name != module_name]
         reply: dict = {}
-        for part in _parts(names, MAX_NAME_BYTES):
+        for part in _parts(names, REQUEST_NAME_BYTES):
             try:
                 reply = module.request({"op": "learned", "modules": part, "keep_out": keep_out},
                                        deadline=OwnTime(self.limits.timeout, module.pid))

@@ -13,9 +13,9 @@ import textwrap
 
 import pytest
 
-from posenc_spec.gate.child.learned import MAX_NAME_BYTES, NewModules
+from posenc_spec.gate.child.learned import NewModules
 from posenc_spec.gate.declaration import declare
-from posenc_spec.gate.learned import FRAMEWORK_BOUND, LearnedModules
+from posenc_spec.gate.learned import FRAMEWORK_BOUND, REQUEST_NAME_BYTES, LearnedModules
 from posenc_spec.gate.runner import _parts
 from spec_tests.assertions import check_named, failure_summary
 
@@ -214,6 +214,6 @@ def test_learned_names_go_to_a_template_in_parts_that_fit_a_request():
     """More names than one request header holds are sent in parts, in order, each within the
     bound (a run that learned several libraries at once)."""
     names = [f"library_{index:05d}.module_{index:05d}" for index in range(4000)]
-    parts = _parts(names, MAX_NAME_BYTES)
+    parts = _parts(names, REQUEST_NAME_BYTES)
     assert len(parts) > 1 and [name for part in parts for name in part] == names
-    assert all(len(json.dumps(part)) <= MAX_NAME_BYTES for part in parts)
+    assert all(len(json.dumps(part)) <= REQUEST_NAME_BYTES for part in parts)
