@@ -250,7 +250,7 @@ class Slot:
             if ahead is not None and ahead[0] is template:
                 _, learned, reply = ahead
             else:
-                names, learned = self.learned.since(self._taught[1] if self._taught[0] is template else 0)
+                names, learned = self._unlearned(template)
                 if not names:
                     self._taught = (template, learned)
                     return
@@ -279,7 +279,7 @@ class Slot:
         if self.learned is None or self._template is None or self._teaching is not None:
             return
         template = self._template
-        names, learned = self.learned.since(self._taught[1] if self._taught[0] is template else 0)
+        names, learned = self._unlearned(template)
         if not names:
             return
         answer: list = []
@@ -297,12 +297,18 @@ class Slot:
         thread.join()
         return template, learned, answer[0] if answer else None
 
-    def _learn_in(self, template: Template, names: list[str]) -> dict | None:
-        """The slot template's answer to importing ``names``, sent in parts that each fit a
-        request header; None when it hung or died."""
+    def _unlearned(self, template: Template) -> tuple[list[str], int]:
+        """The names the run learned that the slot ``template`` has not imported, and how many
+        the run has learned (:meth:`LearnedModules.since`)."""
+        return self.learned.since(self._taught[1] if self._taught[0] is template else 0)
+
+    def _learn_in(self, template: Template, names: list[str], keep_out=None) -> dict | None:
+        """A template's answer to importing ``names`` (keeping out the run's targets' modules,
+        or ``keep_out``), sent in parts that each fit a request header; None when it hung or died."""
+        keep_out = self.learned.keep_out if keep_out is None else keep_out
         reply: dict = {"ok": True}
         for part in _parts(names, REQUEST_NAME_BYTES):
-            header = {"op": "learned", "modules": part, "keep_out": self.learned.keep_out}
+            header = {"op": "learned", "modules": part, "keep_out": keep_out}
             try:
                 reply = template.request(header, deadline=OwnTime(self.limits.timeout, template.pid))
             except SandboxError:
@@ -323,17 +329,8 @@ class Slot:
         names, learned = self.learned.since(self._module_taught)
         if not names:
             return
-        keep_out = [name for name in self.learned.keep_out if name != module_name]
-        reply: dict = {}
-        for part in _parts(names, REQUEST_NAME_BYTES):
-            try:
-                reply = module.request({"op": "learned", "modules": part, "keep_out": keep_out},
-                                       deadline=OwnTime(self.limits.timeout, module.pid))
-            except SandboxError:
-                reply = {}
-            if reply.get("ok") is not True:
-                break
-        if reply.get("ok") is True:
+        reply = self._learn_in(module, names, [name for name in self.learned.keep_out if name != module_name])
+        if reply is not None and reply.get("ok") is True:
             self._module_taught = learned
         else:
             self.end_module()
@@ -350,7 +347,7 @@ class Slot:
             self.end_module()
             return
         self.ensure()
-        key = (module_key(target), tuple(search_path), _framework_key(framework))
+        key = _shared_key(target, search_path, framework)
         if self._module is not None and self._module[0] == key:
             return
         self.teach()  # before the module's template is forked: what it imports is then there
@@ -426,7 +423,7 @@ class Slot:
 
     def _shared(self, target: str, search_path, how) -> tuple | None:
         """The module template this target's turn shares (see :meth:`share_module`), or None."""
-        key = (module_key(target), tuple(search_path), _framework_key((how or {}).get("framework")))
+        key = _shared_key(target, search_path, (how or {}).get("framework"))
         return self._module if self._module is not None and self._module[0] == key else None
 
     def _turn(self, target: str, requests, search_path, stop_after, how) -> TargetRun:
@@ -727,3 +724,9 @@ def _framework_key(framework: dict | None) -> tuple:
     """A declared framework as part of a module template's key: Keras's backend is chosen
     when Keras is imported, so targets on two backends never share a module's import."""
     return tuple(sorted((framework or {}).items()))
+
+
+def _shared_key(target: str, search_path, framework: dict | None) -> tuple:
+    """What the targets that share a module template share: the module, the search path and
+    the declared framework."""
+    return module_key(target), tuple(search_path), _framework_key(framework)

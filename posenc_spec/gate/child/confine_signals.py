@@ -29,32 +29,25 @@ process id), ``signal.pthread_kill`` of its own threads, faulthandler.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import platform
-import struct
 import sys
 from typing import NamedTuple
 
 from .confine_sockets import (
     _ABIS,
-    _ARCH,
     _JEQ_K,
-    _JGE_K,
     _LD_W_ABS,
-    _NR,
     _RET_K,
     FOREIGN,
-    PR_SET_NO_NEW_PRIVS,
     RET_ALLOW,
     RET_ERRNO,
-    SECCOMP_FILTER_FLAG_TSYNC,
-    SECCOMP_SET_MODE_FILTER,
-    X32_SYSCALL_BIT,
+    _abi,
     _argument,
     _assemble,
-    _Program,
+    install,
+    system_call_number,
 )
 
 REFUSED = RET_ERRNO | errno.EPERM
@@ -78,7 +71,7 @@ _CALLS = {"x86_64": _Calls((62, 200, 234, 129, 297), 72, 16),
 
 def available() -> bool:
     """Whether this process's architecture has a filter here (Linux on x86_64 or aarch64)."""
-    return sys.platform.startswith("linux") and sys.maxsize > 2**32 and platform.machine() in _CALLS
+    return _abi() is not None and platform.machine() in _CALLS
 
 
 def _own(pid: int, where: str) -> list:
@@ -93,10 +86,7 @@ def program(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
     """The filter's instructions for the process ``pid`` on ``machine`` (see the module docstring)."""
     abi, calls = _ABIS[machine], _CALLS[machine]
     return _assemble([
-        (_LD_W_ABS, 0, 0, _ARCH),
-        (_JEQ_K, 0, "foreign", abi.arch),
-        (_LD_W_ABS, 0, 0, _NR),
-        *([(_JGE_K, "foreign", 0, X32_SYSCALL_BIT)] if abi.x32 else []),
+        *system_call_number(abi),
         *[(_JEQ_K, "signal", 0, number) for number in calls.signalling],
         (_JEQ_K, "refuse", 0, PIDFD_SEND_SIGNAL),
         (_JEQ_K, "fcntl", 0, calls.fcntl),
@@ -129,14 +119,8 @@ def confine_signals() -> str:
     if not available():
         return (f"the target's signals were not confined: the kernel does not scope them (Landlock ABI 6, Linux "
                 f"6.12) and no seccomp filter is written for {sys.platform} on {platform.machine()}")
-    instructions = program(platform.machine(), os.getpid())
-    code = b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
-    prog = _Program(len(instructions), code)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.syscall(
-            _ABIS[platform.machine()].seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
-            ctypes.byref(prog)) != 0:
-        refusal = os.strerror(ctypes.get_errno())
+    refusal = install(_ABIS[platform.machine()], program(platform.machine(), os.getpid()))
+    if refusal is not None:
         return ("the target's signals were not confined: the kernel does not scope them (Landlock ABI 6, Linux "
                 f"6.12) and refused a seccomp filter ({refusal})")
     return ""

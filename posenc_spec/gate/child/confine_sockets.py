@@ -129,13 +129,19 @@ def _assemble(lines: list) -> list[tuple[int, int, int, int]]:
     return instructions
 
 
+def system_call_number(abi: _Abi) -> list:
+    """The first lines of every filter here: a system call of another ABI (or x32) jumps to
+    ``"foreign"``; else the system call's number is loaded."""
+    return [(_LD_W_ABS, 0, 0, _ARCH),
+            (_JEQ_K, 0, "foreign", abi.arch),
+            (_LD_W_ABS, 0, 0, _NR),
+            *([(_JGE_K, "foreign", 0, X32_SYSCALL_BIT)] if abi.x32 else [])]
+
+
 def program(abi: _Abi, pid: int) -> list[tuple[int, int, int, int]]:
     """The filter's instructions for the process ``pid`` (see the module docstring)."""
     return _assemble([
-        (_LD_W_ABS, 0, 0, _ARCH),
-        (_JEQ_K, 0, "foreign", abi.arch),
-        (_LD_W_ABS, 0, 0, _NR),
-        *([(_JGE_K, "foreign", 0, X32_SYSCALL_BIT)] if abi.x32 else []),
+        *system_call_number(abi),
         (_JEQ_K, "refuse", 0, abi.socket),
         (_JEQ_K, "socketpair", 0, abi.socketpair),
         *[(_JEQ_K, "refuse", 0, number) for number in (*IO_URING, PIDFD_GETFD, *abi.reaching)],
@@ -173,13 +179,20 @@ def close_sockets() -> str:
     if abi is None:
         return (f"the target's processes could open sockets (the network, unix sockets with a path): no seccomp "
                 f"filter is written for {sys.platform} on {platform.machine()}")
-    instructions = program(abi, os.getpid())
+    refusal = install(abi, program(abi, os.getpid()))
+    if refusal is not None:
+        return ("the target's processes could open sockets (the network, unix sockets with a path): the kernel "
+                f"refused a seccomp filter ({refusal})")
+    return ""
+
+
+def install(abi: _Abi, instructions) -> str | None:
+    """Install ``instructions`` as a seccomp filter of this process (every thread, and all it
+    starts); None, or the kernel's refusal in words."""
     code = b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
     prog = _Program(len(instructions), code)
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.syscall(
             abi.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog)) != 0:
-        refusal = os.strerror(ctypes.get_errno())
-        return ("the target's processes could open sockets (the network, unix sockets with a path): the kernel "
-                f"refused a seccomp filter ({refusal})")
-    return ""
+        return os.strerror(ctypes.get_errno())
+    return None

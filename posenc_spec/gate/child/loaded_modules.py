@@ -99,8 +99,9 @@ class Reading:
         return earlier.kept_in_place(later) or not earlier.difference(later)
 
     def kept_in_place(self, later: Reading) -> bool:
-        """Whether ``later`` begins with this reading's names (imports append theirs), the
-        same modules and package attributes: then it keeps everything this one had."""
+        """Whether ``later`` begins with this reading's names (as when the modules imported
+        since only appended theirs), the same modules, and the same package attributes or ones
+        bound since: then it keeps everything this one had."""
         names = self.layout.names
         if later.layout is not self.layout and later.layout.names[:len(names)] != names:
             return False
