@@ -96,13 +96,38 @@ def test_a_librarys_import_side_effect_is_kept_and_named(modules, clean_environm
     assert verdict.imported == ["posenc_attr_lib_a"] and verdict.count == 1
 
 
-def test_the_innermost_importing_module_is_named(modules, clean_environment):
-    """A change made by a module another library imports is named after the module whose code made it."""
+def test_a_nested_librarys_change_is_named_after_the_import_that_began_it(modules, clean_environment):
+    """A change made by a module another library imports is that import's: named after the
+    module the library import began with."""
     modules("posenc_attr_lib_inner", "import os\nos.environ['POSENC_INNER'] = '1'\n")
     modules("posenc_attr_lib_outer", "import posenc_attr_lib_inner\n")
     verdict, _ = watched(lambda: importlib.import_module("posenc_attr_lib_outer"))
-    assert verdict.effects == ["importing posenc_attr_lib_inner changed environment variables (POSENC_INNER)"]
+    assert verdict.effects == ["importing posenc_attr_lib_outer changed environment variables (POSENC_INNER)"]
     assert (verdict.imported, verdict.count) == (["posenc_attr_lib_outer"], 2)
+
+
+def test_a_users_module_a_library_imports_is_the_targets(modules, clean_environment):
+    """Inside a library's import, a module of the user's is the target's code, named alone:
+    what the library does before and after it, and a library that module imports, are not."""
+    modules("posenc_attr_lib_deep", "import os\nos.environ['POSENC_INNER'] = '1'\n")
+    modules("posenc_attr_user_between", "import os\nos.environ['POSENC_USER_MODULE'] = '1'\n"
+            "import posenc_attr_lib_deep\n", installed=False)
+    modules("posenc_attr_lib_around", "import os\nos.environ['POSENC_LIBRARY'] = '1'\n"
+            "import posenc_attr_user_between\nos.environ['POSENC_OWN'] = '1'\n")
+    verdict, _ = watched(lambda: importlib.import_module("posenc_attr_lib_around"))
+    assert verdict.own == {"environment variables": "environment variables (POSENC_USER_MODULE)"}, verdict
+
+
+def test_a_librarys_import_is_read_where_it_begins_and_ends(modules, monkeypatch):
+    """The state is read when a library's import begins and ends, not at every module it
+    imports in turn (transformers imports a thousand)."""
+    for index in range(20):
+        modules(f"posenc_attr_lib_many_{index}", f"import posenc_attr_lib_many_{index + 1}\n" if index < 19 else "")
+    readings = []
+    snapshot = state.snapshot
+    monkeypatch.setattr(state, "snapshot", lambda: readings.append(1) or snapshot())
+    verdict, _ = watched(lambda: importlib.import_module("posenc_attr_lib_many_0"))
+    assert verdict.count == 20 and len(readings) <= 4, (verdict.count, len(readings))
 
 
 def test_the_targets_change_beside_an_import_is_the_targets_alone(modules, clean_environment):
@@ -258,7 +283,7 @@ def test_a_finder_a_library_adds_while_imported_keeps_its_next_imports_the_libra
         sys.meta_path[:] = [entry for entry in sys.meta_path
                             if getattr(entry, "__module__", None) != "posenc_attr_lib_with_finder"]
     assert verdict.own == {}, verdict
-    assert "importing posenc_attr_lib_after_finder changed environment variables (POSENC_INNER)" in verdict.effects
+    assert "importing posenc_attr_lib_with_finder changed environment variables (POSENC_INNER)" in verdict.effects
 
 
 def test_a_library_imported_while_a_finder_of_the_targets_is_there_is_the_targets(modules, clean_environment):

@@ -4,10 +4,14 @@ The first call of real code often imports more: transformers' lazy modules load 
 code, a helper's first use pulls in torch's compiler stack, and those imports set
 environment variables and add warnings filters. The caller's program does the same, once,
 whatever the encoding computes. So while a call (or the target's import) runs, the child
-watches every module Python's import system executes (:class:`Watch`), reading the global
-state (:mod:`.state`) when each module's code starts and when it ends: each change is
-attributed to the module whose code was running when it happened, or to the target when
-none was.
+watches every module Python's import system executes (:class:`Watch`) and reads the global
+state (:mod:`.state`) wherever whose change it would be changes hands: when an installed
+library's import begins from the target's code (or from a module of the target's) and when
+it ends, and likewise around a module of the target's that a library imports. Each change is
+attributed to the library import that was running when it happened, named by the module the
+import began with (the modules it imported in turn run no code of the target's: reading the
+state at each of them, a thousand for transformers, would cost more than the import), or to
+the target when none was.
 
 The rule: a change made while a module of an *installed library* was being imported is
 that import's side effect: kept, as the caller's program would keep it, and reported as a
@@ -38,6 +42,7 @@ import builtins
 import importlib.machinery
 import importlib.util
 import marshal
+import operator
 import os
 import site
 import sys
@@ -84,21 +89,38 @@ def _library_roots() -> tuple[str, ...]:
 _ROOTS = _library_roots()
 
 
-def _import_functions() -> dict:
-    """What a standard loader calls while it loads a module: the methods of its classes and
-    of the standard finders, the import system's functions, ``exec`` and ``marshal.loads``."""
-    found = {("builtins", "exec"): builtins.exec, ("marshal", "loads"): marshal.loads}
+def _import_namespaces() -> list:
+    """Where a standard loader finds what it calls while it loads a module, as
+    ``(namespace, names, whole)``: the methods of its classes and of the standard finders
+    (``whole``: a method added to a class overrides its base's), the import system's
+    functions, ``exec`` and ``marshal.loads``."""
     classes = (*_STANDARD_LOADERS, *_STANDARD_IMPORTERS, importlib.machinery.FileFinder,
                importlib.machinery.PathFinder)
-    for cls in {base for loader in classes for base in loader.__mro__ if base is not object}:
-        found |= {(cls.__qualname__, name): value for name, value in vars(cls).items()}
-    for module in (_bootstrap, _bootstrap_external):
-        found |= {(module.__name__, name): value for name, value in vars(module).items()
-                  if callable(value) and name != "_load_unlocked"}  # the Watch's own hook
+    found = [(vars(builtins), ("exec",), False), (vars(marshal), ("loads",), False)]
+    found += [(vars(cls), tuple(vars(cls)), True)
+              for cls in {base for loader in classes for base in loader.__mro__ if base is not object}]
+    found += [(vars(module), tuple(name for name, value in vars(module).items()
+                                   if callable(value) and name != "_load_unlocked"), False)  # the Watch's own hook
+              for module in (_bootstrap, _bootstrap_external)]
     return found
 
 
-_PRISTINE = _import_functions() if _bootstrap is not None else {}
+class _ImportFunctions:
+    """The import functions (:func:`_import_namespaces`) as this process started with them,
+    compared by identity (a stand-in that claims to equal one is still a change) at C speed:
+    every module a call imports asks."""
+
+    def __init__(self):
+        self.namespaces = _import_namespaces() if _bootstrap is not None else []
+        self.pristine = [(namespace, len(namespace) if whole else None, names, tuple(map(namespace.get, names)))
+                         for namespace, names, whole in self.namespaces]
+
+    def unchanged(self) -> bool:
+        return all((size is None or len(namespace) == size) and all(map(operator.is_, map(namespace.get, names), values))
+                   for namespace, size, names, values in self.pristine)
+
+
+_IMPORT_FUNCTIONS = _ImportFunctions()
 
 
 class _Machinery:
@@ -115,14 +137,14 @@ class _Machinery:
 
     def trust_current(self) -> None:
         self.hooks.update((id(hook), hook) for hook in [*sys.meta_path, *sys.path_hooks])
-        self.finder_types.update(type(finder) for finder in list(sys.path_importer_cache.values()))
+        self.finder_types.update(map(type, list(sys.path_importer_cache.values())))
 
     def trusted(self) -> bool:
         """Whether every finder and hook the import system would ask is trusted: else code
         of the target's may run while an untouched library imports."""
         if not all(id(hook) in self.hooks for hook in [*sys.meta_path, *sys.path_hooks]):
             return False
-        for kind in {type(finder) for finder in list(sys.path_importer_cache.values())} - self.finder_types:
+        for kind in set(map(type, list(sys.path_importer_cache.values()))) - self.finder_types:
             if not _installed_class(kind):
                 return False
             self.finder_types.add(kind)
@@ -169,7 +191,7 @@ def installed(spec) -> bool:
     loader = spec.loader
     if loader in _STANDARD_IMPORTERS:
         return True
-    if type(loader) not in _STANDARD_LOADERS or _import_functions() != _PRISTINE:
+    if type(loader) not in _STANDARD_LOADERS or not _IMPORT_FUNCTIONS.unchanged():
         return False
     if isinstance(loader, importlib.machinery.NamespaceLoader):  # a namespace package runs no code of its own
         return True
@@ -233,7 +255,9 @@ class Watch:
     def __init__(self, baseline: dict, target_module: str | None = None):
         self.baseline, self.target_module = baseline, target_module
         self.reading = dict(baseline)
-        self.running: list[tuple[str, bool]] = []  # (module, is a library's) whose code runs
+        # (module, owner) whose code runs: the owner is the library import that began the
+        # enclosing run of library modules (this module, if it began it), None for the target's
+        self.running: list[tuple[str, str | None]] = []
         self.changes: list[_Change] = []
         self.imported: list[str] = []
         self.count = 0
@@ -259,35 +283,38 @@ class Watch:
         if self.busy or threading.get_ident() != self.thread:
             # Another thread's import, or one our own reading started: not told apart.
             return original(spec)
-        self._read()
-        if self.running and self.running[-1][1]:  # finders and hooks the library being imported added: its own
+        enclosing = self.running[-1][1] if self.running else None
+        if enclosing is not None:  # finders and hooks the library being imported added: its own
             _MACHINERY.trust_current()
         library = installed(spec) and spec.name != self.target_module and _MACHINERY.trusted()
+        owner = (enclosing or spec.name) if library else None
         if not self.running:
             self.imported.append(spec.name)
         self.count += 1
-        self.running.append((spec.name, library))
+        if owner != enclosing:
+            self._read(enclosing)
+        self.running.append((spec.name, owner))
         try:
             return original(spec)
         finally:
-            self._read()
+            if owner != enclosing:
+                self._read(owner)
             self.running.pop()
             if library:  # finders and hooks the library's import added are the library's
                 _MACHINERY.trust_current()
 
-    def _read(self) -> None:
-        """Read the state; attribute what changed since the last reading to whatever ran."""
+    def _read(self, owner: str | None) -> None:
+        """Read the state; attribute what changed since the last reading to ``owner`` (the
+        library import that ran meanwhile, None for the target)."""
         self.busy = True
         try:
             now = state.snapshot()
         finally:
             self.busy = False
-        module, library = self.running[-1] if self.running else (None, False)
         for name, value in now.items():
             before = self.reading.get(name, value)
             if value != before:
-                self.changes.append(_Change(name, module if library else None,
-                                            state.describe_change(name, before, value)))
+                self.changes.append(_Change(name, owner, state.describe_change(name, before, value)))
         self.reading = now
 
     # -- the verdict -------------------------------------------------------------------------
