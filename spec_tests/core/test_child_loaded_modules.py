@@ -24,3 +24,19 @@ def test_a_submodule_bound_since_keeps_the_earlier_reading(monkeypatch):
     package.sub = types.ModuleType("a stand-in")
     assert not bound.kept_in_place(loaded_modules.Reading())
     assert bound != loaded_modules.Reading()
+
+
+def test_a_package_replaced_in_place_is_read_from_its_new_dictionary(monkeypatch):
+    """A package whose entry is replaced by another module (transformers puts a lazy module
+    of its own in its place) is read from the new module's dictionary, the names unchanged:
+    its submodule, bound to the old one only, is no longer its attribute."""
+    package, submodule = types.ModuleType("posenc_probe_lazy"), types.ModuleType("posenc_probe_lazy.sub")
+    package.sub = submodule
+    monkeypatch.setitem(sys.modules, "posenc_probe_lazy", package)
+    monkeypatch.setitem(sys.modules, "posenc_probe_lazy.sub", submodule)
+    before = loaded_modules.Reading()
+    sys.modules["posenc_probe_lazy"] = types.ModuleType("posenc_probe_lazy")
+    after = loaded_modules.Reading()
+    assert before.bound()["posenc_probe_lazy.sub"] is submodule
+    assert "posenc_probe_lazy.sub" not in after.bound()
+    assert "posenc_probe_lazy replaced" in before.difference(after)

@@ -9,9 +9,10 @@ entries and bind new attributes: those are no change. So a reading equals a late
 the later keeps every entry of the earlier one, the same object, and every binding the
 earlier one had.
 
-Read at every module a call imports (:mod:`.attribution`), a reading is copies made at C
-speed: the table itself, and the attribute of each package named like each submodule,
-through a layout of the table's names kept while the names stay the same. Nothing of a
+Read after every call and wherever an import changes hands (:mod:`.attribution`), a
+reading is copies made at C speed: the table itself, and the attribute of each package named
+like each submodule, through a layout of the table's names kept while the names and the
+packages' module objects stay the same. Nothing of a
 target's object is called: a package's attributes are read from its dictionary, and two
 readings are compared by the addresses of their objects, as bytes (:func:`addresses`).
 """
@@ -47,19 +48,27 @@ def _attributes(value) -> dict:
 
 class _Layout:
     """The names of ``sys.modules`` at one moment, and for each submodule (``a.b``) its
-    package's dictionary and its own last name, in the same order. Imports append names:
-    a layout whose names begin with an earlier one's extends it."""
+    package's name and dictionary and its own last name, in the same order. Imports append
+    names: a layout whose names begin with an earlier one's extends it, while the earlier
+    one's packages are the same module objects (transformers puts a module of its own in
+    place of its package while imported: its dictionary is another)."""
 
     def __init__(self, names: tuple[str, ...], table: dict, earlier: _Layout | None = None):
         self.names = names
         start = 0
-        if earlier is not None and names[:len(earlier.names)] == earlier.names:
+        if earlier is not None and names[:len(earlier.names)] == earlier.names and earlier.same_packages(table):
             start = len(earlier.names)
         split = [(name, *name.rsplit(".", 1)) for name in names[start:] if "." in name]
         self.submodules = (earlier.submodules if start else ()) + tuple(name for name, _, _ in split)
-        self.dictionaries = ((earlier.dictionaries if start else ())
-                             + tuple(_attributes(table.get(package)) for _, package, _ in split))
+        self.packages = (earlier.packages if start else ()) + tuple(package for _, package, _ in split)
+        package_modules = tuple(map(table.get, self.packages))
+        self.package_addresses = addresses(package_modules)
+        self.dictionaries = tuple(map(_attributes, package_modules))
         self.last_names = (earlier.last_names if start else ()) + tuple(last for _, _, last in split)
+
+    def same_packages(self, table: dict) -> bool:
+        """Whether each package of this layout is the same module object in ``table``."""
+        return addresses(tuple(map(table.get, self.packages))) == self.package_addresses
 
 
 _layout: _Layout | None = None
@@ -68,7 +77,7 @@ _layout: _Layout | None = None
 def _current_layout(table: dict) -> _Layout:
     global _layout
     names = tuple(table)
-    if _layout is None or _layout.names != names:
+    if _layout is None or _layout.names != names or not _layout.same_packages(table):
         _layout = _Layout(names, table, _layout)
     return _layout
 
