@@ -65,6 +65,7 @@ class _Layout:
         self.package_addresses = addresses(package_modules)
         self.dictionaries = tuple(map(_attributes, package_modules))
         self.last_names = (earlier.last_names if start else ()) + tuple(last for _, _, last in split)
+        self.modules = b""  # the addresses of the modules of the last reading through this layout
 
     def same_packages(self, table: dict) -> bool:
         """Whether each package of this layout is the same module object in ``table``."""
@@ -74,11 +75,14 @@ class _Layout:
 _layout: _Layout | None = None
 
 
-def _current_layout(table: dict) -> _Layout:
+def _current_layout(table: dict, modules: bytes) -> _Layout:
+    """The layout of ``table``, whose modules' addresses are ``modules``: the last one while
+    the names and the modules are the same (then so are the packages)."""
     global _layout
     names = tuple(table)
-    if _layout is None or _layout.names != names or not _layout.same_packages(table):
+    if _layout is None or _layout.names != names or (_layout.modules != modules and not _layout.same_packages(table)):
         _layout = _Layout(names, table, _layout)
+    _layout.modules = modules
     return _layout
 
 
@@ -91,10 +95,11 @@ class Reading:
     def __init__(self):
         self.order = next(_readings)
         self.table = dict(sys.modules)
-        self.layout = _current_layout(self.table)
         self.modules = tuple(self.table.values())
+        modules = addresses(self.modules)
+        self.layout = _current_layout(self.table, modules)
         self.attributes = tuple(map(dict.get, self.layout.dictionaries, self.layout.last_names))
-        self.addresses = addresses(self.modules), addresses(self.attributes)
+        self.addresses = modules, addresses(self.attributes)
 
     def bound(self) -> dict:
         """Each submodule that is its package's attribute, and the module."""
