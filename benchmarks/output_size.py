@@ -47,9 +47,12 @@ WIDTH = 160  # a terminal's columns
 
 def _current_names(table: dict) -> dict:
     """A corpus entry's table with each key's former name (``bucket_preset``) written as the key
-    (``convention``), as a user's config is: the run's output holds no note about renamed keys."""
-    aliases = registry.names_of_api(table.get("api", "table")).aliases
-    return {aliases.get(key, key): value for key, value in table.items()}
+    (``convention``), and its value as the key spells it (``bucket_query_offset = "end"`` ->
+    ``query_positions = "last"``), as a user's config is: the run's output holds no note about
+    renamed keys."""
+    own = registry.names_of_api(table.get("api", "table"))
+    return {own.aliases.get(key, key): own.alias_values.get(key, {}).get(value, value) if isinstance(value, str) else value
+            for key, value in table.items()}
 
 
 def ten_config() -> str:
