@@ -51,8 +51,8 @@ def _current_names(table: dict) -> dict:
     ``query_positions = "last"``), as a user's config is: the run's output holds no note about
     renamed keys."""
     own = registry.names_of_api(table.get("api", "table"))
-    return {own.aliases.get(key, key): own.alias_values.get(key, {}).get(value, value) if isinstance(value, str) else value
-            for key, value in table.items()}
+    return {own.aliases.get(key, key): own.alias_values.get(key, {}).get(value, value)
+            if isinstance(value, str) else value for key, value in table.items()}
 
 
 def ten_config() -> str:

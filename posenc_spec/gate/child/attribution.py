@@ -116,7 +116,8 @@ class _ImportFunctions:
                          for namespace, names, whole in self.namespaces]
 
     def unchanged(self) -> bool:
-        return all((size is None or len(namespace) == size) and all(map(operator.is_, map(namespace.get, names), values))
+        return all((size is None or len(namespace) == size)
+                   and all(map(operator.is_, map(namespace.get, names), values))
                    for namespace, size, names, values in self.pristine)
 
 
