@@ -47,20 +47,23 @@ def command(package_root: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _fork(fd: int, body, *arguments) -> int:
-    """Fork; the child runs ``body(fd, *arguments)`` in a session of its own and exits."""
+def _fork(fd: int, supervisor, body, *arguments) -> int:
+    """Fork; the child runs ``body(fd, *arguments)`` in a session of its own and exits. A
+    confined child sends its filter's listener to ``supervisor`` (:mod:`.supervisor`)."""
+    channel = supervisor.channel()
     pid = os.fork()
     if pid:
         os.close(fd)
+        supervisor.expect(channel, pid)
         return pid
     status = 0
     try:
-        from . import limits
+        from . import limits, supervisor as supervised
 
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the root ignores it; its children need their statuses
         os.setsid()
         limits.die_with_parent()
-        limits.close_other_fds({fd})
+        limits.close_other_fds({fd, supervised.take_channel(channel)} if channel else {fd})
         body(fd, *arguments)
     except BaseException:
         status = 70
@@ -93,14 +96,17 @@ def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
 def loop(sock, subreaper: bool) -> None:
     from . import confinement, limits
     from .protocol import ChannelError, Reader, send
+    from .supervisor import Supervisor
 
     if subreaper:
         limits.become_subreaper()
     reader = Reader(sock)
+    supervisor = Supervisor()
     statuses: dict[int, int] = {}
     forked: set[int] = set()  # whose private folders this template removes
     while True:
         try:
+            supervisor.wait_for(sock)
             request, _, fds = reader.read(None, 0, with_fds=True)
         except (ChannelError, OSError):
             break
@@ -108,9 +114,10 @@ def loop(sock, subreaper: bool) -> None:
         reply = {"ok": True}
         if op in ("spawn", "template") and len(fds) == 1:
             if op == "spawn":
-                reply["pid"] = _fork(fds[0], _serve_child, request["init"])
+                reply["pid"] = _fork(fds[0], supervisor, _serve_child, request["init"])
             else:
-                reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
+                reply["pid"] = _fork(fds[0], supervisor, _serve_template, request["init"],
+                                     request.get("subreaper", False))
             forked.add(reply["pid"])
         elif op in ("import", "learned"):
             reply = _import_here(request)
@@ -125,6 +132,7 @@ def loop(sock, subreaper: bool) -> None:
             statuses.update(limits.reap())
             reply["status"] = statuses.pop(pid, None)
             confinement.remove_left_behind(pid)
+            supervisor.forget(pid)
             forked.discard(pid)
         else:
             for fd in fds:
