@@ -17,14 +17,22 @@ for the caller are closed the same way: ``fcntl(F_SETOWN)`` (the owner that rece
 ids, ``F_SETOWN_EX`` and the ``FIOSETOWN``/``SIOCSPGRP`` ioctls (whose id is behind a
 pointer) not at all.
 
-What this keeps from a target that Landlock's scoping would allow: a process it starts
-cannot be signalled by id (``subprocess.Popen.kill()``, ``terminate()``, the kill that
-``subprocess.run`` makes at its timeout, ``multiprocessing``'s ``terminate()``: each raises
-``PermissionError``; ``os.killpg(0, ...)`` of the target's own group still reaches them),
-and such a process cannot signal itself by id either (only its group, through ``0``). The
-target's own process signals itself as it likes: ``os.kill(os.getpid(), ...)``,
-``signal.raise_signal``, the C library's ``raise`` and ``abort`` (``tgkill`` of its own
-process id), ``signal.pthread_kill`` of its own threads, faulthandler.
+Where the kernel lets a supervisor judge calls (Linux 5.5), the filter is installed with a
+listener (:func:`program` with ``supervised``; :mod:`.supervisor`): a signal aimed at any
+other id is judged by the template that forked the process, which lets it through to the
+process's own tree (its subprocesses by id: ``subprocess.Popen.kill()``, ``terminate()``,
+the kill ``subprocess.run`` makes at its timeout, ``multiprocessing``'s ``terminate()``; its
+threads) and refuses the rest; the same filter then sends the scheduling calls aimed at
+another process (``setpriority``, ``sched_set*``, ``ioprio_set``) to the supervisor, on
+every kernel, Landlock's scoping or not.
+
+Without a supervisor, what this keeps from a target that Landlock's scoping would allow: a
+process it starts cannot be signalled by id (those calls raise ``PermissionError``;
+``os.killpg(0, ...)`` of the target's own group still reaches them), and such a process
+cannot signal itself by id either (only its group, through ``0``). The target's own process
+signals itself as it likes: ``os.kill(os.getpid(), ...)``, ``signal.raise_signal``, the C
+library's ``raise`` and ``abort`` (``tgkill`` of its own process id), ``signal.pthread_kill``
+of its own threads, faulthandler.
 """
 
 from __future__ import annotations

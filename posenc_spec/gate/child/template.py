@@ -29,7 +29,9 @@ group, dies with its template, and inherits no descriptor but its socket. Every 
 is a subreaper: it receives every orphaned descendant (Linux), so nothing a target starts
 outlives the target's turn (a slot template's) or the run (the root's, for what a killed
 slot template left). When the control socket closes, the template kills everything below
-it and exits.
+it and exits. While it waits for a request, a template answers the calls its confined
+children aim at other processes (:mod:`.supervisor`): their listeners come to it on a
+socket pair made for each fork.
 """
 
 from __future__ import annotations
@@ -47,23 +49,24 @@ def command(package_root: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _fork(fd: int, supervisor, body, *arguments) -> int:
+def _fork(fd: int, judge, body, *arguments) -> int:
     """Fork; the child runs ``body(fd, *arguments)`` in a session of its own and exits. A
-    confined child sends its filter's listener to ``supervisor`` (:mod:`.supervisor`)."""
-    channel = supervisor.channel()
+    confined child sends its filter's listener to ``judge``, this template's
+    :class:`.supervisor.Supervisor`."""
+    channel = judge.channel()
     pid = os.fork()
     if pid:
         os.close(fd)
-        supervisor.expect(channel, pid)
+        judge.expect(channel, pid)
         return pid
     status = 0
     try:
-        from . import limits, supervisor as supervised
+        from . import limits, supervisor
 
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the root ignores it; its children need their statuses
         os.setsid()
         limits.die_with_parent()
-        limits.close_other_fds({fd, supervised.take_channel(channel)} if channel else {fd})
+        limits.close_other_fds({fd, supervisor.take_channel(channel)} if channel else {fd})
         body(fd, *arguments)
     except BaseException:
         status = 70
