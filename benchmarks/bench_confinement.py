@@ -128,13 +128,15 @@ JUDGED_CALLS = 2_000
 def _judged_microseconds() -> tuple[float, float, float]:
     """Microseconds per ``setpriority`` in a supervised forked process: of its own id (the
     filter lets it run) and of its own child (this process judges it); and microseconds the
-    installing of the filter and the sending of its listener took there."""
+    installing of the filter and the sending of its listener took there, after the socket
+    filter (as in a sealed child)."""
     watcher = supervisor.Supervisor()
     channel = watcher.channel()
     done_end, child_end = socket.socketpair()
     pid = os.fork()
     if pid == 0:
         supervisor.take_channel(channel)
+        confine_sockets.close_sockets()  # first, as in a sealed child
         start = time.perf_counter_ns()
         supervisor.confine_processes(False)
         installing = (time.perf_counter_ns() - start) / 1e3
