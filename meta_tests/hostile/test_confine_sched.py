@@ -79,11 +79,11 @@ def _tried(attempts: dict) -> dict:
     return got
 
 
-def _in_a_supervised_process(body, signals: bool = True, between=None) -> dict:
+def _in_a_supervised_process(body, signals: bool = True, between=None, template: bool = False) -> dict:
     """What ``body(got)`` filled in a forked process in a session of its own that installed
     the supervised filter (``"installed"``: what it left open) with this process as its
-    supervisor; ``between(supervisor, pid)``, when given, runs once the process has said
-    ``"ready"`` and before it goes on."""
+    supervisor (as a module ``template``'s, when so); ``between(supervisor, pid)``, when
+    given, runs once the process has said ``"ready"`` and before it goes on."""
     watcher = Supervisor()
     channel = watcher.channel()
     parent_end, child_end = socket.socketpair()
@@ -94,6 +94,7 @@ def _in_a_supervised_process(body, signals: bool = True, between=None) -> dict:
             parent_end.close()
             os.setsid()
             supervisor.take_channel(channel)
+            supervisor.FORKS_TARGETS = template
             got["installed"] = list(supervisor.confine_processes(signals))
             if between is not None:
                 child_end.sendall(b"ready")
@@ -103,7 +104,7 @@ def _in_a_supervised_process(body, signals: bool = True, between=None) -> dict:
             child_end.sendall(json.dumps(got).encode())
             os._exit(0)
     child_end.close()
-    watcher.expect(channel, pid)
+    watcher.expect(channel, pid, template=template)
     with parent_end:
         watcher.wait_for(parent_end)
         if between is not None:
@@ -188,6 +189,37 @@ def test_every_call_aimed_at_the_process_own_tree_runs():
     assert got.pop("child") == allowed and got.pop("itself") == allowed
     assert got.pop("thread") == {**{name: "allowed" for name in allowed if name != "kill"}, "tgkill": "allowed"}
     assert got == {"child's nice": LOWEST, "run's timeout": "killed", "Popen.kill": True}, got
+
+
+def _below_a_module_template(got: dict) -> None:
+    """In a module template: fork a target's process (in a session of its own, as a
+    template forks it) that renices the module template, its own child and itself by id."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        child = subprocess.Popen(["sleep", "60"])
+        tried = _tried({"the module template": lambda: os.setpriority(os.PRIO_PROCESS, os.getppid(), LOWEST),
+                        "its own child": lambda: os.setpriority(os.PRIO_PROCESS, child.pid, LOWEST),
+                        "itself": lambda: os.setpriority(os.PRIO_PROCESS, os.getpid(), LOWEST)})
+        child.kill()
+        os.write(write_end, json.dumps(tried).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        got.update(json.loads(handle.read()))
+    os.waitpid(pid, 0)
+    got["template's nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def test_a_target_below_a_module_template_reaches_its_own_tree_not_the_template():
+    """A process a module template forks (under the template's filter) renices its own
+    child and itself, and is refused the module template, which serves every target that
+    shares its module."""
+    got = _in_a_supervised_process(_below_a_module_template, signals=False, template=True)
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert got == {"installed": ["", ""], "the module template": "refused (EPERM)", "its own child": "allowed",
+                   "itself": "allowed", "template's nice": nice}, got
 
 
 def test_a_call_fails_when_the_supervisor_is_gone(victim):

@@ -19,8 +19,10 @@ the user's processes, ``kill(-1)``. So a target kills and waits for its own subp
 (``subprocess.run``'s timeout), renices them, and OpenMP pins its own threads by their ids.
 
 Every process the confined one starts inherits the filter, and with it the same supervisor
-and the same tree (a process a module template forks has the module template's, and
-installs no filter of its own: the kernel allows one listener per process).
+and the same tree. A process a module template forks installs no filter of its own (the
+kernel allows one listener per process): it has the module template's, and its tree is
+its own process and what is below it, not the module template, which imported the module
+for every target that shares it (Landlock's nested domain keeps its signals from it alike).
 
 What stays open, and why:
 
@@ -65,6 +67,9 @@ MAX_ANCESTORS = 4096  # deeper than any real tree of processes
 
 CHANNEL: int | None = None  # in a process a template forked: where its listener goes
 SUPERVISED = False  # whether this process is under a supervised filter (its own or inherited)
+# Whether this process is a template that forks targets' processes (a module template): its
+# filter, theirs too, lets nothing through by its own id (which names it, not them) unasked.
+FORKS_TARGETS = False
 
 
 def available() -> bool:
@@ -84,8 +89,10 @@ def available() -> bool:
 
 def take_channel(channel: tuple[int, int]) -> int:
     """In the forked process: keep the child's end of ``channel`` as :data:`CHANNEL` (its
-    number, to keep open)."""
-    global CHANNEL
+    number, to keep open). The process is a target's own until it says otherwise
+    (:data:`FORKS_TARGETS`)."""
+    global CHANNEL, FORKS_TARGETS
+    FORKS_TARGETS = False
     os.close(channel[0])
     CHANNEL = channel[1]
     return CHANNEL
@@ -114,8 +121,9 @@ def confine_processes(signals: bool) -> tuple[str, str]:
     if CHANNEL is not None and available():
         machine = platform.machine()
         try:
+            own = 0 if FORKS_TARGETS else os.getpid()
             listener = install_listening(_ABIS[machine], confine_signals.program(
-                machine, os.getpid(), signals=signals, supervised=True))
+                machine, own, signals=signals, supervised=True))
         except OSError as error:
             refusal = f"the kernel refused a supervised seccomp filter ({error.strerror})"
         else:
@@ -152,7 +160,7 @@ def _status(pid: int) -> dict[str, int]:
 
 def in_tree(pid: int, root: int) -> bool:
     """Whether the thread or process ``pid`` belongs to ``root`` or a process below it."""
-    if pid <= 0:
+    if pid <= 0 or root <= 1:
         return False
     process = _status(pid).get("Tgid", 0)
     for _ in range(MAX_ANCESTORS):
@@ -162,6 +170,24 @@ def in_tree(pid: int, root: int) -> bool:
             return False
         process = _status(process).get("PPid", 0)
     return False
+
+
+def own_root(caller: int, template: int) -> int:
+    """The root of the tree of the thread ``caller`` below a module ``template`` (which
+    imported a module for the targets that share it, and is none of theirs): the process
+    just below the template on the caller's line of ancestors, or the template itself when
+    the caller is one of its threads; 0 when the caller is gone."""
+    process = _status(caller).get("Tgid", 0)
+    for _ in range(MAX_ANCESTORS):
+        if process == template:
+            return template
+        parent = _status(process).get("PPid", 0)
+        if parent == template:
+            return process
+        if parent <= 1:
+            return 0
+        process = parent
+    return 0
 
 
 def group_in_tree(group: int, root: int) -> bool:
@@ -202,8 +228,10 @@ class Supervisor:
     the root of its tree, answered while the template waits for its next request."""
 
     def __init__(self):
-        self._channels: dict[int, int] = {}  # the template's end of a channel: the forked process
-        self._listeners: dict[int, int] = {}  # a listener: the root of its tree
+        # the template's end of a channel, and a listener: the forked process, and whether it
+        # is a module template (the root of several targets' trees, none of them its own)
+        self._channels: dict[int, tuple[int, bool]] = {}
+        self._listeners: dict[int, tuple[int, bool]] = {}
         self._machine = platform.machine()
 
     def channel(self) -> tuple[int, int] | None:
@@ -215,16 +243,17 @@ class Supervisor:
         ends = socket.socketpair()
         return ends[0].detach(), ends[1].detach()
 
-    def expect(self, channel: tuple[int, int] | None, pid: int) -> None:
-        """After the fork of ``pid``: its listener comes on ``channel``."""
+    def expect(self, channel: tuple[int, int] | None, pid: int, template: bool = False) -> None:
+        """After the fork of ``pid`` (a ``template`` that will fork the targets' processes,
+        or a target's own process): its listener comes on ``channel``."""
         if channel is not None:
             os.close(channel[1])
-            self._channels[channel[0]] = pid
+            self._channels[channel[0]] = (pid, template)
 
     def forget(self, pid: int) -> None:
         """``pid`` is finished: its channel and listener are closed."""
         for table in (self._channels, self._listeners):
-            for fd in [fd for fd, root in table.items() if root == pid]:
+            for fd in [fd for fd, (root, _) in table.items() if root == pid]:
                 del table[fd]
                 os.close(fd)
 
@@ -267,8 +296,9 @@ class Supervisor:
             fcntl.ioctl(listener, NOTIF_RECV, buffer)
         except OSError:  # the caller was interrupted before it was read
             return
-        ident, _pid, _flags, number, _arch, _ip, *arguments = _NOTIFICATION.unpack(buffer)
-        let_run = allowed(self._machine, number, arguments, self._listeners[listener])
+        ident, caller, _flags, number, _arch, _ip, *arguments = _NOTIFICATION.unpack(buffer)
+        root, template = self._listeners[listener]
+        let_run = allowed(self._machine, number, arguments, own_root(caller, root) if template else root)
         if not _still_waiting(listener, ident):
             return
         response = _RESPONSE.pack(ident, 0, 0, FLAG_CONTINUE) if let_run else _RESPONSE.pack(

@@ -57,7 +57,7 @@ def _fork(fd: int, judge, body, *arguments) -> int:
     pid = os.fork()
     if pid:
         os.close(fd)
-        judge.expect(channel, pid)
+        judge.expect(channel, pid, template=body is _serve_template)
         return pid
     status = 0
     try:
@@ -90,8 +90,10 @@ def _serve_child(fd: int, init: dict) -> None:
 def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
     import socket
 
+    from . import supervisor
     from .serve import setup
 
+    supervisor.FORKS_TARGETS = True
     setup(init)
     loop(socket.socket(fileno=fd), subreaper)
 
