@@ -58,7 +58,7 @@ _NOTIFICATION = struct.Struct("=QIIiIQ6Q")
 # struct seccomp_notif_resp: u64 id, s64 val, s32 error, u32 flags
 _RESPONSE = struct.Struct("=QqiI")
 NOTIF_RECV, NOTIF_SEND = 0xC0502100, 0xC0182101  # _IOWR('!', 0 and 1, the structs above)
-NOTIF_ID_VALID = (0x40082102, 0x80082102)  # _IOW('!', 2, u64); kernels before 5.9 also took _IOR
+NOTIF_ID_VALID = (0x40082102, 0x80082102)  # _IOW('!', 2, u64); kernels before 5.9 know it as _IOR
 FLAG_CONTINUE = 1
 LOW_32_BITS = 0xFFFFFFFF
 PRIO_PROCESS, PRIO_PGRP = 0, 1
