@@ -18,7 +18,12 @@ The figures, each the median of ``--repeats`` rounds:
 - what the filters add to each system call the confined process makes (the kernel runs
   them on every one): a cheap system call timed in a forked process before and after it
   installs the socket filter, and the signal filter after it (Landlock adds nothing there:
-  it is asked on file opens, signals and traces alone).
+  it is asked on file opens, signals and traces alone);
+- the supervised filter (``supervisor``, Linux 5.5): a fork that installs it and sends its
+  listener to this process, against a fork that does nothing; and in such a process, a
+  call the filter lets run itself (``setpriority`` of its own id) against one the
+  supervisor judges (``setpriority`` of its own child: a round trip to this process, which
+  reads ``/proc``).
 
 Run from the repository root::
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import statistics
 import sys
 import tempfile
@@ -42,7 +48,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import posenc_spec  # noqa: E402
-from posenc_spec.gate.child import confine_signals, confine_sockets, confinement  # noqa: E402
+from posenc_spec.gate.child import confine_signals, confine_sockets, confinement, supervisor  # noqa: E402
 from posenc_spec.gate.sandbox import CONFINEMENT_SWITCH, SIGNAL_FILTER_SWITCH  # noqa: E402
 
 PATH = "reference_impls.torch_impl:positional_encoding"
@@ -92,6 +98,68 @@ def _forked_seconds(confine: str) -> float:
         confinement.remove_private_folder(pid)
     assert status == 0, "the kernel refused the confinement"
     return time.perf_counter() - start
+
+
+def _supervised_seconds() -> float:
+    """Wall time of a fork that installs the supervised filter and sends its listener to
+    this process, until this process has it and the fork is reaped."""
+    watcher = supervisor.Supervisor()
+    start = time.perf_counter()
+    channel = watcher.channel()
+    done_end, child_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        supervisor.take_channel(channel)
+        child_end.send(b"1" if supervisor.confine_processes(False) == ("", "") else b"0")
+        os._exit(0)
+    watcher.expect(channel, pid)
+    with done_end, child_end:
+        watcher.wait_for(done_end)
+        installed = done_end.recv(1) == b"1"
+    os.waitpid(pid, 0)
+    watcher.forget(pid)
+    assert installed, "the kernel refused the supervised filter"
+    return time.perf_counter() - start
+
+
+JUDGED_CALLS = 2_000
+
+
+def _judged_microseconds() -> tuple[float, float, float]:
+    """Microseconds per ``setpriority`` in a supervised forked process: of its own id (the
+    filter lets it run) and of its own child (this process judges it); and microseconds the
+    installing of the filter and the sending of its listener took there, after the socket
+    filter (as in a sealed child)."""
+    watcher = supervisor.Supervisor()
+    channel = watcher.channel()
+    done_end, child_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        supervisor.take_channel(channel)
+        confine_sockets.close_sockets()  # first, as in a sealed child
+        start = time.perf_counter_ns()
+        supervisor.confine_processes(False)
+        installing = (time.perf_counter_ns() - start) / 1e3
+        child = os.fork()
+        if child == 0:
+            time.sleep(60)
+            os._exit(0)
+        figures = [installing]
+        for who in (os.getpid(), child):
+            start = time.perf_counter_ns()
+            for _ in range(JUDGED_CALLS):
+                os.setpriority(os.PRIO_PROCESS, who, 0)
+            figures.append((time.perf_counter_ns() - start) / JUDGED_CALLS / 1e3)
+        os.kill(child, 9)
+        child_end.send(" ".join(map(str, figures)).encode())
+        os._exit(0)
+    watcher.expect(channel, pid)
+    with done_end, child_end:
+        watcher.wait_for(done_end)
+        installing, own, judged = (float(figure) for figure in done_end.recv(200).decode().split())
+    os.waitpid(pid, 0)
+    watcher.forget(pid)
+    return own, judged, installing
 
 
 SYSCALLS = 200_000
@@ -157,10 +225,12 @@ def main() -> None:
         forks = {"fork, Landlock": lambda: _forked_seconds("landlock"),
                  "fork, filter": lambda: _forked_seconds("filter"), "fork, signals": lambda: _forked_seconds("signals"),
                  "fork, nothing": lambda: _forked_seconds("")}
+        if supervisor.available():
+            forks["fork, supervised"] = _supervised_seconds
         alone = seconds_in_rounds(forks, args.repeats * 5)
     for name, series in alone.items():
         print(f"{name:15s} median {statistics.median(series) * 1e3:6.2f} ms over {len(series)} forks")
-    for name in ("fork, Landlock", "fork, filter", "fork, signals"):
+    for name in [name for name in alone if name != "fork, nothing"]:
         cost = median_by_round(lambda confined, free: confined - free, alone[name], alone["fork, nothing"])
         print(f"{name.removeprefix('fork, ')} alone: {cost * 1e3:+.2f} ms per process "
               "(median of the rounds' differences)")
@@ -173,6 +243,13 @@ def main() -> None:
     print(f"getppid: {before:.0f} ns unfiltered, {after:.0f} ns with the socket filter ({after - before:+.0f} ns), "
           f"{after_both:.0f} ns with both ({after_both - before:+.0f} ns per system call; medians of {args.repeats} "
           "processes)")
+    if supervisor.available():
+        judged = [_judged_microseconds() for _ in range(args.repeats)]
+        own, other, installing = (statistics.median(side) for side in zip(*judged, strict=True))
+        print(f"installing the supervised filter and sending its listener, timed inside the process: "
+              f"{installing:.0f} us (median of {args.repeats})")
+        print(f"setpriority in a supervised process: {own:.2f} us of its own id (the filter), {other:.1f} us of its "
+              f"own child (judged by the supervisor; medians of {args.repeats} processes, {JUDGED_CALLS} calls each)")
 
 
 def _time_module_targets(repeats: int, max_positions: int) -> None:

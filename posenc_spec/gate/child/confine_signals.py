@@ -17,14 +17,22 @@ for the caller are closed the same way: ``fcntl(F_SETOWN)`` (the owner that rece
 ids, ``F_SETOWN_EX`` and the ``FIOSETOWN``/``SIOCSPGRP`` ioctls (whose id is behind a
 pointer) not at all.
 
-What this keeps from a target that Landlock's scoping would allow: a process it starts
-cannot be signalled by id (``subprocess.Popen.kill()``, ``terminate()``, the kill that
-``subprocess.run`` makes at its timeout, ``multiprocessing``'s ``terminate()``: each raises
-``PermissionError``; ``os.killpg(0, ...)`` of the target's own group still reaches them),
-and such a process cannot signal itself by id either (only its group, through ``0``). The
-target's own process signals itself as it likes: ``os.kill(os.getpid(), ...)``,
-``signal.raise_signal``, the C library's ``raise`` and ``abort`` (``tgkill`` of its own
-process id), ``signal.pthread_kill`` of its own threads, faulthandler.
+Where the kernel lets a supervisor judge calls (Linux 5.5), the filter is installed with a
+listener (:func:`program` with ``supervised``; :mod:`.supervisor`): a signal aimed at any
+other id is judged by the template that forked the process, which lets it through to the
+process's own tree (its subprocesses by id: ``subprocess.Popen.kill()``, ``terminate()``,
+the kill ``subprocess.run`` makes at its timeout, ``multiprocessing``'s ``terminate()``; its
+threads) and refuses the rest; the same filter then sends the scheduling calls aimed at
+another process (``setpriority``, ``sched_set*``, ``ioprio_set``) to the supervisor, on
+every kernel, Landlock's scoping or not.
+
+Without a supervisor, what this keeps from a target that Landlock's scoping would allow: a
+process it starts cannot be signalled by id (those calls raise ``PermissionError``;
+``os.killpg(0, ...)`` of the target's own group still reaches them), and such a process
+cannot signal itself by id either (only its group, through ``0``). The target's own process
+signals itself as it likes: ``os.kill(os.getpid(), ...)``, ``signal.raise_signal``, the C
+library's ``raise`` and ``abort`` (``tgkill`` of its own process id), ``signal.pthread_kill``
+of its own threads, faulthandler.
 """
 
 from __future__ import annotations
@@ -63,10 +71,17 @@ class _Calls(NamedTuple):
     signalling: tuple[int, ...]  # kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo: the process first
     fcntl: int
     ioctl: int
+    # sched_setparam, sched_setscheduler, sched_setaffinity, sched_setattr: the thread first
+    scheduling: tuple[int, ...]
+    setpriority: int  # (which, who, priority)
+    ioprio_set: int  # (which, who, priority)
 
 
-_CALLS = {"x86_64": _Calls((62, 200, 234, 129, 297), 72, 16),
-          "aarch64": _Calls((129, 130, 131, 138, 240), 25, 29)}
+_CALLS = {"x86_64": _Calls((62, 200, 234, 129, 297), 72, 16, (142, 144, 203, 314), 141, 251),
+          "aarch64": _Calls((129, 130, 131, 138, 240), 25, 29, (118, 119, 122, 274), 140, 30)}
+RET_USER_NOTIF = 0x7FC00000  # the supervisor answers (Linux 5.0; its "let it run", 5.5)
+PRIO_USER = 2  # setpriority's "every process of a user"
+IOPRIO_WHO_USER = 3  # ioprio_set's
 
 
 def available() -> bool:
@@ -82,18 +97,55 @@ def _own(pid: int, where: str) -> list:
             (_JEQ_K, "allow", where, -pid & LOW_32_BITS)]
 
 
-def program(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
-    """The filter's instructions for the process ``pid`` on ``machine`` (see the module docstring)."""
+def _by_who(user: int) -> list:
+    """Instructions for ``(which, who, ...)`` (``setpriority``, ``ioprio_set``): every process
+    of a user (``which`` is ``user``) refused; ``who`` this process or ``0`` allowed; any other
+    asked."""
+    return [(_LD_W_ABS, 0, 0, _argument(0)),
+            (_JEQ_K, "refuse", 0, user),
+            (_LD_W_ABS, 0, 0, _argument(1))]
+
+
+def program(machine: str, pid: int, signals: bool = True, supervised: bool = False) -> list[tuple[int, int, int, int]]:
+    """The filter's instructions for the process ``pid`` on ``machine`` (see the module
+    docstring): with ``signals``, its signals; ``supervised``, a call aimed at a process that
+    is not its own id or ``0`` is sent to the supervisor (:mod:`.supervisor`) instead of
+    refused, and so are the scheduling calls (``setpriority``, ``sched_set*``,
+    ``ioprio_set``) aimed at another process (by ``0`` or its own id they are its own; by
+    a user's id they are refused)."""
     abi, calls = _ABIS[machine], _CALLS[machine]
-    return _assemble([
-        *system_call_number(abi),
+    elsewhere = "ask" if supervised else "refuse"
+    scheduling = [
+        *[(_JEQ_K, "by_id", 0, number) for number in calls.scheduling],
+        (_JEQ_K, "setpriority", 0, calls.setpriority),
+        (_JEQ_K, "ioprio_set", 0, calls.ioprio_set),
+    ] if supervised else []
+    scheduling_rules = [
+        "by_id",  # (thread, ...)
+        (_LD_W_ABS, 0, 0, _argument(0)),
+        *_own(pid, "ask"),
+        "setpriority",
+        *_by_who(PRIO_USER),
+        *_own(pid, "ask"),
+        "ioprio_set",
+        *_by_who(IOPRIO_WHO_USER),
+        *_own(pid, "ask"),
+    ] if supervised else []
+    signalling = [
         *[(_JEQ_K, "signal", 0, number) for number in calls.signalling],
         (_JEQ_K, "refuse", 0, PIDFD_SEND_SIGNAL),
         (_JEQ_K, "fcntl", 0, calls.fcntl),
-        (_JEQ_K, "ioctl", "allow", calls.ioctl),
+        (_JEQ_K, "ioctl", 0, calls.ioctl),
+    ] if signals else []
+    return _assemble([
+        *system_call_number(abi),
+        *scheduling,
+        *signalling,
+        (_JEQ_K, "allow", "allow", 0),  # every other call
+        *scheduling_rules,
         "signal",  # (pid, ...)
         (_LD_W_ABS, 0, 0, _argument(0)),
-        *_own(pid, "refuse"),
+        *_own(pid, elsewhere),
         "fcntl",  # (fd, cmd, arg): F_SETOWN's arg is the process (or minus the group)
         (_LD_W_ABS, 0, 0, _argument(1)),
         (_JEQ_K, "refuse", 0, F_SETOWN_EX),
@@ -108,6 +160,8 @@ def program(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
         (_RET_K, 0, 0, RET_ALLOW),
         "refuse",
         (_RET_K, 0, 0, REFUSED),
+        "ask",
+        (_RET_K, 0, 0, RET_USER_NOTIF),
         "foreign",
         (_RET_K, 0, 0, FOREIGN),
     ])

@@ -189,10 +189,34 @@ def close_sockets() -> str:
 def install(abi: _Abi, instructions) -> str | None:
     """Install ``instructions`` as a seccomp filter of this process (every thread, and all it
     starts); None, or the kernel's refusal in words."""
+    return None if _seccomp(abi, instructions, SECCOMP_FILTER_FLAG_TSYNC) >= 0 else os.strerror(ctypes.get_errno())
+
+
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 8  # Linux 5.0: the filter's notifications go to a new descriptor
+SECCOMP_FILTER_FLAG_TSYNC_ESRCH = 16  # Linux 5.7: TSYNC that answers the descriptor, not a thread's id
+
+
+def install_listening(abi: _Abi, instructions) -> int:
+    """Install ``instructions`` as :func:`install` does, with a listener: the descriptor its
+    notifications (``SECCOMP_RET_USER_NOTIF``) go to; OSError when the kernel refuses. A
+    kernel before 5.7 synchronises no threads with a listener: a process with one thread
+    alone (a process just forked) needs none."""
+    listening = SECCOMP_FILTER_FLAG_NEW_LISTENER
+    fd = _seccomp(abi, instructions, listening | SECCOMP_FILTER_FLAG_TSYNC | SECCOMP_FILTER_FLAG_TSYNC_ESRCH)
+    if fd < 0 and ctypes.get_errno() == errno.EINVAL and len(os.listdir("/proc/self/task")) == 1:
+        fd = _seccomp(abi, instructions, listening)
+    if fd < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
+    return fd
+
+
+def _seccomp(abi: _Abi, instructions, flags: int) -> int:
+    """``seccomp(SECCOMP_SET_MODE_FILTER, flags, program)`` after ``no_new_privs``: its
+    result (-1 with ``errno`` set when refused)."""
     code = b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
     prog = _Program(len(instructions), code)
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.syscall(
-            abi.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog)) != 0:
-        return os.strerror(ctypes.get_errno())
-    return None
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return -1
+    return libc.syscall(abi.seccomp, SECCOMP_SET_MODE_FILTER, flags, ctypes.byref(prog))

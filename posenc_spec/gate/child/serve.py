@@ -56,7 +56,7 @@ import numpy as np
 
 from posenc_spec.text import describe_exception, one_line
 
-from . import adapters, attribution, confine_signals, confine_sockets, confinement, learned, limits, state
+from . import adapters, attribution, confine_sockets, confinement, learned, limits, state, supervisor
 from .convert import BadResult, is_array, to_arrays
 from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
@@ -85,6 +85,7 @@ def setup(init: dict) -> None:
         torch.set_num_threads(1)
     if "limits" not in init:  # a slot template: it runs no target code
         confinement.BASE = init.get("private")
+        supervisor.release()
         return
     global ISOLATION
     confinement.detach_shared_memory()  # a fork of the Python API's caller: the caller's stays the caller's
@@ -102,6 +103,7 @@ def setup(init: dict) -> None:
     if folder is not None:
         _confine(folder, init.get("writable", ()), has_own_user=os.geteuid() >= limits.CHILD_UID_BASE,
                  filter_signals=init.get("filter_signals", False))
+    supervisor.release()  # when not confined
     bounds = init["limits"]
     limits.apply_limits(bounds.get("memory"), bounds.get("cpu_seconds"), bounds.get("processes"),
                         bounds.get("file_size"))
@@ -111,9 +113,10 @@ def _confine(folder: str, writable, has_own_user: bool, filter_signals: bool) ->
     """Confine this process to writing beneath ``folder`` (its temporary folder from here on)
     and ``writable`` (:mod:`.confinement`), close new sockets to it
     (:mod:`.confine_sockets`), and, with ``filter_signals``, keep its signals among its own
-    processes by a seccomp filter in place of Landlock's scoping (:mod:`.confine_signals`);
-    what is not confined is said in the report, but what a user of its own keeps already
-    (the files and processes of the gate's user, not the network)."""
+    processes by a seccomp filter in place of Landlock's scoping (:mod:`.confine_signals`),
+    and its scheduling calls too, both judged by its template where the kernel allows
+    (:mod:`.supervisor`); what is not confined is said in the report, but what a user of its
+    own keeps already (the files and processes of the gate's user, not the network)."""
     global ISOLATION
     import tempfile
 
@@ -122,8 +125,9 @@ def _confine(folder: str, writable, has_own_user: bool, filter_signals: bool) ->
     confinement.FOLDER = folder
     missing = confinement.confine(folder, writable, scope_signals=not filter_signals)
     sockets_open = confine_sockets.close_sockets()
-    signals_open = confine_signals.confine_signals() if filter_signals else ""
-    ISOLATION = "; ".join(filter(None, [ISOLATION, *(() if has_own_user else (missing, signals_open)), sockets_open]))
+    signals_open, scheduling_open = supervisor.confine_processes(filter_signals)
+    ISOLATION = "; ".join(filter(None, [ISOLATION, *(() if has_own_user else (missing, signals_open, scheduling_open)),
+                                        sockets_open]))
 
 
 def _keep_the_login_name() -> None:

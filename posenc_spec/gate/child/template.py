@@ -29,7 +29,9 @@ group, dies with its template, and inherits no descriptor but its socket. Every 
 is a subreaper: it receives every orphaned descendant (Linux), so nothing a target starts
 outlives the target's turn (a slot template's) or the run (the root's, for what a killed
 slot template left). When the control socket closes, the template kills everything below
-it and exits.
+it and exits. While it waits for a request, a template answers the calls its confined
+children aim at other processes (:mod:`.supervisor`): their listeners come to it on a
+socket pair made for each fork.
 """
 
 from __future__ import annotations
@@ -47,20 +49,24 @@ def command(package_root: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _fork(fd: int, body, *arguments) -> int:
-    """Fork; the child runs ``body(fd, *arguments)`` in a session of its own and exits."""
+def _fork(fd: int, judge, body, *arguments) -> int:
+    """Fork; the child runs ``body(fd, *arguments)`` in a session of its own and exits. A
+    confined child sends its filter's listener to ``judge``, this template's
+    :class:`.supervisor.Supervisor`."""
+    channel = judge.channel()
     pid = os.fork()
     if pid:
         os.close(fd)
+        judge.expect(channel, pid, template=body is _serve_template)
         return pid
     status = 0
     try:
-        from . import limits
+        from . import limits, supervisor
 
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the root ignores it; its children need their statuses
         os.setsid()
         limits.die_with_parent()
-        limits.close_other_fds({fd})
+        limits.close_other_fds({fd, supervisor.take_channel(channel)} if channel else {fd})
         body(fd, *arguments)
     except BaseException:
         status = 70
@@ -84,8 +90,10 @@ def _serve_child(fd: int, init: dict) -> None:
 def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
     import socket
 
+    from . import supervisor
     from .serve import setup
 
+    supervisor.FORKS_TARGETS = True
     setup(init)
     loop(socket.socket(fileno=fd), subreaper)
 
@@ -93,14 +101,17 @@ def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
 def loop(sock, subreaper: bool) -> None:
     from . import confinement, limits
     from .protocol import ChannelError, Reader, send
+    from .supervisor import Supervisor
 
     if subreaper:
         limits.become_subreaper()
     reader = Reader(sock)
+    supervisor = Supervisor()
     statuses: dict[int, int] = {}
     forked: set[int] = set()  # whose private folders this template removes
     while True:
         try:
+            supervisor.wait_for(sock)
             request, _, fds = reader.read(None, 0, with_fds=True)
         except (ChannelError, OSError):
             break
@@ -108,9 +119,10 @@ def loop(sock, subreaper: bool) -> None:
         reply = {"ok": True}
         if op in ("spawn", "template") and len(fds) == 1:
             if op == "spawn":
-                reply["pid"] = _fork(fds[0], _serve_child, request["init"])
+                reply["pid"] = _fork(fds[0], supervisor, _serve_child, request["init"])
             else:
-                reply["pid"] = _fork(fds[0], _serve_template, request["init"], request.get("subreaper", False))
+                reply["pid"] = _fork(fds[0], supervisor, _serve_template, request["init"],
+                                     request.get("subreaper", False))
             forked.add(reply["pid"])
         elif op in ("import", "learned"):
             reply = _import_here(request)
@@ -125,6 +137,7 @@ def loop(sock, subreaper: bool) -> None:
             statuses.update(limits.reap())
             reply["status"] = statuses.pop(pid, None)
             confinement.remove_left_behind(pid)
+            supervisor.forget(pid)
             forked.discard(pid)
         else:
             for fd in fds:
