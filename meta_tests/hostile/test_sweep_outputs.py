@@ -29,6 +29,7 @@ def project(tmp_path, monkeypatch):
     (["check", "--config", "gate.toml", "--json", "gate.toml"], "gate.toml", "is the configuration file"),
     (["check", "--config", "gate.toml", "--junitxml", "known.txt"], "known.txt", "is the xfails file of"),
     (["snapshot", "enc.py:table", "--out", "enc.py", "--force"], "enc.py", "--out enc.py is a source file"),
+    (["diff", "known.txt", "gate.toml", "--json", "gate.toml"], "gate.toml", "--json gate.toml is the new snapshot"),
 ])
 def test_a_destination_that_is_a_file_the_run_reads_is_refused(project, capsys, argv, file, said):
     """The run reads the file; writing the report over it is refused and the file is kept."""
