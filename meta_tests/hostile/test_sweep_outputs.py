@@ -1,8 +1,8 @@
-"""Report destinations that would destroy what the run reads or writes: ``--json`` or
-``snapshot --out`` naming a target's source file, the configuration, the xfails file or a
-snapshot the run reads, and ``--json`` and ``--junitxml`` naming one file (a symlink to it
-too). Each is one usage line, exit status 2, before any target runs, and the file is left
-as it was."""
+"""Report destinations that would destroy what the run reads or writes: ``--json`` (of
+``check``, ``diff`` and ``identify``) or ``snapshot --out`` naming a target's source file,
+the configuration, the xfails file or a snapshot the run reads, and ``--json`` and
+``--junitxml`` naming one file (a symlink to it too). Each is one usage line, exit status 2,
+before any target runs, and the file is left as it was."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ def project(tmp_path, monkeypatch):
     (["check", "--config", "gate.toml", "--junitxml", "known.txt"], "known.txt", "is the xfails file of"),
     (["snapshot", "enc.py:table", "--out", "enc.py", "--force"], "enc.py", "--out enc.py is a source file"),
     (["diff", "known.txt", "gate.toml", "--json", "gate.toml"], "gate.toml", "--json gate.toml is the new snapshot"),
+    (["identify", "enc.py:table", "--json", "enc.py"], "enc.py", "--json enc.py is a source file of enc.py:table"),
 ])
 def test_a_destination_that_is_a_file_the_run_reads_is_refused(project, capsys, argv, file, said):
     """The run reads the file; writing the report over it is refused and the file is kept."""
