@@ -6,10 +6,14 @@ own exception out of ``check``, and nothing is forked for a refused declaration.
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import pytest
 
 import posenc_spec
+from posenc_spec.gate.child import frameworks
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.values import SHOWN_CHARACTERS
@@ -93,3 +97,14 @@ def test_a_subclassed_size_is_its_own_value():
     """An int subclass whose __index__ and __int__ lie declares the value it holds, as an int."""
     declared = declare({"target": "pkg.mod:table", "max_positions": LyingInt(64)}).max_positions
     assert type(declared) is int and declared == 64
+
+
+@pytest.mark.parametrize("key", ["framework", "keras_backend"])
+def test_an_object_that_raises_is_refused_after_jax_started(key, monkeypatch):
+    """In a caller that has started JAX's backend (the API then asks the framework first),
+    the object is still refused in one line."""
+    monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
+    monkeypatch.setattr(frameworks, "started_threads", lambda: 1)
+    with pytest.raises(UsageError) as refused:
+        posenc_spec.check(_table, **{key: Lying()})
+    assert len(str(refused.value).splitlines()) == 1
