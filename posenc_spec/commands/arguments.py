@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import os
+import stat
 import sys
 
 from posenc_spec import registry
@@ -165,15 +167,70 @@ def run_options_of(args: argparse.Namespace, **more):
                        preload=args.preload, max_file_size=args.max_file_size, **more)
 
 
-def open_outputs(held: contextlib.ExitStack, *options: tuple[str, str | None]) -> list:
+def open_outputs(held: contextlib.ExitStack, *options: tuple[str, str | None], reads=()) -> list:
     """Before any work: the file of each ``(flag, path)`` opened for writing
     (:func:`~posenc_spec.gate.output.destination.open_destination`; ``-`` is standard output,
     None where the path is None), each closed when ``held`` closes;
-    :class:`~posenc_spec.gate.errors.UsageError` for the first that cannot be."""
+    :class:`~posenc_spec.gate.errors.UsageError` for the first that cannot be, for two
+    flags that name one file (one report would replace the other), and for a flag that names
+    a file of ``reads`` (``(path, what it is)``: a file the command reads, such as a target's
+    source, which the report would replace)."""
     from posenc_spec.gate.output import destination
 
+    refuse_overwriting([(option, path) for option, path in options if path not in (None, "-")], reads)
     return [None if path is None else held.enter_context(contextlib.closing(destination.open_destination(option, path)))
             for option, path in options]
+
+
+def files_read(declarations, config: str | None) -> list[tuple[str, str]]:
+    """The files a run reads, each with what it is: no report may replace one."""
+    from posenc_spec.gate.config import BUILT_IN
+    from posenc_spec.gate.sources import source_files
+
+    files = [] if config in (None, BUILT_IN) else [(config, "the configuration file")]
+    for declaration in declarations:
+        files += [(str(path), f"a source file of {declaration.name}")
+                  for path in source_files(declaration.target, declaration.search_path)]
+        if declaration.xfails.path:
+            files.append((declaration.xfails.path, f"the xfails file of {declaration.name}"))
+        if declaration.against_path:
+            files.append((declaration.against_path, f"the snapshot {declaration.name} is checked against"))
+    return files
+
+
+def _file_identity(path) -> tuple | None:
+    """What ``path`` names, for telling whether two paths name one file: a regular file's
+    device and inode (through symlinks, as a destination follows them), a name not there
+    yet by its absolute path; None for anything else (a device, a FIFO, a folder: two flags
+    may share ``/dev/null``)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ("name", os.path.realpath(path))
+    return ("file", info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def refuse_overwriting(outputs: list[tuple[str, str]], reads) -> None:
+    """:class:`~posenc_spec.gate.errors.UsageError` for two ``(flag, path)`` of ``outputs``
+    that name one file, or one that names a file of ``reads`` (``(path, what it is)``)."""
+    from posenc_spec.gate.errors import UsageError
+
+    read = {}
+    for path, what in reads:
+        identity = _file_identity(path)
+        if identity is not None and identity[0] == "file":
+            read.setdefault(identity, what)
+    written = {}
+    for option, path in outputs:
+        identity = _file_identity(path)
+        if identity is None:
+            continue
+        if identity in read:
+            raise UsageError(f"{option} {path} is {read[identity]}: writing there would replace it")
+        if identity in written:
+            raise UsageError(f"{written[identity]} and {option} name one file, {path}: one report would replace the "
+                             "other")
+        written[identity] = option
 
 
 def write_output(command: str, out, text: str) -> bool:

@@ -23,6 +23,7 @@ from .arguments import (
     declaration_flags,
     error,
     families_text,
+    files_read,
     open_outputs,
     run_options_of,
     write_output,
@@ -109,7 +110,8 @@ def _check(args, held: contextlib.ExitStack) -> int:
         declarations, config = select_declarations(front, args.target, args.config, args.xfails,
                                                    declaration_flags(args), builtin=args.builtin)
         options = run_options_of(args, fail_fast=args.fail_fast)
-        outputs = open_outputs(held, ("--json", args.json), ("--junitxml", args.junitxml))
+        outputs = open_outputs(held, ("--json", args.json), ("--junitxml", args.junitxml),
+                               reads=files_read(declarations, config))
         plots = None if args.plots is None else held.enter_context(
             contextlib.closing(destination.open_folder("--plots", args.plots)))
         annotate = annotations_wanted(args.annotations)

@@ -46,7 +46,8 @@ def _run(args, held) -> int:
 
     try:
         max_ulp = integer("--max-ulp", args.max_ulp if args.max_ulp is not None else 0, minimum=0, maximum=MAX_ULP)
-        json_out, = open_outputs(held, ("--json", args.json))
+        json_out, = open_outputs(held, ("--json", args.json), reads=[(args.old, "the old snapshot"),
+                                                                     (args.new, "the new snapshot")])
         old_meta, new_meta, diffs = compare_files(args.old, args.new, max_ulp)
     except (UsageError, SnapshotError) as problem:
         return error("diff", problem)

@@ -215,6 +215,13 @@ def run(args) -> int:
         return _run(args, held)
 
 
+def _sources(target: str) -> list[tuple[str, str]]:
+    """The target's source files, which no report may replace."""
+    from posenc_spec.gate.sources import source_files
+
+    return [(str(path), f"a source file of {target}") for path in source_files(target)]
+
+
 def _run(args, held) -> int:
     from posenc_spec.gate.errors import UsageError
     from posenc_spec.gate.identify import IdentifyError
@@ -222,7 +229,7 @@ def _run(args, held) -> int:
 
     try:
         request = request_of(args)
-        json_out, = open_outputs(held, ("--json", args.json))
+        json_out, = open_outputs(held, ("--json", args.json), reads=_sources(args.target))
         result = identify(request)
     except UsageError as problem:
         return error("identify", problem)

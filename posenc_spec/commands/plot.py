@@ -54,6 +54,8 @@ from .arguments import (
     declaration_flags,
     error,
     families_text,
+    files_read,
+    refuse_overwriting,
     run_options_of,
 )
 
@@ -103,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--out DIR is required: the folder for the PNGs")
         if declaration.against is not None and declaration.formula:
             raise UsageError("--against draws the ULP distances alone: drop the family's declaration flags")
+        if declaration.against is not None and args.out is not None and not os.path.isdir(args.out):
+            refuse_overwriting([("--out", args.out)], files_read([declaration], None))
         out = _open_out(args.out, declaration.against_path if declaration.against is not None else None)
     except UsageError as problem:  # a bad snapshot among them (declare reads it)
         return error("plot", problem)

@@ -31,6 +31,8 @@ from .arguments import (
     declaration_flags,
     error,
     families_text,
+    files_read,
+    refuse_overwriting,
     run_options_of,
 )
 
@@ -93,6 +95,7 @@ def run(args) -> int:
         try:
             declaration = declare({"target": args.target, **declaration_flags(args)}, flags=True)
             options = run_options_of(args)
+            refuse_overwriting([("--out", args.out)], files_read([declaration], None))
             out = held.enter_context(contextlib.closing(_open_out(args.out, args.force)))
             requests = against.snapshot_requests(engine.probes(declaration))
             turn = run_target(declaration, requests, options)

@@ -94,9 +94,13 @@ def past_started_jax(function, framework: str | None, keras_backend: str | None)
     imported by name (a notebook's function, a closure, a lambda, a bound method)."""
     from .child import frameworks
     from .errors import UsageError
+    from .values import plain
 
     if "jax" not in sys.modules or frameworks.started_threads() is None:
         return None
+    # what is not text is the declaration's to refuse, never asked here
+    framework, keras_backend = (value if type(value) is str else None
+                                for value in map(plain, (framework, keras_backend)))
     name = framework or ("keras" if keras_backend else None) or frameworks.infer(function)
     if name == "keras" and keras_backend is None and "keras" in sys.modules:
         keras_backend = sys.modules["keras"].backend.backend()

@@ -49,7 +49,7 @@ from .family import Context
 from .keys import ALIASES, APIS, FAMILY_KEYS, KEYS, NUMBER_KEYS, RenamedKey, flag
 from .loader import TargetError, absolute_target
 from .signatures import Calling, calling
-from .values import boolean, choice, fail, integer, number
+from .values import boolean, choice, fail, integer, number, plain
 from .xfails import Xfails, read_xfails
 
 if TYPE_CHECKING:
@@ -284,9 +284,15 @@ def _reads_as_number(text: str) -> bool:
 
 
 def _path(name: str, value, base_dir) -> Path:
-    if not isinstance(value, (str, os.PathLike)) or not str(value):
+    text = plain(value)
+    if isinstance(text, os.PathLike):
+        try:
+            text = os.fspath(text)
+        except Exception:  # a caller's path object that raises is no path
+            text = None
+    if type(text) is not str or not text:
         fail(name, "a file path", value)
-    path = Path(value)
+    path = Path(text)
     return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
 
 

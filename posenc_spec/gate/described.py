@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import UsageError
+from .values import plain, shown
 
 LITERALS = (int, float, str, bool, type(None))
 
@@ -75,8 +76,9 @@ class CallForm:
 def parse_call(text, roles: tuple[str, ...], key: str, api: str) -> CallForm:
     """The :class:`CallForm` of ``text`` for an API whose roles are ``roles``; a
     :class:`UsageError` naming ``key`` and the offending part otherwise."""
-    if not isinstance(text, str) or not text.strip():
-        raise UsageError(f"{key} must be a call such as \"fn({', '.join(roles[:2])})\", got {text!r}")
+    text = plain(text)
+    if type(text) is not str or not text.strip():
+        raise UsageError(f"{key} must be a call such as \"fn({', '.join(roles[:2])})\", got {shown(text)}")
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as error:

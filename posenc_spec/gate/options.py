@@ -6,7 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from .values import fail, integer, number
+from .values import fail, integer, number, plain
 
 
 def memory_bytes() -> int:
@@ -39,6 +39,9 @@ _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb"
 
 def memory_size(name: str, value) -> int:
     """Bytes from an int or text such as ``"4GiB"``, ``"512M"``: at least 64 MiB."""
+    value = plain(value)
+    if type(value) not in (int, float, str):
+        fail(name, "a size such as 4GiB, 512MiB or a number of bytes", value)
     text = str(value).strip().lower().replace(" ", "")
     digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
     unit = text[len(digits):]

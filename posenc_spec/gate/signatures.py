@@ -28,7 +28,7 @@ from posenc_spec import registry
 
 from .described import CallForm, parse_call
 from .errors import UsageError
-from .values import MAX_INT, choice, fail, integer, number
+from .values import MAX_INT, choice, fail, integer, number, plain, shown
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
@@ -181,10 +181,17 @@ def _form(keys: dict, api: str, name, names) -> CallForm:
     return parse_call(keys["call"], roles, name("call"), api)
 
 
+def _is_config(value) -> bool:
+    """Whether ``value`` is the text "config" (never asking a caller's object)."""
+    value = plain(value)
+    return type(value) is str and value == "config"
+
+
 def _init(value, api: str, name, config_key: str | None, has_config: bool):
-    if isinstance(value, (list, tuple)) and list(value) == ["config"]:  # --init config
+    value = plain(value)
+    if isinstance(value, (list, tuple)) and len(value) == 1 and _is_config(value[0]):  # --init config
         value = "config"
-    if value == "config":
+    if _is_config(value):
         if not has_config:
             needs = f"\"config\" with a {config_key} (a transformers config.json), or " if config_key else ""
             fail(name("init"), f"{needs}a table of keyword arguments", value)
@@ -206,6 +213,7 @@ def _arguments(value, api: str, key: str, name) -> tuple:
     known = registry.names_of_api(api).sizes[api]
     pairs = []
     for argument, item in value.items():
+        argument, item = plain(argument), plain(item)
         if not isinstance(argument, str) or not _IDENTIFIER.fullmatch(argument):
             fail(name(key), "keyword argument names", argument)
         if not isinstance(item, (bool, int, float, str)):
@@ -226,10 +234,10 @@ def parse_keyword_texts(items) -> dict:
     """``KEY=VALUE`` texts (the command line's repeated ``--init`` or ``--kwarg``) as a table: a value that
     reads as a number, ``true`` or ``false`` is one, anything else a word."""
     table = {}
-    for item in items:
-        key, equals, text = str(item).partition("=")
+    for item in map(plain, items):
+        key, equals, text = item.partition("=") if type(item) is str else ("", "", "")
         if not equals or not key.strip():
-            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+            raise ValueError(f"expected KEY=VALUE, got {shown(item)}")
         if key.strip() in table:
             raise ValueError(f"{key.strip()!r} given twice")
         table[key.strip()] = _literal(text.strip())

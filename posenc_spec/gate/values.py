@@ -20,13 +20,42 @@ MAX_INT = 2**63 - 1
 SMALLEST_NORMAL = sys.float_info.min
 
 
+SHOWN_CHARACTERS = 200  # of a refused value: a message stays one readable line
+
+
+def shown(value) -> str:
+    """``repr(value)`` for a message, at most :data:`SHOWN_CHARACTERS` long; never raises (an
+    object whose ``__repr__`` raises, an int of more digits than Python converts, are named
+    by their type and size)."""
+    if type(value) is int and value.bit_length() > 1024:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+        if type(text) is not str:
+            raise TypeError
+    except Exception:  # a caller's object whose repr raises or lies
+        return f"<{type(value).__name__} object>"
+    return text if len(text) <= SHOWN_CHARACTERS else f"{text[:SHOWN_CHARACTERS - 3]}..."
+
+
+def plain(value):
+    """``value`` as its built-in type when it is of a subclass of int, float or str (whose
+    methods a caller may have replaced), else as it is."""
+    if type(value) in (bool, int, float, str):
+        return value
+    for kind, exact in ((int, int.__int__), (float, float.__float__), (str, str.__str__)):
+        if isinstance(value, kind):
+            return exact(value)
+    return value
+
+
 def fail(name, problem, value):
-    raise UsageError(f"{name} must be {problem}, got {value!r}")
+    raise UsageError(f"{name} must be {problem}, got {shown(value)}")
 
 
 def number(name: str, value, *, minimum=None, above=None, maximum=None, nonzero=False) -> float | int:
     """A finite number (an int stays an int); text such as ``"1e12"`` is parsed first."""
-    parsed = value
+    parsed = value = plain(value)
     if isinstance(value, str):
         try:
             parsed = int(value)
@@ -60,7 +89,7 @@ def _finite_float(number) -> bool:
 
 
 def integer(name: str, value, *, minimum: int = 1, maximum: int = MAX_INT) -> int:
-    parsed = value
+    parsed = value = plain(value)
     if isinstance(value, str):
         try:
             parsed = int(value)
@@ -75,6 +104,7 @@ def integer(name: str, value, *, minimum: int = 1, maximum: int = MAX_INT) -> in
 
 def boolean(name: str, value) -> bool:
     """True or False; the command line's text ``true`` / ``false`` too."""
+    value = plain(value)
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value in ("true", "false"):
@@ -83,9 +113,11 @@ def boolean(name: str, value) -> bool:
 
 
 def choice(name: str, value, choices):
-    for option in choices:
+    value = plain(value)
+    known = type(value) in (bool, int, float, str)  # never an object's own __eq__
+    for option in choices if known else ():
         if value == option or (isinstance(value, str) and isinstance(option, int) and value == str(option)):
             return option
-    close = difflib.get_close_matches(str(value), [str(option) for option in choices], n=1)
+    close = difflib.get_close_matches(str(value), [str(option) for option in choices], n=1) if known else []
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise UsageError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}{hint}")
+    raise UsageError(f"{name} must be one of {', '.join(map(str, choices))}, got {shown(value)}{hint}")

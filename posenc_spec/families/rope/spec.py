@@ -26,6 +26,7 @@ a ``complex`` or ``stacked`` cache is compact by nature.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,10 @@ from posenc_spec.families.rope.conventions import (
 )
 from posenc_spec.families.rope.grid import LONGEST
 from posenc_spec.families.rope.oracle import LAYOUTS as ROPE_LAYOUTS
+from posenc_spec.families.rope.tolerance import rope_frequency_error
 from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.values import choice, integer, number
+from posenc_spec.tolerance import DEFAULT_ANGLE_DTYPE, UNIT_ROUNDOFF
 
 CACHE_LAYOUTS = ("half", "interleaved", "compact")
 CACHE_FORMS = ("cos-sin", "complex", "angles", "sin-cos-cat", "cos-sin-cat", "stacked")
@@ -164,19 +167,54 @@ SPLITTING_ROLES = frozenset({"q", "k", "freqs_cis"})
 WITH_ROTATION = ("q-k-cos-sin", "xq-xk-freqs-cis")
 
 
+# |cos a - cos b| and |sin a - sin b| never exceed 2 (and |a - b|): where the bound on an angle
+# reaches 2 rad, a cache element within its tolerance may hold any value in [-|A|, |A|].
+VACUOUS_ANGLE_BOUND = 2.0
+
+
+def _frequencies(convention, head_dim: int, seq_len) -> tuple[np.ndarray, float]:
+    """The convention's frequencies and attention factor at ``seq_len``, an infinite one
+    where float arithmetic passes float64 (dynamic's base at a huge factor)."""
+    try:
+        frequencies, factor = convention.frequencies(head_dim, seq_len)
+    except OverflowError:
+        return np.array([math.inf]), math.inf
+    return np.asarray(frequencies, dtype=np.float64), factor
+
+
 def _refuse_infinite_angles(convention, head_dim: int, max_positions, where: str) -> None:
     """A UsageError where the declared convention's angles at the grid's farthest position
-    (or its frequencies, or its attention factor) are not finite float64s: no table can be
-    judged against them. :meth:`~.conventions.RopeConvention.frequencies` itself refuses an
-    odd head, an odd or zero rotary size and short factor lists."""
+    (or its frequencies, or its attention factor) are not finite float64s, or where the
+    tolerance of every rotated pair's float32 angle at position 1 reaches
+    :data:`VACUOUS_ANGLE_BOUND` (at the original length and the farthest position alike):
+    no table can be judged against them (a cache of cos 1 and sin 0 would pass).
+    :meth:`~.conventions.RopeConvention.frequencies` itself refuses an odd head, an odd or
+    zero rotary size and short factor lists."""
     farthest = max(LONGEST, max_positions or 0)
-    frequencies, factor = convention.frequencies(head_dim, farthest)
+    frequencies, factor = _frequencies(convention, head_dim, farthest)
     with np.errstate(over="ignore", invalid="ignore"):
-        angles = farthest * np.asarray(frequencies, dtype=np.float64)
+        angles = farthest * frequencies
     if not (np.isfinite(angles).all() and np.isfinite(factor)):
         raise UsageError(f"{where}the rotary convention {convention.describe()} gives angles or an attention "
                          f"factor that are not finite at head_dim {head_dim}, position {farthest}: no table can be "
                          "judged against it")
+    bound = min(_position_one_bound(convention, head_dim, seq_len) for seq_len in (farthest, None))
+    if bound >= VACUOUS_ANGLE_BOUND:
+        raise UsageError(f"{where}the rotary convention {convention.describe()} leaves every rotated pair's angle "
+                         f"uncertain by at least {bound:.3g} rad from position 1 on at head_dim {head_dim} (float32): "
+                         "any cos and sin would pass, so no table can be judged against it")
+
+
+def _position_one_bound(convention, head_dim: int, seq_len) -> float:
+    """The smallest bound, over the rotated pairs, on a float32 angle at position 1 (R1 and
+    R3 of :mod:`.tolerance`: ``(delta_i + u_a) f'_i``); 0 where nothing rotates (the
+    identity is then what every check asks, and it is judged exactly)."""
+    frequencies = _frequencies(convention, head_dim, seq_len)[0]
+    relative = rope_frequency_error(convention, head_dim, seq_len) + UNIT_ROUNDOFF[DEFAULT_ANGLE_DTYPE]
+    with np.errstate(over="ignore", invalid="ignore"):
+        bounds = relative * frequencies
+    rotated = bounds[frequencies > 0]
+    return float(rotated.min()) if rotated.size else 0.0
 
 
 # What a call description's roles ask of the grid (docs/declaring.md, "Call descriptions"): the
