@@ -6,7 +6,9 @@ A confined process (a sealed child, or a module template that imports a target's
 
 - writes only beneath a private folder of its own (``TMPDIR`` names it, so ``tempfile``
   and the caches kept there, torch's compiler cache among them, work), ``/dev/shm`` (torch's
-  and ``multiprocessing``'s shared memory), the null, zero and full devices, and the
+  and ``multiprocessing``'s shared memory: a tmpfs of its own where the kernel allows a
+  mount namespace, as large as its memory limit, counted by the gate and gone with it,
+  :func:`private_shared_memory`), the null, zero and full devices, and the
   folders the user names in ``POSENC_SPEC_WRITABLE``; everything else (the interpreter,
   site-packages, the checkout, the gate's reports, other processes' files) it may read and
   not change;
