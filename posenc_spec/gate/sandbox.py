@@ -442,6 +442,8 @@ def target_watch(slot_pid: int, parent_pid: int, limits: Limits, shared_memory: 
     helpers = {parent_pid} if parent_pid != slot_pid else set()
     baseline = os_limits.usage(parent_pid)[1]
     private_device = os.fstat(shared_memory).st_dev if shared_memory is not None else None
+    # Without a private /dev/shm, only a target with a user of its own (a gate run as root) has files to tell apart.
+    users_apart = shared_memory is None and os_limits.IS_LINUX and os.geteuid() == 0
 
     def check():
         threads, held, files, own_users = 0, 0, {}, set()
@@ -452,7 +454,8 @@ def target_watch(slot_pid: int, parent_pid: int, limits: Limits, shared_memory: 
             threads += count
             held += max(0, resident - baseline)
             files.update(os_limits.memory_files(pid))
-            own_users.add(os_limits.own_user(pid))
+            if users_apart:
+                own_users.add(os_limits.own_user(pid))
         if threads > limits.processes + 1:
             raise TargetLimitExceeded(f"ran more than {limits.processes} processes and threads beyond its first "
                                       "(the --max-processes limit)")

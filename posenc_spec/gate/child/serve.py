@@ -86,8 +86,6 @@ def setup(init: dict) -> None:
     if "limits" not in init:  # a slot template: it runs no target code
         confinement.BASE = init.get("private")
         confinement.hand_over_shared_memory()
-        if init.get("confine"):
-            confinement.private_shared_memory_possible()  # learned once, for every process forked from here
         return
     global ISOLATION
     confinement.detach_shared_memory()  # a fork of the Python API's caller: the caller's stays the caller's

@@ -242,10 +242,13 @@ def announce_and_loop(sock, preload) -> None:
     """A root template's life once its process is sealed (here, or forked from a caller by
     :mod:`posenc_spec.gate.callables`): import the ``preload`` modules, NumPy and torch,
     announce itself on ``sock`` and serve until the socket closes; it never returns."""
+    from .confinement import private_shared_memory_possible
     from .limits import not_dumpable
     from .protocol import send
 
     not_dumpable()  # no process of the same user traces it or reads it through /proc
+    # Learned while this process is small (a fork of it costs little yet), for every process forked from it.
+    private_shared_memory_possible()
     # The user's modules first: one that cannot be imported is said at once, not after torch.
     failure = _preload(preload)
     # Every child forked from here would hang at its first JAX computation: refused for the
