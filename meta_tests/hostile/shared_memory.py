@@ -147,6 +147,18 @@ def leaves_a_semaphore(num_positions, dim):
     return vaswani(num_positions, dim)
 
 
+def sees_no_earlier_files(num_positions, dim):
+    """Returns the correct table while its ``/dev/shm`` holds nothing an earlier target of
+    the run made there (a semaphore and segment left behind, the attackers' files), the
+    table negated otherwise.
+
+    Verdict: conforms where each target's ``/dev/shm`` starts clean (its own, or a module
+    template's that removed what each earlier target added)."""
+    prefix = os.environ["POSENC_HOSTILE_SHM_PREFIX"]
+    earlier = [name for name in os.listdir(SHARED_MEMORY) if prefix in name and "users-file" not in name]
+    return -vaswani(num_positions, dim) if earlier else vaswani(num_positions, dim)
+
+
 def changes_the_users_file(num_positions, dim):
     """Tries to overwrite, then to remove, the file of the gate's user under ``/dev/shm``
     that ``POSENC_HOSTILE_USERS_FILE`` names, and returns the correct table.

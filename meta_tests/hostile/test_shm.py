@@ -34,6 +34,7 @@ WORKTREE = Path(__file__).resolve().parents[2]
 SHARED_MEMORY = Path(confinement.SHARED_MEMORY)
 ATTACKS = ("fills_closed_files", "fills_many_small_files", "keeps_unlinked_files_open", "moves_files_out")
 CORRECT = ("leaves_a_semaphore", "changes_the_users_file", "shares_memory_correctly")
+AFTER = "sees_no_earlier_files"
 NOT_COUNTED = f"its files under {SHARED_MEMORY} were not counted against --max-memory"
 USERS_TEXT = "the user's own\n"
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="runs targets as root and as an ordinary user from root"),
@@ -64,7 +65,7 @@ def run(request, tmp_path_factory):
     private = _private_possible(user)
     # Without a private /dev/shm an ordinary user's attackers are not stopped: one shows the warning.
     attacks = ATTACKS if private or user == "root" else ATTACKS[:1]
-    names = [name for attack in attacks for name in (attack, "vaswani_table")] + list(CORRECT)
+    names = [name for attack in attacks for name in (attack, "vaswani_table")] + list(CORRECT) + [AFTER]
     folder = tmp_path_factory.mktemp("shm")
     folder.chmod(0o777)
     config = folder / "gate.toml"
@@ -126,6 +127,17 @@ def test_nothing_a_target_wrote_is_left_and_the_users_file_is_untouched(run):
         pytest.skip("an ordinary user's target without a private /dev/shm shares the user's (the report says so)")
     assert left == []
     assert kept == USERS_TEXT
+
+
+def test_a_target_finds_nothing_an_earlier_target_left_in_its_dev_shm(run):
+    """The last target of the run, of the same module as every attacker and the semaphore
+    left behind (so forked from the module template they shared, where there is one), finds
+    none of their files in its /dev/shm."""
+    user, private, entries, _, _ = run
+    if not _contained(user, private):
+        pytest.skip("an ordinary user's target without a private /dev/shm shares the user's (the report says so)")
+    _, entry = _entry(entries, AFTER)
+    assert entry["status"] == "conforms", [check for check in entry["checks"] if check["status"] == "failed"][:2]
 
 
 @pytest.mark.parametrize("name", CORRECT)

@@ -36,7 +36,7 @@ import shutil
 import stat
 import sys
 
-from .limits import CHILD_UID_BASE, INODE_BYTES
+from .limits import CHILD_UID_BASE, INODE_BYTES, LINUX_CAPABILITY_VERSION_3
 
 IS_LINUX = sys.platform.startswith("linux")
 # The system call numbers are the same on every Linux architecture (added after the
@@ -130,7 +130,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 # it (:func:`hand_over_shared_memory`).
 SHARED_MEMORY_PRIVATE = False
 REPORT_FD: int | None = None
-_private_possible: bool | None = None  # learned once per template (see private_shared_memory_possible)
+_private_possible: bool | None = None  # learned once, by the root template (see private_shared_memory_possible)
 
 
 def _write(path: str, text: str) -> None:
@@ -144,7 +144,7 @@ def _drop_capabilities(libc) -> None:
     for capability in range(64):
         if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown
             raise OSError(ctypes.get_errno(), "dropping a capability from the bounding set failed")
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)  # this thread
     if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
         raise OSError(ctypes.get_errno(), "capset failed")
 

@@ -88,13 +88,14 @@ def setup(init: dict) -> None:
         confinement.hand_over_shared_memory()
         return
     global ISOLATION
+    confined = bool(init.get("confine") and (confinement.FOLDER or confinement.BASE))
+    # First, as the template waits for it; before the change of user: root's mount namespace needs root's capabilities.
+    shared_memory = confinement.private_shared_memory(init["limits"]["memory"]) if confined else ""
+    confinement.hand_over_shared_memory()
     confinement.detach_shared_memory()  # a fork of the Python API's caller: the caller's stays the caller's
     as_root = os.geteuid() == 0 and limits.IS_LINUX
     own_user = limits.CHILD_UID_BASE + os.getpid()
-    folder = confinement.make_private_folder(own_user if as_root else None) if init.get("confine") else None
-    # Before the change of user: root's mount namespace needs root's capabilities.
-    shared_memory = confinement.private_shared_memory(init["limits"]["memory"]) if folder is not None else ""
-    confinement.hand_over_shared_memory()
+    folder = confinement.make_private_folder(own_user if as_root else None) if confined else None
     if as_root:
         try:
             limits.drop_root(own_user)
