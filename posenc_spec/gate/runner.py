@@ -114,7 +114,8 @@ class _Child:
                  learned: LearnedModules | None = None):
         self.template, self.learned = template, learned
         self.sock, self.pid = template.spawn(limits, calls, search_path)
-        self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits))
+        self.reader = Reader(self.sock, on_wait=target_watch(watch_root, template.pid, limits,
+                                                              template.shared_memory(self.pid)))
         self.tokens: dict[int, str] = {}
         self.framework: str | None = None  # JAX or TensorFlow: whose arrays the loaded target takes
 

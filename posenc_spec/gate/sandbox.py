@@ -34,7 +34,7 @@ from posenc_spec.text import one_line
 
 from . import options
 from .child import limits as os_limits
-from .child.confinement import SCOPE_ABI, landlock_abi, remove_tree
+from .child.confinement import SCOPE_ABI, SHARED_MEMORY, landlock_abi, remove_tree, shared_memory_bytes
 from .child.protocol import ChannelError, Reader, send
 from .child.template import command
 from .errors import UsageError
@@ -216,6 +216,7 @@ class Template:
         self.sock, self.pid, self.popen, self.preload = sock, pid, popen, preload
         self.reader = Reader(sock, on_wait=self._watch)
         self._lock = threading.Lock()  # lanes share the root template: one request at a time
+        self._shared_memory: dict[int, int] = {}  # a forked child's private /dev/shm, by its process id
 
     @classmethod
     def start(cls, preload: tuple[str, ...] = ()) -> Template:
@@ -265,23 +266,27 @@ class Template:
                 raise PreloadError(one_line(str(message), 300))
             self.pid = reply.get("pid") if type(reply.get("pid")) is int else -1
 
-    def _reply(self, deadline, what: str) -> dict:
+    def _reply(self, deadline, what: str, with_fds: bool = False) -> dict:
         try:
-            header, _, _ = self.reader.read(deadline, 0)
+            header, _, fds = self.reader.read(deadline, 0, with_fds=with_fds)
         except (ChannelError, OSError) as error:
             raise SandboxError(f"the gate's template process failed while {what}: {error}") from None
+        if with_fds:
+            header["fds"] = fds
         return header
 
     def request(self, header: dict, fds=(), deadline: OwnTime | None = None) -> dict:
         """The template's answer to ``header``, within ``deadline`` (by default
-        ``TEMPLATE_REPLY_SECONDS`` of its own time from when the request is sent)."""
+        ``TEMPLATE_REPLY_SECONDS`` of its own time from when the request is sent); a fork's
+        answer holds the descriptors that came with it under ``fds``."""
         with self._lock:
             self.ready()
             try:
                 send(self.sock, header, fds=fds)
             except OSError as error:
                 raise SandboxError(f"the gate's template process is gone ({error})") from None
-            return self._reply(deadline or OwnTime(TEMPLATE_REPLY_SECONDS, self._process_id()), header.get("op", "?"))
+            return self._reply(deadline or OwnTime(TEMPLATE_REPLY_SECONDS, self._process_id()), header.get("op", "?"),
+                               with_fds=bool(fds))
 
     def _fork(self, header: dict) -> tuple[socket.socket, int]:
         parent_end, child_end = socket.socketpair()
@@ -290,10 +295,29 @@ class Template:
         finally:
             child_end.close()
         pid = reply.get("pid")
+        received = reply.get("fds", [])
         if type(pid) is not int or pid <= 1:
             parent_end.close()
+            for fd in received:
+                os.close(fd)
             raise SandboxError(f"a template answered {header['op']} without a process id")
+        if header["op"] == "spawn" and len(received) == 1:
+            self._shared_memory[pid] = received.pop()
+        for fd in received:  # a module template's own /dev/shm: its children hand over theirs
+            os.close(fd)
         return parent_end, pid
+
+    def shared_memory(self, pid: int) -> int | None:
+        """A descriptor of the private ``/dev/shm`` of ``pid`` (a sealed child this template
+        forked), until it is finished; None where it has none."""
+        return self._shared_memory.get(pid)
+
+    def _forget_shared_memory(self, pid: int) -> None:
+        """Let go of ``pid``'s ``/dev/shm``: with its last process and this descriptor gone, the
+        kernel frees it with every file in it."""
+        fd = self._shared_memory.pop(pid, None)
+        if fd is not None:
+            os.close(fd)
 
     def fork_template(self, limits: Limits, calls: int | None, search_path=()) -> Template:
         """A subreaper template below this one: a slot template (``calls`` None), or a
@@ -308,7 +332,10 @@ class Template:
     def finish(self, pid: int) -> int | None:
         """Kill ``pid`` (a process this template forked) with its group and every other
         descendant; its wait status, when known."""
-        reply = self.request({"op": "finish", "pid": pid})
+        try:
+            reply = self.request({"op": "finish", "pid": pid})
+        finally:
+            self._forget_shared_memory(pid)
         status = reply.get("status")
         return status if type(status) is int else None
 
@@ -318,6 +345,8 @@ class Template:
             self.sock.close()
         except OSError:
             pass
+        for pid in list(self._shared_memory):
+            self._forget_shared_memory(pid)
         if self.popen is not None:
             try:
                 self.popen.wait(timeout=10)
@@ -399,20 +428,25 @@ def root_template_pids() -> frozenset[int]:
         return frozenset(root.popen.pid for root in _roots.values() if root.alive())
 
 
-def target_watch(slot_pid: int, parent_pid: int, limits: Limits):
+def target_watch(slot_pid: int, parent_pid: int, limits: Limits, shared_memory: int | None = None):
     """A ``Reader.on_wait`` hook for a target's child forked by ``parent_pid`` below the slot
     template ``slot_pid``: raise :class:`TargetLimitExceeded` when the target's processes
     together (everything below the slot template but a module template) run more than
     ``limits.processes`` tasks beyond the child, or hold more than ``limits.memory`` bytes
     beyond what the process they were forked from held: anonymous and shared memory
-    resident, and memory-only files (``memfd``, ``/dev/shm``) kept open. The per-process
-    limits cannot see this: each forked process may take the whole limit again. Linux
-    only; elsewhere a no-op. Read about every ``Reader.tick`` while the gate waits."""
+    resident, memory-only files (``memfd``, ``/dev/shm``) kept open, and every file in its
+    ``/dev/shm``, closed or not: the private one ``shared_memory`` (a descriptor of it) is,
+    or, for a target with a user of its own, the files of that user in the real one. The
+    per-process limits cannot see this: each forked process may take the whole limit again.
+    Linux only; elsewhere a no-op. Read about every ``Reader.tick`` while the gate waits."""
     helpers = {parent_pid} if parent_pid != slot_pid else set()
     baseline = os_limits.usage(parent_pid)[1]
+    private_device = os.fstat(shared_memory).st_dev if shared_memory is not None else None
+    # Without a private /dev/shm, only a target with a user of its own (a gate run as root) has files to tell apart.
+    users_apart = shared_memory is None and os_limits.IS_LINUX and os.geteuid() == 0
 
     def check():
-        threads, held, files = 0, 0, {}
+        threads, held, files, own_users = 0, 0, {}, set()
         for pid in os_limits.descendants(slot_pid):
             if pid in helpers:
                 continue
@@ -420,12 +454,19 @@ def target_watch(slot_pid: int, parent_pid: int, limits: Limits):
             threads += count
             held += max(0, resident - baseline)
             files.update(os_limits.memory_files(pid))
+            if users_apart:
+                own_users.add(os_limits.own_user(pid))
         if threads > limits.processes + 1:
             raise TargetLimitExceeded(f"ran more than {limits.processes} processes and threads beyond its first "
                                       "(the --max-processes limit)")
+        if shared_memory is not None:
+            files = {key: size for key, size in files.items() if key[0] != private_device}  # counted whole below
+            held += shared_memory_bytes(shared_memory)
+        else:
+            files.update(os_limits.files_of_users(SHARED_MEMORY, own_users - {None}))
         if held + sum(files.values()) > limits.memory:
             raise TargetLimitExceeded(f"held more than {limits.memory / 2**30:.3g} GiB in its processes together "
-                                      "(the --max-memory limit)")
+                                      f"and its files under {SHARED_MEMORY} (the --max-memory limit)")
 
     return check
 

@@ -6,7 +6,9 @@ A confined process (a sealed child, or a module template that imports a target's
 
 - writes only beneath a private folder of its own (``TMPDIR`` names it, so ``tempfile``
   and the caches kept there, torch's compiler cache among them, work), ``/dev/shm`` (torch's
-  and ``multiprocessing``'s shared memory), the null, zero and full devices, and the
+  and ``multiprocessing``'s shared memory: a tmpfs of its own where the kernel allows a
+  mount namespace, as large as its memory limit, counted by the gate and gone with it,
+  :func:`private_shared_memory`), the null, zero and full devices, and the
   folders the user names in ``POSENC_SPEC_WRITABLE``; everything else (the interpreter,
   site-packages, the checkout, the gate's reports, other processes' files) it may read and
   not change;
@@ -34,7 +36,7 @@ import shutil
 import stat
 import sys
 
-from .limits import CHILD_UID_BASE
+from .limits import CHILD_UID_BASE, INODE_BYTES, LINUX_CAPABILITY_VERSION_3
 
 IS_LINUX = sys.platform.startswith("linux")
 # The system call numbers are the same on every Linux architecture (added after the
@@ -116,13 +118,171 @@ def remove_private_folder(pid: int) -> None:
         remove_tree(private_folder(pid))
 
 
-def remove_left_behind(pid: int) -> None:
+# -- a private /dev/shm ------------------------------------------------------------------------
+
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 1 << 1, 1 << 2, 1 << 14, 1 << 18
+PR_SET_DUMPABLE, PR_CAPBSET_DROP = 4, 24
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+# Whether this process's /dev/shm is a private tmpfs (made by it, or by the module template
+# it was forked from); the socket on which it hands that folder to the template that forked
+# it (:func:`hand_over_shared_memory`).
+SHARED_MEMORY_PRIVATE = False
+REPORT_FD: int | None = None
+_private_possible: bool | None = None  # learned once, by the root template (see private_shared_memory_possible)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def _drop_capabilities(libc) -> None:
+    """Drop every capability (the full set a new user namespace gives its first process), so
+    that the target cannot unmount its private ``/dev/shm``; :class:`OSError` on refusal."""
+    for capability in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown
+            raise OSError(ctypes.get_errno(), "dropping a capability from the bounding set failed")
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)  # this thread
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def _mount_private_shared_memory(size: int) -> None:
+    """Give this (single-threaded) process and all it will start a ``/dev/shm`` of their own:
+    a new mount namespace (root's own; an ordinary user's inside a new user namespace that
+    maps the user to itself, its capabilities there dropped after the mount) with a tmpfs of
+    at most ``size`` bytes mounted on ``/dev/shm``. :class:`OSError` when the kernel refuses
+    a step (a container without CAP_SYS_ADMIN, user namespaces restricted by AppArmor)."""
+    libc = _libc()
+    as_root = os.geteuid() == 0
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWNS if as_root else CLONE_NEWUSER | CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare refused a mount namespace")
+    if not as_root:
+        # A process that is not dumpable (forked from a template) finds its /proc files
+        # root's: dumpable for as long as it writes its maps.
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        try:
+            _write("/proc/self/setgroups", "deny")
+            _write("/proc/self/uid_map", f"{uid} {uid} 1")
+            _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        finally:
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # Nothing mounted here reaches the namespace this process came from.
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "making the mounts private failed")
+    size = max(PAGE, size - size % PAGE)
+    # No more inodes than the size holds at INODE_BYTES each: empty files count too.
+    options = f"size={size},nr_inodes={max(64, size // INODE_BYTES)},mode=1777".encode()
+    if libc.mount(b"tmpfs", SHARED_MEMORY.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+        raise OSError(ctypes.get_errno(), f"mounting a tmpfs on {SHARED_MEMORY} failed")
+    if not as_root:  # as root, drop_root drops them
+        _drop_capabilities(libc)
+
+
+def private_shared_memory_possible() -> bool:
+    """Whether a process forked from this one can have a private ``/dev/shm``: tried once,
+    in a forked process, so that a kernel that lets a user namespace be made but refuses it
+    the mount (Ubuntu 24.04's AppArmor) leaves no process in a namespace that is no use. Not
+    where the import path would no longer be readable there: a capability that reads files
+    (CAP_DAC_READ_SEARCH) counts only in the namespace it was given in."""
+    global _private_possible
+    if _private_possible is None:
+        _private_possible = False
+        if IS_LINUX and os.path.isdir(SHARED_MEMORY):
+            import_path = [path for path in sys.path if os.path.exists(path)]
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    _mount_private_shared_memory(PAGE)
+                    readable = all(os.access(path, os.R_OK) for path in import_path)
+                except BaseException:
+                    os._exit(1)
+                os._exit(0 if readable else 1)
+            _, status = os.waitpid(pid, 0)
+            _private_possible = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    return _private_possible
+
+
+def private_shared_memory(size: int) -> str:
+    """Give this process (about to run target code) a private ``/dev/shm`` of at most ``size``
+    bytes (:func:`_mount_private_shared_memory`), unless it has one from the module template
+    it was forked from; ``""`` when it has one, else why not, in a few words."""
+    global SHARED_MEMORY_PRIVATE
+    if SHARED_MEMORY_PRIVATE:
+        return ""
+    why = "the kernel refused a private mount namespace"
+    if private_shared_memory_possible():
+        try:
+            _mount_private_shared_memory(size)
+        except OSError as error:
+            why = str(error)
+        else:
+            SHARED_MEMORY_PRIVATE = True
+            return ""
+    return f"its files under {SHARED_MEMORY} were not counted against --max-memory and may outlive it ({why})"
+
+
+def hand_over_shared_memory() -> None:
+    """Send the template that forked this process (``REPORT_FD``) a descriptor of its private
+    ``/dev/shm``, before any target code runs: the gate counts the bytes and inodes in use
+    there against the target's memory limit (:func:`shared_memory_bytes`). Without a private
+    one, the socket is closed with nothing sent."""
+    global REPORT_FD
+    fd, REPORT_FD = REPORT_FD, None
+    if fd is None:
+        return
+    import socket
+
+    try:
+        if SHARED_MEMORY_PRIVATE:
+            folder = os.open(SHARED_MEMORY, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                with socket.socket(fileno=os.dup(fd)) as sender:
+                    socket.send_fds(sender, [b"m"], [folder])
+            finally:
+                os.close(folder)
+    finally:
+        os.close(fd)
+
+
+def shared_memory_bytes(fd: int) -> int:
+    """The memory a private ``/dev/shm`` (a descriptor of it) holds: its bytes in use and
+    ``INODE_BYTES`` for each file or folder in it."""
+    try:
+        info = os.fstatvfs(fd)
+    except OSError:
+        return 0
+    return (info.f_blocks - info.f_bfree) * info.f_frsize + (info.f_files - info.f_ffree) * INODE_BYTES
+
+
+def shared_memory_names() -> frozenset[str] | None:
+    """The names in this process's private ``/dev/shm`` (a module template's, before it forks
+    a target's process: what that process adds is removed after it, :func:`remove_left_behind`);
+    None without a private one."""
+    if not SHARED_MEMORY_PRIVATE:
+        return None
+    try:
+        return frozenset(os.listdir(SHARED_MEMORY))
+    except OSError:
+        return frozenset()
+
+
+def remove_left_behind(pid: int, shared_before: frozenset[str] | None = None) -> None:
     """Remove what the finished process ``pid`` (forked from this one) left behind: its
-    private folder and, where it had a user of its own (this process runs as root: see
-    :func:`.limits.drop_root`), every file of that user under ``/dev/shm``, memory that no
-    process holds any more and no limit counts. (As an ordinary user the files there are
-    the user's alike, and are left alone.)"""
+    private folder; where this process has a private ``/dev/shm`` (a module template), every
+    name there but ``shared_before``, those it had when it forked ``pid``; and where ``pid``
+    had a user of its own (this process runs as root: see :func:`.limits.drop_root`), every
+    file of that user under ``/dev/shm``, memory that no process holds any more. (A process
+    with a private ``/dev/shm`` of its own takes it along; as an ordinary user without one,
+    the files there are the user's alike, and are left alone.)"""
     remove_private_folder(pid)
+    if shared_before is not None:
+        for name in set(shared_memory_names() or ()) - shared_before:
+            _remove(os.path.join(SHARED_MEMORY, name))
+        return
     if os.geteuid() != 0 or not IS_LINUX:
         return
     own_user = CHILD_UID_BASE + pid
@@ -133,14 +293,20 @@ def remove_left_behind(pid: int) -> None:
     for name in names:
         path = os.path.join(SHARED_MEMORY, name)
         try:
-            if os.lstat(path).st_uid != own_user:
-                continue
-            if os.path.isdir(path) and not os.path.islink(path):
-                remove_tree(path)
-            else:
-                os.unlink(path)
+            if os.lstat(path).st_uid == own_user:
+                _remove(path)
         except OSError:
             continue
+
+
+def _remove(path: str) -> None:
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            remove_tree(path)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def remove_tree(folder: str) -> None:

@@ -25,6 +25,10 @@ LINUX_CAPABILITY_VERSION_3 = 0x20080522
 # A sealed child of a gate that runs as root takes a user id of its own, above any a system
 # hands out: the child's process id added to this.
 CHILD_UID_BASE = 2_000_000_000
+# A tmpfs file's inode and dentry take about a kibibyte of kernel memory that the file
+# system's size does not count (shmem_inode_info alone is some 700 bytes on x86_64): the
+# memory count takes each file under /dev/shm for that much beyond its blocks.
+INODE_BYTES = 1024
 IS_LINUX = sys.platform.startswith("linux")
 
 
@@ -254,6 +258,34 @@ def memory_files(pid: int) -> dict[tuple[int, int], int]:
                 found[(info.st_dev, info.st_ino)] = info.st_blocks * 512
         except OSError:
             continue
+    return found
+
+
+def own_user(pid: int) -> int | None:
+    """The user id of process ``pid`` when it is a user of a target's own (see
+    :func:`drop_root`), else None."""
+    try:
+        uid = int(_status(pid)["Uid"].split()[0])
+    except (KeyError, ValueError, IndexError):
+        return None
+    return uid if uid >= CHILD_UID_BASE else None
+
+
+def files_of_users(folder: str, uids: set[int]) -> dict[tuple[int, int], int]:
+    """The files and folders beneath ``folder`` (not following links) owned by one of
+    ``uids``: the memory each holds (its blocks, and ``INODE_BYTES`` for its inode), by
+    ``(device, inode)``."""
+    found: dict[tuple[int, int], int] = {}
+    if not uids:
+        return found
+    for parent, folders, names in os.walk(folder):
+        for name in folders + names:
+            try:
+                info = os.lstat(os.path.join(parent, name))
+            except OSError:
+                continue
+            if info.st_uid in uids:
+                found[(info.st_dev, info.st_ino)] = info.st_blocks * 512 + INODE_BYTES
     return found
 
 

@@ -86,12 +86,17 @@ def setup(init: dict) -> None:
     if "limits" not in init:  # a slot template: it runs no target code
         confinement.BASE = init.get("private")
         supervisor.release()
+        confinement.hand_over_shared_memory()
         return
     global ISOLATION
+    confined = bool(init.get("confine") and (confinement.FOLDER or confinement.BASE))
+    # First, as the template waits for it; before the change of user: root's mount namespace needs root's capabilities.
+    shared_memory = confinement.private_shared_memory(init["limits"]["memory"]) if confined else ""
+    confinement.hand_over_shared_memory()
     confinement.detach_shared_memory()  # a fork of the Python API's caller: the caller's stays the caller's
     as_root = os.geteuid() == 0 and limits.IS_LINUX
     own_user = limits.CHILD_UID_BASE + os.getpid()
-    folder = confinement.make_private_folder(own_user if as_root else None) if init.get("confine") else None
+    folder = confinement.make_private_folder(own_user if as_root else None) if confined else None
     if as_root:
         try:
             limits.drop_root(own_user)
@@ -102,21 +107,23 @@ def setup(init: dict) -> None:
             _keep_the_login_name()
     if folder is not None:
         _confine(folder, init.get("writable", ()), has_own_user=os.geteuid() >= limits.CHILD_UID_BASE,
-                 filter_signals=init.get("filter_signals", False))
+                 filter_signals=init.get("filter_signals", False), shared_memory=shared_memory)
     supervisor.release()  # when not confined
     bounds = init["limits"]
     limits.apply_limits(bounds.get("memory"), bounds.get("cpu_seconds"), bounds.get("processes"),
                         bounds.get("file_size"))
 
 
-def _confine(folder: str, writable, has_own_user: bool, filter_signals: bool) -> None:
-    """Confine this process to writing beneath ``folder`` (its temporary folder from here on)
-    and ``writable`` (:mod:`.confinement`), close new sockets to it
-    (:mod:`.confine_sockets`), and, with ``filter_signals``, keep its signals among its own
-    processes by a seccomp filter in place of Landlock's scoping (:mod:`.confine_signals`),
-    and its scheduling calls too, both judged by its template where the kernel allows
-    (:mod:`.supervisor`); what is not confined is said in the report, but what a user of its
-    own keeps already (the files and processes of the gate's user, not the network)."""
+def _confine(folder: str, writable, has_own_user: bool, filter_signals: bool, shared_memory: str = "") -> None:
+    """Confine this process to writing beneath ``folder`` (its temporary folder from here on),
+    its ``/dev/shm`` (a private one unless ``shared_memory`` says why not) and ``writable``
+    (:mod:`.confinement`), close new sockets to it (:mod:`.confine_sockets`), and, with
+    ``filter_signals``, keep its signals among its own processes by a seccomp filter in place
+    of Landlock's scoping (:mod:`.confine_signals`), and its scheduling calls too, both judged
+    by its template where the kernel allows (:mod:`.supervisor`); what is not confined is said
+    in the report, but what a user of its own keeps already (the files and processes of the
+    gate's user, not the network; its files under ``/dev/shm``, which the gate counts and
+    removes)."""
     global ISOLATION
     import tempfile
 
@@ -126,8 +133,10 @@ def _confine(folder: str, writable, has_own_user: bool, filter_signals: bool) ->
     missing = confinement.confine(folder, writable, scope_signals=not filter_signals)
     sockets_open = confine_sockets.close_sockets()
     signals_open, scheduling_open = supervisor.confine_processes(filter_signals)
-    ISOLATION = "; ".join(filter(None, [ISOLATION, *(() if has_own_user else (missing, signals_open, scheduling_open)),
-                                        sockets_open]))
+    kept_by_own_user = () if has_own_user else (missing, signals_open, scheduling_open, shared_memory)
+    # A module template's child inherits what its template said already.
+    ISOLATION = "; ".join([*filter(None, [ISOLATION]),
+                           *(item for item in (*kept_by_own_user, sockets_open) if item and item not in ISOLATION)])
 
 
 def _keep_the_login_name() -> None:

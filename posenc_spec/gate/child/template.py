@@ -49,24 +49,42 @@ def command(package_root: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _fork(fd: int, judge, body, *arguments) -> int:
-    """Fork; the child runs ``body(fd, *arguments)`` in a session of its own and exits. A
-    confined child sends its filter's listener to ``judge``, this template's
-    :class:`.supervisor.Supervisor`."""
+# What was in this template's private /dev/shm (a module template's) when it forked each process.
+_shared_before: dict[int, frozenset[str] | None] = {}
+# How long a template waits for a child it forked to hand over its private /dev/shm: the
+# child does that first thing, before any target code (see serve.setup).
+REPORT_SECONDS = 20.0
+
+
+def _fork(fd: int, judge, body, *arguments) -> tuple[int, int | None]:
+    """Fork; the child runs ``body(fd, *arguments)`` in a session of its own and exits. The
+    child's process id, and a descriptor of its private ``/dev/shm`` when it made one
+    (:func:`.confinement.hand_over_shared_memory`). A confined child sends its filter's
+    listener to ``judge``, this template's :class:`.supervisor.Supervisor`."""
+    import socket
+
+    from .confinement import shared_memory_names
+
     channel = judge.channel()
+    receiving, sending = socket.socketpair()
+    shared_before = shared_memory_names()
     pid = os.fork()
     if pid:
         os.close(fd)
+        sending.close()
         judge.expect(channel, pid, template=body is _serve_template)
-        return pid
+        _shared_before[pid] = shared_before
+        return pid, _received_folder(receiving)
     status = 0
     try:
-        from . import limits, supervisor
+        from . import confinement, limits, supervisor
 
+        receiving.close()
+        confinement.REPORT_FD = sending.detach()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the root ignores it; its children need their statuses
         os.setsid()
         limits.die_with_parent()
-        limits.close_other_fds({fd, supervisor.take_channel(channel)} if channel else {fd})
+        limits.close_other_fds({fd, confinement.REPORT_FD, *((supervisor.take_channel(channel),) if channel else ())})
         body(fd, *arguments)
     except BaseException:
         status = 70
@@ -77,6 +95,21 @@ def _fork(fd: int, judge, body, *arguments) -> int:
                 traceback.print_exc(file=log)
     finally:
         os._exit(status)
+
+
+def _received_folder(receiving) -> int | None:
+    """The descriptor a forked child sends on ``receiving`` (None: it closed it without one)."""
+    import socket
+
+    with receiving:
+        receiving.settimeout(REPORT_SECONDS)
+        try:
+            _, fds, _, _ = socket.recv_fds(receiving, 1, 1)
+        except OSError:
+            return None
+    for extra in fds[1:]:
+        os.close(extra)
+    return fds[0] if fds else None
 
 
 def _serve_child(fd: int, init: dict) -> None:
@@ -98,6 +131,14 @@ def _serve_template(fd: int, init: dict, subreaper: bool) -> None:
     loop(socket.socket(fileno=fd), subreaper)
 
 
+def _spawn(request: dict, fd: int, judge) -> tuple[int, int | None]:
+    """Fork what a ``spawn`` or ``template`` request asks for, serving ``fd``, its listener
+    judged by ``judge`` (see :func:`_fork`)."""
+    if request["op"] == "spawn":
+        return _fork(fd, judge, _serve_child, request["init"])
+    return _fork(fd, judge, _serve_template, request["init"], request.get("subreaper", False))
+
+
 def loop(sock, subreaper: bool) -> None:
     from . import confinement, limits
     from .protocol import ChannelError, Reader, send
@@ -117,12 +158,9 @@ def loop(sock, subreaper: bool) -> None:
             break
         op = request.get("op")
         reply = {"ok": True}
+        shared_memory = None
         if op in ("spawn", "template") and len(fds) == 1:
-            if op == "spawn":
-                reply["pid"] = _fork(fds[0], supervisor, _serve_child, request["init"])
-            else:
-                reply["pid"] = _fork(fds[0], supervisor, _serve_template, request["init"],
-                                     request.get("subreaper", False))
+            reply["pid"], shared_memory = _spawn(request, fds[0], supervisor)
             forked.add(reply["pid"])
         elif op in ("import", "learned"):
             reply = _import_here(request)
@@ -136,7 +174,7 @@ def loop(sock, subreaper: bool) -> None:
             limits.sweep()
             statuses.update(limits.reap())
             reply["status"] = statuses.pop(pid, None)
-            confinement.remove_left_behind(pid)
+            confinement.remove_left_behind(pid, _shared_before.pop(pid, None))
             supervisor.forget(pid)
             forked.discard(pid)
         else:
@@ -144,12 +182,15 @@ def loop(sock, subreaper: bool) -> None:
                 os.close(fd)
             reply = {"ok": False, "message": f"unknown request {op!r}"}
         try:
-            send(sock, reply)
+            send(sock, reply, fds=[shared_memory] if shared_memory is not None else ())
         except OSError:
             break
+        finally:
+            if shared_memory is not None:
+                os.close(shared_memory)
     limits.sweep()
     for pid in forked:
-        confinement.remove_left_behind(pid)
+        confinement.remove_left_behind(pid, _shared_before.pop(pid, None))
     os._exit(0)
 
 
@@ -213,10 +254,13 @@ def announce_and_loop(sock, preload) -> None:
     """A root template's life once its process is sealed (here, or forked from a caller by
     :mod:`posenc_spec.gate.callables`): import the ``preload`` modules, NumPy and torch,
     announce itself on ``sock`` and serve until the socket closes; it never returns."""
+    from .confinement import private_shared_memory_possible
     from .limits import not_dumpable
     from .protocol import send
 
     not_dumpable()  # no process of the same user traces it or reads it through /proc
+    # Learned while this process is small (a fork of it costs little yet), for every process forked from it.
+    private_shared_memory_possible()
     # The user's modules first: one that cannot be imported is said at once, not after torch.
     failure = _preload(preload)
     # Every child forked from here would hang at its first JAX computation: refused for the
