@@ -19,7 +19,8 @@ torch = pytest.importorskip("torch")
 def readings(request, monkeypatch):
     """Readings made with the version tags, or copying every namespace each time."""
     if request.param == "copies":
-        monkeypatch.setattr(library_functions, "_VERSION", None)
+        monkeypatch.setattr(library_functions, "_VERSION_OFFSET", None)
+        monkeypatch.setattr(library_functions, "_FUNCTION_OFFSETS", None)
     return library_functions.Reading
 
 
