@@ -429,7 +429,8 @@ class Reading:
                       for name, value in before.items()
                       if space.watches(name) and now.get(name, _MISSING) is not value and not space.follows(name)]
             if space.is_class:
-                found += [(space.entry(name), "added over its base's", functools.partial(space.put_back, name, _MISSING))
+                found += [(space.entry(name), "added over its base's",
+                           functools.partial(space.put_back, name, _MISSING))
                           for name in now.keys() - before.keys() if watched(name) and space.hidden(name)]
         count = min(len(self.objects), len(later.objects))
         if self.parts[:count * _WORD] != later.parts[:count * _WORD]:

@@ -56,8 +56,9 @@ import numpy as np
 
 from posenc_spec.text import describe_exception, one_line
 
-from . import adapters, attribution, confine_signals, confine_sockets, confinement, learned, library_functions, limits, state
+from . import adapters, attribution, confine_signals, confine_sockets, confinement, learned, limits, state
 from .convert import BadResult, is_array, to_arrays
+from .library_functions import watch_libraries_of
 from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
 try:
@@ -176,7 +177,7 @@ def import_target(target: str, module_only: bool = False, framework: dict | None
             function, message = None, describe_exception(error)
     verdict = watch.verdict(state.snapshot())
     if function is not None:  # the libraries the module refers to are watched from here on, as torch is
-        library_functions.watch_libraries_of(module)
+        watch_libraries_of(module)
     changes = [line for name, line in verdict.own.items() if not state.is_numeric(name)]
     failures = [line for name, line in verdict.own.items() if state.is_numeric(name)]
     if state.disarm_timers():  # a timer left by the import would fire in the middle of a call
