@@ -1,11 +1,14 @@
 """Library functions as global state, read in this process
-(``posenc_spec/gate/child/library_functions.py``): a rebound, removed or hidden attribute is
-named and put back, with the dictionaries' version tags and without them (an interpreter
-that keeps none copies every namespace at each reading); an added attribute is no change."""
+(``posenc_spec/gate/child/library_functions.py``): a rebound, removed or hidden attribute,
+or a function's part changed in place, is named and put back, with the words gathered from
+memory and without them (an interpreter where the probes fail copies every namespace and
+reads every function at each reading); an added attribute is no change; the libraries a
+target's module refers to are watched too."""
 
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 import pytest
@@ -86,3 +89,81 @@ def test_the_default_dtypes_storage_alias_is_the_default_dtypes_change(readings,
     before = readings()
     monkeypatch.setattr(torch, "Storage", torch.DoubleStorage)
     assert before.difference(readings()) == ""
+
+
+def _stack_with_keywords(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    return arrays
+
+
+@pytest.mark.parametrize(("part", "stand_in"), [
+    ("__code__", _stack_with_keywords.__code__),
+    ("__defaults__", (1, None)),
+    ("__kwdefaults__", {"dtype": np.float16, "casting": "same_kind"}),
+])
+def test_a_function_changed_in_place_is_named_and_put_back(readings, part, stand_in):
+    """Replacing a part of a watched function (``numpy.stack``'s implementation), no
+    attribute rebound, is named; ``restore`` puts the original part back."""
+    function = np.stack._implementation
+    before, original = readings(), getattr(function, part)
+    setattr(function, part, stand_in)
+    try:
+        assert before.difference(readings()) == f"numpy.stack.{part} replaced in place"
+        library_functions.restore(before)
+        assert getattr(function, part) is original
+        assert before == readings()
+    finally:  # this process's NumPy as it was, whatever failed
+        setattr(function, part, original)
+
+
+def test_a_changed_keyword_default_is_named_and_put_back(readings):
+    """An entry of a function's keyword defaults changed, the dictionary kept, is named and put back."""
+    keywords = np.stack._implementation.__kwdefaults__
+    before, original = readings(), keywords["dtype"]
+    keywords["dtype"] = np.float16
+    try:
+        assert before.difference(readings()) == "numpy.stack.__kwdefaults__['dtype'] replaced"
+        library_functions.restore(before)
+        assert keywords["dtype"] is original
+    finally:
+        keywords["dtype"] = original
+
+
+def test_a_module_class_of_torch_nn_is_watched(readings, monkeypatch):
+    """A subclass of ``torch.nn.Module`` that ``torch.nn`` binds is watched as ``torch.nn.Module`` is."""
+    before, original = readings(), torch.nn.Linear.forward
+    monkeypatch.setattr(torch.nn.Linear, "forward", lambda self, values: values)
+    assert before.difference(readings()) == "torch.nn.Linear.forward replaced"
+    library_functions.restore(before)
+    assert vars(torch.nn.Linear)["forward"] is original
+
+
+@pytest.fixture
+def rope_utilities(monkeypatch):
+    """transformers' rope utilities, with a watch of this process's own (restored after the test)."""
+    modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
+    monkeypatch.setattr(library_functions, "_WATCHED", None)
+    return modeling_llama
+
+
+def test_the_libraries_a_targets_module_refers_to_are_watched(readings, rope_utilities, monkeypatch):
+    """A target's module that holds a class of ``modeling_llama`` has that module watched,
+    and the modules of transformers it refers to: an entry of ``ROPE_INIT_FUNCTIONS``
+    replaced is named and put back; a key added is no change; a reading of before the
+    target's module was watched is compared on what it watched."""
+    from transformers import modeling_rope_utils
+
+    functions = modeling_rope_utils.ROPE_INIT_FUNCTIONS
+    module = types.ModuleType("posenc_spec_test_target")
+    module.LlamaRotaryEmbedding = rope_utilities.LlamaRotaryEmbedding
+    unwatched = readings()
+    library_functions.watch_libraries_of(module)
+    before, original = readings(), functions["linear"]
+    monkeypatch.setitem(functions, "posenc_spec_rope", original)
+    assert before == readings()
+    monkeypatch.setitem(functions, "linear", functions["dynamic"])
+    assert unwatched == readings()
+    # Named where the target's module reaches it first: modeling_llama binds it too.
+    named = "transformers.models.llama.modeling_llama.ROPE_INIT_FUNCTIONS['linear'] replaced"
+    assert before.difference(readings()) == named
+    library_functions.restore(before)
+    assert functions["linear"] is original
