@@ -37,7 +37,8 @@ Not watched, and why:
   (they have nothing to change in place): few reach later numerics, each a few more words.
 - modules and classes beyond these (every module of the process at each reading would
   cost more than a call), and a library's modules the target's module does not refer to,
-  or first imported during a call.
+  or first imported during a call; what the target's module changes of the libraries it
+  refers to while it is imported (which they are is known only once it is).
 - memory written behind Python's back (``ctypes``): a code object's bytes rewritten in
   place keeps every identity.
 
