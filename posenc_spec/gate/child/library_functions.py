@@ -94,6 +94,7 @@ _WORD = ctypes.sizeof(ctypes.c_uint64)
 _readings = itertools.count()
 _MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__  # a module's own dictionary, no __getattr__
 _CLASS_DICT = type.__dict__["__dict__"].__get__  # a class's read-only view, no metaclass of a target's
+_MRO = type.__dict__["__mro__"].__get__
 _PARTS = operator.attrgetter(*FUNCTION_PARTS)
 _SET_PART = {part: types.FunctionType.__dict__[part].__set__ for part in FUNCTION_PARTS}
 _DISPATCHER = type(np.sum) if isinstance(getattr(np.sum, "_implementation", None), types.FunctionType) else None
@@ -177,7 +178,7 @@ class _Namespace:
         self.label, self.owner = label, owner
         self.is_class, self.is_table = isinstance(owner, type), type(owner) is dict
         self.dictionary = _CLASS_DICT(owner) if self.is_class else owner if self.is_table else _MODULE_DICT(owner)
-        self.bases = tuple(map(_CLASS_DICT, owner.__mro__[1:])) if self.is_class else ()
+        self.bases = tuple(map(_CLASS_DICT, _MRO(owner)[1:])) if self.is_class else ()
         # The dictionary itself (a class's view refers to it alone), whose version tag is read.
         self.table = gc.get_referents(self.dictionary)[0] if self.is_class else self.dictionary
         self.copy: tuple | None = None  # (version tag, names, values, their addresses) when last copied
@@ -261,7 +262,7 @@ class _Watched:
             if type(value) is dict and not space.is_table and not name.startswith("_"):
                 self.add(space.entry(name), value)
             elif (classes_of is not None and isinstance(value, type) and not name.startswith("_")
-                  and _CLASS_DICT(value).get("__module__") == classes_of):
+                  and _name(_CLASS_DICT(value).get("__module__")) == classes_of):
                 self.add(space.entry(name), value)
 
     def _add_function(self, label: str, function: types.FunctionType) -> None:
@@ -283,9 +284,14 @@ class _Watched:
         self.last = None
 
 
+def _name(value) -> str:
+    """``value`` if it is a string (not a subclass: a target's could compare as it likes), else ""."""
+    return value if type(value) is str else ""
+
+
 def _module(name: str):
     module = sys.modules.get(name)
-    return module if isinstance(module, types.ModuleType) else None
+    return module if issubclass(type(module), types.ModuleType) else None  # no __class__ of a target's asked
 
 
 def _watched_in_template() -> _Watched:
@@ -333,7 +339,7 @@ def _referred_modules(module) -> dict[str, types.ModuleType]:
             name = _CLASS_DICT(value).get("__module__")
         else:
             continue
-        if isinstance(name, str) and _module(name) is not None:
+        if _name(name) and _module(name) is not None:
             found[name] = _module(name)
     return found
 
@@ -350,9 +356,9 @@ def _installed(module) -> bool:
 def watch_libraries_of(module) -> None:
     """Watch too the installed libraries' modules that ``module`` (the target's) refers to,
     and those of the same package that each of them refers to (see the module docstring)."""
-    if not isinstance(module, types.ModuleType):
+    if not issubclass(type(module), types.ModuleType):
         return
-    own = _MODULE_DICT(module).get("__name__")
+    own = _name(_MODULE_DICT(module).get("__name__"))
     first = {name: found for name, found in _referred_modules(module).items() if name != own and _installed(found)}
     second = {}
     for name, found in first.items():
