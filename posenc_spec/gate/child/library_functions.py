@@ -166,7 +166,7 @@ class _Words:
 
 def watched(name) -> bool:
     """Whether the attribute ``name`` is watched: public or special, not private."""
-    return isinstance(name, str) and (not name.startswith("_") or (name.startswith("__") and name.endswith("__")))
+    return type(name) is str and (not name.startswith("_") or (name.startswith("__") and name.endswith("__")))
 
 
 class _Namespace:
@@ -176,7 +176,7 @@ class _Namespace:
 
     def __init__(self, label: str, owner):
         self.label, self.owner = label, owner
-        self.is_class, self.is_table = isinstance(owner, type), type(owner) is dict
+        self.is_class, self.is_table = issubclass(type(owner), type), type(owner) is dict
         self.dictionary = _CLASS_DICT(owner) if self.is_class else owner if self.is_table else _MODULE_DICT(owner)
         self.bases = tuple(map(_CLASS_DICT, _MRO(owner)[1:])) if self.is_class else ()
         # The dictionary itself (a class's view refers to it alone), whose version tag is read.
@@ -261,7 +261,7 @@ class _Watched:
                 self._add_function(space.entry(name), function)
             if type(value) is dict and not space.is_table and not name.startswith("_"):
                 self.add(space.entry(name), value)
-            elif (classes_of is not None and isinstance(value, type) and not name.startswith("_")
+            elif (classes_of is not None and issubclass(type(value), type) and not name.startswith("_")
                   and _name(_CLASS_DICT(value).get("__module__")) == classes_of):
                 self.add(space.entry(name), value)
 
