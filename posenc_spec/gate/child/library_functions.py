@@ -363,18 +363,18 @@ def watch_libraries_of(module) -> None:
     if not issubclass(type(module), types.ModuleType):
         return
     own = _name(_MODULE_DICT(module).get("__name__"))
+    watching = _watched()
     first = {name: found for name, found in _referred_modules(module).items() if name != own and _installed(found)}
     second = {}
     for name, found in first.items():
         package = name.partition(".")[0]
         second |= {deeper: value for deeper, value in _referred_modules(found).items()
                    if deeper.partition(".")[0] == package and deeper != own and deeper not in first}
-    watching = _watched()
     before = len(watching.spaces), len(watching.functions)
     for name, found in first.items():
         watching.add(name, found, classes_of=name)
     for name, found in second.items():
-        if _installed(found):
+        if id(found) not in watching.known and _installed(found):
             watching.add(name, found)
     if (len(watching.spaces), len(watching.functions)) != before:
         watching.seal()
