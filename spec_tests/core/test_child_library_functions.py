@@ -138,32 +138,40 @@ def test_a_module_class_of_torch_nn_is_watched(readings, monkeypatch):
 
 
 @pytest.fixture
-def rope_utilities(monkeypatch):
-    """transformers' rope utilities, with a watch of this process's own (restored after the test)."""
-    modeling_llama = pytest.importorskip("transformers.models.llama.modeling_llama")
+def own_watch(monkeypatch):
+    """A watch of this test's own: the libraries it adds are watched until the test ends."""
     monkeypatch.setattr(library_functions, "_WATCHED", None)
-    return modeling_llama
 
 
-def test_the_libraries_a_targets_module_refers_to_are_watched(readings, rope_utilities, monkeypatch):
-    """A target's module that holds a class of ``modeling_llama`` has that module watched,
-    and the modules of transformers it refers to: an entry of ``ROPE_INIT_FUNCTIONS``
-    replaced is named and put back; a key added is no change; a reading of before the
-    target's module was watched is compared on what it watched."""
-    from transformers import modeling_rope_utils
+def test_the_libraries_a_targets_module_refers_to_are_watched(readings, own_watch, monkeypatch):
+    """A target's module that imports ``json`` has it watched, and the modules of ``json``
+    it refers to (``json.decoder``): an entry of a public dictionary of theirs replaced is
+    named and put back; a key added is no change; a reading of before the target's module
+    was watched is compared on what it watched."""
+    import json.decoder
 
-    functions = modeling_rope_utils.ROPE_INIT_FUNCTIONS
     module = types.ModuleType("posenc_spec_test_target")
-    module.LlamaRotaryEmbedding = rope_utilities.LlamaRotaryEmbedding
+    module.json = json
     unwatched = readings()
     library_functions.watch_libraries_of(module)
-    before, original = readings(), functions["linear"]
-    monkeypatch.setitem(functions, "posenc_spec_rope", original)
+    before, escapes = readings(), json.decoder.BACKSLASH
+    monkeypatch.setitem(escapes, "posenc_spec", "")
     assert before == readings()
-    monkeypatch.setitem(functions, "linear", functions["dynamic"])
+    monkeypatch.setitem(escapes, "n", "\\n")
     assert unwatched == readings()
-    # Named where the target's module reaches it first: modeling_llama binds it too.
-    named = "transformers.models.llama.modeling_llama.ROPE_INIT_FUNCTIONS['linear'] replaced"
-    assert before.difference(readings()) == named
+    assert before.difference(readings()) == "json.decoder.BACKSLASH['n'] replaced"
     library_functions.restore(before)
-    assert functions["linear"] is original
+    assert escapes["n"] == "\n"
+
+
+def test_the_classes_of_a_module_a_target_refers_to_are_watched(readings, own_watch, monkeypatch):
+    """A target's module that holds a class (``json.decoder.JSONDecoder``) has the classes of
+    that class's module watched: a method replaced is named."""
+    import json.decoder
+
+    module = types.ModuleType("posenc_spec_test_target")
+    module.JSONDecoder = json.decoder.JSONDecoder
+    library_functions.watch_libraries_of(module)
+    before = readings()
+    monkeypatch.setattr(json.decoder.JSONDecoder, "decode", lambda self, text: None)
+    assert before.difference(readings()) == "json.decoder.JSONDecoder.decode replaced"

@@ -239,7 +239,7 @@ def _functions_in(value) -> tuple:
     if kind is types.FunctionType:
         return (value,)
     inner = (value.__func__ if kind in (types.MethodType, staticmethod, classmethod)
-             else value._implementation if kind is _DISPATCHER and _DISPATCHER is not None else None)
+             else value._implementation if kind is _DISPATCHER else None)
     return (inner,) if type(inner) is types.FunctionType else ()
 
 
