@@ -8,6 +8,7 @@ target's module refers to are watched too."""
 from __future__ import annotations
 
 import math
+import sys
 import types
 
 import numpy as np
@@ -144,34 +145,50 @@ def own_watch(monkeypatch):
 
 
 def test_the_libraries_a_targets_module_refers_to_are_watched(readings, own_watch, monkeypatch):
-    """A target's module that imports ``json`` has it watched, and the modules of ``json``
-    it refers to (``json.decoder``): an entry of a public dictionary of theirs replaced is
-    named and put back; a key added is no change; a reading of before the target's module
-    was watched is compared on what it watched."""
-    import json.decoder
+    """A target's module that imports mpmath has it watched, and the modules of mpmath it
+    refers to (``mpmath.libmp.gammazeta``): an entry of a public dictionary of theirs
+    replaced is named and put back; a key added is no change; a reading of before the
+    target's module was watched is compared on what it watched."""
+    mpmath = pytest.importorskip("mpmath")
+    from mpmath.libmp import gammazeta
 
     module = types.ModuleType("posenc_spec_test_target")
-    module.json = json
+    module.mpmath = mpmath
     unwatched = readings()
     library_functions.watch_libraries_of(module)
-    before, escapes = readings(), json.decoder.BACKSLASH
-    monkeypatch.setitem(escapes, "posenc_spec", "")
+    before, rounding = readings(), gammazeta.reciprocal_rnd
+    original = rounding["n"]
+    monkeypatch.setitem(rounding, "posenc_spec", original)
     assert before == readings()
-    monkeypatch.setitem(escapes, "n", "\\n")
+    monkeypatch.setitem(rounding, "n", "u")
     assert unwatched == readings()
-    assert before.difference(readings()) == "json.decoder.BACKSLASH['n'] replaced"
+    assert before.difference(readings()) == "mpmath.libmp.gammazeta.reciprocal_rnd['n'] replaced"
     library_functions.restore(before)
-    assert escapes["n"] == "\n"
+    assert rounding["n"] is original
 
 
 def test_the_classes_of_a_module_a_target_refers_to_are_watched(readings, own_watch, monkeypatch):
-    """A target's module that holds a class (``json.decoder.JSONDecoder``) has the classes of
-    that class's module watched: a method replaced is named."""
+    """A target's module that holds a class (mpmath's ``MPContext``) has the classes of that
+    class's module watched: a method replaced is named."""
+    mpmath = pytest.importorskip("mpmath")
+
+    module = types.ModuleType("posenc_spec_test_target")
+    module.MPContext = mpmath.ctx_mp.MPContext
+    library_functions.watch_libraries_of(module)
+    before = readings()
+    monkeypatch.setattr(mpmath.ctx_mp.MPContext, "isnan", lambda context, value: False)
+    assert before.difference(readings()) == "mpmath.ctx_mp.MPContext.isnan replaced"
+
+
+def test_the_standard_library_a_target_refers_to_is_not_watched_again(readings, own_watch, monkeypatch):
+    """The standard library's modules are not a target's libraries: their public globals are
+    the process's state (``sys.modules``, watched as the loaded modules; ``json.decoder``'s
+    tables), watched as such or not at all."""
     import json.decoder
 
     module = types.ModuleType("posenc_spec_test_target")
-    module.JSONDecoder = json.decoder.JSONDecoder
+    module.json, module.sys = json, sys
     library_functions.watch_libraries_of(module)
     before = readings()
-    monkeypatch.setattr(json.decoder.JSONDecoder, "decode", lambda self, text: None)
-    assert before.difference(readings()) == "json.decoder.JSONDecoder.decode replaced"
+    monkeypatch.setitem(json.decoder.BACKSLASH, "n", "\\n")
+    assert before == readings()

@@ -356,12 +356,17 @@ def _referred_modules(module) -> dict[str, types.ModuleType]:
 
 
 def _installed(module) -> bool:
+    """Whether ``module`` is an installed library's, other than the standard library's (whose
+    public globals are the process's state, watched as such or rebound as it runs:
+    ``sys.modules``, ``tempfile.tempdir``)."""
     from importlib.machinery import ModuleSpec
 
     from .attribution import installed  # it reads the state, this module among it
 
     spec = _MODULE_DICT(module).get("__spec__")
-    return type(spec) is ModuleSpec and installed(spec)
+    if type(spec) is not ModuleSpec or _name(spec.name).partition(".")[0] in sys.stdlib_module_names:
+        return False
+    return installed(spec)
 
 
 def watch_libraries_of(module) -> None:
