@@ -20,7 +20,8 @@ watching each costs (a reading is made at every call and at every module a call 
   (transformers' ``modeling_rope_utils.ROPE_INIT_FUNCTIONS``, which every later rotary
   embedding of the caller's models looks up; einops, scipy). Watched (:func:`watch_libraries_of`,
   when the target's module has been imported): every installed library's module the
-  target's module refers to (a module, or the module of a function or class it holds), and
+  target's module refers to (a module, or the module of a function or class it holds; not
+  the standard library's, whose public globals are the process's state), and
   the modules of the same package each of those refers to (``modeling_llama`` refers to
   ``modeling_rope_utils``): their public attributes, the entries of their public
   dictionaries and the functions among them, and the classes the first ones define
