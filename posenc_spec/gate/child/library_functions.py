@@ -31,8 +31,8 @@ watching each costs (a reading is made at every call and at every module a call 
 
 With torch and those, some 1,300 functions and 340 dictionaries and classes are watched; a
 reading costs about 0.01 ms with its objects in the caches and 0.03 ms with them evicted
-(as the other entries of a snapshot evict them), a call of a trivial target about 0.02 ms
-more than when 21 dictionaries were watched (``benchmarks/bench_state_watch.py``).
+(as the other entries of a snapshot evict them): a call of a trivial target costs about
+0.04 ms more than when 21 dictionaries were watched (``benchmarks/bench_state_watch.py``).
 
 Not watched, and why:
 
