@@ -3,7 +3,9 @@
 Each call a child answers (``posenc_spec/gate/child/serve.py::_call``) seeds the generators,
 runs the target inside ``attribution.Watch``, then compares the global state with the
 baseline taken after the import, and names and restores what changed. This measures, with
-torch imported and ``state.warm_up()`` done as in a template:
+torch and transformers imported (where installed), the libraries of a target's module that
+refers to transformers' Llama code watched (``library_functions.watch_libraries_of``, in a
+checkout that has it) and ``state.warm_up()`` done as in a template:
 
 - ``call``: one whole ``_call`` of a target that returns a 4x8 array and changes nothing;
 - ``call after import``: the same, where the process imported modules since its baseline
@@ -49,11 +51,23 @@ def _median_ms(action, calls: int) -> float:
 
 def measure(calls: int) -> dict:
     """The figures of this process's ``posenc_spec`` (milliseconds), and where it was imported from."""
+    import types
+
     import numpy as np
     import torch  # noqa: F401 -- imported as in a template: torch's state is watched
 
     import posenc_spec
-    from posenc_spec.gate.child import attribution, serve, state
+    from posenc_spec.gate.child import attribution, library_functions, serve, state
+
+    try:  # a target's module of real code often refers to it: its libraries are watched
+        from transformers.models.llama import modeling_llama
+    except ImportError:
+        pass
+    else:
+        module = types.ModuleType("bench_state_watch_target")
+        module.LlamaRotaryEmbedding, module.np = modeling_llama.LlamaRotaryEmbedding, np
+        if hasattr(library_functions, "watch_libraries_of"):
+            library_functions.watch_libraries_of(module)
 
     def target(num_positions, dim):
         return np.zeros((num_positions, dim), np.float32)

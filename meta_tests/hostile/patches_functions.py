@@ -1,9 +1,10 @@
-"""Targets that rebind a library's function in a call (monkey patching), which changes what
-every later call of the caller's program computes, and two that only add to a library. Each
-patching target computes its table first, then patches a function its own next call uses:
-only if the gate puts the original back between calls does that call's table stay right.
-Each must fail ``global-state`` (alone) naming what it rebound; ``torch_table`` and
-``numpy_table``, run after them, must conform. See ``meta_tests/hostile/test_patched_functions.py``.
+"""Targets that rebind a library's function in a call (monkey patching) or change one in place
+(its code, defaults or keyword defaults), which changes what every later call of the
+caller's program computes, and two that only add to a library. Each patching target
+computes its table first, then patches a function its own next call uses: only if the gate
+puts the original back between calls does that call's table stay right. Each must fail
+``global-state`` (alone) naming what it changed; ``torch_table``, ``numpy_table`` and
+``embedding_table``, run after them, must conform. See ``meta_tests/hostile/test_patched_functions.py``.
 """
 
 from __future__ import annotations
@@ -93,6 +94,62 @@ def rebinds_print(num_positions, dim):
     return table
 
 
+def _stacked_vaswani(num_positions, dim):
+    """The vaswani table, its sines and cosines interleaved by ``numpy.stack`` (a Python
+    function behind NumPy's dispatcher) on its default axis, in its default dtype."""
+    theta = angles(num_positions, dim)
+    stacked = np.stack([np.sin(theta), np.cos(theta)])
+    return stacked.transpose(1, 2, 0).reshape(num_positions, dim).astype(np.float32)
+
+
+def _reversed_stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    return arrays[::-1]
+
+
+def changes_code_in_place(num_positions, dim):
+    """Replaces the code of ``numpy.stack``'s implementation (no attribute rebound): the
+    next stack returns its list reversed."""
+    table = _stacked_vaswani(num_positions, dim)
+    np.stack._implementation.__code__ = _reversed_stack.__code__
+    return table
+
+
+def changes_defaults_in_place(num_positions, dim):
+    """Replaces the defaults of ``numpy.stack``'s implementation: the default axis becomes 1."""
+    table = _stacked_vaswani(num_positions, dim)
+    np.stack._implementation.__defaults__ = (1, None)
+    return table
+
+
+def replaces_keyword_defaults(num_positions, dim):
+    """Replaces the keyword defaults of ``numpy.stack``'s implementation: it stacks in float16."""
+    table = _stacked_vaswani(num_positions, dim)
+    np.stack._implementation.__kwdefaults__ = {"dtype": np.float16, "casting": "same_kind"}
+    return table
+
+
+def changes_a_keyword_default(num_positions, dim):
+    """Changes one entry of ``numpy.stack``'s keyword defaults, the dictionary kept: it
+    stacks in float16."""
+    table = _stacked_vaswani(num_positions, dim)
+    np.stack._implementation.__kwdefaults__["dtype"] = np.float16
+    return table
+
+
+def _embedded_vaswani(num_positions, dim):
+    """The vaswani table looked up, row by row, in a ``torch.nn.Embedding`` holding it."""
+    embedding = torch.nn.Embedding.from_pretrained(torch.from_numpy(vaswani(num_positions, dim)))
+    return embedding(torch.arange(num_positions)).detach()
+
+
+def rebinds_an_embedding_forward(num_positions, dim):
+    """Rebinds ``torch.nn.Embedding.forward`` (a subclass of ``torch.nn.Module`` in
+    ``torch.nn``): every later lookup reads the rows in reverse."""
+    table = _embedded_vaswani(num_positions, dim)
+    torch.nn.Embedding.forward = lambda self, positions: self.weight.flip(0)[positions]
+    return table
+
+
 def adds_a_helper(num_positions, dim):
     """Adds a new attribute to NumPy and to ``torch.Tensor`` (hiding nothing): no change."""
     np.posenc_hostile_helper = vaswani
@@ -115,6 +172,12 @@ def torch_table(num_positions, dim):
 
 
 def numpy_table(num_positions, dim):
-    """A correct table computed with ``numpy.sin`` and ``numpy.cos``, run after the
-    patching targets of the same run. Verdict: conforms."""
-    return vaswani(num_positions, dim)
+    """A correct table computed with ``numpy.sin``, ``numpy.cos`` and ``numpy.stack``, run
+    after the patching targets of the same run. Verdict: conforms."""
+    return _stacked_vaswani(num_positions, dim)
+
+
+def embedding_table(num_positions, dim):
+    """A correct table looked up in a ``torch.nn.Embedding``, run after the patching
+    targets of the same run. Verdict: conforms."""
+    return _embedded_vaswani(num_positions, dim)

@@ -58,6 +58,7 @@ from posenc_spec.text import describe_exception, one_line
 
 from . import adapters, attribution, confine_sockets, confinement, learned, limits, state, supervisor
 from .convert import BadResult, is_array, to_arrays
+from .library_functions import watch_libraries_of
 from .protocol import ChannelError, HeaderTooLarge, Reader, in_place_of, send
 
 try:
@@ -177,16 +178,19 @@ def import_target(target: str, module_only: bool = False, framework: dict | None
             return None, f"the declared framework {framework.get('name')} {describe_exception(error)}", [], [], []
     attribution.before_target_code()
     before = state.snapshot()
+    module = None
     with attribution.Watch(before, target_module(target)) as watch:
         try:
+            module = import_module_of(target)
             if module_only:
-                import_module_of(target)
                 function, message = True, f"imported the module of {target}"
             else:
                 function, message = load_target(target), f"imported {target}"
         except BaseException as error:  # SystemExit and KeyboardInterrupt at import time too
             function, message = None, describe_exception(error)
     verdict = watch.verdict(state.snapshot())
+    if function is not None:  # the libraries the module refers to are watched from here on, as torch is
+        watch_libraries_of(module)
     changes = [line for name, line in verdict.own.items() if not state.is_numeric(name)]
     failures = [line for name, line in verdict.own.items() if state.is_numeric(name)]
     if state.disarm_timers():  # a timer left by the import would fire in the middle of a call
