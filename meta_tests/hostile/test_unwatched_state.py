@@ -25,7 +25,8 @@ CHANGES = {"putenv_only": "C library environment", "rounds_toward_zero": "floati
            "leaves_a_thread_profiler": "thread trace and profile hooks",
            "stretches_the_switch_interval": "interpreter settings (switch_interval 0.005 -> 1.0)",
            "limits_integer_strings": "interpreter settings (int_max_str_digits 4300 -> 640)",
-           "replaces_the_excepthook": "interpreter hooks (sys.excepthook)"}
+           "replaces_the_excepthook": "interpreter hooks (sys.excepthook)",
+           "adds_an_audit_hook": "audit hooks added (the hook stays: none can be removed) 0 -> 1"}
 TARGETS = [*CHANGES, "computes_with_decimals"]
 
 

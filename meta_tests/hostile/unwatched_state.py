@@ -3,7 +3,7 @@ do not show, or that the first survey of the global state left out: the C librar
 environment (``os.putenv``), the floating-point rounding mode, the signal mask, a profile
 hook, the garbage collector, the ``decimal`` context, a resource limit, the root logger and
 ``logging.disable``, a thread profile hook, the interpreter's switch interval and integer
-string limit, its exception hook. Each returns the correct table; each
+string limit, its exception hook, an audit hook. Each returns the correct table; each
 must fail ``global-state`` naming what it changed. See ``meta_tests/hostile/test_unwatched_state.py``.
 """
 
@@ -103,6 +103,13 @@ def limits_integer_strings(num_positions, dim):
 def replaces_the_excepthook(num_positions, dim):
     """Leaves uncaught exceptions silenced (``sys.excepthook``)."""
     sys.excepthook = lambda kind, value, traceback: None
+    return vaswani(num_positions, dim)
+
+
+def adds_an_audit_hook(num_positions, dim):
+    """Adds an audit hook, which no one can remove: every later ``open`` of the caller's
+    program would run it."""
+    sys.addaudithook(lambda event, arguments: None)
     return vaswani(num_positions, dim)
 
 

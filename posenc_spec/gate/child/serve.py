@@ -76,6 +76,7 @@ def setup(init: dict) -> None:
     one that will run target code (``init`` has limits) and runs as root takes a user of its
     own first (:func:`.limits.drop_root`)."""
     limits.silence_output()
+    state.watch_audit_hooks()
     os.environ.clear()
     os.environ.update(init["environ"])
     os.chdir(init["cwd"])

@@ -339,6 +339,25 @@ def _interpreter_hooks():
                      **{"threading.excepthook": _attribute(threading, "excepthook")})
 
 
+# How many audit hooks were added in this process since :func:`watch_audit_hooks` (a list:
+# the hook counts in place). The interpreter has no way to list or remove one: a hook added
+# stays for the rest of the caller's program, so the attempt is what is watched.
+_AUDIT_HOOKS_ADDED = [0]
+
+
+def _count_audit_hooks(event: str, _arguments) -> None:
+    if event == "sys.addaudithook":  # raised to the hooks already there before a new one is added
+        _AUDIT_HOOKS_ADDED[0] += 1
+
+
+def watch_audit_hooks() -> None:
+    """Count the audit hooks added from here on (once a process; before any target code):
+    the interpreter tells the hooks it has of each new one."""
+    if not getattr(watch_audit_hooks, "installed", False):
+        sys.addaudithook(_count_audit_hooks)
+        watch_audit_hooks.installed = True
+
+
 def _python_entries() -> list[Entry]:
     return [
         # First: the entries after it are read and put back through library functions.
@@ -374,6 +393,9 @@ def _python_entries() -> list[Entry]:
               lambda value: threading.settrace(value[0]) or threading.setprofile(value[1])),
         Entry("interpreter settings", *_interpreter_settings()),
         Entry("interpreter hooks", *_interpreter_hooks()),
+        # The count is put back; the hook itself stays (the entry's name says so in the report).
+        Entry("the count of audit hooks added (the hook stays: none can be removed)", lambda: _AUDIT_HOOKS_ADDED[0],
+              lambda value: _AUDIT_HOOKS_ADDED.__setitem__(0, value)),
         *([Entry("floating-point rounding mode", _LIBM.fegetround, _LIBM.fesetround, numeric=True)]
           if _LIBM is not None else []),
     ]
