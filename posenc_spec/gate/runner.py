@@ -407,7 +407,10 @@ class Slot:
         not run, with that reason, and the child is killed at once; where it has a
         ``keeps(index)``, the calls it keeps are still made (the rest are not run). ``how`` says how to call
         the target when it is not in the API's own form
-        (:meth:`~posenc_spec.gate.declaration.Declaration.how`). A helper process that
+        (:meth:`~posenc_spec.gate.declaration.Declaration.how`). Where ``stop_after`` has an
+        ``arrived(index, outcome)``, it is given each request's outcome as the turn takes it,
+        in order (one the turn replaces later, after a forged reply or a helper's failure, is
+        not given again: the :class:`TargetRun` holds the final ones). A helper process that
         dies or stops during the turn fails the call it happened in (the calls after it are
         not run); one found dead before the turn is replaced first."""
         self.ensure()
@@ -548,11 +551,11 @@ class _Turn:
                     self.child.send_ahead([item for item in pending if self._wanted(item[0])])
                 call_id, request = pending.pop(0)
                 if self.stop or not self._wanted(call_id):
-                    turn.outcomes.append(Outcome("not-run", self.stop or self.stopped))
+                    self._append(turn, Outcome("not-run", self.stop or self.stopped))
                     continue
                 outcome, restart = self._receive(request, call_id)
                 unjudged = self.stopped and not self._keeps(call_id)  # sent ahead before the stop
-                turn.outcomes.append(Outcome("not-run", self.stopped) if unjudged else outcome)
+                self._append(turn, Outcome("not-run", self.stopped) if unjudged else outcome)
                 answered.append(len(turn.outcomes) - 1)
                 if outcome.status == "died":
                     answered = []  # the replies of the next child are the ones to vouch for
@@ -570,6 +573,15 @@ class _Turn:
         if self.helper_failure is not None:
             blame_helper_failure(turn, self.helper_failure)
         return turn
+
+    def _append(self, turn: TargetRun, outcome: Outcome) -> None:
+        """Add the next request's outcome to the turn, and tell ``stop_after`` of it where it
+        has an ``arrived(index, outcome)`` (the engine judges it while the child computes the
+        calls sent ahead)."""
+        turn.outcomes.append(outcome)
+        arrived = getattr(self.stop_after, "arrived", None)
+        if arrived is not None:
+            arrived(len(turn.outcomes) - 1, outcome)
 
     def _maybe_stop(self, call_id: int, outcome: Outcome, pending: list) -> None:
         """Ask ``stop_after`` about a call's outcome; a reason stops the calls it does not keep."""
