@@ -3,9 +3,10 @@
 A :class:`Slot` is one lane of a run: a slot template (forked from the run's root template)
 and, while several targets of one module take their turns, a module template that imported
 that module once. :meth:`Slot.run` forks a sealed child for one target, imports it there,
-sends calls ahead of the replies within a byte budget (the child computes the next table
-while the gate reads this one) and reads the replies, each under the per-call timeout (of
-the child's own time: :class:`~posenc_spec.gate.sandbox.OwnTime`), through
+sends calls ahead of the replies within a byte budget, from right behind the import request
+on (the child computes the next table while the gate reads and judges this one), and reads
+the replies, each under the per-call timeout (of the child's own time:
+:class:`~posenc_spec.gate.sandbox.OwnTime`), through
 :mod:`posenc_spec.gate.wire`, which checks every reply against its request. A child that
 dies is replaced (the target is imported again) until the ``MAX_DEATHS``-th death; after a
 hang, a broken reply, a resource limit or a reason to stop (``--fail-fast``) the remaining
@@ -118,8 +119,12 @@ class _Child:
         self.tokens: dict[int, str] = {}
         self.framework: str | None = None  # JAX or TensorFlow: whose arrays the loaded target takes
 
-    def load(self, target: str, deadline: OwnTime, how: dict | None = None):
+    def load(self, target: str, deadline: OwnTime, how: dict | None = None, ahead=()):
+        """Import the target in the child: ``(ok, message, import state)``. The calls ``ahead``
+        are sent right behind the request (as :meth:`send_ahead` sends), so that the child
+        starts on them as soon as the import ends; a child whose import failed reads none of them."""
         send(self.sock, {"op": "load", "target": target, "how": how})
+        self.send_ahead(ahead)
         header, _, _ = self.reader.read(deadline, 0)
         self._learn(header)
         if header.get("framework") in FOREIGN:
@@ -495,11 +500,13 @@ class _Turn:
         self.child: _Child | None = None
         self.helper_failure: str | None = None  # why a helper process above the child failed
 
-    def _start(self) -> tuple[bool, str, ImportState]:
+    def _start(self, pending: list) -> tuple[bool, str, ImportState]:
+        """A child for the target, its import, and the ``pending`` calls still wanted sent behind it."""
         self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path,
                             self.slot.learned)
         try:
-            return self.child.load(self.target, OwnTime(self.limits.timeout, self.child.pid), self.how)
+            return self.child.load(self.target, OwnTime(self.limits.timeout, self.child.pid), self.how,
+                                   [item for item in pending if self._wanted(item[0])])
         except ChannelTimeout:
             self._finish()
             return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
@@ -538,13 +545,13 @@ class _Turn:
                                f"processes): {self.helper_failure}")
 
     def run(self) -> TargetRun:
-        ok, message, import_state = self._start()
-        turn = TargetRun(ok, message, self.import_state + import_state, where=getattr(self.child, "where", None))
-        if not ok:
-            return turn
         pending = list(enumerate(self.requests))
         self.deaths, self.stop, answered = 0, None, []
         self.stopped = None  # the reason stop_after gave, while calls it keeps are still made
+        ok, message, import_state = self._start(pending)
+        turn = TargetRun(ok, message, self.import_state + import_state, where=getattr(self.child, "where", None))
+        if not ok:
+            return turn
         try:
             while pending:
                 if self.child is not None and not self.stop:
@@ -559,7 +566,7 @@ class _Turn:
                 answered.append(len(turn.outcomes) - 1)
                 if outcome.status == "died":
                     answered = []  # the replies of the next child are the ones to vouch for
-                    self._after_death(any(self._wanted(index) for index, _ in pending))
+                    self._after_death(pending)
                 elif restart:
                     self.stop = f"not run: {restart}"
                 if not unjudged:
@@ -607,16 +614,16 @@ class _Turn:
         and those sent ahead before it (their replies are read, so that the channel stays in step)."""
         return not self.stopped or self._keeps(call_id) or (self.child is not None and call_id in self.child.tokens)
 
-    def _after_death(self, more: bool) -> None:
-        """Start another child for the calls left, up to ``MAX_DEATHS`` deaths."""
+    def _after_death(self, pending: list) -> None:
+        """Start another child for the calls left (``pending``), up to ``MAX_DEATHS`` deaths."""
         self.deaths += 1
         if self.helper_failure is not None:
             self.stop = "not run: the gate's helper process above the target failed on an earlier call"
         elif self.deaths >= MAX_DEATHS:
             self.stop = f"not run: the process died on {self.deaths} calls of this target"
-        elif more:
+        elif any(self._wanted(index) for index, _ in pending):
             try:
-                ok, message, _ = self._start()
+                ok, message, _ = self._start(pending)
             except SandboxError as error:
                 self.helper_failure, ok, message = str(error), False, str(error)
             if not ok:
