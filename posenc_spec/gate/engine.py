@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import threading
 import time
 
@@ -82,6 +83,7 @@ class Calls:
         """The probes the judge reads, in order: the grid's, then the sequences'."""
         return [*self.grid, *self.sequences]
 
+    @functools.cached_property
     def _order(self) -> list:
         """What each request is, in the order they are made: ``("grid" | "replayed" | "sequence", index)``."""
         grid = [("grid", index) for index in range(len(self.grid))]
@@ -90,25 +92,30 @@ class Calls:
         return played + grid + replayed if self.sequences_first else grid + replayed + played
 
     def requests(self) -> list:
+        """The requests, in the order they are made (built once: the report reads their labels)."""
+        return list(self._requests)
+
+    @functools.cached_property
+    def _requests(self) -> tuple:
         made = {"grid": self.grid, "sequence": self.sequences}
-        return [self.replayed[index] if kind == "replayed" else made[kind][index].request()
-                for kind, index in self._order()]
+        return tuple(self.replayed[index] if kind == "replayed" else made[kind][index].request()
+                     for kind, index in self._order)
 
     def split(self, outcomes: list) -> tuple[list, list]:
         """The outcomes of :attr:`probes`, in their order, and those of the replayed calls
         (none where the target did not import)."""
         by_kind = {"grid": [], "replayed": [], "sequence": []}
-        for (kind, _), outcome in zip(self._order(), outcomes, strict=False):  # none without an import
+        for (kind, _), outcome in zip(self._order, outcomes, strict=False):  # none without an import
             by_kind[kind].append(outcome)
         return by_kind["grid"] + by_kind["sequence"], by_kind["replayed"]
 
     def in_grid(self, index: int) -> bool:
         """Whether request ``index`` is a call of the grid (not a sequence's, not a replayed one)."""
-        return self._order()[index][0] == "grid"
+        return self._order[index][0] == "grid"
 
     def probe_at(self, index: int):
         """The probe of request ``index`` (None for a replayed call)."""
-        kind, position = self._order()[index]
+        kind, position = self._order[index]
         return None if kind == "replayed" else {"grid": self.grid, "sequence": self.sequences}[kind][position]
 
     def overwritten(self, outcomes: list) -> list[tuple[str, str, str]]:
@@ -148,7 +155,7 @@ class Verdicts:
         self.firsts, self.changes, self.written, self.reseeded = {}, [], [], []
         grid = len(calls.grid)
         self._probe_of = [None if kind == "replayed" else position + (grid if kind == "sequence" else 0)
-                          for kind, position in calls._order()]
+                          for kind, position in calls._order]
 
     def arrived(self, index: int, outcome) -> None:
         """Take the outcome of request ``index``; judge every outcome now next in order."""
