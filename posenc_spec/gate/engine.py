@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import threading
 import time
 
@@ -82,6 +83,7 @@ class Calls:
         """The probes the judge reads, in order: the grid's, then the sequences'."""
         return [*self.grid, *self.sequences]
 
+    @functools.cached_property
     def _order(self) -> list:
         """What each request is, in the order they are made: ``("grid" | "replayed" | "sequence", index)``."""
         grid = [("grid", index) for index in range(len(self.grid))]
@@ -90,25 +92,30 @@ class Calls:
         return played + grid + replayed if self.sequences_first else grid + replayed + played
 
     def requests(self) -> list:
+        """The requests, in the order they are made (built once: the report reads their labels)."""
+        return list(self._requests)
+
+    @functools.cached_property
+    def _requests(self) -> tuple:
         made = {"grid": self.grid, "sequence": self.sequences}
-        return [self.replayed[index] if kind == "replayed" else made[kind][index].request()
-                for kind, index in self._order()]
+        return tuple(self.replayed[index] if kind == "replayed" else made[kind][index].request()
+                     for kind, index in self._order)
 
     def split(self, outcomes: list) -> tuple[list, list]:
         """The outcomes of :attr:`probes`, in their order, and those of the replayed calls
         (none where the target did not import)."""
         by_kind = {"grid": [], "replayed": [], "sequence": []}
-        for (kind, _), outcome in zip(self._order(), outcomes, strict=False):  # none without an import
+        for (kind, _), outcome in zip(self._order, outcomes, strict=False):  # none without an import
             by_kind[kind].append(outcome)
         return by_kind["grid"] + by_kind["sequence"], by_kind["replayed"]
 
     def in_grid(self, index: int) -> bool:
         """Whether request ``index`` is a call of the grid (not a sequence's, not a replayed one)."""
-        return self._order()[index][0] == "grid"
+        return self._order[index][0] == "grid"
 
     def probe_at(self, index: int):
         """The probe of request ``index`` (None for a replayed call)."""
-        kind, position = self._order()[index]
+        kind, position = self._order[index]
         return None if kind == "replayed" else {"grid": self.grid, "sequence": self.sequences}[kind][position]
 
     def overwritten(self, outcomes: list) -> list[tuple[str, str, str]]:
@@ -118,23 +125,95 @@ class Calls:
                 for what in outcomes[index].overwrote]
 
 
-def judge_run(declaration: Declaration, calls: Calls, run, keep_table: bool = False) -> GateReport:
+def judge_run(declaration: Declaration, calls: Calls, run, keep_table: bool = False,
+              early: Verdicts | None = None) -> GateReport:
     """The report on one target from its turn (:class:`~posenc_spec.gate.runner.TargetRun`)
-    through ``calls``. NaN and infinite values are verdicts, never warnings of the gate's own."""
+    through ``calls``. NaN and infinite values are verdicts, never warnings of the gate's own.
+    ``early``: the probes' verdicts judged as the replies arrived (:class:`Verdicts`), used
+    where they judged the very outcomes the turn ended with, else judged again from them."""
     with np.errstate(all="ignore"):
-        return _judge_run(declaration, calls, run, keep_table)
+        return _judge_run(declaration, calls, run, keep_table, early)
 
 
-def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> GateReport:
+class Verdicts:
+    """The verdicts on a target's probes, one outcome at a time, in the order of
+    :attr:`Calls.probes`: the family's checks, determinism, and what the calls changed.
+
+    :meth:`arrived` takes each outcome as the turn receives it (request order: the sequences
+    may come before the grid), so that the gate judges one reply while the child computes
+    the next; an outcome is judged once every probe before it has been, so the verdicts are
+    those of judging the turn's outcomes in order after it. :meth:`judged` says whether they
+    are: an outcome the turn replaced afterwards (a forged channel, a helper's failure) is
+    judged again from the turn's final outcomes."""
+
+    def __init__(self, declaration: Declaration, calls: Calls, keep_table: bool = False):
+        self.declaration, self.calls, self.keep_table = declaration, calls, keep_table
+        self.results = judge.Results()
+        self.family = None  # made with the first probe's outcome: only a target with probes has one
+        self.outcomes: list = []  # judged, in the order of calls.probes
+        self.waiting: dict[int, object] = {}  # probe index -> an outcome that arrived before an earlier one
+        self.firsts, self.changes, self.written, self.reseeded = {}, [], [], []
+        grid = len(calls.grid)
+        self._probe_of = [None if kind == "replayed" else position + (grid if kind == "sequence" else 0)
+                          for kind, position in calls._order]
+
+    def arrived(self, index: int, outcome) -> None:
+        """Take the outcome of request ``index``; judge every outcome now next in order."""
+        probe_index = self._probe_of[index] if index < len(self._probe_of) else None
+        if probe_index is None:
+            return
+        self.waiting[probe_index] = outcome
+        with np.errstate(all="ignore"):
+            while len(self.outcomes) in self.waiting:
+                self._judge(self.waiting.pop(len(self.outcomes)))
+
+    def _judge(self, outcome) -> None:
+        probe = self.calls.probes[len(self.outcomes)]
+        self.outcomes.append(outcome)
+        if self.family is None:
+            self.family = self.declaration.family.judge(self.declaration, self.results, self.keep_table)
+        self.changes += [(probe.slot, change) for change in outcome.state]
+        self.written += [(probe.slot, name) for name in outcome.written]
+        if probe.role != "repeat":
+            if self.family.judge(probe, outcome) and probe.role == "table":
+                self.firsts.setdefault(probe.slot, outcome)
+            return
+        first = self.firsts.get(probe.repeats)
+        self.results.add(judge.judge_determinism(probe.slot, probe.check_id, outcome, first))
+        if first is None:
+            self.results.causes[probe.check_id] = f"call[{probe.repeats}]"
+        elif outcome.ran:
+            self.reseeded = judge.reseeded_generators(first, outcome)
+
+    def judged(self, outcomes: list) -> bool:
+        """Whether these verdicts are of exactly ``outcomes`` (the same objects, in order)."""
+        return len(outcomes) == len(self.outcomes) and all(
+            mine is theirs for mine, theirs in zip(self.outcomes, outcomes, strict=True))
+
+    @classmethod
+    def of(cls, declaration: Declaration, calls: Calls, outcomes: list, keep_table: bool) -> Verdicts:
+        """The verdicts on ``outcomes`` (those of :attr:`Calls.probes`, in order), judged now."""
+        verdicts = cls(declaration, calls, keep_table)
+        with np.errstate(all="ignore"):
+            for outcome in outcomes:
+                verdicts._judge(outcome)
+        return verdicts
+
+
+def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool, early: Verdicts | None) -> GateReport:
     calls = made.probes
     ids = plan(declaration, calls)
     outcomes, replayed = made.split(run.outcomes)
-    results = judge.Results()
     warnings = judge.import_warnings(run.import_state)
     if not run.imported:
+        results = judge.Results()
         results.add(judge.failed("import", run.import_message))
         results.not_run(ids[1:], "import", "the target could not be imported")
         return finish(declaration, ids, results.by_id, results.causes, importable=False, warnings=warnings)
+    verdicts = early if early is not None and calls and early.judged(outcomes) else None
+    if verdicts is None:
+        verdicts = Verdicts.of(declaration, made, outcomes if calls else [], keep_table)
+    results = verdicts.results
     results.add(judge.passed("import", run.import_message))
     if declaration.against is not None:
         check, diffs, notes = against.judge_regression(declaration, declaration.against, replayed, made.replayed,
@@ -143,25 +222,11 @@ def _judge_run(declaration: Declaration, made: Calls, run, keep_table: bool) -> 
         warnings += notes
     if not calls:
         return finish(declaration, ids, results.by_id, results.causes, importable=True, warnings=warnings)
-    family = declaration.family.judge(declaration, results, keep_table)
-    firsts, changes, written, reseeded = {}, [], [], []
-    for probe, outcome in zip(calls, outcomes, strict=True):
-        changes += [(probe.slot, change) for change in outcome.state]
-        written += [(probe.slot, name) for name in outcome.written]
-        if probe.role != "repeat":
-            if family.judge(probe, outcome) and probe.role == "table":
-                firsts.setdefault(probe.slot, outcome)
-            continue
-        first = firsts.get(probe.repeats)
-        results.add(judge.judge_determinism(probe.slot, probe.check_id, outcome, first))
-        if first is None:
-            results.causes[probe.check_id] = f"call[{probe.repeats}]"
-        elif outcome.ran:
-            reseeded = judge.reseeded_generators(first, outcome)
+    family, reseeded = verdicts.family, verdicts.reseeded
     ran = [outcome for outcome in outcomes if outcome.ran]
     results.add(judge.judge_aliasing(made.overwritten(run.outcomes), bool(ran)))
-    results.add(judge.judge_state(changes, written, reseeded, bool(ran), judge.unreadable_generators(ran),
-                                  run.import_state.failures))
+    results.add(judge.judge_state(verdicts.changes, verdicts.written, reseeded, bool(ran),
+                                  judge.unreadable_generators(ran), run.import_state.failures))
     warnings += judge.call_warnings([(probe.slot, outcome) for probe, outcome in zip(calls, outcomes, strict=True)])
     drawn = [name for name in judge.drawn_generators(ran) if name not in reseeded]
     warnings += [f"draws from {name} global random number generator (it advances the caller's random stream)"
@@ -225,6 +290,23 @@ def first_failure(declaration: Declaration, calls: Calls) -> FailFast:
     return FailFast(declaration, calls)
 
 
+class _Judging:
+    """The ``stop_after`` of a turn (:meth:`~posenc_spec.gate.runner.Slot.run`): each outcome
+    judged as it arrives (:class:`Verdicts`), and under ``--fail-fast`` the stop (:class:`FailFast`)."""
+
+    def __init__(self, verdicts: Verdicts, fail_fast: FailFast | None):
+        self.verdicts, self.fail_fast = verdicts, fail_fast
+
+    def arrived(self, index: int, outcome) -> None:
+        self.verdicts.arrived(index, outcome)
+
+    def __call__(self, index: int, outcome) -> str | None:
+        return None if self.fail_fast is None else self.fail_fast(index, outcome)
+
+    def keeps(self, index: int) -> bool:
+        return self.fail_fast is not None and self.fail_fast.keeps(index)
+
+
 def _turns(declarations: list[Declaration]):
     """The order of turns: targets of one module together, so that a slot imports it once,
     and within a module by API and convention, so that expected tables are reused;
@@ -255,9 +337,10 @@ def _turn(slot: Slot, declaration: Declaration, shared: bool, options: RunOption
         slot.share_module(declaration.target, declaration.search_path, declaration.framework_request())
     else:
         slot.end_module()
-    stop_after = first_failure(declaration, calls) if options.fail_fast else None
-    run = slot.run(declaration.target, calls.requests(), declaration.search_path, stop_after, declaration.how())
-    report = judge_run(declaration, calls, run, keep_table)
+    verdicts = Verdicts(declaration, calls, keep_table)
+    judging = _Judging(verdicts, first_failure(declaration, calls) if options.fail_fast else None)
+    run = slot.run(declaration.target, calls.requests(), declaration.search_path, judging, declaration.how())
+    report = judge_run(declaration, calls, run, keep_table, verdicts)
     report.seconds, report.where = time.perf_counter() - started, run.where
     return report
 

@@ -3,9 +3,10 @@
 A :class:`Slot` is one lane of a run: a slot template (forked from the run's root template)
 and, while several targets of one module take their turns, a module template that imported
 that module once. :meth:`Slot.run` forks a sealed child for one target, imports it there,
-sends calls ahead of the replies within a byte budget (the child computes the next table
-while the gate reads this one) and reads the replies, each under the per-call timeout (of
-the child's own time: :class:`~posenc_spec.gate.sandbox.OwnTime`), through
+sends calls ahead of the replies within a byte budget, from right behind the import request
+on (the child computes the next table while the gate reads and judges this one), and reads
+the replies, each under the per-call timeout (of the child's own time:
+:class:`~posenc_spec.gate.sandbox.OwnTime`), through
 :mod:`posenc_spec.gate.wire`, which checks every reply against its request. A child that
 dies is replaced (the target is imported again) until the ``MAX_DEATHS``-th death; after a
 hang, a broken reply, a resource limit or a reason to stop (``--fail-fast``) the remaining
@@ -119,8 +120,12 @@ class _Child:
         self.tokens: dict[int, str] = {}
         self.framework: str | None = None  # JAX or TensorFlow: whose arrays the loaded target takes
 
-    def load(self, target: str, deadline: OwnTime, how: dict | None = None):
+    def load(self, target: str, deadline: OwnTime, how: dict | None = None, ahead=()):
+        """Import the target in the child: ``(ok, message, import state)``. The calls ``ahead``
+        are sent right behind the request (as :meth:`send_ahead` sends), so that the child
+        starts on them as soon as the import ends; a child whose import failed reads none of them."""
         send(self.sock, {"op": "load", "target": target, "how": how})
+        self.send_ahead(ahead)
         header, _, _ = self.reader.read(deadline, 0)
         self._learn(header)
         if header.get("framework") in FOREIGN:
@@ -408,7 +413,10 @@ class Slot:
         not run, with that reason, and the child is killed at once; where it has a
         ``keeps(index)``, the calls it keeps are still made (the rest are not run). ``how`` says how to call
         the target when it is not in the API's own form
-        (:meth:`~posenc_spec.gate.declaration.Declaration.how`). A helper process that
+        (:meth:`~posenc_spec.gate.declaration.Declaration.how`). Where ``stop_after`` has an
+        ``arrived(index, outcome)``, it is given each request's outcome as the turn takes it,
+        in order (one the turn replaces later, after a forged reply or a helper's failure, is
+        not given again: the :class:`TargetRun` holds the final ones). A helper process that
         dies or stops during the turn fails the call it happened in (the calls after it are
         not run); one found dead before the turn is replaced first."""
         self.ensure()
@@ -493,11 +501,13 @@ class _Turn:
         self.child: _Child | None = None
         self.helper_failure: str | None = None  # why a helper process above the child failed
 
-    def _start(self) -> tuple[bool, str, ImportState]:
+    def _start(self, pending: list) -> tuple[bool, str, ImportState]:
+        """A child for the target, its import, and the ``pending`` calls still wanted sent behind it."""
         self.child = _Child(self.template, self.limits, len(self.requests), self.slot.template.pid, self.search_path,
                             self.slot.learned)
         try:
-            return self.child.load(self.target, OwnTime(self.limits.timeout, self.child.pid), self.how)
+            return self.child.load(self.target, OwnTime(self.limits.timeout, self.child.pid), self.how,
+                                   [item for item in pending if self._wanted(item[0])])
         except ChannelTimeout:
             self._finish()
             return False, f"importing {self.target} did not finish within the {self.limits.timeout:g} s timeout " \
@@ -536,28 +546,28 @@ class _Turn:
                                f"processes): {self.helper_failure}")
 
     def run(self) -> TargetRun:
-        ok, message, import_state = self._start()
-        turn = TargetRun(ok, message, self.import_state + import_state, where=getattr(self.child, "where", None))
-        if not ok:
-            return turn
         pending = list(enumerate(self.requests))
         self.deaths, self.stop, answered = 0, None, []
         self.stopped = None  # the reason stop_after gave, while calls it keeps are still made
+        ok, message, import_state = self._start(pending)
+        turn = TargetRun(ok, message, self.import_state + import_state, where=getattr(self.child, "where", None))
+        if not ok:
+            return turn
         try:
             while pending:
                 if self.child is not None and not self.stop:
                     self.child.send_ahead([item for item in pending if self._wanted(item[0])])
                 call_id, request = pending.pop(0)
                 if self.stop or not self._wanted(call_id):
-                    turn.outcomes.append(Outcome("not-run", self.stop or self.stopped))
+                    self._append(turn, Outcome("not-run", self.stop or self.stopped))
                     continue
                 outcome, restart = self._receive(request, call_id)
                 unjudged = self.stopped and not self._keeps(call_id)  # sent ahead before the stop
-                turn.outcomes.append(Outcome("not-run", self.stopped) if unjudged else outcome)
+                self._append(turn, Outcome("not-run", self.stopped) if unjudged else outcome)
                 answered.append(len(turn.outcomes) - 1)
                 if outcome.status == "died":
                     answered = []  # the replies of the next child are the ones to vouch for
-                    self._after_death(any(self._wanted(index) for index, _ in pending))
+                    self._after_death(pending)
                 elif restart:
                     self.stop = f"not run: {restart}"
                 if not unjudged:
@@ -571,6 +581,15 @@ class _Turn:
         if self.helper_failure is not None:
             blame_helper_failure(turn, self.helper_failure)
         return turn
+
+    def _append(self, turn: TargetRun, outcome: Outcome) -> None:
+        """Add the next request's outcome to the turn, and tell ``stop_after`` of it where it
+        has an ``arrived(index, outcome)`` (the engine judges it while the child computes the
+        calls sent ahead)."""
+        turn.outcomes.append(outcome)
+        arrived = getattr(self.stop_after, "arrived", None)
+        if arrived is not None:
+            arrived(len(turn.outcomes) - 1, outcome)
 
     def _maybe_stop(self, call_id: int, outcome: Outcome, pending: list) -> None:
         """Ask ``stop_after`` about a call's outcome; a reason stops the calls it does not keep."""
@@ -596,16 +615,16 @@ class _Turn:
         and those sent ahead before it (their replies are read, so that the channel stays in step)."""
         return not self.stopped or self._keeps(call_id) or (self.child is not None and call_id in self.child.tokens)
 
-    def _after_death(self, more: bool) -> None:
-        """Start another child for the calls left, up to ``MAX_DEATHS`` deaths."""
+    def _after_death(self, pending: list) -> None:
+        """Start another child for the calls left (``pending``), up to ``MAX_DEATHS`` deaths."""
         self.deaths += 1
         if self.helper_failure is not None:
             self.stop = "not run: the gate's helper process above the target failed on an earlier call"
         elif self.deaths >= MAX_DEATHS:
             self.stop = f"not run: the process died on {self.deaths} calls of this target"
-        elif more:
+        elif any(self._wanted(index) for index, _ in pending):
             try:
-                ok, message, _ = self._start()
+                ok, message, _ = self._start(pending)
             except SandboxError as error:
                 self.helper_failure, ok, message = str(error), False, str(error)
             if not ok:
