@@ -65,14 +65,27 @@ def test_first_call_tells_every_preset_apart(api, t_max):
 
 @pytest.mark.parametrize("api", ["table", "timesteps"])
 def test_grid_reaches_scale_and_edges(api):
-    """Lengths reach 4096 and widths 1024; widths 2, odd 7 and 65, and one position are in;
-    a cap bounds every length; --odd skip drops the odd calls."""
+    """Tables reach 4096 positions (past float16's last integer), both APIs a width past 512
+    (a channel index past 256); widths 2, odd 7 and 65, and one position are in; a cap bounds
+    every length; --odd skip drops the odd calls."""
     probes = probes_for(api, 1000.0)
-    assert max(p.length for p in probes) >= 4096 and max(p.width for p in probes) >= 1024
+    assert max(p.width for p in probes) > 512
+    assert api != "table" or max(p.length for p in probes) >= 4096
     ids = {p.check_id for p in probes}
     assert {"degenerate[d=2]", "degenerate[L=1]", "odd[7]", "odd[65]", "determinism"} <= ids
     assert max(p.length for p in probes_for(api, 1000.0, max_positions=300)) == 300
     assert not any(p.role == "odd" for p in probes_for(api, 1000.0, skip_odd=True))
+
+
+def test_the_largest_calls_are_as_wide_as_their_bugs_need():
+    """The 4096x1024 slot keeps its id and calls 4096 x 64 (formula, finite, range);
+    float-draws-x1024 calls 256 draws at width 1024."""
+    by_slot = {p.slot: p for p in probes_for("table", 1000.0)}
+    longest = by_slot["4096x1024"]
+    assert (longest.length, longest.width) == (4096, 64) and longest.size == "4096x64"
+    assert longest.check_ids() == ["call[4096x1024]", "finite[4096x1024]", "formula[4096x1024]", "range[4096x1024]"]
+    draws = {p.slot: p for p in probes_for("timesteps", 1000.0)}["float-draws-x1024"]
+    assert (draws.length, draws.width) == (256, 1024)
 
 
 @pytest.mark.parametrize("api", registry.apis())

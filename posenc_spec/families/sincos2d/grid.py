@@ -28,8 +28,7 @@ axis hidden by a transposed token order (on a square grid the two cancel), and s
 
 The grid (:func:`calls`): grids ``1x1``, ``1x7``, ``7x1``, ``2x3``, prime sides (``7x11``,
 ``11x7``), a square (``16x16``) and a wider non-square one (``13x32``), at widths 8, 12 and 64,
-the last two also at a ViT-Base width, 768 (:data:`WIDE_GRIDS`: a wide table costs most of a
-check, and the narrow ones already tell every slip), each through every check of
+the last grid also at a ViT-Base width, 768 (:data:`WIDE`), each through every check of
 :data:`CHECK_NAMES` (``{check}[{H}x{W}:d={D}]``);
 width 4 at ``2x3``; widths 6, 10 and 766 (not multiples of 4) at ``2x3``, where the call
 must raise (``indivisible[d=D]``); under ``freq_shift = 1`` width 4 has no value and
@@ -38,6 +37,28 @@ must raise too (``undefined[d=4]``, or return the limit omega = 1); then ``deter
 and ``16x16`` instead. ``max_positions`` caps every side, and so does ``pos_embed_max_size``
 under ``crop``; the ids name the grid's own sizes, the same whatever the cap (an xfails file
 keyed on them keeps working), and the messages name the sizes called.
+
+Each call is kept for the class of bug it shows:
+
+- ``1x1``, ``1x7`` and ``7x1``: an axis of one position (a normalisation by ``side - 1``
+  divides by 0 there, a squeezed axis, a class token's row with no grid beside it);
+- ``2x3``, ``7x11`` and ``11x7``: sides that differ, both ways round, and prime (no side
+  divides the other): the axis order, the token order (row- or column-major), a position
+  normalised or cropped by the other side's length;
+- ``16x16`` and ``13x32``: a square grid (the common case, where a swapped axis cancels a
+  transposed token order) and a non-square one of more tokens;
+- widths 8, 12 and 64: a quarter of the width per frequency set (2, 3 and 16 frequencies),
+  where an exponent over the wrong denominator (``D``, ``D/2``, ``D/4 - 1``), a base, the
+  concat or interleaved layout and sin/cos order differ;
+- width 768 at ``13x32`` (``16x16`` for ``dim-size``): a model's width (ViT-Base), where
+  code may take another path or fill a buffer sized for smaller tables, on the non-square
+  grid so that an axis mix-up at that width shows too. One grid at that width is enough: the
+  wide tables are most of a check's cost, every slip of the corpus shows at the narrow ones,
+  and ``16x16:d=768`` (dropped but for ``dim-size``: an xfails entry naming it matches
+  nothing) showed nothing ``13x32:d=768`` does not;
+- width 4, and 6, 10 and 766 (not multiples of 4) at ``2x3``: a width with no value must
+  raise, not be padded or truncated;
+- the determinism repeat at ``13x32:d=64``.
 """
 
 from __future__ import annotations
@@ -54,7 +75,7 @@ SQUARE_ONLY = ("dim-size",)
 GRIDS = ((1, 1), (1, 7), (7, 1), (2, 3), (7, 11), (11, 7), (16, 16), (13, 32))
 SQUARE_GRIDS = ((1, 1), (2, 2), (7, 7), (16, 16))
 WIDTHS = (8, 12, 64)
-WIDE, WIDE_GRIDS = 768, ((16, 16), (13, 32))
+WIDE = 768  # at the last grid only: 13x32, or 16x16 for a square-only signature
 SMALLEST_WIDTH_GRID = (2, 3)
 INDIVISIBLE_WIDTHS = (6, 10, 766)
 DETERMINISM = (13, 32, 64)
@@ -127,7 +148,7 @@ def calls(conv: Sincos2d, signature: str = "h-w-dim", max_positions: int | None 
         return Call(*called, dim, conv.shape(*called, dim), role, nominal=nominal, **more)
 
     made = [call(height, width, dim) for height, width in grids
-            for dim in (*WIDTHS, *((WIDE,) if (height, width) in WIDE_GRIDS else ()))]
+            for dim in (*WIDTHS, *((WIDE,) if (height, width) == grids[-1] else ()))]
     height, width = SMALLEST_WIDTH_GRID
     if signature in SQUARE_ONLY:
         width = height

@@ -56,15 +56,35 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
 
 The default grid (table API): 50x8, 50x4, 50x6, 128x64, 300x512 with every property;
 1x64 and 50x2 (degenerate); odd widths 7 and 65 at 50 positions; then 1024x768 and
-4096x1024 (formula, finite, range); determinism repeats 300x512. Width 8 at 50 positions
-already tells every preset apart; 4096 positions and width 1024 reach the bugs that hide
-at scale (float16 positions above 2048, precision loss in the angle, a wrapping channel
-index). ``max_positions`` caps every length. The timesteps grid passes 1-D torch tensors:
+``4096x1024`` (formula, finite, range); determinism repeats 300x512. ``max_positions`` caps
+every length. Each call is kept for the class of bug it shows, and a large table is only as
+wide as that class needs (its cost, the target's and the expected table's alike, grows with
+its elements):
+
+- width 8 at 50 positions already tells every preset apart (base, layout, offset, scale,
+  shift); 50x4 and 50x6, two and three pairs, are where an exponent divided by the wrong
+  count (``d``, ``d/2``, ``d/2 - 1``) differs most;
+- 128x64 and 300x512: every derived property, where it says which one breaks and where;
+- 1024x768: a channel index past 256 (384 pairs): an index counted in uint8 wraps there and
+  one formed in bfloat16 rounds (300x512 stops at pair 255), and positions past 512, where a
+  table clamped or built for 512 rows ends;
+- the ``4096x1024`` slot calls **4096 x 64**: positions past 2048, where float16 positions
+  stop (2048 is its last integer), a buffer built for 2048 rows wraps or ends silently, and
+  code that takes another path past its cached rows (positions then formed in a narrow dtype)
+  shows that path. A position bug shows in every column of a pair whose angle it moves, and
+  width 64 holds 32 frequencies from 1 down to ``base ** -(31/32)``, the whole range of
+  angle scales; width 1024 added nothing a bug needs but 16 times the elements. The slot
+  keeps its name (an xfails file keyed on ``formula[4096x1024]`` keeps working); its
+  messages give the size called.
+
+The timesteps grid passes 1-D torch tensors:
 int64 steps ``0..49`` (width 8; 50 evenly spaced float32 values in ``[0, t_max]`` when
 ``t_max < 49``), every integer ``0..t_max`` (up to 1024 of them, width 128),
 256 seeded integer draws in ``[0, t_max]`` (width 320), and seeded float32 draws in
-``[0, t_max]`` (256 at width 64, 4096 at width 1024); the expected table uses exactly the
-values passed.
+``[0, t_max]`` (256 at width 64, 256 at width 1024); the expected table uses exactly the
+values passed. Width 1024 is the timesteps grid's only call past 256 pairs (the channel index
+bugs above); float timesteps that are rounded, truncated or formed in a narrow dtype show at
+256 draws already (``float-draws-x64``), so its draws are as many.
 """
 
 from __future__ import annotations
@@ -79,6 +99,9 @@ from posenc_spec.gate.calls import ArrayArg, CallRequest
 
 DERIVED_LIMIT = 300 * 512
 TABLE_SIZES = ((50, 8), (50, 4), (50, 6), (128, 64), (300, 512), (1024, 768), (4096, 1024))
+# slot -> the width it calls, where narrower than its name (see the module docstring)
+CALLED_WIDTHS = {"4096x1024": 64}
+FLOAT_DRAWS = 256  # seeded float32 timesteps of each float-draws slot
 ODD_WIDTHS = (7, 65)
 ODD_LENGTH = 50
 DETERMINISM_SIZE = (300, 512)
@@ -195,7 +218,8 @@ def table_probes(max_positions=None, skip_odd=False, adds_layout: str | None = N
     if not skip_odd:
         probes += [Probe(f"odd-{width}", "odd", _capped(ODD_LENGTH, max_positions), width, check_id=f"odd[{width}]")
                    for width in ODD_WIDTHS]
-    probes += [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d, derived=n * d <= DERIVED_LIMIT)
+    probes += [Probe(f"{n}x{d}", "table", _capped(n, max_positions), CALLED_WIDTHS.get(f"{n}x{d}", d),
+                     derived=n * d <= DERIVED_LIMIT)
                for n, d in TABLE_SIZES[5:]]
     if adds_layout is not None:
         length, width = ADDS_SIZE
@@ -236,7 +260,7 @@ def timestep_probes(t_max: float, max_positions=None, skip_odd=False) -> list[Pr
         first50 = np.arange(50, dtype=np.int64)
     else:  # too few integer steps below t_max (t in [0, 1], say): 50 evenly spaced float32 values
         first50 = np.minimum(np.linspace(0.0, t_max, 50).astype(np.float32), largest)
-    determinism = draws_float(256)
+    determinism = draws_float(FLOAT_DRAWS)
     probes = [
         probe("first-50x8", first50, 8),
         probe("every-step-x128", ladder, 128),
@@ -247,7 +271,7 @@ def timestep_probes(t_max: float, max_positions=None, skip_odd=False) -> list[Pr
     ]
     if not skip_odd:
         probes += [probe(f"odd-{width}", first50, width, "odd", f"odd[{width}]") for width in ODD_WIDTHS]
-    probes.append(probe("float-draws-x1024", draws_float(4096), 1024))
+    probes.append(probe("float-draws-x1024", draws_float(FLOAT_DRAWS), 1024))
     probes.append(probe("float-draws-x64", determinism, 64, "repeat", "determinism", "float-draws-x64", "b"))
     return probes
 

@@ -87,7 +87,7 @@ def _bound(positions, width: int, conv: Convention, degenerate_limit: bool, dtyp
 
 # Each cache holds only its own arrays (the tables; the bounds), so that their sizes are what
 # the cache keeps alive: an Expectation is assembled on each call.
-CACHE_BYTES = 1 << 30  # room for the expected tables of several conventions at 4096 x 1024
+CACHE_BYTES = 1 << 30  # room for the whole grid's expected tables (about 10 MiB) of many conventions
 _tables = BoundedCache(CACHE_BYTES // 2)
 _bounds = BoundedCache(CACHE_BYTES // 2)
 
@@ -130,7 +130,7 @@ def check_value_range(table, exp: Expectation, name="range") -> CheckResult:
     table = real(table)
     if table.size == 0:
         return skipped(name, f"the {exp.size} table is empty")
-    high, low = int(np.argmax(table)), int(np.argmin(table))  # no |table| copy: the gate reads 4096 x 1024 tables
+    high, low = int(np.argmax(table)), int(np.argmin(table))  # no |table| copy: tables may be large
     flat = high if table.flat[high] >= -table.flat[low] else low
     index = np.unravel_index(flat, table.shape)
     value = float(table[index])

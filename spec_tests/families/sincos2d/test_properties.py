@@ -91,3 +91,11 @@ def test_the_call_grid_and_its_check_ids():
     assert max(max(call.height, call.width) for call in capped) == 12
     with pytest.raises(ValueError, match="signature must be one of h-w-dim"):
         grid.calls(PRESETS["mae"], "fn(d)")
+
+
+@pytest.mark.parametrize(("signature", "wide"), [("h-w-dim", (13, 32)), ("dim-size", (16, 16))])
+def test_the_model_width_is_called_at_the_last_grid_only(signature, wide):
+    """Width 768 (ViT-Base), a wide table's cost, is called once: at 13x32, or 16x16 for a
+    square-only signature."""
+    made = grid.calls(PRESETS["mae"], signature)
+    assert [(call.height, call.width) for call in made if call.dim == grid.WIDE] == [wide]

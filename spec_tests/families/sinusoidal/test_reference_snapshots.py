@@ -123,7 +123,7 @@ def _run_in_process(function, request):
 
 @pytest.mark.parametrize("name", list(SNAPSHOTS))
 def test_a_default_grid_snapshot_is_small_enough_to_commit(name, tmp_path):
-    """The full default grid of each reference (up to 4096x1024), recorded exactly, takes at
+    """The full default grid of each reference (up to 4096 positions), recorded exactly, takes at
     most a MiB (17.8 MiB for torch's float32 table stored as plain bits, compressed)."""
     import importlib
 
