@@ -1,7 +1,7 @@
 """Known deviations: an xfails file lists check ids whose failure is expected.
 
 One entry per line: a check id or a glob pattern over check ids (``*`` any text, ``?`` one
-character; brackets are literal, as in the ids: ``odd[*]``, ``formula[4096x1024]``), then
+character; brackets are literal, as in the ids: ``odd[*]``, ``formula[4096x64]``), then
 optionally ``# reason``. Blank lines and lines that start
 with ``#`` are ignored; a UTF-8 byte-order mark and CRLF line ends are accepted. A failed
 check an entry matches is reported as ``xfailed`` (with the reason); a passed one as

@@ -409,7 +409,7 @@ def test_fail_fast_stops_a_target_at_its_first_failed_check(tmp_path, capsys):
     assert main(["check", TORCH_REFERENCE, "--convention", "concat", "--fail-fast", "--json", str(out)]) == 1
     target = _report(out)["targets"][0]
     checks = {check["id"]: check for check in target["checks"]}
-    assert checks["formula[50x8]"]["status"] == "failed" and checks["formula[4096x1024]"]["status"] == "failed"
+    assert checks["formula[50x8]"]["status"] == "failed" and checks["formula[4096x64]"]["status"] == "failed"
     skipped = _stopped(checks, "--fail-fast stopped this target at its first failed check, formula[50x8]")
     assert any(name.startswith("determinism") for name in skipped) and "grow[d=16]" in skipped, skipped
     assert [hint["slips"] for hint in target["hints"]] == [["layout"]], target["hints"]

@@ -78,12 +78,11 @@ def test_grid_reaches_scale_and_edges(api):
 
 
 def test_the_largest_calls_are_as_wide_as_their_bugs_need():
-    """The 4096x1024 slot keeps its id and calls 4096 x 64 (formula, finite, range);
-    float-draws-x1024 calls 256 draws at width 1024."""
-    by_slot = {p.slot: p for p in probes_for("table", 1000.0)}
-    longest = by_slot["4096x1024"]
-    assert (longest.length, longest.width) == (4096, 64) and longest.size == "4096x64"
-    assert longest.check_ids() == ["call[4096x1024]", "finite[4096x1024]", "formula[4096x1024]", "range[4096x1024]"]
+    """The longest table is 4096 x 64 (formula, finite, range); float-draws-x1024 calls 256
+    draws at width 1024."""
+    longest = max(probes_for("table", 1000.0), key=lambda probe: probe.length)
+    assert (longest.slot, longest.length, longest.width) == ("4096x64", 4096, 64)
+    assert longest.check_ids() == ["call[4096x64]", "finite[4096x64]", "formula[4096x64]", "range[4096x64]"]
     draws = {p.slot: p for p in probes_for("timesteps", 1000.0)}["float-draws-x1024"]
     assert (draws.length, draws.width) == (256, 1024)
 

@@ -1,7 +1,7 @@
 """``identify`` answers for ``check``, and ``init`` writes its answer into pyproject.toml.
 
 identify's answer goes through check's whole grid before it is given: positions rounded to
-float16 fit vaswani on the small tables identify fits, and check rejects them at 4096x1024,
+float16 fit vaswani on the small tables identify fits, and check rejects them at 4096x64,
 so the answer is "none" with where it breaks. With a declaration (flags, or the target's
 entry in the nearest [tool.posenc-spec]) the answer says how it differs. init appends the
 answer as a [[tool.posenc-spec.targets]] entry, keeping every byte of the file, refuses an
@@ -56,12 +56,12 @@ def project(tmp_path, monkeypatch):
 
 
 def test_identify_names_none_where_check_rejects_the_fit(project):
-    """float16 positions: the fitted tables are vaswani's, check fails formula[4096x1024];
+    """float16 positions: the fitted tables are vaswani's, check fails formula[4096x64];
     the answer is none, vaswani the nearest, with the check, its worst row and the hint."""
     status, answer = identify("enc:float16_positions")
     assert status == 1 and answer["name"] == "none" and answer["nearest"]["name"] == "vaswani", answer["message"]
-    assert "check rejects it on its whole grid" in answer["message"] and "first formula[4096x1024]" in answer["message"]
-    assert "row 2049 of 4096x1024 is position 2049 computed as 2048" in answer["message"], answer["message"]
+    assert "check rejects it on its whole grid" in answer["message"] and "first formula[4096x64]" in answer["message"]
+    assert "row 2049 of 4096x64 is position 2049 computed as 2048" in answer["message"], answer["message"]
     assert answer["hints"][0]["slips"] == ["positions-float16"]
 
 

@@ -3,7 +3,7 @@
 Check ids are stable strings: use them in an ``--xfails`` file, in ``--json`` output and in
 the pytest test ids. ``S`` names a slot of the grid, the same whatever ``--max-positions``
 or ``--t-max`` make of its size (the messages give the size actually called): ``50x8``,
-``50x4``, ``50x6``, ``128x64``, ``300x512``, ``1024x768``, ``4096x1024`` for the table API;
+``50x4``, ``50x6``, ``128x64``, ``300x512``, ``1024x768``, ``4096x64`` for the table API;
 ``first-50x8``, ``every-step-x128``, ``int-draws-x320``, ``float-draws-x64``,
 ``float-draws-x1024`` for the timesteps API.
 
@@ -56,7 +56,7 @@ or ``--t-max`` make of its size (the messages give the size actually called): ``
 
 The default grid (table API): 50x8, 50x4, 50x6, 128x64, 300x512 with every property;
 1x64 and 50x2 (degenerate); odd widths 7 and 65 at 50 positions; then 1024x768 and
-``4096x1024`` (formula, finite, range); determinism repeats 300x512. ``max_positions`` caps
+4096x64 (formula, finite, range); determinism repeats 300x512. ``max_positions`` caps
 every length. Each call is kept for the class of bug it shows, and a large table is only as
 wide as that class needs (its cost, the target's and the expected table's alike, grows with
 its elements):
@@ -68,14 +68,12 @@ its elements):
 - 1024x768: a channel index past 256 (384 pairs): an index counted in uint8 wraps there and
   one formed in bfloat16 rounds (300x512 stops at pair 255), and positions past 512, where a
   table clamped or built for 512 rows ends;
-- the ``4096x1024`` slot calls **4096 x 64**: positions past 2048, where float16 positions
+- 4096x64: positions past 2048, where float16 positions
   stop (2048 is its last integer), a buffer built for 2048 rows wraps or ends silently, and
   code that takes another path past its cached rows (positions then formed in a narrow dtype)
   shows that path. A position bug shows in every column of a pair whose angle it moves, and
   width 64 holds 32 frequencies from 1 down to ``base ** -(31/32)``, the whole range of
-  angle scales; width 1024 added nothing a bug needs but 16 times the elements. The slot
-  keeps its name (an xfails file keyed on ``formula[4096x1024]`` keeps working); its
-  messages give the size called.
+  angle scales; width 1024 would add nothing a bug needs but 16 times the elements.
 
 The timesteps grid passes 1-D torch tensors:
 int64 steps ``0..49`` (width 8; 50 evenly spaced float32 values in ``[0, t_max]`` when
@@ -98,9 +96,7 @@ from posenc_spec.families.sinusoidal import properties as checks
 from posenc_spec.gate.calls import ArrayArg, CallRequest
 
 DERIVED_LIMIT = 300 * 512
-TABLE_SIZES = ((50, 8), (50, 4), (50, 6), (128, 64), (300, 512), (1024, 768), (4096, 1024))
-# slot -> the width it calls, where narrower than its name (see the module docstring)
-CALLED_WIDTHS = {"4096x1024": 64}
+TABLE_SIZES = ((50, 8), (50, 4), (50, 6), (128, 64), (300, 512), (1024, 768), (4096, 64))
 FLOAT_DRAWS = 256  # seeded float32 timesteps of each float-draws slot
 ODD_WIDTHS = (7, 65)
 ODD_LENGTH = 50
@@ -218,7 +214,7 @@ def table_probes(max_positions=None, skip_odd=False, adds_layout: str | None = N
     if not skip_odd:
         probes += [Probe(f"odd-{width}", "odd", _capped(ODD_LENGTH, max_positions), width, check_id=f"odd[{width}]")
                    for width in ODD_WIDTHS]
-    probes += [Probe(f"{n}x{d}", "table", _capped(n, max_positions), CALLED_WIDTHS.get(f"{n}x{d}", d),
+    probes += [Probe(f"{n}x{d}", "table", _capped(n, max_positions), d,
                      derived=n * d <= DERIVED_LIMIT)
                for n, d in TABLE_SIZES[5:]]
     if adds_layout is not None:

@@ -89,7 +89,7 @@ NAMES = FamilyKeys(
     title="Sinusoidal tables and diffusion timestep embeddings",
     page="docs/declaring.md#the-family-of-sinusoidal-conventions",
     x_layouts="the adds-to-x signature: sbd (default), bsd or sd",
-    check_ids="Sinusoidal tables and timesteps (S names a slot of the grid such as 4096x1024 or every-step-x128, "
+    check_ids="Sinusoidal tables and timesteps (S names a slot of the grid such as 4096x64 or every-step-x128, "
               "the same whatever --max-positions or --t-max): call[S], finite[S], formula[S], range[S], pair-norm[S], "
               "row-norm[S], position-zero[S], frequencies[S], relative-offset[S], dot-product[S], degenerate[d=2], "
               "degenerate[L=1], odd[7], odd[65]; after the grid, at a size it never asks, the call sequences real "
