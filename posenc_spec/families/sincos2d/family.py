@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from posenc_spec.gate.errors import UsageError
 from posenc_spec.gate.family import Family
 
 from . import grid, spec
 from .judge import Sincos2dJudge, table_problem
 from .keys import NAMES
+
+
+CHECKED_DTYPE = "float32"  # the dtype whose bounds must be able to tell a table apart
 
 
 class Sincos2dFamily(Family):
@@ -16,6 +20,26 @@ class Sincos2dFamily(Family):
 
     def declare(self, keys, context):
         return spec.declare(keys, context)
+
+    def assert_checkable(self, declaration) -> None:
+        """A usage error when no table call of the grid would tell the declared table from one
+        whose every angle is 0: the options leave nothing for float32 to check."""
+        from . import judge, properties
+
+        convention = declaration.spec.convention
+        calls = [call for call in self.probes(declaration) if call.role == "table"]
+        for call in calls:
+            try:
+                expected = judge.expectation(call.height, call.width, call.dim, convention, CHECKED_DTYPE)
+            except ValueError:  # a size the convention refuses: told apart by that alone
+                return
+            if properties.shows_its_angles(expected):
+                return
+        if calls:
+            raise UsageError(f"{declaration.name}: a table whose every angle is 0 (each sine 0, each cosine 1) is "
+                             f"within the {CHECKED_DTYPE} bounds of {declaration.convention_name()} at every call: "
+                             "the declared positions and frequencies (scale, offset, base size, bases) leave "
+                             "angles float32 cannot resolve, so nothing can be checked")
 
     def regression_bounds(self, declaration):
         from . import judge

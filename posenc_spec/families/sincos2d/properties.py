@@ -293,3 +293,11 @@ def run_all(table, exp: Expectation2d) -> dict[str, CheckResult]:
         else:
             results[check_name] = check(table, exp)
     return results
+
+
+def shows_its_angles(expected: Expectation2d) -> bool:
+    """Whether a table whose every angle is 0 (each sine 0, each cosine 1) falls outside the
+    bounds of ``expected``: where it does not, positions or frequencies so large (or so small)
+    that float32 cannot resolve the angles let any table pass the formula check."""
+    zero_angles = np.broadcast_to(np.where(expected.columns.is_sin, 0.0, 1.0), expected.grid.shape)
+    return not compare(zero_angles, expected.grid, expected.tolerance).ok
