@@ -9,7 +9,6 @@ from . import grid, spec
 from .judge import Sincos2dJudge, table_problem
 from .keys import NAMES
 
-
 CHECKED_DTYPE = "float32"  # the dtype whose bounds must be able to tell a table apart
 
 
