@@ -11,6 +11,7 @@ The ordinary user is one no other test runs as (``SCHEDULED_UID``), emulated fro
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import sys
@@ -78,3 +79,11 @@ def test_the_target_that_schedules_its_own_processes_conforms_and_nothing_is_lef
     assert "scheduler of this user's processes" not in done.stdout + done.stderr
     assert "signals were not confined" not in done.stdout + done.stderr
     assert [entry["status"] for name, entry in entries if name in OWN] == ["conforms"], entries[-1]["checks"][:3]
+
+
+def test_every_attack_is_a_function_of_the_scheduling_module():
+    """Each attacker and the target that schedules its own processes is a function defined
+    in ``scheduling.py`` (the run above declares each by name)."""
+    source = (Path(__file__).parent / "scheduling.py").read_text()
+    defined = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    assert set(ATTACKS + OWN) <= defined, sorted(set(ATTACKS + OWN) - defined)
