@@ -10,6 +10,7 @@ cap every declaration uses, what a complete report must hold, and whether a proc
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import socket
@@ -84,6 +85,17 @@ def assert_complete_entry(entry: dict, declaration) -> None:
     importable = entry["checks"][0]["status"] != "failed"
     expected = ("conforms" if not failed else "does-not-conform") if importable else "error"
     assert entry["status"] == expected, f"{name}: status {entry['status']} with failed checks {failed[:3]}"
+
+
+def raw_syscall(number: int, *arguments) -> int:
+    """System call ``number`` with integer ``arguments`` through the C library (for calls
+    Python's ``os`` has no function for, or aimed past what it checks); OSError on failure."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    result = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(argument) for argument in arguments))
+    if result < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
+    return result
 
 
 def in_a_forked_process(body) -> dict:

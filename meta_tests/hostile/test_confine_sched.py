@@ -21,6 +21,7 @@ import threading
 
 import pytest
 
+from meta_tests.hostile import raw_syscall
 from posenc_spec.gate.child import confine_signals, supervisor
 from posenc_spec.gate.child.supervisor import Supervisor
 
@@ -32,24 +33,15 @@ SCHED_ATTR_SIZE = 48  # struct sched_attr, its first version
 LOWEST = 19
 
 
-def _syscall(number: int, *arguments) -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(argument) for argument in arguments))
-    if result < 0:
-        error = ctypes.get_errno()
-        raise OSError(error, os.strerror(error))
-    return result
-
-
 def _sched_setattr(pid: int) -> None:
     """``sched_setattr(pid, {SCHED_OTHER, nice 19})``."""
     attributes = (ctypes.c_uint32 * (SCHED_ATTR_SIZE // 4))()
     attributes[0], attributes[1], attributes[4] = SCHED_ATTR_SIZE, os.SCHED_OTHER, LOWEST  # size, policy, nice
-    _syscall(confine_signals._CALLS[platform.machine()].scheduling[3], pid, ctypes.addressof(attributes), 0)
+    raw_syscall(confine_signals._CALLS[platform.machine()].scheduling[3], pid, ctypes.addressof(attributes), 0)
 
 
 def _ioprio_set(which: int, who: int) -> None:
-    _syscall(confine_signals._CALLS[platform.machine()].ioprio_set, which, who, IOPRIO_BEST_EFFORT_7)
+    raw_syscall(confine_signals._CALLS[platform.machine()].ioprio_set, which, who, IOPRIO_BEST_EFFORT_7)
 
 
 def _every_change(pid: int, group: int) -> dict:

@@ -19,7 +19,7 @@ import threading
 
 import pytest
 
-from meta_tests.hostile import in_a_forked_process
+from meta_tests.hostile import in_a_forked_process, raw_syscall
 from posenc_spec.gate.child import confine_signals, confinement
 
 pytestmark = pytest.mark.skipif(not confine_signals.available(),
@@ -30,20 +30,11 @@ HIGH_BIT_32 = 1 << 32  # above the pid_t the kernel reads: the filter must compa
 F_SETSIG = 10
 
 
-def _syscall(number: int, *arguments) -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(argument) for argument in arguments))
-    if result < 0:
-        error = ctypes.get_errno()
-        raise OSError(error, os.strerror(error))
-    return result
-
-
 def _queued(number: int, *first, sig: int) -> None:
     """``rt_sigqueueinfo``/``rt_tgsigqueueinfo`` with a queued signal's information."""
     info = ctypes.create_string_buffer(SIGINFO_BYTES)
     ctypes.memmove(info, (ctypes.c_int * 3)(sig, 0, SI_QUEUE), 12)
-    _syscall(number, *first, sig, ctypes.addressof(info))
+    raw_syscall(number, *first, sig, ctypes.addressof(info))
 
 
 def _f_setown_ex(fd: int, pid: int) -> None:
@@ -79,9 +70,9 @@ def _attacks(victim: int) -> dict:
         "kill(victim, SIGSTOP)": lambda: os.kill(victim, signal.SIGSTOP),
         "kill(-victim)": lambda: os.kill(-victim, 0),
         "kill(-1)": lambda: os.kill(-1, 0),
-        "kill(victim + 2**32)": lambda: _syscall(kill, victim + HIGH_BIT_32, 0),
-        "tkill(victim)": lambda: _syscall(tkill, victim, 0),
-        "tgkill(victim, victim)": lambda: _syscall(tgkill, victim, victim, 0),
+        "kill(victim + 2**32)": lambda: raw_syscall(kill, victim + HIGH_BIT_32, 0),
+        "tkill(victim)": lambda: raw_syscall(tkill, victim, 0),
+        "tgkill(victim, victim)": lambda: raw_syscall(tgkill, victim, victim, 0),
         "rt_sigqueueinfo(victim)": lambda: _queued(queue, victim, sig=0),
         "rt_tgsigqueueinfo(victim, victim)": lambda: _queued(tgqueue, victim, victim, sig=0),
         "pidfd_send_signal(victim)": lambda: signal.pidfd_send_signal(os.pidfd_open(victim), 0),
@@ -106,9 +97,9 @@ def _own_signals() -> dict:
         "raise_signal": lambda: signal.raise_signal(usr1),
         "os.killpg(0)": lambda: os.killpg(0, usr1),
         "kill(-own id)": lambda: os.kill(-me, usr1),
-        "kill(own id + 2**32)": lambda: _syscall(kill, me + HIGH_BIT_32, usr1),
-        "tkill(own id)": lambda: _syscall(tkill, me, usr1),
-        "tgkill(own id, own id)": lambda: _syscall(tgkill, me, me, usr1),
+        "kill(own id + 2**32)": lambda: raw_syscall(kill, me + HIGH_BIT_32, usr1),
+        "tkill(own id)": lambda: raw_syscall(tkill, me, usr1),
+        "tgkill(own id, own id)": lambda: raw_syscall(tgkill, me, me, usr1),
         "rt_sigqueueinfo(own id)": lambda: _queued(queue, me, sig=usr1),
         "rt_tgsigqueueinfo(own id, own id)": lambda: _queued(tgqueue, me, me, sig=usr1),
         "pthread_kill(own thread)": lambda: signal.pthread_kill(worker.ident, 0),
