@@ -11,6 +11,7 @@ cap every declaration uses, what a complete report must hold, and whether a proc
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import socket
@@ -96,6 +97,19 @@ def raw_syscall(number: int, *arguments) -> int:
         error = ctypes.get_errno()
         raise OSError(error, os.strerror(error))
     return result
+
+
+def tried(attempts: dict) -> dict:
+    """What each attempt (name -> a call) got: ``"allowed"``, or ``"refused (EPERM)"`` named
+    by the error it raised."""
+    got = {}
+    for name, attempt in attempts.items():
+        try:
+            attempt()
+            got[name] = "allowed"
+        except OSError as error:
+            got[name] = f"refused ({errno.errorcode[error.errno]})"
+    return got
 
 
 def in_a_forked_process(body) -> dict:

@@ -9,7 +9,6 @@ threads and its own group run. A supervisor that is gone makes the call fail, ne
 from __future__ import annotations
 
 import ctypes
-import errno
 import json
 import os
 import platform
@@ -21,7 +20,7 @@ import threading
 
 import pytest
 
-from meta_tests.hostile import raw_syscall
+from meta_tests.hostile import raw_syscall, tried
 from posenc_spec.gate.child import confine_signals, supervisor
 from posenc_spec.gate.child.supervisor import Supervisor
 
@@ -58,17 +57,6 @@ def _every_change(pid: int, group: int) -> dict:
         "kill": lambda: os.kill(pid, 0),
         "killpg": lambda: os.killpg(group, 0),
     }
-
-
-def _tried(attempts: dict) -> dict:
-    got = {}
-    for name, attempt in attempts.items():
-        try:
-            attempt()
-            got[name] = "allowed"
-        except OSError as error:
-            got[name] = f"refused ({errno.errorcode[error.errno]})"
-    return got
 
 
 def _in_a_supervised_process(body, signals: bool = True, between=None, template: bool = False) -> dict:
@@ -129,7 +117,7 @@ def test_every_call_aimed_at_another_process_is_refused(victim):
     me, my_group = os.getpid(), os.getpgid(0)
     before = _scheduling(victim), _scheduling(me)
     got = _in_a_supervised_process(lambda got: got.update(
-        {"victim": _tried(_every_change(victim, victim)), "supervisor": _tried(_every_change(me, my_group))}))
+        {"victim": tried(_every_change(victim, victim)), "supervisor": tried(_every_change(me, my_group))}))
     assert got.pop("installed") == ["", ""]
     assert got == dict.fromkeys(("victim", "supervisor"), dict.fromkeys(_every_change(0, 0), "refused (EPERM)")), got
     assert (_scheduling(victim), _scheduling(me)) == before
@@ -142,7 +130,7 @@ def test_calls_aimed_at_every_process_of_the_user_are_refused():
                 "setpriority(user 0)": lambda: os.setpriority(os.PRIO_USER, 0, LOWEST),
                 "setpriority(user)": lambda: os.setpriority(os.PRIO_USER, os.getuid(), LOWEST),
                 "ioprio_set(user 0)": lambda: _ioprio_set(IOPRIO_WHO_USER, 0)}
-    got = _in_a_supervised_process(lambda got: got.update(_tried(attempts)))
+    got = _in_a_supervised_process(lambda got: got.update(tried(attempts)))
     assert got.pop("installed") == ["", ""]
     assert got == dict.fromkeys(attempts, "refused (EPERM)"), got
 
@@ -155,12 +143,12 @@ def _own_processes(got: dict) -> None:
     worker_done = threading.Event()
     worker = threading.Thread(target=worker_done.wait, args=(30,))
     worker.start()
-    got["child"] = _tried(_every_change(child.pid, child.pid))
+    got["child"] = tried(_every_change(child.pid, child.pid))
     got["child's nice"] = os.getpriority(os.PRIO_PROCESS, child.pid)
-    got["thread"] = _tried({name: attempt for name, attempt in _every_change(worker.native_id, 0).items()
+    got["thread"] = tried({name: attempt for name, attempt in _every_change(worker.native_id, 0).items()
                             if name != "kill"})  # a thread is signalled by tgkill, below
-    got["thread"]["tgkill"] = _tried({"": lambda: signal.pthread_kill(worker.ident, 0)})[""]
-    got["itself"] = _tried(_every_change(os.getpid(), os.getpgid(0)))
+    got["thread"]["tgkill"] = tried({"": lambda: signal.pthread_kill(worker.ident, 0)})[""]
+    got["itself"] = tried(_every_change(os.getpid(), os.getpgid(0)))
     worker_done.set()
     worker.join()
     try:
@@ -191,11 +179,11 @@ def _below_a_module_template(got: dict) -> None:
     if pid == 0:
         os.setsid()
         child = subprocess.Popen(["sleep", "60"])
-        tried = _tried({"the module template": lambda: os.setpriority(os.PRIO_PROCESS, os.getppid(), LOWEST),
+        judged = tried({"the module template": lambda: os.setpriority(os.PRIO_PROCESS, os.getppid(), LOWEST),
                         "its own child": lambda: os.setpriority(os.PRIO_PROCESS, child.pid, LOWEST),
                         "itself": lambda: os.setpriority(os.PRIO_PROCESS, os.getpid(), LOWEST)})
         child.kill()
-        os.write(write_end, json.dumps(tried).encode())
+        os.write(write_end, json.dumps(judged).encode())
         os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as handle:
@@ -220,7 +208,7 @@ def test_a_call_fails_when_the_supervisor_is_gone(victim):
     def closed(watcher, pid):
         watcher.forget(pid)
 
-    got = _in_a_supervised_process(lambda got: got.update(_tried({
+    got = _in_a_supervised_process(lambda got: got.update(tried({
         "setpriority(victim)": lambda: os.setpriority(os.PRIO_PROCESS, victim, LOWEST),
         "setpriority(itself)": lambda: os.setpriority(os.PRIO_PROCESS, 0, LOWEST)})), between=closed)
     assert got == {"installed": ["", ""], "setpriority(victim)": "refused (ENOSYS)", "setpriority(itself)": "allowed"}

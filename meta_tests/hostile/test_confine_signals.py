@@ -7,7 +7,6 @@ threads, ``abort``, faulthandler)."""
 from __future__ import annotations
 
 import ctypes
-import errno
 import faulthandler
 import fcntl
 import os
@@ -19,7 +18,7 @@ import threading
 
 import pytest
 
-from meta_tests.hostile import in_a_forked_process, raw_syscall
+from meta_tests.hostile import in_a_forked_process, raw_syscall, tried
 from posenc_spec.gate.child import confine_signals, confinement
 
 pytestmark = pytest.mark.skipif(not confine_signals.available(),
@@ -110,8 +109,8 @@ def _own_signals() -> dict:
     }
 
 
-def _in_a_filtered_process(tried) -> dict:
-    """What each attempt of ``tried()`` got in a forked process in a session of its own that
+def _in_a_filtered_process(attempts) -> dict:
+    """What each attempt of ``attempts()`` got in a forked process in a session of its own that
     installed the filter first (``"installed"``: the filter's complaint; ``"caught"``: how
     many SIGUSR1 its handler saw)."""
     def body(got: dict) -> None:
@@ -119,12 +118,7 @@ def _in_a_filtered_process(tried) -> dict:
         caught = []
         signal.signal(signal.SIGUSR1, lambda number, frame: caught.append(number))
         got["installed"] = confine_signals.confine_signals()
-        for name, attempt in tried().items():
-            try:
-                attempt()
-                got[name] = "allowed"
-            except OSError as error:
-                got[name] = f"refused ({errno.errorcode[error.errno]})"
+        got.update(tried(attempts()))
         got["caught"] = len(caught)
 
     return in_a_forked_process(body)

@@ -47,7 +47,6 @@ from .confine_sockets import (
     _ABIS,
     _JEQ_K,
     _LD_W_ABS,
-    _RET_K,
     FOREIGN,
     RET_ALLOW,
     RET_ERRNO,
@@ -55,6 +54,7 @@ from .confine_sockets import (
     _argument,
     _assemble,
     install,
+    returns,
     system_call_number,
 )
 
@@ -156,14 +156,7 @@ def program(machine: str, pid: int, signals: bool = True, supervised: bool = Fal
         (_LD_W_ABS, 0, 0, _argument(1)),
         (_JEQ_K, "refuse", 0, FIOSETOWN),
         (_JEQ_K, "refuse", "allow", SIOCSPGRP),
-        "allow",
-        (_RET_K, 0, 0, RET_ALLOW),
-        "refuse",
-        (_RET_K, 0, 0, REFUSED),
-        "ask",
-        (_RET_K, 0, 0, RET_USER_NOTIF),
-        "foreign",
-        (_RET_K, 0, 0, FOREIGN),
+        *returns(allow=RET_ALLOW, refuse=REFUSED, ask=RET_USER_NOTIF, foreign=FOREIGN),
     ])
 
 

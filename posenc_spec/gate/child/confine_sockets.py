@@ -157,15 +157,13 @@ def program(abi: _Abi, pid: int) -> list[tuple[int, int, int, int]]:
         (_AND_K, 0, 0, SOCK_TYPE_MASK),
         (_JEQ_K, "allow", 0, socket.SOCK_STREAM),
         (_JEQ_K, "allow", "refuse", socket.SOCK_SEQPACKET),
-        "allow",
-        (_RET_K, 0, 0, RET_ALLOW),
-        "refuse",
-        (_RET_K, 0, 0, REFUSED),
-        "limits",
-        (_RET_K, 0, 0, LIMITS_REFUSED),
-        "foreign",
-        (_RET_K, 0, 0, FOREIGN),
+        *returns(allow=RET_ALLOW, refuse=REFUSED, limits=LIMITS_REFUSED, foreign=FOREIGN),
     ])
+
+
+def returns(**actions: int) -> list:
+    """A program's closing instructions: each label, then the return of its action."""
+    return [part for label, action in actions.items() for part in (label, (_RET_K, 0, 0, action))]
 
 
 class _Program(ctypes.Structure):

@@ -343,6 +343,7 @@ def _interpreter_hooks():
 # the hook counts in place). The interpreter has no way to list or remove one: a hook added
 # stays for the rest of the caller's program, so the attempt is what is watched.
 _AUDIT_HOOKS_ADDED = [0]
+_AUDIT_HOOKS_WATCHED = False  # whether this process counts them (a fork inherits the hook)
 
 
 def _count_audit_hooks(event: str, _arguments) -> None:
@@ -353,9 +354,10 @@ def _count_audit_hooks(event: str, _arguments) -> None:
 def watch_audit_hooks() -> None:
     """Count the audit hooks added from here on (once a process; before any target code):
     the interpreter tells the hooks it has of each new one."""
-    if not getattr(watch_audit_hooks, "installed", False):
+    global _AUDIT_HOOKS_WATCHED
+    if not _AUDIT_HOOKS_WATCHED:
         sys.addaudithook(_count_audit_hooks)
-        watch_audit_hooks.installed = True
+        _AUDIT_HOOKS_WATCHED = True
 
 
 def _python_entries() -> list[Entry]:
