@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 import textwrap
 
 import pytest
@@ -160,6 +161,8 @@ def test_the_child_names_only_installed_libraries_imported_since_its_last_reply(
     assert LIBRARY in taken and any(name.startswith(f"{LIBRARY}.") for name in taken)
     assert "a_users_module" not in taken
     assert new.take() == []
+    monkeypatch.setitem(sys.modules, "posenc_probe_after", types.ModuleType("posenc_probe_after"))
+    assert new.take() == [] and "posenc_probe_after" in new.known  # looked at, and not a library's
 
 
 IMPORTS_IN_A_TEMPLATE = """

@@ -18,6 +18,7 @@ import sys
 import threading
 
 from . import attribution
+from .memory_words import version_tag
 from .site_folders import in_site_folder
 
 # Per reply, beside its other fields within the protocol's 64 KiB header: transformers with a
@@ -31,11 +32,16 @@ class NewModules:
     """The modules imported in this process since the last :meth:`take`."""
 
     def __init__(self):
+        self.tag = version_tag(sys.modules)  # read first: a change made after it shows at the next take
         self.known = set(sys.modules)
 
     def take(self) -> list[str]:
         """The names of installed libraries' modules imported since the last call, in the order
-        they were imported."""
+        they were imported (none while ``sys.modules`` keeps its version tag)."""
+        tag = version_tag(sys.modules)
+        if tag is not None and tag == self.tag:
+            return []
+        self.tag = tag
         names = [name for name in list(sys.modules) if name not in self.known]
         self.known.update(names)
         learned, size = [], 0

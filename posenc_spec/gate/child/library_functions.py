@@ -63,10 +63,9 @@ class that one of its bases defines, and keeps every watched function's parts.
 
 Everything is compared by identity, so that no object of a target's is asked whether it
 equals the original. A reading gathers, in one NumPy operation over a view of this
-process's memory (:class:`_Words`), the version tag of every watched dictionary (where the
-interpreter keeps one that changes at every change of the dictionary: CPython 3.11 to 3.13,
-checked when this module is imported) and the three parts of every watched function (where
-a probe finds where a function holds them). Only a dictionary whose tag changed is copied
+process's memory (:class:`~.memory_words.Words`), the version tag of every watched
+dictionary (where the interpreter keeps one: :mod:`.memory_words`) and the three parts of
+every watched function (where a probe finds where a function holds them). Only a dictionary whose tag changed is copied
 again (names and values, as tuples at C speed, and the values' addresses as bytes); only
 when the parts' words differ are the parts read as objects. Where either probe fails, each
 reading copies every dictionary, or reads every function's parts: correct, slower.
@@ -74,7 +73,6 @@ reading copies every dictionary, or reads every function's parts: correct, slowe
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import gc
 import itertools
@@ -86,6 +84,7 @@ import numpy as np
 import numpy.fft  # noqa: F401 -- NumPy imports it lazily: here it is in the template, watched from the start
 
 from .loaded_modules import addresses
+from .memory_words import VERSION_OFFSET, WORD as _WORD, Words as _Words, word as _word
 
 # torch._C's modules hold what torch.nn.functional, torch.linalg, torch.fft and torch.special call.
 MODULES = ("builtins", "math", "cmath", "operator", "random", "numpy", "numpy.linalg", "numpy.fft", "numpy.random",
@@ -102,7 +101,6 @@ FUNCTION_PARTS = ("__code__", "__defaults__", "__kwdefaults__")
 FOLLOWERS = frozenset({"torch.Storage"})
 
 _MISSING = object()
-_WORD = ctypes.sizeof(ctypes.c_uint64)
 _readings = itertools.count()
 _MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__  # a module's own dictionary, no __getattr__
 _CLASS_DICT = type.__dict__["__dict__"].__get__  # a class's read-only view, no metaclass of a target's
@@ -110,27 +108,6 @@ _MRO = type.__dict__["__mro__"].__get__
 _PARTS = operator.attrgetter(*FUNCTION_PARTS)
 _SET_PART = {part: types.FunctionType.__dict__[part].__set__ for part in FUNCTION_PARTS}
 _DISPATCHER = type(np.sum) if isinstance(getattr(np.sum, "_implementation", None), types.FunctionType) else None
-
-
-def _word(address: int) -> int:
-    return ctypes.c_uint64.from_address(address).value
-
-
-def _version_offset() -> int | None:
-    """Where a dictionary keeps its version tag (CPython's ``ma_version_tag``, after the
-    object header and the item count), or None where this interpreter keeps none that
-    changes at every change: a probe dictionary is changed each way and must show a new tag
-    each time, and the same tag while untouched."""
-    if sys.implementation.name != "cpython":
-        return None
-    offset = object.__basicsize__ + ctypes.sizeof(ctypes.c_ssize_t)
-    probe = {"a": 1}
-    tags = [_word(id(probe) + offset)]
-    for change in (lambda: probe.__setitem__("a", 2), lambda: probe.__setitem__("b", 3),
-                   lambda: probe.__delitem__("a"), lambda: probe.update(c=4), probe.clear):
-        change()
-        tags.append(_word(id(probe) + offset))
-    return offset if len(set(tags)) == len(tags) and _word(id(probe) + offset) == tags[-1] else None
 
 
 def _function_offsets() -> tuple[int, ...] | None:
@@ -153,27 +130,8 @@ def _function_offsets() -> tuple[int, ...] | None:
     return offsets if moved else None
 
 
-_VERSION_OFFSET = _version_offset()
+_VERSION_OFFSET = VERSION_OFFSET  # None: each reading copies every dictionary (tests set it so)
 _FUNCTION_OFFSETS = _function_offsets()
-
-
-class _Words:
-    """The 8-byte words at fixed addresses, read together as bytes: one NumPy gather over a
-    view of this process's memory from the lowest address to the highest. Nothing but those
-    words is read, and each lies inside an object the watch holds (never freed). Objects are
-    aligned to 16 bytes and the offsets are whole words, so each address is a whole number
-    of words from the lowest."""
-
-    def __init__(self, places: list[int]):
-        self.memory = None
-        if places:
-            low = min(places)
-            span = ctypes.c_uint64 * ((max(places) - low) // _WORD + 1)
-            self.memory = np.frombuffer(span.from_address(low), np.uint64)
-            self.indices = np.array([(place - low) // _WORD for place in places], np.intp)
-
-    def read(self) -> bytes:
-        return b"" if self.memory is None else self.memory.take(self.indices).tobytes()
 
 
 def watched(name) -> bool:

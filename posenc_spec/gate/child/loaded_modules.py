@@ -15,6 +15,9 @@ like each submodule, through a layout of the table's names kept while the names 
 packages' module objects stay the same. Nothing of a
 target's object is called: a package's attributes are read from its dictionary, and two
 readings are compared by the addresses of their objects, as bytes (:func:`addresses`).
+Where dictionaries keep version tags (:mod:`.memory_words`), a reading whose table and
+packages' dictionaries all hold the tags the last reading found is that reading again, not
+copied (a call that imports nothing and rebinds nothing: every call of most targets).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import sys
 import types
 
 import numpy as np
+
+from .memory_words import VERSION_OFFSET, Words, version_tag
 
 _MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__  # a module's own dictionary, no __getattr__
 _NO_ATTRIBUTES: dict = {}
@@ -66,6 +71,9 @@ class _Layout:
         self.dictionaries = tuple(map(_attributes, package_modules))
         self.last_names = (earlier.last_names if start else ()) + tuple(last for _, _, last in split)
         self.modules = b""  # the addresses of the modules of the last reading through this layout
+        # The packages' dictionaries' version tags (each dictionary once), where kept.
+        unique = {id(dictionary): dictionary for dictionary in self.dictionaries if dictionary is not _NO_ATTRIBUTES}
+        self.package_tags = Words([place + _VERSION_OFFSET for place in unique] if _VERSION_OFFSET is not None else [])
 
     def same_packages(self, table: dict) -> bool:
         """Whether each package of this layout is the same module object in ``table``."""
@@ -73,6 +81,8 @@ class _Layout:
 
 
 _layout: _Layout | None = None
+_last: Reading | None = None  # the last reading, which the next is while every tag is the same
+_VERSION_OFFSET = VERSION_OFFSET  # None: each reading copies the table (tests set it so)
 
 
 def _current_layout(table: dict, modules: bytes) -> _Layout:
@@ -93,13 +103,24 @@ class Reading:
     __hash__ = None
 
     def __init__(self):
+        global _last
         self.order = next(_readings)
-        self.table = dict(sys.modules)
-        self.modules = tuple(self.table.values())
-        modules = addresses(self.modules)
-        self.layout = _current_layout(self.table, modules)
-        self.attributes = tuple(map(dict.get, self.layout.dictionaries, self.layout.last_names))
-        self.addresses = modules, addresses(self.attributes)
+        source, last = sys.modules, _last
+        # Read before what they tag: a change made after its tag was read shows at the next reading.
+        self.tags = version_tag(source) if _VERSION_OFFSET is not None else None
+        if (last is not None and self.tags is not None and last.source is source and last.tags == self.tags
+                and last.layout.package_tags.read() == last.package_tags):
+            self.source, self.table, self.modules, self.layout = source, last.table, last.modules, last.layout
+            self.package_tags, self.attributes, self.addresses = last.package_tags, last.attributes, last.addresses
+        else:
+            self.source, self.table = source, dict(source)
+            self.modules = tuple(self.table.values())
+            modules = addresses(self.modules)
+            self.layout = _current_layout(self.table, modules)
+            self.package_tags = self.layout.package_tags.read()
+            self.attributes = tuple(map(dict.get, self.layout.dictionaries, self.layout.last_names))
+            self.addresses = modules, addresses(self.attributes)
+        _last = self
 
     def bound(self) -> dict:
         """Each submodule that is its package's attribute, and the module."""
