@@ -116,7 +116,7 @@ def ratios(error: np.ndarray, tolerance, out=None) -> np.ndarray:
 BLOCK_ELEMENTS = 1 << 16
 
 
-def _row_blocks(shape) -> list:
+def row_blocks(shape) -> list:
     """Index expressions that split an array of ``shape`` along its first axis into blocks
     of about :data:`BLOCK_ELEMENTS` elements (the whole array when it has no axis)."""
     if not shape:
@@ -138,7 +138,7 @@ def compare(actual, expected, tolerance) -> Comparison:
     tolerance = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), expected.shape)
     if actual.shape != expected.shape:
         raise ValueError(f"shape {actual.shape} differs from the expected {expected.shape}")
-    return compare_blocks(((actual[block], expected[block], tolerance[block]) for block in _row_blocks(actual.shape)),
+    return compare_blocks(((actual[block], expected[block], tolerance[block]) for block in row_blocks(actual.shape)),
                           actual.shape)
 
 

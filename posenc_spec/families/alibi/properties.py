@@ -14,13 +14,14 @@ fits first (:func:`_row_constants`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from posenc_spec.results import CheckResult, Worst, comparison_worst, skipped
-from posenc_spec.tolerance import compare, dtype_name
+from posenc_spec.tolerance import compare_blocks, dtype_name, row_blocks
 
 from . import oracle
 from .conventions import AlibiConvention, get_convention
@@ -67,9 +68,10 @@ class BiasExpectation:
 
     @cached_property
     def key_steps(self) -> tuple | None:
-        """``(pick, pair, expected, bound)`` of the steps between neighbouring judged keys one
-        position apart (``pick`` the steps' first keys, a slice when every key has one; ``pair``
-        ``(rows, steps)`` bool): None where there is none."""
+        """``(pick, pair)`` of the steps between neighbouring judged keys one position apart
+        (``pick`` the steps' first keys, a slice when every key has one; ``pair`` ``(rows,
+        steps)`` bool): None where there is none. Their expected values and bounds are worked
+        out a block of heads at a time by :func:`check_linear`."""
         keys = self.positions.keys
         steps = np.flatnonzero((np.diff(keys) == 1) & self.judged[:, :-1].any(axis=0)
                                & self.judged[:, 1:].any(axis=0))
@@ -77,15 +79,14 @@ class BiasExpectation:
             return None
         pick = slice(None) if steps.size == keys.size - 1 else steps  # the common case: slices, no copies
         pair = (self.judged[:, :-1] & self.judged[:, 1:])[:, pick]
-        expected = np.diff(self.table, axis=2)[:, :, pick]
-        bound = (self.tolerance[:, :, :-1] + self.tolerance[:, :, 1:])[:, :, pick]
-        return pick, _read_only(pair), _read_only(expected), _read_only(bound)
+        return pick, _read_only(pair)
 
     @cached_property
     def diagonal_steps(self) -> tuple | None:
-        """``(rows, later_rows, cols, later_cols, both, bound)`` of the element pairs one row and
-        one key apart (indices, slices where contiguous; ``both`` where both are judged): None
-        where there is none."""
+        """``(rows, later_rows, cols, later_cols, both)`` of the element pairs one row and one key
+        apart (indices, slices where contiguous; ``both`` where both are judged): None where
+        there is none. Their bounds are worked out a block of heads at a time by
+        :func:`check_toeplitz`."""
         q, k = self.positions.queries, self.positions.keys
         rows, cols = np.flatnonzero(np.diff(q) == 1), np.flatnonzero(np.diff(k) == 1)
         if rows.size == 0 or cols.size == 0:
@@ -93,8 +94,7 @@ class BiasExpectation:
         rows, later_rows = _steps(rows, q.size)
         cols, later_cols = _steps(cols, k.size)
         both = self.judged[rows][:, cols] & self.judged[later_rows][:, later_cols]
-        bound = self.tolerance[:, rows][:, :, cols] + self.tolerance[:, later_rows][:, :, later_cols]
-        return rows, later_rows, cols, later_cols, _read_only(both), _read_only(bound)
+        return rows, later_rows, cols, later_cols, _read_only(both)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -138,13 +138,33 @@ def _judged_result(name, measured, exact, bound, what, judged=None) -> CheckResu
     (broadcast over the heads; None: everywhere): elsewhere both stand at 0, so no value
     there (nor an expectation derived from one) is compared."""
     measured = np.asarray(measured, dtype=np.float64)
-    if measured.size == 0:
-        return skipped(name, f"{what}: nothing to measure")
     exact = np.broadcast_to(exact, measured.shape)
+    bound = np.broadcast_to(np.asarray(bound, dtype=np.float64), measured.shape)
+    return _judged_by_heads(name, measured.shape, lambda heads: (measured[heads], exact[heads], bound[heads]), what,
+                            judged)
+
+
+def _judged_by_heads(name, shape, made, what, judged=None) -> CheckResult:
+    """:func:`_judged_result` of a table of ``shape`` that ``made`` gives a block of heads (of
+    the first axis) at a time: ``made(block)`` is that block's ``(measured, exact, bound)``, float64.
+    Each block's temporaries stay in the processor's cache (:func:`~posenc_spec.tolerance.row_blocks`),
+    where whole-table ones (6 MB each at 12 heads over 258 x 258) would each be another pass
+    through memory; every element is worked out as on the whole table."""
+    if math.prod(shape) == 0:
+        return skipped(name, f"{what}: nothing to measure")
     if judged is not None and not judged.all():  # every element judged: nothing to stand at 0
-        judged = np.broadcast_to(judged, measured.shape)
-        measured, exact = np.where(judged, measured, 0.0), np.where(judged, exact, 0.0)
-    result = compare(measured, exact, np.broadcast_to(bound, measured.shape))
+        judged = np.broadcast_to(judged, shape)
+    else:
+        judged = None
+
+    def blocks():
+        for heads in row_blocks(shape):
+            measured, exact, bound = made(heads)
+            if judged is not None:
+                measured, exact = np.where(judged[heads], measured, 0.0), np.where(judged[heads], exact, 0.0)
+            yield measured, exact, bound
+
+    result = compare_blocks(blocks(), shape)
     worst = comparison_worst(result)
     message = f"{what}: max error/bound {result.max_ratio:.3g}" + (
         "" if result.ok else f"; worst at {list(worst.index)}: got {worst.actual:.9g}, expected "
@@ -219,13 +239,16 @@ def check_formula(table, exp: BiasExpectation, name="formula") -> CheckResult:
     """Every judged element within its bound of the exact bias; under ``up_to_row_constant``,
     after one constant per head and row (the one that fits best)."""
     values = _table(table, exp)
-    expected = exp.table
     what = f"{exp.size} under {exp.convention.name()}, {exp.out_dtype}"
-    if exp.convention.up_to_row_constant:
+    if not exp.convention.up_to_row_constant:
+        return _judged_result(name, values, exp.table, exp.tolerance, what, exp.judged[None])
+
+    def made(heads):
         with np.errstate(invalid="ignore"):
-            expected = expected + _row_constants(values - exp.table, exp.tolerance, exp.judged)
-        what += ", up to a constant per row"
-    return _judged_result(name, values, expected, exp.tolerance, what, exp.judged[None])
+            return values[heads], exp.table[heads] + _row_constants(values[heads] - exp.table[heads],
+                                                                    exp.tolerance[heads], exp.judged), exp.tolerance[heads]
+
+    return _judged_by_heads(name, values.shape, made, what + ", up to a constant per row", exp.judged[None])
 
 
 def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckResult:
@@ -235,11 +258,15 @@ def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckRes
     bound of a computation of ``m (d + c)`` (the constant within the key span: the bound
     :func:`~.tolerance.row_constant_tolerance` derives, never 0 where the target rounds)."""
     values = _table(table, exp)
-    region, causal = exp.causal_region, exp.causal
-    with np.errstate(invalid="ignore"):
-        expected = causal + _row_constants(values - causal, exp.shifted_tolerance, region)
-    return _judged_result(name, values, expected, exp.shifted_tolerance,
-                          f"{exp.size} against m (k - q) up to a constant per row", region[None])
+    region, causal, bound = exp.causal_region, exp.causal, exp.shifted_tolerance
+
+    def made(heads):
+        with np.errstate(invalid="ignore"):
+            return (values[heads], causal[heads] + _row_constants(values[heads] - causal[heads], bound[heads], region),
+                    bound[heads])
+
+    return _judged_by_heads(name, values.shape, made, f"{exp.size} against m (k - q) up to a constant per row",
+                            region[None])
 
 
 def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
@@ -251,10 +278,17 @@ def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
     values = _table(table, exp)
     if exp.key_steps is None:
         return skipped(name, f"{exp.size}: no two judged keys one position apart")
-    pick, pair, expected, bound = exp.key_steps
-    with np.errstate(invalid="ignore"):  # unjudged neighbours may be infinite: their step is never compared
-        measured = np.diff(values, axis=2)[:, :, pick]
-    return _judged_result(name, measured, expected, bound, f"{exp.size}: steps between neighbouring keys", pair[None])
+    pick, pair = exp.key_steps
+
+    def made(heads):
+        with np.errstate(invalid="ignore"):  # unjudged neighbours may be infinite: their step is never compared
+            measured = np.diff(values[heads], axis=2)[:, :, pick]
+        tolerance = exp.tolerance[heads]
+        return (measured, np.diff(exp.table[heads], axis=2)[:, :, pick],
+                (tolerance[:, :, :-1] + tolerance[:, :, 1:])[:, :, pick])
+
+    return _judged_by_heads(name, (exp.num_heads, *pair.shape), made, f"{exp.size}: steps between neighbouring keys",
+                            pair[None])
 
 
 def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
@@ -267,15 +301,21 @@ def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
     values = _table(table, exp)
     if exp.diagonal_steps is None:
         return skipped(name, f"{exp.size}: no two rows and keys one position apart")
-    rows, later_rows, cols, later_cols, both, bound = exp.diagonal_steps
-    later = values[:, later_rows][:, :, later_cols]
-    earlier = values[:, rows][:, :, cols]
-    what = f"{exp.size}: b[r+1, c+1] against b[r, c]"
-    if exp.convention.up_to_row_constant:
-        with np.errstate(invalid="ignore"):
-            earlier = earlier + _row_constants(later - earlier, bound, both)
-        what += " up to a constant per row"
-    return _judged_result(name, later, earlier, bound, what, both[None])
+    rows, later_rows, cols, later_cols, both = exp.diagonal_steps
+    shifted = exp.convention.up_to_row_constant
+
+    def made(heads):
+        later = values[heads][:, later_rows][:, :, later_cols]
+        earlier = values[heads][:, rows][:, :, cols]
+        tolerance = exp.tolerance[heads]
+        bound = tolerance[:, rows][:, :, cols] + tolerance[:, later_rows][:, :, later_cols]
+        if shifted:
+            with np.errstate(invalid="ignore"):
+                earlier = earlier + _row_constants(later - earlier, bound, both)
+        return later, earlier, bound
+
+    what = f"{exp.size}: b[r+1, c+1] against b[r, c]" + (" up to a constant per row" if shifted else "")
+    return _judged_by_heads(name, (exp.num_heads, *both.shape), made, what, both[None])
 
 
 def check_diagonal(table, exp: BiasExpectation, name="diagonal") -> CheckResult:

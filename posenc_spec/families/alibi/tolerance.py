@@ -94,7 +94,7 @@ import math
 
 import numpy as np
 
-from posenc_spec.tolerance import dtype_name, unit_roundoff
+from posenc_spec.tolerance import dtype_name, row_blocks, unit_roundoff
 
 from .conventions import AlibiConvention, get_convention
 from .oracle import Positions, distances, slopes
@@ -156,13 +156,10 @@ def _rounded(values: np.ndarray, u: float) -> np.ndarray:
     return np.where(magnitude > 1 / u, u * magnitude, 0.0)
 
 
-def bias_bound(num_heads, positions: Positions, convention: str | AlibiConvention, out_dtype,
-               slope_u=None, compute_u=None, row_constant=None) -> np.ndarray:
-    """``t_bias`` alone for every element of the ``(heads, rows, keys)`` bias (unit roundoffs
-    ``slope_u`` and ``compute_u`` override the convention's dtypes: float64 for the oracle;
-    ``row_constant`` whether a constant per row within the key span is accepted, default
-    the convention's ``up_to_row_constant``)."""
-    conv = get_convention(convention)
+def _bound_terms(num_heads, positions: Positions, conv: AlibiConvention, out_dtype, slope_u=None, compute_u=None,
+                 row_constant=None) -> tuple:
+    """:func:`bias_bound`'s factors: ``(per head, |d|, per element, m)`` with the bound
+    ``m ((per head) |d| + per element)``."""
     row_constant = conv.up_to_row_constant if row_constant is None else row_constant
     u_s = unit_roundoff(slope_dtype(conv)) if slope_u is None else slope_u
     u_c = unit_roundoff(compute_dtype(conv)) if compute_u is None else compute_u
@@ -180,27 +177,59 @@ def bias_bound(num_heads, positions: Positions, convention: str | AlibiConventio
         size = np.abs(distances(conv, positions)).astype(np.float64)
         sides = np.abs(q)[:, None] + np.abs(k)[None, :]
         rho = _rounded(q, u_c)[:, None] + _rounded(k, u_c)[None, :]
-    m = np.abs(slopes(num_heads, conv))[:, None, None]
-    # m ((delta_m + 2 u_c + u_o) |d| + u_c (|k| + |q|) + rho), in one array of the table's size
-    bound = np.multiply((delta_m + 2 * u_c + u_o)[:, None, None], size[None])
-    bound += (u_c * sides + rho)[None]
-    bound *= m
+    # m ((delta_m + 2 u_c + u_o) |d| + u_c (|k| + |q|) + rho)
+    return delta_m + 2 * u_c + u_o, size, u_c * sides + rho, np.abs(slopes(num_heads, conv))
+
+
+def _bound_sum(num_heads, positions: Positions, terms: list[tuple]) -> np.ndarray:
+    """The sum of the bounds whose :func:`_bound_terms` are ``terms``, in one array of the
+    table's size, made a block of heads at a time (each block's temporaries stay in the
+    processor's cache); each element summed in the order of ``terms``."""
+    bound = np.empty((num_heads, *positions.shape))
+    work = np.empty(0)
+    for heads in row_blocks(bound.shape):
+        block = bound[heads]
+        for index, (per_head, size, per_element, m) in enumerate(terms):
+            if index and work.size < block.size:
+                work = np.empty(block.size)
+            out = block if index == 0 else work[:block.size].reshape(block.shape)
+            np.multiply(per_head[heads, None, None], size[None], out=out)
+            out += per_element[None]
+            out *= m[heads, None, None]
+            if index:
+                block += out
     return bound
+
+
+def bias_bound(num_heads, positions: Positions, convention: str | AlibiConvention, out_dtype,
+               slope_u=None, compute_u=None, row_constant=None) -> np.ndarray:
+    """``t_bias`` alone for every element of the ``(heads, rows, keys)`` bias (unit roundoffs
+    ``slope_u`` and ``compute_u`` override the convention's dtypes: float64 for the oracle;
+    ``row_constant`` whether a constant per row within the key span is accepted, default
+    the convention's ``up_to_row_constant``)."""
+    conv = get_convention(convention)
+    return _bound_sum(num_heads, positions, [_bound_terms(num_heads, positions, conv, out_dtype, slope_u, compute_u,
+                                                          row_constant)])
+
+
+def _oracle_terms(num_heads, positions: Positions, conv: AlibiConvention, row_constant=None) -> tuple:
+    u = unit_roundoff("float64")
+    return _bound_terms(num_heads, positions, conv, "float64", slope_u=u, compute_u=u, row_constant=row_constant)
 
 
 def oracle_bound(num_heads, positions: Positions, convention: str | AlibiConvention, row_constant=None) -> np.ndarray:
     """The float64 oracle's own error: the same terms with every dtype float64."""
-    u = unit_roundoff("float64")
-    return bias_bound(num_heads, positions, convention, "float64", slope_u=u, compute_u=u, row_constant=row_constant)
+    return _bound_sum(num_heads, positions, [_oracle_terms(num_heads, positions, get_convention(convention),
+                                                           row_constant)])
 
 
 def bias_tolerance(num_heads, positions: Positions, convention: str | AlibiConvention = "paper",
                    out_dtype=DEFAULT_DTYPE) -> np.ndarray:
     """The bound for every element of a bias stored in ``out_dtype``, plus the oracle's own."""
     dtype_name(out_dtype)  # refuses a dtype without a tolerance, naming it
-    bound = bias_bound(num_heads, positions, convention, out_dtype)
-    bound += oracle_bound(num_heads, positions, convention)
-    return bound
+    conv = get_convention(convention)
+    return _bound_sum(num_heads, positions, [_bound_terms(num_heads, positions, conv, out_dtype),
+                                             _oracle_terms(num_heads, positions, conv)])
 
 
 def row_constant_tolerance(num_heads, positions: Positions, convention: str | AlibiConvention = "paper",
@@ -209,6 +238,6 @@ def row_constant_tolerance(num_heads, positions: Positions, convention: str | Al
     key span (the span ``S`` above), plus the oracle's own: what a check that accepts a row
     constant allows, whatever the declaration. Never 0 for a biased head: ``S >= 1``."""
     dtype_name(out_dtype)
-    bound = bias_bound(num_heads, positions, convention, out_dtype, row_constant=True)
-    bound += oracle_bound(num_heads, positions, convention, row_constant=True)
-    return bound
+    conv = get_convention(convention)
+    return _bound_sum(num_heads, positions, [_bound_terms(num_heads, positions, conv, out_dtype, row_constant=True),
+                                             _oracle_terms(num_heads, positions, conv, row_constant=True)])
