@@ -11,11 +11,16 @@ Python API). The expected values that first run computed stay in the families' c
 a family keeps them) and are reused, as a later target of the same grid in one run reuses
 them; ``--first --jobs`` gives a fresh run's figure. Each line is one family's
 API: the median over ``--repeats`` runs of its correct entries, divided by their number (the
-mean cost of one more target, its grid, sequences and judging included): the wall seconds,
-the slowdown the machine's load caused meanwhile (a fixed piece of Python's wall over CPU
-time, ``record_seconds.probe_slowdown``, before and after), the wall seconds divided by it
-(what an idle machine would take), and this process's CPU seconds (planning the calls,
-computing the expected values, judging: the children's are not in it).
+mean cost of a target, its grid, sequences and judging included, and a share of the run's
+own: its module templates' imports): the wall seconds, the slowdown the machine's load caused
+meanwhile (a fixed piece of Python's wall over CPU time, ``record_seconds.probe_slowdown``,
+before and after), the wall seconds divided by it (what an idle machine would take), and this
+process's CPU seconds (planning the calls, computing the expected values, judging: the
+children's are not in it). Then the *marginal* target, what one more target adds to a run:
+each run is paired with one of every entry twice over (each declared a second time, a target
+of its own in the run), and the difference of the two, over the entries, is what the second
+copies cost, the run's own costs cancelled (wall, and divided by the slowdown: idle). An API
+with one correct entry gets a figure too.
 
 - ``--jobs N`` (repeatable; ``default``: the run's default, the usable cores): the runs
   with N lanes, one line per API and N (default: ``--jobs 1``).
@@ -109,8 +114,8 @@ def one_more_target(args) -> None:
     """The default: the mean cost of one more target per API (and its entries' own, ``--per-entry``)."""
     jobs = list(dict.fromkeys(lanes(value) for value in args.jobs)) if args.jobs else [1]
     print("family/API                 targets " + ("lanes " if args.jobs else "")
-          + " wall s  slowdown  idle s  gate CPU s" + ("  entry median s  slowest s  (slowest entry)"
-                                                       if args.per_entry else "")
+          + " wall s  slowdown  idle s  gate CPU s  marginal s  idle marginal s"
+          + ("  entry median s  slowest s  (slowest entry)" if args.per_entry else "")
           + f"   (a target, median of {args.repeats})")
     for name, api, entries in correct_by_api(args.corpus):
         declarations = [entry.declaration() for entry in entries]
@@ -119,14 +124,20 @@ def one_more_target(args) -> None:
             print(f"{name}/{api}: a correct entry does not conform; not timed")
             continue
         for lane_count in jobs:
-            runs = [_timed(declarations, lane_count) for _ in range(args.repeats)]
+            runs, doubled = [], []
+            for _ in range(args.repeats):  # taking turns: a drift of the machine's speed falls on both
+                runs.append(_timed(declarations, lane_count))
+                doubled.append(_timed(declarations * 2, lane_count))
             count = len(declarations)
             wall = statistics.median(run[0] for run in runs) / count
             slowdown = statistics.median(run[1] for run in runs)
             idle = statistics.median(run[0] / run[1] for run in runs) / count
             cpu = statistics.median(run[2] for run in runs) / count
+            marginal = statistics.median(twice[0] - once[0] for once, twice in zip(runs, doubled)) / count
+            idle_marginal = statistics.median(twice[0] / twice[1] - once[0] / once[1]
+                                              for once, twice in zip(runs, doubled)) / count
             line = (f"{name + '/' + api:26s} {count:7d} " + (f"{lane_count:5d} " if args.jobs else "")
-                    + f"{wall:7.3f} {slowdown:9.2f} {idle:7.3f} {cpu:11.3f}")
+                    + f"{wall:7.3f} {slowdown:9.2f} {idle:7.3f} {cpu:11.3f} {marginal:11.3f} {idle_marginal:16.3f}")
             if args.per_entry:
                 own = [statistics.median(run[3][index] / run[1] for run in runs) for index in range(count)]
                 slowest = max(range(count), key=own.__getitem__)
