@@ -142,12 +142,14 @@ class _Child:
 
     def send_ahead(self, pending) -> None:
         """Send the first pending calls not sent yet, as long as the calls in flight hold at
-        most ``SEND_AHEAD_BYTES`` (always at least one)."""
-        in_flight = sum(request_bytes(request) for call_id, request in pending if call_id in self.tokens)
-        unsent = [(call_id, request) for call_id, request in pending if call_id not in self.tokens]
-        batch = []
-        for call_id, request in unsent:
+        most ``SEND_AHEAD_BYTES`` (always at least one). Calls are sent in their order, so
+        those in flight come first: the pending calls are read no further than what is sent."""
+        in_flight, batch = 0, []
+        for call_id, request in pending:
             size = request_bytes(request)
+            if call_id in self.tokens:
+                in_flight += size
+                continue
             if (in_flight or batch) and in_flight + size > SEND_AHEAD_BYTES:
                 break
             batch.append((call_id, request))
@@ -556,7 +558,7 @@ class _Turn:
         try:
             while pending:
                 if self.child is not None and not self.stop:
-                    self.child.send_ahead([item for item in pending if self._wanted(item[0])])
+                    self.child.send_ahead(item for item in pending if self._wanted(item[0]))
                 call_id, request = pending.pop(0)
                 if self.stop or not self._wanted(call_id):
                     self._append(turn, Outcome("not-run", self.stop or self.stopped))

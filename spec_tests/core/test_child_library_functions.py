@@ -180,6 +180,22 @@ def test_the_classes_of_a_module_a_target_refers_to_are_watched(readings, own_wa
     assert before.difference(readings()) == "mpmath.ctx_mp.MPContext.isnan replaced"
 
 
+def test_a_module_whose_globals_changed_since_is_looked_through_again(readings, own_watch, monkeypatch):
+    """Watching a module's libraries a second time with its globals unchanged (a child
+    forked from the template that watched them) adds nothing; a library bound since is
+    watched at the next look."""
+    mpmath = pytest.importorskip("mpmath")
+    from mpmath.libmp import gammazeta
+
+    module = types.ModuleType("posenc_spec_test_target")
+    library_functions.watch_libraries_of(module)
+    module.mpmath = mpmath  # bound after the first look: seen at the second
+    library_functions.watch_libraries_of(module)
+    before = readings()
+    monkeypatch.setitem(gammazeta.reciprocal_rnd, "n", "u")
+    assert before.difference(readings()) == "mpmath.libmp.gammazeta.reciprocal_rnd['n'] replaced"
+
+
 def test_the_standard_library_a_target_refers_to_is_not_watched_again(readings, own_watch, monkeypatch):
     """The standard library's modules are not a target's libraries: their public globals are
     the process's state (``sys.modules``, watched as the loaded modules; ``json.decoder``'s

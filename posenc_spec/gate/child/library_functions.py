@@ -84,7 +84,7 @@ import numpy as np
 import numpy.fft  # noqa: F401 -- NumPy imports it lazily: here it is in the template, watched from the start
 
 from .loaded_modules import addresses
-from .memory_words import VERSION_OFFSET, WORD as _WORD, Words as _Words, word as _word
+from .memory_words import VERSION_OFFSET, WORD as _WORD, Words as _Words, version_tag, word as _word
 
 # torch._C's modules hold what torch.nn.functional, torch.linalg, torch.fft and torch.special call.
 MODULES = ("builtins", "math", "cmath", "operator", "random", "numpy", "numpy.linalg", "numpy.fft", "numpy.random",
@@ -214,6 +214,7 @@ class _Watched:
         self.known: set[int] = set()
         self.tags = self.parts = _Words([])
         self.last: Reading | None = None  # the last reading of these, whose copies the next may share
+        self.libraries_of: set[tuple[int, int]] = set()  # (module id, its globals' tag) watch_libraries_of took
 
     def add(self, label: str, owner, classes_of: str | None = None) -> None:
         """Watch ``owner`` (a module, class or dictionary), the functions among its watched
@@ -333,8 +334,13 @@ def watch_libraries_of(module) -> None:
     and those of the same package that each of them refers to (see the module docstring)."""
     if not issubclass(type(module), types.ModuleType):
         return
-    own = _name(_MODULE_DICT(module).get("__name__"))
     watching = _watched()
+    # A child forked from the template that watched them already: the module's globals are
+    # as they were then (its version tag the same), and so is what it refers to.
+    seen = (id(module), version_tag(_MODULE_DICT(module))) if _VERSION_OFFSET is not None else None
+    if seen is not None and seen in watching.libraries_of:
+        return
+    own = _name(_MODULE_DICT(module).get("__name__"))
     first = {name: found for name, found in _referred_modules(module).items() if name != own and _installed(found)}
     second = {}
     for name, found in first.items():
@@ -349,6 +355,8 @@ def watch_libraries_of(module) -> None:
             watching.add(name, found)
     if (len(watching.spaces), len(watching.functions)) != before:
         watching.seal()
+    if seen is not None:
+        watching.libraries_of.add(seen)
 
 
 class Reading:
