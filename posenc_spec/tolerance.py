@@ -145,7 +145,9 @@ def compare(actual, expected, tolerance) -> Comparison:
 def compare_blocks(blocks, shape) -> Comparison:
     """:func:`compare` of a table of ``shape`` given as its consecutive blocks of rows, in order:
     ``(actual, expected, tolerance)`` each (``tolerance`` may be a scalar), for a table that is
-    measured a block at a time and never held whole.
+    measured a block at a time and never held whole. A block may carry a fourth item, a
+    boolean array (broadcast to it) of the elements not compared: each stands at 0, as if
+    both its values were 0 (whatever they hold, NaN and Inf included).
 
     Each block is worked on in one reused float64 buffer, the error turned into the ratio in
     place, with :func:`ratios`' rules: a NaN error is infinite, and a NaN ratio (0/0, or an
@@ -157,8 +159,9 @@ def compare_blocks(blocks, shape) -> Comparison:
     buffer = np.empty(0)
     max_error, max_ratio, num_failing, start = 0.0, 0.0, 0, 0
     worst = worst_values = None
-    for rows, expected, tolerance in blocks:
+    for rows, expected, tolerance, *ignored in blocks:
         rows, expected = np.asarray(rows), np.asarray(expected, dtype=np.float64)
+        ignored = ignored[0] if ignored else None
         if buffer.size < rows.size:
             buffer = np.empty(rows.size)
         error = buffer[: rows.size].reshape(rows.shape)
@@ -168,6 +171,8 @@ def compare_blocks(blocks, shape) -> Comparison:
             error[...] = rows
             np.subtract(error, expected, out=error)
         np.abs(error, out=error)
+        if ignored is not None:
+            np.copyto(error, 0.0, where=ignored)
         block_max = float(error.max())
         if np.isnan(block_max):  # max propagates NaN: one pass, no mask, in the common case
             error[np.isnan(error)] = np.inf
@@ -184,7 +189,8 @@ def compare_blocks(blocks, shape) -> Comparison:
             max_ratio = block_ratio
             local = np.unravel_index(at, error.shape)
             worst = (local[0] + start, *local[1:]) if rows.ndim else ()
-            worst_values = (float(rows[local]), float(expected[local]),
+            unseen = ignored is not None and bool(np.broadcast_to(ignored, rows.shape)[local])
+            worst_values = (0.0 if unseen else float(rows[local]), 0.0 if unseen else float(expected[local]),
                             float(np.broadcast_to(tolerance, rows.shape)[local]))
         if block_ratio > 1.0:
             num_failing += int(np.count_nonzero(error > 1.0))

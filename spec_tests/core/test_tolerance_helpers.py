@@ -138,3 +138,21 @@ def test_compare_of_uneven_blocks_is_compare_of_the_whole():
     edges = (0, 1, 30, 31, 90, 97)
     blocks = ((actual[a:b], expected[a:b], tolerance[a:b]) for a, b in itertools.pairwise(edges))
     assert repr(compare_blocks(blocks, actual.shape)) == repr(compare(actual, expected, tolerance))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_elements_not_compared_stand_at_zero(seed):
+    """Blocks that name elements not compared (holding NaN, Inf or a wrong value) compare as
+    the table with both values 0 there: the same worst element and values, ratio, count and
+    largest error, a perfect match included (its worst element at 0 where it is one of them)."""
+    generator = np.random.default_rng(seed)
+    expected = generator.standard_normal((64, 50))
+    tolerance = generator.uniform(1e-3, 1.0, expected.shape)
+    ignored = generator.random(expected.shape) < 0.3
+    ignored[0, 0] = True
+    for actual in (expected + generator.uniform(-2.0, 2.0, expected.shape), expected.copy()):
+        actual[ignored] = generator.choice([np.nan, np.inf, -np.inf, 1e6], size=int(ignored.sum()))
+        zeroed = [np.where(ignored, 0.0, values) for values in (actual, expected)]
+        edges = (0, 1, 20, 64)
+        blocks = ((actual[a:b], expected[a:b], tolerance[a:b], ignored[a:b]) for a, b in itertools.pairwise(edges))
+        assert repr(compare_blocks(blocks, actual.shape)) == repr(compare(*zeroed, tolerance))

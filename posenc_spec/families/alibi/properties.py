@@ -152,17 +152,12 @@ def _judged_by_heads(name, shape, made, what, judged=None) -> CheckResult:
     through memory; every element is worked out as on the whole table."""
     if math.prod(shape) == 0:
         return skipped(name, f"{what}: nothing to measure")
-    if judged is not None and not judged.all():  # every element judged: nothing to stand at 0
-        judged = np.broadcast_to(judged, shape)
-    else:
-        judged = None
+    # The elements not judged stand at 0 (every element judged: none).
+    ignored = None if judged is None or judged.all() else np.broadcast_to(~judged, shape)
 
     def blocks():
         for heads in row_blocks(shape):
-            measured, exact, bound = made(heads)
-            if judged is not None:
-                measured, exact = np.where(judged[heads], measured, 0.0), np.where(judged[heads], exact, 0.0)
-            yield measured, exact, bound
+            yield *made(heads), None if ignored is None else ignored[heads]
 
     result = compare_blocks(blocks(), shape)
     worst = comparison_worst(result)
