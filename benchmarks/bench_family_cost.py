@@ -1,8 +1,8 @@
 """What the gate costs per correct target of each family and API: one more target in a run
 (the default), and one target alone in a fresh command beyond its imports (``--first``).
 
-    python benchmarks/bench_family_cost.py [--repeats 3] [--corpus NAME ...] [--jobs N ...] [--per-entry]
-    python benchmarks/bench_family_cost.py --first [--repeats 5] [--corpus NAME ...] [--jobs N ...]
+    python benchmarks/bench_family_cost.py [--repeats 3] [--corpus NAME ...] [--exclude ID ...] [--jobs N ...] [--per-entry]
+    python benchmarks/bench_family_cost.py --first [--repeats 5] [--corpus NAME ...] [--exclude ID ...] [--jobs N ...]
 
 **One more target** (the default): each corpus's correct entries of one API checked in one
 run, in this process, after a first run that started the root template and imported the
@@ -82,15 +82,16 @@ TYPICAL = {
 }
 
 
-def correct_by_api(only: list[str] | None) -> list[tuple[str, str, list]]:
-    """``(corpus, API, correct entries)`` of every corpus (``only``: of these corpora), in order."""
+def correct_by_api(only: list[str] | None, excluded: list[str] | None = None) -> list[tuple[str, str, list]]:
+    """``(corpus, API, correct entries)`` of every corpus (``only``: of these corpora), in
+    order, but the entries whose ids ``excluded`` names."""
     groups = []
     for name, entries, _ in every_corpus():
         if only and name not in only:
             continue
         by_api: dict[str, list] = {}
         for entry in entries:
-            if entry.kind == "correct":
+            if entry.kind == "correct" and entry.id not in (excluded or ()):
                 by_api.setdefault(entry.declaration().api, []).append(entry)
         groups.extend((name, api, listed) for api, listed in sorted(by_api.items()))
     return groups
@@ -117,7 +118,7 @@ def one_more_target(args) -> None:
           + " wall s  slowdown  idle s  gate CPU s  marginal s  idle marginal s"
           + ("  entry median s  slowest s  (slowest entry)" if args.per_entry else "")
           + f"   (a target, median of {args.repeats})")
-    for name, api, entries in correct_by_api(args.corpus):
+    for name, api, entries in correct_by_api(args.corpus, args.exclude):
         declarations = [entry.declaration() for entry in entries]
         warm = check_many(declarations, run_options(jobs=1))  # the template and the entries' modules, once
         if not all(report.conforms for report in warm):
@@ -187,7 +188,7 @@ def first_target(args) -> None:
     with ``--jobs``, the marginal target of a fresh run of every correct entry)."""
     jobs = list(dict.fromkeys(lanes(value) for value in args.jobs or ()))  # each number of lanes once
     chosen = []
-    for name, api, entries in correct_by_api(args.corpus):
+    for name, api, entries in correct_by_api(args.corpus, args.exclude):
         entry, why = typical(name, api, entries)
         chosen.append((f"{name}/{api}", entry, why, entries))
     with tempfile.TemporaryDirectory() as folder:
@@ -242,6 +243,9 @@ def main(argv=None) -> int:
                         help="only this corpus (repeatable; default: every corpus)")
     parser.add_argument("--jobs", action="append", metavar="N", help="lanes of the run (repeatable; 'default': "
                         "the usable cores; default: 1); with --first, a fresh run of every correct entry with N lanes")
+    parser.add_argument("--exclude", action="append", metavar="ID", default=None,
+                        help="leave out the correct entry of this id (repeatable): one whose own calls dominate a "
+                             "mean (BaichuanFutureMask builds 12 x 2050 x 2050 masks)")
     parser.add_argument("--per-entry", action="store_true", help="each entry's own turn: the median and the slowest")
     parser.add_argument("--first", action="store_true", help="one typical target per API in a fresh command, "
                         "beyond importing numpy, torch and its module")
