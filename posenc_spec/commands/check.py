@@ -98,18 +98,20 @@ def run_check(args) -> int:
 
 
 def _check(args, held: contextlib.ExitStack) -> int:
-    from posenc_spec.gate.config import Front, select_declarations
     from posenc_spec.gate.errors import UsageError
-    from posenc_spec.gate.output import destination, json_report, text
-    from posenc_spec.gate.preimport import import_drawing_modules
-    from posenc_spec.gate.sandbox import check_preload
+    from posenc_spec.gate.sandbox import check_preload, start_root
 
     try:
+        options = run_options_of(args, fail_fast=args.fail_fast)
+        start_root(options.preload)  # first: its imports go on while this process reads the targets
+        from posenc_spec.gate.config import Front, select_declarations
+        from posenc_spec.gate.output import destination, json_report, text
+        from posenc_spec.gate.preimport import import_drawing_modules
+
         front = Front("TARGET", "--config", "--xfails", others="--config FILE, a TARGET, or --builtin (the "
                       "reference implementations posenc-spec ships)")
         declarations, config = select_declarations(front, args.target, args.config, args.xfails,
                                                    declaration_flags(args), builtin=args.builtin)
-        options = run_options_of(args, fail_fast=args.fail_fast)
         outputs = open_outputs(held, ("--json", args.json), ("--junitxml", args.junitxml),
                                reads=files_read(declarations, config))
         plots = None if args.plots is None else held.enter_context(

@@ -374,12 +374,21 @@ def root_template(preload: tuple[str, ...] = ()):
         yield _started_root(preload)
 
 
-def _started_root(preload: tuple[str, ...]) -> Template:
+def start_root(preload: tuple[str, ...] = ()) -> Template:
+    """The process's root template for ``preload``, started now if none is running, not
+    waited for: a command that knows its ``preload`` first starts it before reading its
+    targets, so that its imports (torch's above all, the longest part of a first run) go on
+    meanwhile; :func:`root_template` finds it."""
     with _root_lock:
         root = _roots.get(preload)
         if root is None or not root.alive():
             root = _roots[preload] = Template.start(preload)
             atexit.register(root.close)
+    return root
+
+
+def _started_root(preload: tuple[str, ...]) -> Template:
+    root = start_root(preload)
     import_gate_modules()  # while the root template imports torch
     if preload:
         try:
