@@ -214,9 +214,9 @@ def _import_here(request: dict) -> dict:
         reply = {"ok": function is not None, "message": message, "import_changes": changes,
                  "import_effects": effects, "import_failures": failures, "threads": _started_threads(),
                  "learned": imported.take()}
-    from . import state
+        from . import state
 
-    state.warm_up()  # the copies the state's next reading compares with, made once here, not in every child
+        state.warm_up()  # the copies the state's next reading compares with, made once here, not in every child
     gc.freeze()
     return reply
 
