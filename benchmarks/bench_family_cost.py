@@ -1,7 +1,8 @@
 """What the gate costs per correct target of each family and API: one more target in a run
 (the default), and one target alone in a fresh command beyond its imports (``--first``).
 
-    python benchmarks/bench_family_cost.py [--repeats 3] [--corpus NAME ...] [--exclude ID ...] [--jobs N ...] [--per-entry]
+    python benchmarks/bench_family_cost.py [--repeats 3] [--corpus NAME ...] [--exclude ID ...] [--jobs N ...]
+                                           [--per-entry]
     python benchmarks/bench_family_cost.py --first [--repeats 5] [--corpus NAME ...] [--exclude ID ...] [--jobs N ...]
 
 **One more target** (the default): each corpus's correct entries of one API checked in one
@@ -134,9 +135,9 @@ def one_more_target(args) -> None:
             slowdown = statistics.median(run[1] for run in runs)
             idle = statistics.median(run[0] / run[1] for run in runs) / count
             cpu = statistics.median(run[2] for run in runs) / count
-            marginal = statistics.median(twice[0] - once[0] for once, twice in zip(runs, doubled)) / count
+            marginal = statistics.median(twice[0] - once[0] for once, twice in zip(runs, doubled, strict=True)) / count
             idle_marginal = statistics.median(twice[0] / twice[1] - once[0] / once[1]
-                                              for once, twice in zip(runs, doubled)) / count
+                                              for once, twice in zip(runs, doubled, strict=True)) / count
             line = (f"{name + '/' + api:26s} {count:7d} " + (f"{lane_count:5d} " if args.jobs else "")
                     + f"{wall:7.3f} {slowdown:9.2f} {idle:7.3f} {cpu:11.3f} {marginal:11.3f} {idle_marginal:16.3f}")
             if args.per_entry:

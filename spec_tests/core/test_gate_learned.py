@@ -9,8 +9,8 @@ import json
 import os
 import subprocess
 import sys
-import types
 import textwrap
+import types
 
 import pytest
 

@@ -239,9 +239,9 @@ def check_formula(table, exp: BiasExpectation, name="formula") -> CheckResult:
         return _judged_result(name, values, exp.table, exp.tolerance, what, exp.judged[None])
 
     def made(heads):
+        table, bound = exp.table[heads], exp.tolerance[heads]
         with np.errstate(invalid="ignore"):
-            return values[heads], exp.table[heads] + _row_constants(values[heads] - exp.table[heads],
-                                                                    exp.tolerance[heads], exp.judged), exp.tolerance[heads]
+            return values[heads], table + _row_constants(values[heads] - table, bound, exp.judged), bound
 
     return _judged_by_heads(name, values.shape, made, what + ", up to a constant per row", exp.judged[None])
 

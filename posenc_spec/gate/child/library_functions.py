@@ -84,7 +84,7 @@ import numpy as np
 import numpy.fft  # noqa: F401 -- NumPy imports it lazily: here it is in the template, watched from the start
 
 from .loaded_modules import addresses
-from .memory_words import VERSION_OFFSET, WORD as _WORD, Words as _Words, version_tag, word as _word
+from .memory_words import VERSION_OFFSET, WORD, Words, version_tag, word
 
 # torch._C's modules hold what torch.nn.functional, torch.linalg, torch.fft and torch.special call.
 MODULES = ("builtins", "math", "cmath", "operator", "random", "numpy", "numpy.linalg", "numpy.fft", "numpy.random",
@@ -120,13 +120,13 @@ def _function_offsets() -> tuple[int, ...] | None:
     def probe(a=(), *, b=()):
         return a, b
 
-    words = [_word(id(probe) + index * _WORD) for index in range(type(probe).__basicsize__ // _WORD)]
+    words = [word(id(probe) + index * WORD) for index in range(type(probe).__basicsize__ // WORD)]
     if any(words.count(id(part)) != 1 for part in _PARTS(probe)):
         return None
-    offsets = tuple(words.index(id(part)) * _WORD for part in _PARTS(probe))
+    offsets = tuple(words.index(id(part)) * WORD for part in _PARTS(probe))
     probe.__code__ = (lambda a=(), *, b=(): (b, a)).__code__
     probe.__defaults__, probe.__kwdefaults__ = ((),), {"b": 1}
-    moved = all(_word(id(probe) + offset) == id(part) for offset, part in zip(offsets, _PARTS(probe), strict=True))
+    moved = all(word(id(probe) + offset) == id(part) for offset, part in zip(offsets, _PARTS(probe), strict=True))
     return offsets if moved else None
 
 
@@ -212,7 +212,7 @@ class _Watched:
         self.spaces: tuple[_Namespace, ...] = ()
         self.functions: tuple[tuple[str, types.FunctionType], ...] = ()
         self.known: set[int] = set()
-        self.tags = self.parts = _Words([])
+        self.tags = self.parts = Words([])
         self.last: Reading | None = None  # the last reading of these, whose copies the next may share
         self.libraries_of: set[tuple[int, int]] = set()  # (module id, its globals' tag) watch_libraries_of took
 
@@ -248,9 +248,9 @@ class _Watched:
     def seal(self) -> None:
         """Gather from here on the words of everything added."""
         if _VERSION_OFFSET is not None:
-            self.tags = _Words([id(space.table) + _VERSION_OFFSET for space in self.spaces])
+            self.tags = Words([id(space.table) + _VERSION_OFFSET for space in self.spaces])
         if _FUNCTION_OFFSETS is not None:
-            self.parts = _Words([id(function) + offset for _, function in self.functions
+            self.parts = Words([id(function) + offset for _, function in self.functions
                                  for offset in _FUNCTION_OFFSETS])
         self.last = None
 
@@ -374,7 +374,7 @@ class Reading:
         if last is not None and _VERSION_OFFSET is not None and self.tags == last.tags:
             self.names, self.values, self.addresses = last.names, last.values, last.addresses
         else:
-            tags = ([self.tags[index:index + _WORD] for index in range(0, len(self.tags), _WORD)]
+            tags = ([self.tags[index:index + WORD] for index in range(0, len(self.tags), WORD)]
                     if _VERSION_OFFSET is not None else [None] * len(self.spaces))
             read = [space.read(tag) for space, tag in zip(self.spaces, tags, strict=True)]
             self.names, self.values, self.addresses = (tuple(column) for column in zip(*read, strict=True))
@@ -426,7 +426,7 @@ class Reading:
                            functools.partial(space.put_back, name, _MISSING))
                           for name in now.keys() - before.keys() if watched(name) and space.hidden(name)]
         count = min(len(self.objects), len(later.objects))
-        if self.parts[:count * _WORD] != later.parts[:count * _WORD]:
+        if self.parts[:count * WORD] != later.parts[:count * WORD]:
             differ = np.flatnonzero(np.frombuffer(self.parts, np.uint64, count)
                                     != np.frombuffer(later.parts, np.uint64, count))
             for index in differ.tolist():
