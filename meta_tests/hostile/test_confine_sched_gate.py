@@ -12,26 +12,20 @@ The ordinary user is one no other test runs as (``SCHEDULED_UID``), emulated fro
 from __future__ import annotations
 
 import ast
-import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from meta_tests.another_user import OTHER_UID, run_as_other_user
-from meta_tests.hostile import MAX_POSITIONS, target
-from meta_tests.hostile.test_cli import RUN_LIMIT
+from meta_tests.another_user import OTHER_UID
+from meta_tests.hostile.attacks_as_user import assert_refused_then_conforms, check_attacks
 from posenc_spec.gate.child import supervisor
 from posenc_spec.gate.sandbox import SIGNAL_FILTER_SWITCH
 
 SCHEDULED_UID = OTHER_UID + 2
-TIMEOUT = 5
-WORKTREE = Path(__file__).resolve().parents[2]
 ATTACKS = ("renices_the_gate", "renices_its_templates", "renices_the_gates_group", "renices_its_user", "pins_the_gate",
            "idles_the_gate", "idles_the_gates_disk")
 OWN = ("schedules_its_own",)
-REFUSED = "Operation not permitted"
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="emulates an ordinary user of its own from root"),
     pytest.mark.skipif(not supervisor.available(),
@@ -43,31 +37,15 @@ def run(request, tmp_path_factory):
     """One ``check`` of every attacker, each followed by a correct target, then the target
     that schedules its own processes, as ``SCHEDULED_UID``: the finished command and its
     targets' entries."""
-    folder = tmp_path_factory.mktemp("scheduling")
-    folder.chmod(0o777)
-    names = [name for attack in ATTACKS for name in (attack, "vaswani_table")] + list(OWN)
-    paths = [target("hostile_tables" if name == "vaswani_table" else "scheduling", name) for name in names]
-    config = folder / "gate.toml"
-    config.write_text(f"max_positions = {MAX_POSITIONS}\ntimeout = {TIMEOUT}\n"
-                      + "".join(f"[[targets]]\ntarget = {json.dumps(path)}\n" for path in paths))
-    config.chmod(0o644)
     env = {**os.environ, SIGNAL_FILTER_SWITCH: request.param, "POSENC_SPEC_CONFINEMENT": "on"}
-    done = run_as_other_user([sys.executable, "-m", "posenc_spec", "check", "--config", str(config), "-j", "1",
-                              "--json", "-"], uid=SCHEDULED_UID, cwd=WORKTREE, env=env, capture_output=True,
-                             text=True, timeout=RUN_LIMIT)
-    assert done.stdout, (done.returncode, done.stderr[-2000:])
-    return done, list(zip(names, json.loads(done.stdout)["targets"], strict=True))
+    return check_attacks(tmp_path_factory.mktemp("scheduling"), "scheduling", ATTACKS, OWN, SCHEDULED_UID, env)
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_a_change_to_the_scheduling_around_the_target_fails_its_own_call(run, attack):
     """The change is refused inside the target: its first call fails with the refusal, and
     the correct target run after it conforms."""
-    _, entries = run
-    position = [name for name, _ in entries].index(attack)
-    failed = [check for check in entries[position][1]["checks"] if check["status"] == "failed"]
-    assert failed and failed[0]["id"].startswith("call[") and REFUSED in failed[0]["reason"], failed[:2]
-    assert entries[position + 1][1]["status"] == "conforms", entries[position + 1][1]["checks"][:3]
+    assert_refused_then_conforms(run[1], attack)
 
 
 def test_the_target_that_schedules_its_own_processes_conforms_and_nothing_is_left_open(run):

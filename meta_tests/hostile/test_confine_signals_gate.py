@@ -15,24 +15,21 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
 from meta_tests.another_user import OTHER_UID, run_as_other_user
-from meta_tests.hostile import MAX_POSITIONS, target
+from meta_tests.hostile import MAX_POSITIONS
+from meta_tests.hostile.attacks_as_user import WORKTREE, assert_refused_then_conforms, check_attacks
 from meta_tests.hostile.test_api_caller import SIGNALLING_CALLER
 from meta_tests.hostile.test_cli import RUN_LIMIT
 from posenc_spec.gate.child import confine_signals
 from posenc_spec.gate.sandbox import SIGNAL_FILTER_SWITCH
 
 SIGNALLED_UID = OTHER_UID + 1
-TIMEOUT = 5
-WORKTREE = Path(__file__).resolve().parents[2]
 ATTACKS = ("stops_its_parent", "kills_its_parent", "stops_the_gate", "interrupts_the_gate", "kills_the_gates_group",
            "stops_every_process", "sends_sigio_to_the_gate", "limits_the_gates_cpu")
 SELF_SIGNALLING = ("signals_itself",)
-REFUSED = "Operation not permitted"
 FILTERED = {**os.environ, SIGNAL_FILTER_SWITCH: "on", "POSENC_SPEC_CONFINEMENT": "on"}
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="emulates an ordinary user of its own from root"),
@@ -43,30 +40,15 @@ pytestmark = [
 def run(tmp_path_factory):
     """One ``check`` of every attacker, each followed by a correct target, then the targets
     that signal themselves, as ``SIGNALLED_UID``: the finished command and its targets' entries."""
-    folder = tmp_path_factory.mktemp("signals")
-    folder.chmod(0o777)
-    names = [name for attack in ATTACKS for name in (attack, "vaswani_table")] + list(SELF_SIGNALLING)
-    paths = [target("hostile_tables" if name == "vaswani_table" else "signals", name) for name in names]
-    config = folder / "gate.toml"
-    config.write_text(f"max_positions = {MAX_POSITIONS}\ntimeout = {TIMEOUT}\n"
-                      + "".join(f"[[targets]]\ntarget = {json.dumps(path)}\n" for path in paths))
-    config.chmod(0o644)
-    done = run_as_other_user([sys.executable, "-m", "posenc_spec", "check", "--config", str(config), "-j", "1",
-                              "--json", "-"], uid=SIGNALLED_UID, cwd=WORKTREE, env=FILTERED, capture_output=True,
-                             text=True, timeout=RUN_LIMIT)
-    assert done.stdout, (done.returncode, done.stderr[-2000:])
-    return done, list(zip(names, json.loads(done.stdout)["targets"], strict=True))
+    return check_attacks(tmp_path_factory.mktemp("signals"), "signals", ATTACKS, SELF_SIGNALLING, SIGNALLED_UID,
+                         FILTERED)
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_an_attack_on_the_processes_around_the_target_fails_its_own_call(run, attack):
     """The signal is refused inside the target: its first call fails with the refusal, and
     the correct target run after it conforms (no helper was stopped or killed)."""
-    _, entries = run
-    position = [name for name, _ in entries].index(attack)
-    failed = [check for check in entries[position][1]["checks"] if check["status"] == "failed"]
-    assert failed and failed[0]["id"].startswith("call[") and REFUSED in failed[0]["reason"], failed[:2]
-    assert entries[position + 1][1]["status"] == "conforms", entries[position + 1][1]["checks"][:3]
+    assert_refused_then_conforms(run[1], attack)
 
 
 def test_the_run_ends_with_its_own_verdict_and_the_self_signalling_target_conforms(run):
