@@ -96,26 +96,28 @@ def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positio
 
 
 # The expectations kept between the calls and the targets of a run, the least recently used
-# dropped first past this many bytes: every target of a run under one convention asks for the
-# same ones. Only those of at most a KEPT_SHARE of it are kept (the sweep's, 200 KB at most):
-# a run asks for its targets' calls in turn, and the long ones (6 MB at 128 heads over 2050
-# keys) would push every small one out before the next target asked for it again.
+# dropped first past this many bytes in each of two keeps: every target of a run under one
+# convention asks for the same ones, in turn. The long calls' (past LONG_ELEMENTS, 19 MB at
+# 12 heads over 258 x 258, up to 50 MB at the grid's element budget; a convention's take up
+# to 47 MB) have a keep of their own: in one shared keep they would push every small one (the
+# sweep's, 200 KB at most) out before the next target asked for it again.
 KEPT_EXPECTATION_BYTES = 2**27
-KEPT_SHARE = 32
-_kept = BoundedCache(KEPT_EXPECTATION_BYTES, largest=KEPT_EXPECTATION_BYTES // KEPT_SHARE)
+LONG_ELEMENTS = 2**16
+_kept = BoundedCache(KEPT_EXPECTATION_BYTES)
+_kept_long = BoundedCache(KEPT_EXPECTATION_BYTES)
 
 
 def call_expectation(call: AlibiCall, convention: AlibiConvention, dtype: str) -> properties.BiasExpectation:
     """:func:`~.properties.expectation` of one call, made once per head count, call geometry,
-    convention and dtype in a process and kept (read-only) for the next call that asks, when
-    small enough to keep."""
+    convention and dtype in a process and kept (read-only) for the next call that asks."""
     def make():
         exp = properties.expectation(call.num_heads, positions_of(call, convention), convention, dtype)
         for array in (exp.table, exp.tolerance, exp.judged, exp.shifted_tolerance):
             array.setflags(write=False)
         return exp, _nbytes(exp)
 
-    return _kept.get((call.num_heads, call.q_len, call.k_len, call.mask, convention, dtype), make)
+    keep = _kept_long if call.num_heads * call.q_len * call.k_len > LONG_ELEMENTS else _kept
+    return keep.get((call.num_heads, call.q_len, call.k_len, call.mask, convention, dtype), make)
 
 
 def _nbytes(exp: properties.BiasExpectation) -> int:

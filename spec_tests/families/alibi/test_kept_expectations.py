@@ -13,7 +13,8 @@ from posenc_spec.families.alibi.properties import expectation
 
 
 def _keep(monkeypatch, budget):
-    monkeypatch.setattr(judge, "_kept", BoundedCache(budget, largest=budget // judge.KEPT_SHARE))
+    monkeypatch.setattr(judge, "_kept", BoundedCache(budget))
+    monkeypatch.setattr(judge, "_kept_long", BoundedCache(budget))
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_kept_expectations_stay_within_the_budget(empty_keep, monkeypatch):
     asked = [call for heads in range(1, 129) for call in calls("module-ij", heads, conv, deep=False)]
     sizes = [judge._nbytes(expectation(call.num_heads, judge.positions_of(call, conv), conv)) for call in asked]
     budget = sum(sizes) // 2
-    assert max(sizes) <= budget // judge.KEPT_SHARE  # every one small enough to keep
+    assert all(call.num_heads * call.q_len * call.k_len <= judge.LONG_ELEMENTS for call in asked)
     _keep(monkeypatch, budget)
     made = [judge.call_expectation(call, conv, "float32") for call in asked]
     kept = [exp for exp, _ in judge._kept.values.values()]
@@ -51,10 +52,15 @@ def test_kept_expectations_stay_within_the_budget(empty_keep, monkeypatch):
     assert kept == made[-len(kept):]
 
 
-def test_long_expectations_are_not_kept(empty_keep):
-    """An expectation past the kept share of the budget is made for its call and not kept."""
+def test_long_expectations_are_kept_apart(empty_keep):
+    """A long call's expectation is kept in a keep of its own: it never pushes out a small one."""
     conv = get_convention("paper")
-    longest = calls("module-ij", 128, conv)[-1]
-    assert judge._nbytes(judge.call_expectation(longest, conv, "float32")) > \
-        judge.KEPT_EXPECTATION_BYTES // judge.KEPT_SHARE
-    assert not judge._kept.values
+    small, *_, longest = calls("module-ij", 128, conv)
+    assert small.num_heads * small.q_len * small.k_len <= judge.LONG_ELEMENTS \
+        < longest.num_heads * longest.q_len * longest.k_len
+    kept = judge.call_expectation(small, conv, "float32")
+    judge._kept.budget = judge._nbytes(kept)  # room for the small one alone (the fixture's keep)
+    long_kept = judge.call_expectation(longest, conv, "float32")
+    assert judge.call_expectation(longest, conv, "float32") is long_kept
+    assert judge.call_expectation(small, conv, "float32") is kept
+    assert len(judge._kept.values) == len(judge._kept_long.values) == 1
