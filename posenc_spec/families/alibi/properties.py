@@ -67,6 +67,13 @@ class BiasExpectation:
         return _read_only(oracle.judged(self.convention.replace(bias_region="causal"), self.positions) & self.judged)
 
     @cached_property
+    def formula_is_equivalent(self) -> bool:
+        """Whether :func:`check_formula` and :func:`check_equivalent` make one comparison: the
+        same exact table, bound and judged elements, each fitted a constant per row."""
+        return (self.convention.up_to_row_constant and self.causal is self.table
+                and self.shifted_tolerance is self.tolerance and np.array_equal(self.causal_region, self.judged))
+
+    @cached_property
     def key_steps(self) -> tuple | None:
         """``(pick, pair)`` of the steps between neighbouring judged keys one position apart
         (``pick`` the steps' first keys, a slice when every key has one; ``pair`` ``(rows,
@@ -150,8 +157,14 @@ def _judged_by_heads(name, shape, made, what, judged=None) -> CheckResult:
     Each block's temporaries stay in the processor's cache (:func:`~posenc_spec.tolerance.row_blocks`),
     where whole-table ones (6 MB each at 12 heads over 258 x 258) would each be another pass
     through memory; every element is worked out as on the whole table."""
+    return _verdict(name, _compared_by_heads(shape, made, judged), what)
+
+
+def _compared_by_heads(shape, made, judged=None):
+    """The :class:`~posenc_spec.tolerance.Comparison` :func:`_judged_by_heads` judges (None for
+    an empty table)."""
     if math.prod(shape) == 0:
-        return skipped(name, f"{what}: nothing to measure")
+        return None
     # The elements not judged stand at 0 (every element judged: none).
     ignored = None if judged is None or judged.all() else np.broadcast_to(~judged, shape)
 
@@ -159,7 +172,13 @@ def _judged_by_heads(name, shape, made, what, judged=None) -> CheckResult:
         for heads in row_blocks(shape):
             yield *made(heads), None if ignored is None else ignored[heads]
 
-    result = compare_blocks(blocks(), shape)
+    return compare_blocks(blocks(), shape)
+
+
+def _verdict(name, result, what) -> CheckResult:
+    """The check ``name``'s verdict on a comparison, its message opening with ``what``."""
+    if result is None:
+        return skipped(name, f"{what}: nothing to measure")
     worst = comparison_worst(result)
     message = f"{what}: max error/bound {result.max_ratio:.3g}" + (
         "" if result.ok else f"; worst at {list(worst.index)}: got {worst.actual:.9g}, expected "
@@ -230,20 +249,33 @@ def _row_constants(difference: np.ndarray, tolerance: np.ndarray, judged: np.nda
     return np.where(np.isfinite(middle), middle, 0.0)[:, :, None]
 
 
+def _fitted_rows(values, reference, bound, region):
+    """``made`` of :func:`_judged_by_heads` for ``values`` against ``reference`` plus the
+    constant per head and row that fits best within ``bound`` at the ``region`` elements."""
+    def made(heads):
+        with np.errstate(invalid="ignore"):
+            fitted = reference[heads] + _row_constants(values[heads] - reference[heads], bound[heads], region)
+        return values[heads], fitted, bound[heads]
+
+    return made
+
+
+def _formula_what(exp: BiasExpectation) -> str:
+    what = f"{exp.size} under {exp.convention.name()}, {exp.out_dtype}"
+    return what + (", up to a constant per row" if exp.convention.up_to_row_constant else "")
+
+
+_EQUIVALENT_WHAT = "against m (k - q) up to a constant per row"
+
+
 def check_formula(table, exp: BiasExpectation, name="formula") -> CheckResult:
     """Every judged element within its bound of the exact bias; under ``up_to_row_constant``,
     after one constant per head and row (the one that fits best)."""
     values = _table(table, exp)
-    what = f"{exp.size} under {exp.convention.name()}, {exp.out_dtype}"
     if not exp.convention.up_to_row_constant:
-        return _judged_result(name, values, exp.table, exp.tolerance, what, exp.judged[None])
-
-    def made(heads):
-        table, bound = exp.table[heads], exp.tolerance[heads]
-        with np.errstate(invalid="ignore"):
-            return values[heads], table + _row_constants(values[heads] - table, bound, exp.judged), bound
-
-    return _judged_by_heads(name, values.shape, made, what + ", up to a constant per row", exp.judged[None])
+        return _judged_result(name, values, exp.table, exp.tolerance, _formula_what(exp), exp.judged[None])
+    return _judged_by_heads(name, values.shape, _fitted_rows(values, exp.table, exp.tolerance, exp.judged),
+                            _formula_what(exp), exp.judged[None])
 
 
 def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckResult:
@@ -253,15 +285,22 @@ def check_equivalent(table, exp: BiasExpectation, name="equivalent") -> CheckRes
     bound of a computation of ``m (d + c)`` (the constant within the key span: the bound
     :func:`~.tolerance.row_constant_tolerance` derives, never 0 where the target rounds)."""
     values = _table(table, exp)
-    region, causal, bound = exp.causal_region, exp.causal, exp.shifted_tolerance
+    region = exp.causal_region
+    return _judged_by_heads(name, values.shape, _fitted_rows(values, exp.causal, exp.shifted_tolerance, region),
+                            f"{exp.size} {_EQUIVALENT_WHAT}", region[None])
 
-    def made(heads):
-        with np.errstate(invalid="ignore"):
-            return (values[heads], causal[heads] + _row_constants(values[heads] - causal[heads], bound[heads], region),
-                    bound[heads])
 
-    return _judged_by_heads(name, values.shape, made, f"{exp.size} against m (k - q) up to a constant per row",
-                            region[None])
+def check_formula_and_equivalent(table, exp: BiasExpectation, names=("formula", "equivalent")) -> tuple:
+    """:func:`check_formula` and :func:`check_equivalent`, compared once where they are one
+    comparison: a causal form judged up to a row constant over its causal region (the exact
+    bias is ``m (k - q)``, its bound the shifted one)."""
+    if not exp.formula_is_equivalent:
+        return check_formula(table, exp, names[0]), check_equivalent(table, exp, names[1])
+    values = _table(table, exp)
+    compared = _compared_by_heads(values.shape, _fitted_rows(values, exp.table, exp.tolerance, exp.judged),
+                                  exp.judged[None])
+    return (_verdict(names[0], compared, _formula_what(exp)),
+            _verdict(names[1], compared, f"{exp.size} {_EQUIVALENT_WHAT}"))
 
 
 def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:

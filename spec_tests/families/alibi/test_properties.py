@@ -234,3 +234,35 @@ def test_unbiased_heads_up_to_a_row_constant():
     assert_status(properties.check_unbiased_heads(table, exp), "passed")
     table[4, 10, 2] += 0.5
     assert_status(properties.check_unbiased_heads(table, exp), "failed")
+
+
+def _broken_tables(table):
+    """``table``, and copies of it with one element off, a constant per row added, the later
+    keys tilted, and a NaN among the judged elements (the last row's)."""
+    last = table.shape[1] - 1
+    yield table
+    wrong = table.copy()
+    wrong[3, last, 4] += 1e-3
+    yield wrong
+    yield table + np.arange(table.shape[1])[None, :, None]
+    tilted = table.copy()
+    tilted[:, :, 8:] += 1e-3
+    yield tilted
+    holed = table.copy()
+    holed[0, last, 2] = np.nan
+    yield holed
+
+
+@pytest.mark.parametrize("convention", [ROWS, AlibiConvention(), AlibiConvention(bias_form="key-last",
+                                                                                  up_to_row_constant=True),
+                                        AlibiConvention(bias_form="key", up_to_row_constant=True)])
+def test_formula_and_equivalent_together_are_each_alone(convention):
+    """Judged together (one comparison where they are the same one), formula and equivalent give
+    exactly the verdicts, messages and worst elements each gives alone."""
+    exp, table = expect(convention)
+    assert exp.formula_is_equivalent == (convention.up_to_row_constant
+                                         and convention.bias_form in ("causal", "key-last"))
+    for broken in _broken_tables(table):
+        together = properties.check_formula_and_equivalent(broken, exp)
+        alone = properties.check_formula(broken, exp), properties.check_equivalent(broken, exp)
+        assert repr(together) == repr(alone)  # a NaN worst value is not equal to itself
