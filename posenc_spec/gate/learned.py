@@ -40,6 +40,9 @@ MAX_LEARNED = 20_000  # names per run: several large libraries
 REQUEST_NAME_BYTES = 32 * 1024
 
 
+_REALTIME_COARSE = 5  # Linux's clock id, named in the time module from Python 3.13
+
+
 class LearnedModules:
     """The checked module names a run has learned, in the order learned; shared by its lanes."""
 
@@ -53,7 +56,9 @@ class LearnedModules:
             if not name.is_path:
                 keep_out.add(name.module)
         self.keep_out = sorted(keep_out | set(FRAMEWORK_BOUND))
-        self.started_ns = time.time_ns()
+        # On the clock the kernel stamps files with: it lags time.time_ns() by up to a tick,
+        # so a file written just after that reading could carry an earlier time.
+        self.started_ns = time.clock_gettime_ns(getattr(time, "CLOCK_REALTIME_COARSE", _REALTIME_COARSE))
         self._checked: dict[str | None, bool] = {}  # a file -> installed and unchanged
         self.names: list[str] = []
         self._seen: set[str] = set()
