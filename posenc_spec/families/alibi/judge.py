@@ -96,23 +96,25 @@ def positions_of(call: AlibiCall, convention: AlibiConvention) -> oracle.Positio
 
 
 # The expectations kept between the calls and the targets of a run, the least recently used
-# dropped first past this many bytes in each of two keeps: every target of a run under one
-# convention asks for the same ones, in turn. The long calls' (past LONG_ELEMENTS, 19 MB at
-# 12 heads over 258 x 258, up to 50 MB at the grid's element budget; a convention's take up
-# to 47 MB) have a keep of their own: in one shared keep they would push every small one (the
-# sweep's, 200 KB at most) out before the next target asked for it again.
+# dropped first past a keep's bytes: every target of a run under one convention asks for the
+# same ones, in turn. The long calls' (past LONG_ELEMENTS: 38 MB at 12 heads over 258 x 258
+# with what the checks derive, a convention's up to 111 MB) have a keep of their own: in one
+# shared keep they would push every small one (the sweep's, 200 KB at most) out before the
+# next target asked for it again.
 KEPT_EXPECTATION_BYTES = 2**27
+KEPT_LONG_EXPECTATION_BYTES = 2**28
 LONG_ELEMENTS = 2**16
 _kept = BoundedCache(KEPT_EXPECTATION_BYTES)
-_kept_long = BoundedCache(KEPT_EXPECTATION_BYTES)
+_kept_long = BoundedCache(KEPT_LONG_EXPECTATION_BYTES)
 
 
 def call_expectation(call: AlibiCall, convention: AlibiConvention, dtype: str) -> properties.BiasExpectation:
-    """:func:`~.properties.expectation` of one call, made once per head count, call geometry,
-    convention and dtype in a process and kept (read-only) for the next call that asks."""
+    """:func:`~.properties.expectation` of one call, with what its checks derive from it, made
+    once per head count, call geometry, convention and dtype in a process and kept
+    (read-only) for the next call that asks."""
     def make():
         exp = properties.expectation(call.num_heads, positions_of(call, convention), convention, dtype)
-        for array in (exp.table, exp.tolerance, exp.judged, exp.shifted_tolerance):
+        for array in exp.derived():
             array.setflags(write=False)
         return exp, _nbytes(exp)
 
@@ -121,8 +123,14 @@ def call_expectation(call: AlibiCall, convention: AlibiConvention, dtype: str) -
 
 
 def _nbytes(exp: properties.BiasExpectation) -> int:
-    shifted = 0 if exp.shifted_tolerance is exp.tolerance else exp.shifted_tolerance.nbytes
-    return exp.table.nbytes + exp.tolerance.nbytes + exp.judged.nbytes + shifted
+    """The bytes an expectation holds, what its checks derive included: each buffer once (a
+    view counts its base's)."""
+    owners = {}
+    for array in exp.derived():
+        while isinstance(array.base, np.ndarray):
+            array = array.base
+        owners[id(array)] = array.nbytes
+    return sum(owners.values())
 
 
 def out_of_memory(outcome: Outcome) -> bool:

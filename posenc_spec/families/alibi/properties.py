@@ -77,8 +77,7 @@ class BiasExpectation:
     def key_steps(self) -> tuple | None:
         """``(pick, pair)`` of the steps between neighbouring judged keys one position apart
         (``pick`` the steps' first keys, a slice when every key has one; ``pair`` ``(rows,
-        steps)`` bool): None where there is none. Their expected values and bounds are worked
-        out a block of heads at a time by :func:`check_linear`."""
+        steps)`` bool): None where there is none."""
         keys = self.positions.keys
         steps = np.flatnonzero((np.diff(keys) == 1) & self.judged[:, :-1].any(axis=0)
                                & self.judged[:, 1:].any(axis=0))
@@ -89,11 +88,18 @@ class BiasExpectation:
         return pick, _read_only(pair)
 
     @cached_property
+    def key_step_expectation(self) -> tuple:
+        """``(steps, bounds)`` at :attr:`key_steps`, ``(heads, rows, steps)`` each: the exact
+        table's steps between neighbouring keys and their bounds ``t_j + t_{j+1}``."""
+        pick, _ = self.key_steps
+        return (_read_only(np.diff(self.table, axis=2)[:, :, pick]),
+                _read_only((self.tolerance[:, :, :-1] + self.tolerance[:, :, 1:])[:, :, pick]))
+
+    @cached_property
     def diagonal_steps(self) -> tuple | None:
         """``(rows, later_rows, cols, later_cols, both)`` of the element pairs one row and one key
         apart (indices, slices where contiguous; ``both`` where both are judged): None where
-        there is none. Their bounds are worked out a block of heads at a time by
-        :func:`check_toeplitz`."""
+        there is none."""
         q, k = self.positions.queries, self.positions.keys
         rows, cols = np.flatnonzero(np.diff(q) == 1), np.flatnonzero(np.diff(k) == 1)
         if rows.size == 0 or cols.size == 0:
@@ -102,6 +108,29 @@ class BiasExpectation:
         cols, later_cols = _steps(cols, k.size)
         both = self.judged[rows][:, cols] & self.judged[later_rows][:, later_cols]
         return rows, later_rows, cols, later_cols, _read_only(both)
+
+    @cached_property
+    def diagonal_bound(self) -> np.ndarray:
+        """The bound of each pair of :attr:`diagonal_steps`: the two elements' ``t`` summed."""
+        rows, later_rows, cols, later_cols, _ = self.diagonal_steps
+        tolerance = self.tolerance
+        return _read_only(tolerance[:, rows][:, :, cols] + tolerance[:, later_rows][:, :, later_cols])
+
+    def derived(self) -> list[np.ndarray]:
+        """Make what the checks of a bias of this form derive from the expectation alone (kept
+        with it: an expectation the judge keeps serves every target of its convention), and
+        return every array it holds, those included."""
+        arrays = [self.table, self.tolerance, self.judged]
+        if self.shifted_tolerance is not self.tolerance:
+            arrays.append(self.shifted_tolerance)
+        if self.causal is not self.table:
+            arrays.append(self.causal)
+        arrays.append(self.causal_region)
+        if self.key_steps is not None:
+            arrays += [self.key_steps[1], *self.key_step_expectation]
+        if not self.convention.key_only and self.diagonal_steps is not None:
+            arrays += [self.diagonal_steps[-1], self.diagonal_bound]
+        return arrays
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -314,12 +343,12 @@ def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
         return skipped(name, f"{exp.size}: no two judged keys one position apart")
     pick, pair = exp.key_steps
 
+    steps, bounds = exp.key_step_expectation
+
     def made(heads):
         with np.errstate(invalid="ignore"):  # unjudged neighbours may be infinite: their step is never compared
             measured = np.diff(values[heads], axis=2)[:, :, pick]
-        tolerance = exp.tolerance[heads]
-        return (measured, np.diff(exp.table[heads], axis=2)[:, :, pick],
-                (tolerance[:, :, :-1] + tolerance[:, :, 1:])[:, :, pick])
+        return measured, steps[heads], bounds[heads]
 
     return _judged_by_heads(name, (exp.num_heads, *pair.shape), made, f"{exp.size}: steps between neighbouring keys",
                             pair[None])
@@ -338,11 +367,12 @@ def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
     rows, later_rows, cols, later_cols, both = exp.diagonal_steps
     shifted = exp.convention.up_to_row_constant
 
+    bounds = exp.diagonal_bound
+
     def made(heads):
         later = values[heads][:, later_rows][:, :, later_cols]
         earlier = values[heads][:, rows][:, :, cols]
-        tolerance = exp.tolerance[heads]
-        bound = tolerance[:, rows][:, :, cols] + tolerance[:, later_rows][:, :, later_cols]
+        bound = bounds[heads]
         if shifted:
             with np.errstate(invalid="ignore"):
                 earlier = earlier + _row_constants(later - earlier, bound, both)

@@ -25,14 +25,15 @@ def empty_keep(monkeypatch):
 @pytest.mark.parametrize(("name", "signature"), [("paper", "module-ij"), ("bloom", "mask-heads-dtype"),
                                                  ("labml", "heads-mask")])
 def test_kept_expectation_is_the_fresh_one_and_read_only(empty_keep, name, signature):
-    """A kept expectation equals a fresh one array for array, is handed out again, and cannot be written."""
+    """A kept expectation equals a fresh one array for array (what the checks derive from it
+    too), is handed out again, and cannot be written."""
     conv = get_convention(name)
     for call in calls(signature, 12, conv):
         kept = judge.call_expectation(call, conv, "float16")
         fresh = expectation(call.num_heads, judge.positions_of(call, conv), conv, "float16")
-        for field in ("table", "tolerance", "judged", "shifted_tolerance"):
-            assert np.array_equal(getattr(kept, field), getattr(fresh, field)), (call.size, field)
-            assert not getattr(kept, field).flags.writeable
+        for index, (held, made) in enumerate(zip(kept.derived(), fresh.derived(), strict=True)):
+            assert np.array_equal(held, made), (call.size, index)
+            assert not held.flags.writeable
         assert judge.call_expectation(call, conv, "float16") is kept
         assert judge.call_expectation(call, conv, "float32") is not kept
 
@@ -64,3 +65,14 @@ def test_long_expectations_are_kept_apart(empty_keep):
     assert judge.call_expectation(longest, conv, "float32") is long_kept
     assert judge.call_expectation(small, conv, "float32") is kept
     assert len(judge._kept.values) == len(judge._kept_long.values) == 1
+
+
+def test_kept_bytes_count_what_the_checks_derive(empty_keep):
+    """An expectation's bytes in the keep count the arrays its checks derive, each buffer once."""
+    conv = get_convention("paper")
+    call = max(calls("module-ij", 12, conv), key=lambda call: call.q_len * call.k_len)  # rows and keys
+    exp = judge.call_expectation(call, conv, "float32")
+    steps, bounds = exp.key_step_expectation
+    base = exp.table.nbytes + exp.tolerance.nbytes + exp.shifted_tolerance.nbytes + exp.judged.nbytes
+    assert judge._nbytes(exp) >= base + steps.nbytes + bounds.nbytes + exp.diagonal_bound.nbytes
+    assert judge._kept_long.used + judge._kept.used == judge._nbytes(exp)
