@@ -28,6 +28,7 @@ from importlib.machinery import ModuleSpec
 
 from .child.site_folders import in_site_folder
 from .loader import TargetError, parse_target
+from .sandbox import FILE_CLOCK
 
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # Libraries whose import fixes the framework a target computes with (Keras reads its backend
@@ -38,9 +39,6 @@ MAX_LEARNED = 20_000  # names per run: several large libraries
 # Names per request to a template: with the run's keep-out list, well within the protocol's
 # 64 KiB header (a run that learned several libraries at once is sent them in parts).
 REQUEST_NAME_BYTES = 32 * 1024
-
-
-_REALTIME_COARSE = 5  # Linux's clock id, named in the time module from Python 3.13
 
 
 class LearnedModules:
@@ -57,8 +55,9 @@ class LearnedModules:
                 keep_out.add(name.module)
         self.keep_out = sorted(keep_out | set(FRAMEWORK_BOUND))
         # On the clock the kernel stamps files with: it lags time.time_ns() by up to a tick,
-        # so a file written just after that reading could carry an earlier time.
-        self.started_ns = time.clock_gettime_ns(getattr(time, "CLOCK_REALTIME_COARSE", _REALTIME_COARSE))
+        # so a file written just after that reading could carry an earlier time. A file of
+        # the same tick as the start is taken for written after it (not learned).
+        self.started_ns = time.clock_gettime_ns(FILE_CLOCK)
         self._checked: dict[str | None, bool] = {}  # a file -> installed and unchanged
         self.names: list[str] = []
         self._seen: set[str] = set()

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import types
 
 import pytest
@@ -18,6 +19,7 @@ from posenc_spec.gate.child.learned import NewModules
 from posenc_spec.gate.declaration import declare
 from posenc_spec.gate.learned import FRAMEWORK_BOUND, REQUEST_NAME_BYTES, LearnedModules
 from posenc_spec.gate.runner import _parts
+from posenc_spec.gate.sandbox import FILE_CLOCK
 from spec_tests.assertions import check_named, failure_summary
 
 # An installed library the gate's templates do not import (its own code imports it only to
@@ -138,6 +140,8 @@ def test_a_module_inside_namespace_packages_the_gate_never_imported_is_learned(t
     module = tmp_path / "site-packages" / "nsx_library" / "inner" / "mod.py"
     module.parent.mkdir(parents=True)
     module.write_text("VALUE = 1\n", encoding="utf-8")
+    while time.clock_gettime_ns(FILE_CLOCK) <= module.stat().st_ctime_ns:  # the run begins after the file
+        time.sleep(0.001)
     monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
     learned = LearnedModules([declare({"target": "numpy:sin", "api": "table"})])
     learned.add(["nsx_library.inner.mod"])
