@@ -212,17 +212,17 @@ class AlibiJudge:
         exp = call_expectation(call, self.conv, dtype)
         if call.step == "prefill":
             self.prefills[probe.slot] = (values, exp)
-        made, ahead = [], {}  # ahead: a result made with an earlier check's
+        made, equivalent = [], None  # equivalent: made with formula, where they are one comparison
         for check in probe.checks[1:]:
-            if check in ahead:
-                made.append(ahead.pop(check))
+            if check == "equivalent" and equivalent is not None:
+                made.append(equivalent)
             elif check == "decode" and probe.prefill not in self.prefills:
                 made.append(skipped("decode", f"not run: the prefill {probe.prefill} returned nothing to check"))
             elif check == "decode":
                 table, prefill = self.prefills[probe.prefill]
                 made.append(properties.check_decode(values, table, exp, prefill))
             elif check == "formula" and "equivalent" in probe.checks:
-                formula, ahead["equivalent"] = properties.check_formula_and_equivalent(values, exp)
+                formula, equivalent = properties.check_formula_and_equivalent(values, exp)
                 made.append(formula)
             else:
                 made.append(_BIAS_CHECKS[check](values, exp))

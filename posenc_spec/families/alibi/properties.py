@@ -342,7 +342,6 @@ def check_linear(table, exp: BiasExpectation, name="linear") -> CheckResult:
     if exp.key_steps is None:
         return skipped(name, f"{exp.size}: no two judged keys one position apart")
     pick, pair = exp.key_steps
-
     steps, bounds = exp.key_step_expectation
 
     def made(heads):
@@ -365,9 +364,7 @@ def check_toeplitz(table, exp: BiasExpectation, name="toeplitz") -> CheckResult:
     if exp.diagonal_steps is None:
         return skipped(name, f"{exp.size}: no two rows and keys one position apart")
     rows, later_rows, cols, later_cols, both = exp.diagonal_steps
-    shifted = exp.convention.up_to_row_constant
-
-    bounds = exp.diagonal_bound
+    shifted, bounds = exp.convention.up_to_row_constant, exp.diagonal_bound
 
     def made(heads):
         later = values[heads][:, later_rows][:, :, later_cols]
