@@ -117,10 +117,10 @@ def main() -> None:
     same = verdicts[("learned", None)] == verdicts[("preload", None)]
     print(f"  verdicts and failed checks, no --preload against the right one: {'the same' if same else 'DIFFER'}")
     if arguments.baseline:
-        baseline = verdicts[("learned", str(Path(arguments.baseline).resolve()))]
-        agree = sum(baseline.get(name) == verdict for name, verdict in verdicts[("learned", None)].items())
-        print(f"  the baseline's verdicts and failed checks: the same for {agree} of {len(baseline)} targets "
-              "(another revision: its targets, grid and checks may differ)")
+        baseline, mine = verdicts[("learned", str(Path(arguments.baseline).resolve()))], verdicts[("learned", None)]
+        agree = sum(baseline.get(name) == verdict for name, verdict in mine.items())
+        print(f"  the baseline's verdicts and failed checks: the same for {agree} of this checkout's {len(mine)} "
+              "targets (another revision: its targets, grid and checks may differ)")
     if not same:
         sys.exit(1)
 
