@@ -11,10 +11,11 @@ Python, as a command line would run it), so every run starts its root template a
 the libraries anew; the runs take turns in rounds (``timing.seconds_in_rounds``: a drift of
 the machine's speed falls on both alike). The "right" preload is the modules the tests name
 for these targets. Reported: the median seconds of each and the median of the rounds' ratios
-to the run with the right preload, and whether the runs without and with it gave every target
-the same verdict and the same failed checks (exit 1 when they differ). ``--baseline DIR`` adds a run without
-``--preload`` of another checkout's posenc_spec (before the learned preload), its targets and
-tests its own: how many of its verdicts agree is said, not required.
+to the run with the right preload, and whether every run without it and with it gave every
+target the same verdict and the same failed checks (exit 1 when they differ). ``--baseline
+DIR`` adds a run without ``--preload`` of another checkout's posenc_spec (before the learned
+preload), its targets and tests its own: how many of its first run's verdicts agree is said,
+not required.
 """
 
 from __future__ import annotations
@@ -99,27 +100,29 @@ def main() -> None:
             command = [sys.executable, __file__, "--run", mode, "--jobs", str(arguments.jobs),
                        *(("--checkout", checkout) if checkout else ())]
             done = subprocess.run(command, capture_output=True, text=True, check=True)
-            verdicts.setdefault((mode, checkout), json.loads(done.stdout.splitlines()[-1]))
+            verdicts.setdefault((mode, checkout), []).append(json.loads(done.stdout.splitlines()[-1]))
         return go
 
     actions = {"no --preload": action("learned"), "right --preload": action("preload")}
     if arguments.baseline:
         actions["baseline, none"] = action("learned", str(Path(arguments.baseline).resolve()))
     times = seconds_in_rounds(actions, arguments.repeats)
-    print(f"{len(verdicts[('learned', None)])} targets, {arguments.jobs} lane(s), {arguments.repeats} rounds")
+    print(f"{len(verdicts[('learned', None)][0])} targets, {arguments.jobs} lane(s), {arguments.repeats} rounds")
     for name, seconds in times.items():
         print(f"  {name:16} median {statistics.median(seconds):7.1f} s  ({', '.join(f'{s:.1f}' for s in seconds)})")
     for name in [name for name in times if name != "right --preload"]:
         ratio = median_by_round(lambda mine, theirs: mine / theirs, times[name], times["right --preload"])
         print(f"  {name} / right --preload: {ratio:.2f}x (the median of the rounds' ratios)")
-    # The two runs of this checkout must agree; a baseline is another revision, whose grid and
+    # Every run of this checkout must agree; a baseline is another revision, whose grid and
     # checks may differ by design: its agreement is said, not required.
-    same = verdicts[("learned", None)] == verdicts[("preload", None)]
-    print(f"  verdicts and failed checks, no --preload against the right one: {'the same' if same else 'DIFFER'}")
+    ours = verdicts[("learned", None)][0]
+    same = all(run == ours for run in verdicts[("learned", None)] + verdicts[("preload", None)])
+    print(f"  verdicts and failed checks, every run without --preload and with the right one: "
+          f"{'the same' if same else 'DIFFER'}")
     if arguments.baseline:
-        baseline, mine = verdicts[("learned", str(Path(arguments.baseline).resolve()))], verdicts[("learned", None)]
-        agree = sum(baseline.get(name) == verdict for name, verdict in mine.items())
-        print(f"  the baseline's verdicts and failed checks: the same for {agree} of this checkout's {len(mine)} "
+        baseline = verdicts[("learned", str(Path(arguments.baseline).resolve()))][0]
+        agree = sum(baseline.get(name) == verdict for name, verdict in ours.items())
+        print(f"  the baseline's verdicts and failed checks: the same for {agree} of this checkout's {len(ours)} "
               "targets (another revision: its targets, grid and checks may differ)")
     if not same:
         sys.exit(1)
